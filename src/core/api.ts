@@ -1,0 +1,271 @@
+// The wire types of the HTTP API (docs/api.md), shared by the server, the
+// engine's service layer, the SDK client and the embedded client. Times are
+// RFC 3339 strings here; the engine works in epoch milliseconds internally.
+
+export type JobState = "SCHEDULED" | "PAUSED" | "CANCELLED" | "COMPLETED" | "DEAD";
+export const JOB_STATES: readonly JobState[] = ["SCHEDULED", "PAUSED", "CANCELLED", "COMPLETED", "DEAD"];
+
+export type AttemptState =
+  | "PENDING"
+  | "QUEUED"
+  | "RUNNING"
+  | "SUCCEEDED"
+  | "FAILED"
+  | "TIMED_OUT"
+  | "CANCELLED"
+  | "SKIPPED"
+  | "DEAD";
+
+export type Misfire = "run_once" | "skip" | "catch_up";
+export type Overlap = "allow" | "forbid" | "replace";
+export type ErrorClass = "transient" | "permanent" | "throttled";
+export type Role = "admin" | "client" | "worker";
+
+export interface HttpTarget {
+  type: "http";
+  url: string;
+  method?: string;
+  headers?: Record<string, string>;
+}
+export interface QueueTarget {
+  type: "queue";
+  pool: string;
+}
+export type Target = HttpTarget | QueueTarget;
+
+export interface DstOptions {
+  gap?: "run_at_transition" | "skip";
+  overlap?: "first" | "both";
+}
+
+export interface RunAtSchedule {
+  runAt: string;
+}
+export interface DelaySchedule {
+  delaySeconds: number;
+}
+export interface CronSchedule {
+  cron: string;
+  tz?: string;
+  jitterSeconds?: number;
+  misfire?: Misfire;
+  overlap?: Overlap;
+  startAt?: string;
+  endAt?: string;
+  dst?: DstOptions;
+}
+export type ScheduleSpec = RunAtSchedule | DelaySchedule | CronSchedule;
+
+export interface RetryPolicy {
+  maxAttempts: number;
+  backoffSeconds: number;
+  maxBackoffSeconds: number;
+}
+
+/** What a client sends to create a job (POST /v1/jobs). */
+export interface JobSpec {
+  name: string;
+  target: Target;
+  payload?: unknown;
+  schedule: ScheduleSpec;
+  retry?: Partial<RetryPolicy>;
+  timeoutSeconds?: number;
+  priority?: number;
+}
+
+/** A job as GET shows it: every default filled in. */
+export interface Job {
+  jobId: string;
+  name: string;
+  state: JobState;
+  target: Target;
+  payload: unknown;
+  /** A delaySeconds job shows runAt (the computed time); a cron job its effective tz, misfire, overlap, jitter. */
+  schedule: RunAtSchedule | Required<Pick<CronSchedule, "cron" | "tz" | "jitterSeconds" | "misfire" | "overlap">> & CronSchedule;
+  retry: RetryPolicy;
+  timeoutSeconds: number;
+  priority: number;
+  nextRunAt: string | null;
+  version: number;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface CreatedJob extends Job {
+  /** false when an Idempotency-Key matched an earlier request (HTTP 200 instead of 201). */
+  created?: boolean;
+}
+
+export interface Page<T> {
+  items: T[];
+  nextCursor: string | null;
+}
+
+export interface ListJobsQuery {
+  state?: JobState;
+  name?: string;
+  limit?: number;
+  cursor?: string;
+}
+
+export interface PageQuery {
+  limit?: number;
+  cursor?: string;
+}
+
+export interface ErrorRecord {
+  message: string;
+  class?: ErrorClass;
+  retryAfterSeconds?: number;
+  /** Extra facts recorded by the server (an HTTP status, a redirect location). */
+  [key: string]: unknown;
+}
+
+/** One attempt of an execution, or attempt 0 for an execution not yet attempted. */
+export interface ExecutionItem {
+  executionId: string;
+  jobId: string;
+  scheduledFor: string;
+  attempt: number;
+  state: AttemptState;
+  dispatchedAt: string | null;
+  dispatchedBy: string | null;
+  startedAt: string | null;
+  finishedAt: string | null;
+  error: ErrorRecord | null;
+  workerId: string | null;
+}
+
+export interface DeadLetter {
+  executionId: string;
+  jobId: string;
+  name: string;
+  scheduledFor: string;
+  attempts: number;
+  lastError: ErrorRecord | null;
+  deadAt: string;
+  payload: unknown;
+}
+
+export interface CompleteItem {
+  executionId: string;
+  attempt: number;
+  result?: unknown;
+}
+export interface FailItem {
+  executionId: string;
+  attempt: number;
+  error: ErrorRecord;
+}
+
+export interface LeaseRequest {
+  workerId: string;
+  max?: number;
+  leaseSeconds?: number;
+  waitSeconds?: number;
+  complete?: CompleteItem[];
+  fail?: FailItem[];
+}
+
+export interface LeasedExecution {
+  executionId: string;
+  jobId: string;
+  name: string;
+  attempt: number;
+  payload: unknown;
+  scheduledFor: string;
+  leaseUntil: string;
+  timeoutSeconds: number;
+}
+
+/** The answer to one complete or fail item; status mirrors the single call's HTTP status. */
+export type AckItem =
+  | { executionId: string; attempt: number; status: 200; state: "SUCCEEDED" | "FAILED" | "DEAD"; retryAt?: string; dead?: boolean }
+  | { executionId: string; attempt: number; status: 409 | 404 | 400; error: { code: string; message: string } };
+
+export interface LeaseResponse {
+  items: LeasedExecution[];
+  acks?: AckItem[];
+}
+
+export interface HeartbeatRequest {
+  attempt: number;
+  leaseSeconds?: number;
+}
+export interface HeartbeatResponse {
+  leaseUntil: string;
+  cancelRequested: boolean;
+}
+
+export interface CompleteResponse {
+  state: "SUCCEEDED";
+}
+export type FailResponse = { state: "FAILED"; retryAt: string } | { state: "DEAD"; dead: true };
+
+export interface PoolStats {
+  pending: number;
+  queued: number;
+  running: number;
+}
+export interface Stats {
+  pools: Record<string, PoolStats>;
+  tenants: Record<string, PoolStats>;
+}
+
+export interface BatchCreateItem extends JobSpec {
+  idempotencyKey?: string;
+}
+export type BatchCreateResult =
+  | { jobId: string; nextRunAt: string | null; created: boolean }
+  | { error: { code: string; message: string; details?: Record<string, unknown> } };
+
+export interface PreviewQuery {
+  cron: string;
+  tz?: string;
+  from?: string;
+  count?: number;
+}
+export interface PreviewResponse {
+  times: string[];
+}
+
+export interface AuditItem {
+  at: string;
+  actor: string;
+  action: string;
+  subject: string;
+  details: unknown;
+}
+
+export interface ClusterView {
+  nodes: { nodeId: string; address: string | null; shards: number[]; lastHeartbeatAt: string }[];
+  shards: { shard: number; owner: string | null; epoch: number; leaseUntil: string }[];
+}
+
+/**
+ * The client-side API: implemented by the HTTP client (sdk/client.ts) and by
+ * the embedded engine (createDuetime), so code written against one runs on
+ * the other.
+ */
+export interface DuetimeApi {
+  createJob(spec: JobSpec, options?: { idempotencyKey?: string }): Promise<CreatedJob>;
+  createJobs(jobs: BatchCreateItem[]): Promise<BatchCreateResult[]>;
+  getJob(jobId: string): Promise<Job>;
+  listJobs(query?: ListJobsQuery): Promise<Page<Job>>;
+  cancelJob(jobId: string): Promise<void>;
+  pauseJob(jobId: string): Promise<Job>;
+  resumeJob(jobId: string): Promise<Job>;
+  triggerJob(jobId: string): Promise<ExecutionItem>;
+  listExecutions(jobId: string, query?: PageQuery): Promise<Page<ExecutionItem>>;
+  listDeadLetters(query?: PageQuery): Promise<Page<DeadLetter>>;
+  replayDeadLetter(executionId: string): Promise<ExecutionItem>;
+  lease(pool: string, request: LeaseRequest): Promise<LeaseResponse>;
+  heartbeat(executionId: string, request: HeartbeatRequest): Promise<HeartbeatResponse>;
+  complete(executionId: string, attempt: number, result?: unknown): Promise<CompleteResponse>;
+  fail(executionId: string, attempt: number, error: ErrorRecord): Promise<FailResponse>;
+  completeMany(items: CompleteItem[]): Promise<AckItem[]>;
+  failMany(items: FailItem[]): Promise<AckItem[]>;
+  poolStats(pool: string): Promise<PoolStats>;
+  stats(): Promise<Stats>;
+  previewSchedule(query: PreviewQuery): Promise<PreviewResponse>;
+}

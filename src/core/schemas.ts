@@ -1,0 +1,625 @@
+// JSON Schemas of the HTTP API (docs/api.md): every request body, querystring,
+// path parameter and header set, and documentation schemas for the main
+// responses. Plain objects, no imports of fastify or ajv: the server feeds
+// them to Fastify (routes, OpenAPI) and core/validate.ts compiles them with
+// ajv for the server and the embedded client alike.
+//
+// Two rules are not expressed here on purpose and are checked by hand in
+// core/validate.ts, because ajv's oneOf errors are unreadable:
+// - a schedule is exactly one of runAt | delaySeconds | cron, and the cron-only
+//   fields (tz, jitterSeconds, misfire, overlap, startAt, endAt, dst) appear
+//   only beside cron;
+// - retry.maxBackoffSeconds >= retry.backoffSeconds when both are given.
+// The engine re-checks the semantics (cron syntax, IANA zone, defaults).
+
+export type JsonSchema = { readonly [keyword: string]: unknown };
+
+/** Every range the contract states, in one place (documented where defined). */
+export const LIMITS = {
+  nameMaxLength: 200,
+  idMaxLength: 200,
+  poolMaxLength: 200,
+  urlMaxLength: 2048,
+  headerNameMaxLength: 256,
+  headerValueMaxLength: 8192,
+  headersMaxCount: 100,
+  idempotencyKeyMaxLength: 255,
+  /** 10 years (365.25-day years). */
+  delaySecondsMax: 315_576_000,
+  maxAttemptsMax: 1000,
+  backoffSecondsMax: 86_400,
+  /** Not in the contract: a sanity cap of one year so retry arithmetic stays finite. */
+  maxBackoffSecondsMax: 31_536_000,
+  timeoutSecondsMax: 86_400,
+  priorityMin: -100,
+  priorityMax: 100,
+  jitterSecondsMax: 86_400,
+  cronMaxLength: 256,
+  tzMaxLength: 64,
+  batchMax: 1000,
+  leaseMaxMax: 1000,
+  leaseSecondsMax: 3600,
+  waitSecondsMax: 60,
+  /** Not in the contract: a sanity cap, like backoffSecondsMax. */
+  retryAfterSecondsMax: 86_400,
+  listLimitMax: 500,
+  previewCountMax: 1000,
+  cursorMaxLength: 1024,
+  workerIdMaxLength: 200,
+  attemptMax: 2_147_483_647,
+} as const;
+
+/** Ids are opaque and URL-safe. */
+export const ID_PATTERN = "^[A-Za-z0-9_-]+$";
+/** Pool names travel in URLs: RFC 3986 unreserved characters only. */
+export const POOL_PATTERN = "^[A-Za-z0-9._~-]+$";
+/** RFC 9110 token. */
+export const HEADER_NAME_PATTERN = "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$";
+/** No control characters other than horizontal tab (no CR/LF header injection). */
+export const HEADER_VALUE_PATTERN = "^[^\\u0000-\\u0008\\u000A-\\u001F\\u007F]+$";
+export const HTTP_URL_PATTERN = "^[Hh][Tt][Tt][Pp][Ss]?://";
+
+export const HTTP_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
+
+// ---------------------------------------------------------------- building blocks
+
+const dateTime = { type: "string", format: "date-time", maxLength: 64 } as const;
+const idString = { type: "string", minLength: 1, maxLength: LIMITS.idMaxLength, pattern: ID_PATTERN } as const;
+const poolString = { type: "string", minLength: 1, maxLength: LIMITS.poolMaxLength, pattern: POOL_PATTERN } as const;
+const attempt = { type: "integer", minimum: 1, maximum: LIMITS.attemptMax } as const;
+/** Free-form JSON: any value. */
+const anyJson = {} as const;
+const limitQuery = { type: "integer", minimum: 1, maximum: LIMITS.listLimitMax, default: 50 } as const;
+const cursorQuery = { type: "string", minLength: 1, maxLength: LIMITS.cursorMaxLength } as const;
+
+export const httpTargetSchema = {
+  type: "object",
+  additionalProperties: false,
+  required: ["type", "url"],
+  properties: {
+    type: { type: "string", const: "http" },
+    url: { type: "string", minLength: 1, maxLength: LIMITS.urlMaxLength, pattern: HTTP_URL_PATTERN, format: "uri" },
+    method: { type: "string", enum: HTTP_METHODS, default: "POST" },
+    headers: {
+      type: "object",
+      maxProperties: LIMITS.headersMaxCount,
+      propertyNames: { type: "string", minLength: 1, maxLength: LIMITS.headerNameMaxLength, pattern: HEADER_NAME_PATTERN },
+      additionalProperties: {
+        type: "string",
+        minLength: 1,
+        maxLength: LIMITS.headerValueMaxLength,
+        pattern: HEADER_VALUE_PATTERN,
+      },
+    },
+  },
+} as const;
+
+export const queueTargetSchema = {
+  type: "object",
+  additionalProperties: false,
+  required: ["type", "pool"],
+  properties: {
+    type: { type: "string", const: "queue" },
+    pool: poolString,
+  },
+} as const;
+
+/** OpenAPI-style discriminator: ajv picks the branch by `type`, so errors name the right fields. */
+export const targetSchema = {
+  type: "object",
+  discriminator: { propertyName: "type" },
+  oneOf: [httpTargetSchema, queueTargetSchema],
+} as const;
+
+export const dstSchema = {
+  type: "object",
+  additionalProperties: false,
+  properties: {
+    gap: { type: "string", enum: ["run_at_transition", "skip"] },
+    overlap: { type: "string", enum: ["first", "both"] },
+  },
+} as const;
+
+/** The union of the three schedule variants; validate.ts enforces "exactly one of". */
+export const scheduleSchema = {
+  type: "object",
+  description:
+    "Exactly one of runAt, delaySeconds or cron. tz, jitterSeconds, misfire, overlap, startAt, endAt and dst are allowed only with cron.",
+  additionalProperties: false,
+  properties: {
+    runAt: { ...dateTime, description: "RFC 3339; a time in the past runs at once." },
+    delaySeconds: { type: "number", minimum: 0, maximum: LIMITS.delaySecondsMax, description: "0 = now." },
+    cron: { type: "string", minLength: 1, maxLength: LIMITS.cronMaxLength },
+    tz: { type: "string", minLength: 1, maxLength: LIMITS.tzMaxLength, default: "UTC", description: "IANA zone." },
+    jitterSeconds: { type: "number", minimum: 0, maximum: LIMITS.jitterSecondsMax, default: 0 },
+    misfire: { type: "string", enum: ["run_once", "skip", "catch_up"], default: "run_once" },
+    overlap: { type: "string", enum: ["allow", "forbid", "replace"], default: "allow" },
+    startAt: dateTime,
+    endAt: dateTime,
+    dst: dstSchema,
+  },
+} as const;
+
+export const retrySchema = {
+  type: "object",
+  additionalProperties: false,
+  properties: {
+    maxAttempts: { type: "integer", minimum: 1, maximum: LIMITS.maxAttemptsMax, default: 3 },
+    backoffSeconds: { type: "number", minimum: 0, maximum: LIMITS.backoffSecondsMax, default: 10 },
+    maxBackoffSeconds: {
+      type: "number",
+      minimum: 0,
+      maximum: LIMITS.maxBackoffSecondsMax,
+      default: 3600,
+      description: "Must be >= backoffSeconds.",
+    },
+  },
+} as const;
+
+const jobSpecProperties = {
+  name: { type: "string", minLength: 1, maxLength: LIMITS.nameMaxLength },
+  target: targetSchema,
+  payload: anyJson,
+  schedule: scheduleSchema,
+  retry: retrySchema,
+  timeoutSeconds: { type: "number", minimum: 1, maximum: LIMITS.timeoutSecondsMax, default: 300 },
+  priority: { type: "integer", minimum: LIMITS.priorityMin, maximum: LIMITS.priorityMax, default: 0 },
+} as const;
+
+const idempotencyKey = { type: "string", minLength: 1, maxLength: LIMITS.idempotencyKeyMaxLength } as const;
+
+/** POST /v1/jobs */
+export const createJobBody = {
+  type: "object",
+  additionalProperties: false,
+  required: ["name", "target", "schedule"],
+  properties: jobSpecProperties,
+} as const;
+
+/** One element of POST /v1/jobs:batch. */
+export const batchItemSchema = {
+  type: "object",
+  additionalProperties: false,
+  required: ["name", "target", "schedule"],
+  properties: { ...jobSpecProperties, idempotencyKey },
+} as const;
+
+/** POST /v1/jobs:batch. validate.ts checks the envelope first and each job on its own (per-item errors). */
+export const batchCreateBody = {
+  type: "object",
+  additionalProperties: false,
+  required: ["jobs"],
+  properties: {
+    jobs: { type: "array", minItems: 1, maxItems: LIMITS.batchMax, items: batchItemSchema },
+  },
+} as const;
+
+/** Headers of POST /v1/jobs (other headers pass). */
+export const createJobHeaders = {
+  type: "object",
+  properties: { "idempotency-key": idempotencyKey },
+} as const;
+
+/** DELETE and the action POSTs: no body, or `{}`. */
+export const emptyBody = {
+  type: "object",
+  additionalProperties: false,
+  properties: {},
+} as const;
+
+export const errorRecordSchema = {
+  type: "object",
+  description: "Free-form: extra keys are kept.",
+  additionalProperties: true,
+  required: ["message"],
+  properties: {
+    message: { type: "string" },
+    class: { type: "string", enum: ["transient", "permanent", "throttled"], default: "transient" },
+    retryAfterSeconds: { type: "number", minimum: 0, maximum: LIMITS.retryAfterSecondsMax },
+  },
+} as const;
+
+export const completeItemSchema = {
+  type: "object",
+  additionalProperties: false,
+  required: ["executionId", "attempt"],
+  properties: { executionId: idString, attempt, result: anyJson },
+} as const;
+
+export const failItemSchema = {
+  type: "object",
+  additionalProperties: false,
+  required: ["executionId", "attempt", "error"],
+  properties: { executionId: idString, attempt, error: errorRecordSchema },
+} as const;
+
+/** POST /v1/pools/{pool}/lease */
+export const leaseBody = {
+  type: "object",
+  additionalProperties: false,
+  required: ["workerId"],
+  properties: {
+    workerId: { type: "string", minLength: 1, maxLength: LIMITS.workerIdMaxLength },
+    max: { type: "integer", minimum: 1, maximum: LIMITS.leaseMaxMax, default: 1 },
+    leaseSeconds: { type: "number", minimum: 1, maximum: LIMITS.leaseSecondsMax, default: 30 },
+    waitSeconds: { type: "number", minimum: 0, maximum: LIMITS.waitSecondsMax, default: 0 },
+    complete: { type: "array", maxItems: LIMITS.batchMax, items: completeItemSchema },
+    fail: { type: "array", maxItems: LIMITS.batchMax, items: failItemSchema },
+  },
+} as const;
+
+/** POST /v1/executions/{executionId}/heartbeat */
+export const heartbeatBody = {
+  type: "object",
+  additionalProperties: false,
+  required: ["attempt"],
+  properties: {
+    attempt,
+    leaseSeconds: { type: "number", minimum: 1, maximum: LIMITS.leaseSecondsMax },
+  },
+} as const;
+
+/** POST /v1/executions/{executionId}/complete */
+export const completeBody = {
+  type: "object",
+  additionalProperties: false,
+  required: ["attempt"],
+  properties: { attempt, result: anyJson },
+} as const;
+
+/** POST /v1/executions/{executionId}/fail */
+export const failBody = {
+  type: "object",
+  additionalProperties: false,
+  required: ["attempt", "error"],
+  properties: { attempt, error: errorRecordSchema },
+} as const;
+
+/** POST /v1/executions:complete */
+export const completeManyBody = {
+  type: "object",
+  additionalProperties: false,
+  required: ["items"],
+  properties: { items: { type: "array", minItems: 1, maxItems: LIMITS.batchMax, items: completeItemSchema } },
+} as const;
+
+/** POST /v1/executions:fail */
+export const failManyBody = {
+  type: "object",
+  additionalProperties: false,
+  required: ["items"],
+  properties: { items: { type: "array", minItems: 1, maxItems: LIMITS.batchMax, items: failItemSchema } },
+} as const;
+
+// ---------------------------------------------------------------- querystrings and params
+
+/** GET /v1/jobs */
+export const listJobsQuery = {
+  type: "object",
+  additionalProperties: false,
+  properties: {
+    state: { type: "string", enum: ["SCHEDULED", "PAUSED", "CANCELLED", "COMPLETED", "DEAD"] },
+    name: { type: "string", minLength: 1, maxLength: LIMITS.nameMaxLength },
+    limit: limitQuery,
+    cursor: cursorQuery,
+  },
+} as const;
+
+/** Any other paginated list. */
+export const pageQuery = {
+  type: "object",
+  additionalProperties: false,
+  properties: { limit: limitQuery, cursor: cursorQuery },
+} as const;
+
+/** GET /v1/schedules/preview */
+export const previewQuery = {
+  type: "object",
+  additionalProperties: false,
+  required: ["cron"],
+  properties: {
+    cron: { type: "string", minLength: 1, maxLength: LIMITS.cronMaxLength },
+    tz: { type: "string", minLength: 1, maxLength: LIMITS.tzMaxLength, default: "UTC" },
+    from: dateTime,
+    count: { type: "integer", minimum: 1, maximum: LIMITS.previewCountMax, default: 10 },
+  },
+} as const;
+
+/** An empty querystring (routes without query parameters still reject unknown ones). */
+export const noQuery = { type: "object", additionalProperties: false, properties: {} } as const;
+
+export const jobIdParams = {
+  type: "object",
+  additionalProperties: false,
+  required: ["jobId"],
+  properties: { jobId: idString },
+} as const;
+
+export const executionIdParams = {
+  type: "object",
+  additionalProperties: false,
+  required: ["executionId"],
+  properties: { executionId: idString },
+} as const;
+
+export const poolParams = {
+  type: "object",
+  additionalProperties: false,
+  required: ["pool"],
+  properties: { pool: poolString },
+} as const;
+
+/** Every request schema by id: validate(id, value, part) looks them up here. */
+export const REQUEST_SCHEMAS = {
+  createJobBody,
+  createJobHeaders,
+  batchCreateBody,
+  batchItem: batchItemSchema,
+  emptyBody,
+  leaseBody,
+  heartbeatBody,
+  completeBody,
+  failBody,
+  completeManyBody,
+  failManyBody,
+  listJobsQuery,
+  pageQuery,
+  previewQuery,
+  noQuery,
+  jobIdParams,
+  executionIdParams,
+  poolParams,
+} as const satisfies Record<string, JsonSchema>;
+
+export type SchemaId = keyof typeof REQUEST_SCHEMAS;
+
+// ---------------------------------------------------------------- responses (documentation)
+//
+// These describe responses for OpenAPI only. The server serializes with
+// JSON.stringify, never through these schemas, so a field the engine adds is
+// never stripped and free-form values (payload, result, error) pass as they
+// are. They are left open (no additionalProperties: false): the contract may
+// grow fields, and clients must ignore the ones they do not know.
+
+const nullableDateTime = { type: ["string", "null"], format: "date-time" } as const;
+const recordedError = {
+  type: ["object", "null"],
+  additionalProperties: true,
+  properties: { message: { type: "string" }, class: errorRecordSchema.properties.class },
+} as const;
+
+export const errorEnvelopeSchema = {
+  type: "object",
+  required: ["error"],
+  properties: {
+    error: {
+      type: "object",
+      required: ["code", "message"],
+      properties: {
+        code: { type: "string" },
+        message: { type: "string" },
+        details: { type: "object", additionalProperties: true, properties: { field: { type: "string" } } },
+      },
+    },
+  },
+} as const;
+
+export const jobResponse = {
+  type: "object",
+  required: [
+    "jobId",
+    "name",
+    "state",
+    "target",
+    "schedule",
+    "retry",
+    "timeoutSeconds",
+    "priority",
+    "nextRunAt",
+    "version",
+    "createdAt",
+    "updatedAt",
+  ],
+  properties: {
+    jobId: { type: "string" },
+    name: { type: "string" },
+    state: listJobsQuery.properties.state,
+    target: { type: "object", additionalProperties: true, required: ["type"], properties: { type: { type: "string", enum: ["http", "queue"] } } },
+    payload: anyJson,
+    schedule: { type: "object", additionalProperties: true },
+    retry: {
+      type: "object",
+      required: ["maxAttempts", "backoffSeconds", "maxBackoffSeconds"],
+      properties: retrySchema.properties,
+    },
+    timeoutSeconds: { type: "number" },
+    priority: { type: "integer" },
+    nextRunAt: nullableDateTime,
+    version: { type: "integer" },
+    createdAt: dateTime,
+    updatedAt: dateTime,
+    created: { type: "boolean", description: "false when an Idempotency-Key matched an earlier request." },
+  },
+} as const;
+
+export const jobPageResponse = {
+  type: "object",
+  required: ["items", "nextCursor"],
+  properties: { items: { type: "array", items: jobResponse }, nextCursor: { type: ["string", "null"] } },
+} as const;
+
+export const executionItemResponse = {
+  type: "object",
+  required: ["executionId", "jobId", "scheduledFor", "attempt", "state"],
+  properties: {
+    executionId: { type: "string" },
+    jobId: { type: "string" },
+    scheduledFor: dateTime,
+    attempt: { type: "integer", minimum: 0 },
+    state: {
+      type: "string",
+      enum: ["PENDING", "QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "TIMED_OUT", "CANCELLED", "SKIPPED", "DEAD"],
+    },
+    dispatchedAt: nullableDateTime,
+    dispatchedBy: { type: ["string", "null"] },
+    startedAt: nullableDateTime,
+    finishedAt: nullableDateTime,
+    error: recordedError,
+    workerId: { type: ["string", "null"] },
+  },
+} as const;
+
+export const executionPageResponse = {
+  type: "object",
+  required: ["items", "nextCursor"],
+  properties: { items: { type: "array", items: executionItemResponse }, nextCursor: { type: ["string", "null"] } },
+} as const;
+
+export const deadLetterPageResponse = {
+  type: "object",
+  required: ["items", "nextCursor"],
+  properties: {
+    items: {
+      type: "array",
+      items: {
+        type: "object",
+        required: ["executionId", "jobId", "name", "scheduledFor", "attempts", "deadAt"],
+        properties: {
+          executionId: { type: "string" },
+          jobId: { type: "string" },
+          name: { type: "string" },
+          scheduledFor: dateTime,
+          attempts: { type: "integer" },
+          lastError: recordedError,
+          deadAt: dateTime,
+          payload: anyJson,
+        },
+      },
+    },
+    nextCursor: { type: ["string", "null"] },
+  },
+} as const;
+
+export const batchCreateResponse = {
+  type: "object",
+  required: ["items"],
+  properties: {
+    items: {
+      type: "array",
+      description: "In request order: {jobId, nextRunAt, created} or {error}.",
+      items: {
+        type: "object",
+        properties: {
+          jobId: { type: "string" },
+          nextRunAt: nullableDateTime,
+          created: { type: "boolean" },
+          error: errorEnvelopeSchema.properties.error,
+        },
+      },
+    },
+  },
+} as const;
+
+const ackItem = {
+  type: "object",
+  required: ["executionId", "attempt", "status"],
+  properties: {
+    executionId: { type: "string" },
+    attempt: { type: "integer" },
+    status: { type: "integer", enum: [200, 400, 404, 409] },
+    state: { type: "string" },
+    retryAt: dateTime,
+    dead: { type: "boolean" },
+    error: errorEnvelopeSchema.properties.error,
+  },
+} as const;
+
+export const ackListResponse = {
+  type: "object",
+  required: ["items"],
+  properties: { items: { type: "array", items: ackItem } },
+} as const;
+
+export const leaseResponse = {
+  type: "object",
+  required: ["items"],
+  properties: {
+    items: {
+      type: "array",
+      items: {
+        type: "object",
+        required: ["executionId", "jobId", "attempt", "scheduledFor", "leaseUntil"],
+        properties: {
+          executionId: { type: "string" },
+          jobId: { type: "string" },
+          name: { type: "string" },
+          attempt: { type: "integer" },
+          payload: anyJson,
+          scheduledFor: dateTime,
+          leaseUntil: dateTime,
+          timeoutSeconds: { type: "number" },
+        },
+      },
+    },
+    acks: { type: "array", items: ackItem },
+  },
+} as const;
+
+export const heartbeatResponse = {
+  type: "object",
+  required: ["leaseUntil", "cancelRequested"],
+  properties: { leaseUntil: dateTime, cancelRequested: { type: "boolean" } },
+} as const;
+
+export const completeResponse = {
+  type: "object",
+  required: ["state"],
+  properties: { state: { type: "string", enum: ["SUCCEEDED"] } },
+} as const;
+
+export const failResponse = {
+  type: "object",
+  required: ["state"],
+  properties: {
+    state: { type: "string", enum: ["FAILED", "DEAD"] },
+    retryAt: dateTime,
+    dead: { type: "boolean" },
+  },
+} as const;
+
+export const poolStatsResponse = {
+  type: "object",
+  required: ["pending", "queued", "running"],
+  properties: {
+    pending: { type: "integer", description: "Not yet due." },
+    queued: { type: "integer" },
+    running: { type: "integer" },
+  },
+} as const;
+
+export const statsResponse = {
+  type: "object",
+  required: ["pools", "tenants"],
+  properties: {
+    pools: { type: "object", additionalProperties: poolStatsResponse },
+    tenants: { type: "object", additionalProperties: poolStatsResponse },
+  },
+} as const;
+
+export const previewResponse = {
+  type: "object",
+  required: ["times"],
+  properties: { times: { type: "array", items: dateTime } },
+} as const;
+
+export const pageResponse = {
+  type: "object",
+  required: ["items", "nextCursor"],
+  properties: { items: { type: "array", items: { type: "object", additionalProperties: true } }, nextCursor: { type: ["string", "null"] } },
+} as const;
+
+export const statusResponse = {
+  type: "object",
+  required: ["status"],
+  properties: { status: { type: "string" } },
+} as const;

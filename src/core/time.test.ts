@@ -1,0 +1,19 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { parseRfc3339, toIso } from "./time.js";
+
+test("parses RFC 3339 with Z, offsets and fractions", () => {
+  assert.equal(parseRfc3339("2026-10-16T09:00:00Z"), Date.UTC(2026, 9, 16, 9));
+  assert.equal(parseRfc3339("2026-10-16T10:00:00+01:00"), Date.UTC(2026, 9, 16, 9));
+  assert.equal(parseRfc3339("2026-10-16T09:00:00.123Z"), Date.UTC(2026, 9, 16, 9, 0, 0, 123));
+});
+
+test("rejects what is not RFC 3339", () => {
+  for (const bad of ["2026-10-16", "2026-10-16T09:00:00", "tomorrow", "2026-13-01T00:00:00Z", "2026-02-30T00:00:00Z", "2026-1-1T00:00:00Z", ""]) {
+    assert.equal(parseRfc3339(bad), null, bad);
+  }
+});
+
+test("writes UTC with millisecond precision", () => {
+  assert.equal(toIso(Date.UTC(2026, 9, 16, 9)), "2026-10-16T09:00:00.000Z");
+});

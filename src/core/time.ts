@@ -1,0 +1,27 @@
+// RFC 3339 in and out. The server writes UTC with millisecond precision and
+// accepts any offset; Date.parse alone is too lenient ("2026-1-1", "Tuesday").
+
+const RFC3339 =
+  /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/;
+
+/** Epoch ms for a strict RFC 3339 timestamp, or null when it is not one. */
+export function parseRfc3339(value: string): number | null {
+  const m = RFC3339.exec(value);
+  if (!m) return null;
+  const [, y, mo, d, h, mi, s] = m.map(Number) as number[];
+  if (mo! < 1 || mo! > 12 || d! < 1 || d! > daysInMonth(y!, mo!) || h! > 23 || mi! > 59 || s! > 60) return null;
+  const ms = Date.parse(value.replace(" ", "T"));
+  return Number.isFinite(ms) ? ms : null;
+}
+
+function daysInMonth(year: number, month: number): number {
+  return new Date(Date.UTC(year, month, 0)).getUTCDate();
+}
+
+export function toIso(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+export function toIsoOrNull(ms: number | null | undefined): string | null {
+  return ms === null || ms === undefined ? null : new Date(ms).toISOString();
+}

@@ -1,0 +1,332 @@
+// Shape validation of API requests against core/schemas.ts, shared by the HTTP
+// server and the embedded client (so it must not import fastify). Any failure
+// becomes DuetimeError("INVALID_ARGUMENT", "<dotted.field>: <human message>",
+// { field }) through one mapping, ajvErrorToDuetime(), so every layer words
+// the same mistake the same way.
+//
+// Options follow the brief: the first error only (allErrors false), nothing
+// removed or defaulted (the engine fills defaults, so GET shows effective
+// values), strict schemas, no coercion for bodies; querystrings arrive as
+// strings, so their numbers are coerced.
+
+import AjvModule, { type ErrorObject, type Options, type ValidateFunction } from "ajv";
+import addFormatsModule from "ajv-formats";
+import type { BatchCreateItem, BatchCreateResult } from "./api.js";
+import { DuetimeError, invalidArgument } from "./errors.js";
+import {
+  HEADER_NAME_PATTERN,
+  HEADER_VALUE_PATTERN,
+  HTTP_URL_PATTERN,
+  ID_PATTERN,
+  LIMITS,
+  POOL_PATTERN,
+  REQUEST_SCHEMAS,
+  type JsonSchema,
+  type SchemaId,
+} from "./schemas.js";
+
+// ajv and ajv-formats are CommonJS with a `default` property; under NodeNext
+// the default import is module.exports, whose `.default` is the real export.
+const Ajv = AjvModule.default;
+const addFormats = addFormatsModule.default;
+
+export type RequestPart = "body" | "query" | "params" | "headers";
+
+export interface ValidateOptions {
+  /** Dotted prefix for field names, e.g. "jobs.3" when checking one element of a batch. */
+  path?: string;
+}
+
+function makeAjv(coerceTypes: boolean): InstanceType<typeof Ajv> {
+  const options: Options = {
+    allErrors: false,
+    removeAdditional: false,
+    useDefaults: false,
+    coerceTypes,
+    strict: true,
+    allowUnionTypes: true,
+    discriminator: true,
+    verbose: true, // errors carry data and parentSchema, for readable messages
+  };
+  const ajv = new Ajv(options);
+  addFormats(ajv, { mode: "full", formats: ["date-time", "uri"], keywords: false });
+  return ajv;
+}
+
+const bodyAjv = makeAjv(false);
+const queryAjv = makeAjv(true);
+const compiled = new WeakMap<object, { body?: ValidateFunction; query?: ValidateFunction }>();
+
+function compile(schema: JsonSchema, part: RequestPart): ValidateFunction {
+  const kind = part === "query" ? "query" : "body";
+  let entry = compiled.get(schema);
+  if (!entry) compiled.set(schema, (entry = {}));
+  let fn = entry[kind];
+  if (!fn) {
+    fn = (kind === "query" ? queryAjv : bodyAjv).compile(schema as object);
+    entry[kind] = fn;
+  }
+  return fn;
+}
+
+/** Cross-field rules ajv cannot word well; run after the schema passed. */
+const REFINEMENTS: Partial<Record<SchemaId, (value: unknown, path: string) => void>> = {
+  createJobBody: checkJobSpec,
+  batchItem: checkJobSpec,
+};
+
+/**
+ * Validates value against a schema of core/schemas.ts (by id) or any schema
+ * object, and returns it (for "query": a copy with numbers coerced). Throws
+ * DuetimeError INVALID_ARGUMENT naming the dotted field.
+ */
+export function validate<T = unknown>(
+  schema: SchemaId | JsonSchema,
+  value: unknown,
+  part: RequestPart = "body",
+  options: ValidateOptions = {},
+): T {
+  const schemaObject: JsonSchema = typeof schema === "string" ? REQUEST_SCHEMAS[schema] : schema;
+  if (typeof schema === "string" && schemaObject === undefined) throw new Error(`unknown schema id ${schema}`);
+  const path = options.path ?? "";
+  if (value === undefined && part === "body") {
+    throw invalidArgument(path || "body", "is required (send a JSON body)");
+  }
+  // Coercion writes into the object: never into the caller's.
+  const data = part === "query" && isPlainRecord(value) ? { ...value } : value;
+  const fn = compile(schemaObject, part);
+  if (!fn(data)) {
+    const first = fn.errors?.[0];
+    throw first ? ajvErrorToDuetime(first, part, path) : invalidArgument(path || part, "is invalid");
+  }
+  if (typeof schema === "string") REFINEMENTS[schema]?.(data, path);
+  return data as T;
+}
+
+// ---------------------------------------------------------------- error mapping
+
+/** Turns one ajv error into the API's INVALID_ARGUMENT, with a dotted field path. */
+export function ajvErrorToDuetime(error: ErrorObject, part: RequestPart, prefix = ""): DuetimeError {
+  const base = joinPath(prefix, pointerToDotted(error.instancePath));
+  const field = (name: string) => (part === "headers" ? canonicalHeaderName(name) : name);
+  const p = error.params as Record<string, unknown>;
+  const parent = (error.parentSchema ?? {}) as Record<string, unknown>;
+  const named = (name: unknown) => joinPath(base, String(name));
+  const at = (path: string, message: string) => invalidArgument(field(path) || prefix || part, message);
+
+  // A propertyNames failure reports the offending key on the error itself.
+  const propertyName = (error as ErrorObject & { propertyName?: string }).propertyName;
+  if (propertyName !== undefined) {
+    return at(named(propertyName), `is not a valid name (${describeKeyword(error, parent)})`);
+  }
+
+  switch (error.keyword) {
+    case "required":
+      return at(named(p.missingProperty), "is required");
+    case "additionalProperties":
+      return at(named(p.additionalProperty), "unknown field");
+    case "propertyNames":
+      return at(named(p.propertyName), "is not a valid name");
+    case "discriminator": {
+      const tagField = named(p.tag);
+      if (p.tagValue === undefined) return at(tagField, "is required");
+      if (typeof p.tagValue !== "string") return at(tagField, `must be a string, got ${describeValue(p.tagValue)}`);
+      const allowed = discriminatorValues(parent, String(p.tag));
+      return at(tagField, `must be one of ${allowed.map((v) => JSON.stringify(v)).join(", ")}`);
+    }
+    default:
+      return at(base, describeKeyword(error, parent));
+  }
+}
+
+const PATTERN_MESSAGES: Record<string, string> = {
+  [ID_PATTERN]: "must contain only letters, digits, '_' and '-'",
+  [POOL_PATTERN]: "must contain only letters, digits, '.', '_', '~' and '-'",
+  [HEADER_NAME_PATTERN]: "must be a valid HTTP header name",
+  [HEADER_VALUE_PATTERN]: "must not contain control characters",
+  [HTTP_URL_PATTERN]: "must be an http or https URL",
+};
+
+const FORMAT_MESSAGES: Record<string, string> = {
+  "date-time": "must be an RFC 3339 date-time with an offset, like 2026-10-16T09:00:00Z",
+  uri: "must be an absolute URL",
+};
+
+function describeKeyword(error: ErrorObject, parent: Record<string, unknown>): string {
+  const p = error.params as Record<string, unknown>;
+  switch (error.keyword) {
+    case "type": {
+      const types = String(p.type).split(",");
+      return `must be ${types.map(withArticle).join(" or ")}, got ${describeValue(error.data)}`;
+    }
+    case "minimum":
+    case "maximum":
+    case "exclusiveMinimum":
+    case "exclusiveMaximum": {
+      const min = parent.minimum;
+      const max = parent.maximum;
+      if (typeof min === "number" && typeof max === "number") return `must be between ${min} and ${max}`;
+      const bound = String(p.limit);
+      if (error.keyword === "minimum") return `must be at least ${bound}`;
+      if (error.keyword === "maximum") return `must be at most ${bound}`;
+      return `must be ${p.comparison} ${bound}`;
+    }
+    case "minLength":
+      return p.limit === 1 ? "must not be empty" : `must be at least ${p.limit} characters long`;
+    case "maxLength":
+      return `must be at most ${p.limit} characters long`;
+    case "minItems":
+      return `must have at least ${p.limit} item${p.limit === 1 ? "" : "s"}`;
+    case "maxItems":
+      return `must have at most ${p.limit} items`;
+    case "minProperties":
+      return `must have at least ${p.limit} field${p.limit === 1 ? "" : "s"}`;
+    case "maxProperties":
+      return `must have at most ${p.limit} fields`;
+    case "enum":
+      return `must be one of ${(p.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(", ")}`;
+    case "const":
+      return `must be ${JSON.stringify(p.allowedValue)}`;
+    case "pattern":
+      return PATTERN_MESSAGES[String(p.pattern)] ?? `must match the pattern ${String(p.pattern)}`;
+    case "format":
+      return FORMAT_MESSAGES[String(p.format)] ?? `must be a valid ${String(p.format)}`;
+    case "oneOf":
+    case "anyOf":
+      return "does not match any allowed shape";
+    default:
+      return error.message ?? "is invalid";
+  }
+}
+
+function discriminatorValues(parent: Record<string, unknown>, tag: string): string[] {
+  const branches = Array.isArray(parent.oneOf) ? (parent.oneOf as Record<string, unknown>[]) : [];
+  const values: string[] = [];
+  for (const branch of branches) {
+    const prop = (branch.properties as Record<string, Record<string, unknown>> | undefined)?.[tag];
+    if (prop && typeof prop.const === "string") values.push(prop.const);
+    if (prop && Array.isArray(prop.enum)) values.push(...(prop.enum as string[]));
+  }
+  return values;
+}
+
+function withArticle(type: string): string {
+  if (type === "null") return "null";
+  return `${/^[aeiou]/.test(type) ? "an" : "a"} ${type}`;
+}
+
+function describeValue(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  if (Number.isInteger(value)) return "an integer";
+  return withArticle(typeof value);
+}
+
+/** "/jobs/3/target/url" → "jobs.3.target.url" (JSON Pointer escapes undone). */
+export function pointerToDotted(pointer: string): string {
+  if (pointer === "") return "";
+  return pointer
+    .slice(1)
+    .split("/")
+    .map((s) => s.replace(/~1/g, "/").replace(/~0/g, "~"))
+    .join(".");
+}
+
+/** "idempotency-key" → "Idempotency-Key": headers are named as people write them. */
+function canonicalHeaderName(name: string): string {
+  return name.replace(/(^|-)([a-z])/g, (_m, dash: string, c: string) => dash + c.toUpperCase());
+}
+
+function joinPath(a: string, b: string): string {
+  if (!a) return b;
+  if (!b) return a;
+  return `${a}.${b}`;
+}
+
+function isPlainRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+// ---------------------------------------------------------------- refinements
+
+const SCHEDULE_KINDS = ["runAt", "delaySeconds", "cron"] as const;
+const CRON_ONLY = ["tz", "jitterSeconds", "misfire", "overlap", "startAt", "endAt", "dst"] as const;
+
+/** The rules of a job spec that are not plain shape: one schedule variant, backoff order. */
+function checkJobSpec(value: unknown, path: string): void {
+  const spec = value as { schedule: Record<string, unknown>; retry?: Record<string, unknown> };
+  const schedulePath = joinPath(path, "schedule");
+  const kinds = SCHEDULE_KINDS.filter((k) => spec.schedule[k] !== undefined);
+  const [first, second] = kinds;
+  if (first === undefined) throw invalidArgument(schedulePath, "must have one of runAt, delaySeconds or cron");
+  if (second !== undefined) {
+    throw invalidArgument(joinPath(schedulePath, second), `cannot be combined with schedule.${first}; use exactly one`);
+  }
+  if (first !== "cron") {
+    for (const key of CRON_ONLY) {
+      if (spec.schedule[key] !== undefined) {
+        throw invalidArgument(joinPath(schedulePath, key), "is only allowed with schedule.cron");
+      }
+    }
+  }
+  const backoff = spec.retry?.backoffSeconds;
+  const maxBackoff = spec.retry?.maxBackoffSeconds;
+  if (typeof backoff === "number" && typeof maxBackoff === "number" && maxBackoff < backoff) {
+    throw invalidArgument(joinPath(path, "retry.maxBackoffSeconds"), "must be at least retry.backoffSeconds");
+  }
+}
+
+// ---------------------------------------------------------------- batches
+
+const batchEnvelope: JsonSchema = {
+  type: "object",
+  additionalProperties: false,
+  required: ["jobs"],
+  properties: { jobs: { type: "array", minItems: 1, maxItems: LIMITS.batchMax } },
+};
+
+export interface CheckedBatch {
+  /** The jobs that passed, in request order, to hand to createJobs. */
+  valid: BatchCreateItem[];
+  /** Per-index errors of the jobs that did not. */
+  errors: Map<number, DuetimeError>;
+  /** Puts createJobs' answers (one per valid job) and the errors back in request order. */
+  merge(results: readonly BatchCreateResult[]): BatchCreateResult[];
+}
+
+/**
+ * Checks a POST /v1/jobs:batch body. A bad envelope (not an object, no jobs,
+ * 0 or more than 1000 jobs, unknown fields) throws; a bad job becomes that
+ * job's {error} answer, named "jobs.<i>.<field>", and the others go ahead:
+ * the contract commits the valid jobs of a batch and answers per item.
+ */
+export function validateBatch(body: unknown): CheckedBatch {
+  const envelope = validate<{ jobs: unknown[] }>(batchEnvelope, body, "body");
+  const valid: BatchCreateItem[] = [];
+  const errors = new Map<number, DuetimeError>();
+  envelope.jobs.forEach((job, index) => {
+    try {
+      valid.push(validate<BatchCreateItem>("batchItem", job, "body", { path: `jobs.${index}` }));
+    } catch (err) {
+      if (!(err instanceof DuetimeError)) throw err;
+      errors.set(index, err);
+    }
+  });
+  const total = envelope.jobs.length;
+  return {
+    valid,
+    errors,
+    merge(results) {
+      if (results.length !== valid.length) {
+        throw new Error(`createJobs answered ${results.length} results for ${valid.length} jobs`);
+      }
+      const out: BatchCreateResult[] = [];
+      let next = 0;
+      for (let i = 0; i < total; i++) {
+        const error = errors.get(i);
+        out.push(error ? error.toJSON() : (results[next++] as BatchCreateResult));
+      }
+      return out;
+    },
+  };
+}

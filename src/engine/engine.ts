@@ -1,0 +1,125 @@
+// The engine wiring: opens the store, builds the scheduler, executor and
+// targets, and exposes the service layer. Constructing starts nothing:
+// openEngine() opens and migrates the store; start() starts the loops;
+// stop() drains them.
+
+import { hostname } from "node:os";
+import { randomBytes } from "node:crypto";
+import { resolve } from "node:path";
+import { systemClock, type Clock } from "../core/clock.js";
+import { invalidArgument } from "../core/errors.js";
+import type { Store } from "../store/store.js";
+import { openSqliteStore } from "../store/sqlite/index.js";
+import { EngineEvents } from "./events.js";
+import { Executor } from "./executor.js";
+import { HttpTargetRunner } from "./http-target.js";
+import { JobsService } from "./jobs-service.js";
+import { createMetrics } from "./metrics.js";
+import { Scheduler } from "./scheduler.js";
+import type { Service } from "./service.js";
+
+export interface EngineOptions {
+  /** "sqlite:./duetime.db", "sqlite::memory:", or later "postgres://...". */
+  store: string;
+  /** Unique per process; defaults to hostname-pid-random. */
+  nodeId?: string;
+  clock?: Clock;
+  /** HTTP targets may reach these hosts even when they resolve to loopback or private addresses. */
+  allowTargetHosts?: string[];
+  /** The default tenant's callback signing secret. */
+  signingSecret?: string;
+  /** Run the in-server HTTP-target executor (default true). */
+  httpTargets?: boolean;
+  /** Scheduler tuning (tests shorten these). */
+  scheduler?: { windowMs?: number; reloadMs?: number; batchSize?: number };
+  /** How often expired leases are reaped (default 1000 ms). */
+  reapIntervalMs?: number;
+}
+
+export interface Engine {
+  readonly nodeId: string;
+  readonly service: Service;
+  readonly events: EngineEvents;
+  readonly scheduler: Scheduler;
+  readonly executor: Executor;
+  /** Starts the scheduler, reaper and HTTP-target executor. */
+  start(): Promise<void>;
+  /** Stops the loops, finishes in-flight store writes, closes the store. */
+  stop(): Promise<void>;
+  /** Prometheus text exposition of the engine's metrics. */
+  metricsText(): Promise<string>;
+}
+
+export async function openStore(url: string): Promise<Store> {
+  if (url.startsWith("sqlite:")) {
+    const path = url.slice("sqlite:".length);
+    if (!path) throw invalidArgument("store", 'needs a path, e.g. "sqlite:./duetime.db" or "sqlite::memory:"');
+    return openSqliteStore({ path: path === ":memory:" ? path : resolve(path) });
+  }
+  if (url.startsWith("postgres:") || url.startsWith("postgresql:")) {
+    throw invalidArgument("store", "the PostgreSQL store is not available in this version yet; use sqlite:PATH");
+  }
+  throw invalidArgument("store", `unknown store ${JSON.stringify(url)}; use sqlite:PATH`);
+}
+
+export async function openEngine(options: EngineOptions): Promise<Engine> {
+  const clock = options.clock ?? systemClock;
+  const nodeId = options.nodeId ?? `${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`;
+  const store = await openStore(options.store);
+  const events = new EngineEvents();
+  const executor = new Executor({ store, clock, events, ...(options.reapIntervalMs ? { reapIntervalMs: options.reapIntervalMs } : {}) });
+  const scheduler = new Scheduler({
+    store,
+    clock,
+    nodeId,
+    events,
+    ...options.scheduler,
+    onDispatched: (ready) => {
+      const seen = new Set<string>();
+      for (const r of ready) {
+        const key = `${r.tenantId}\u0000${r.pool}`;
+        if (seen.has(key)) continue;
+        seen.add(key);
+        executor.notify(r.tenantId, r.pool);
+      }
+    },
+  });
+  const service = new JobsService({ store, clock, scheduler, executor, nodeId });
+  const http =
+    options.httpTargets === false
+      ? null
+      : new HttpTargetRunner({
+          executor,
+          events,
+          clock,
+          nodeId,
+          ...(options.allowTargetHosts ? { allowTargetHosts: options.allowTargetHosts } : {}),
+          ...(options.signingSecret ? { signingSecrets: [options.signingSecret] } : {}),
+        });
+  const registry = createMetrics(events, () => scheduler.loaded);
+  let state: "open" | "running" | "stopped" = "open";
+
+  return {
+    nodeId,
+    service,
+    events,
+    scheduler,
+    executor,
+    async start() {
+      if (state !== "open") return;
+      state = "running";
+      executor.start();
+      await scheduler.start();
+      http?.start();
+    },
+    async stop() {
+      if (state === "stopped") return;
+      state = "stopped";
+      await scheduler.stop();
+      executor.stop();
+      await http?.stop();
+      await store.close();
+    },
+    metricsText: () => registry.metrics(),
+  };
+}

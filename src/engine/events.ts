@@ -1,0 +1,32 @@
+// Typed lifecycle events. Metrics, logs and tests all listen here rather than
+// being called from the hot paths directly.
+
+import { EventEmitter } from "node:events";
+
+export interface EngineEventMap {
+  "execution:dispatched": { jobId: string; executionId: string; tenantId: string; pool: string; lagMs: number };
+  "execution:leased": { executionId: string; tenantId: string; pool: string; attempt: number; startLagMs: number };
+  "execution:succeeded": { executionId: string; tenantId: string };
+  "execution:failed": { executionId: string; tenantId: string; state: "READY" | "DEAD" };
+  "execution:timed_out": { executionId: string; tenantId: string; pool: string; state: "READY" | "DEAD" };
+  "lease:lost": { executionId: string; attempt: number; call: "heartbeat" | "complete" | "fail" };
+  "shards:changed": { owned: number };
+  error: { where: string; error: unknown };
+}
+
+export class EngineEvents {
+  private readonly emitter = new EventEmitter();
+
+  constructor() {
+    this.emitter.setMaxListeners(100);
+  }
+
+  emit<K extends keyof EngineEventMap>(name: K, payload: EngineEventMap[K]): void {
+    this.emitter.emit(name, payload);
+  }
+
+  on<K extends keyof EngineEventMap>(name: K, listener: (payload: EngineEventMap[K]) => void): () => void {
+    this.emitter.on(name, listener);
+    return () => this.emitter.off(name, listener);
+  }
+}

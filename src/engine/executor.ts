@@ -1,0 +1,204 @@
+// The executor: leases (with long poll), completion and failure with retry
+// planning, and the reaper that ends expired leases. Fencing lives in the
+// store: every call carries the attempt it holds, and the store changes
+// nothing when that attempt no longer holds the lease.
+
+import type { Clock, TimerHandle } from "../core/clock.js";
+import { planFailure } from "../core/retry.js";
+import type { AckOutcome, CompleteInput, FailInput, FailurePlanner, LeasedRow, Store } from "../store/store.js";
+import type { EngineEvents } from "./events.js";
+
+export interface LeaseParams {
+  /** Absent: every tenant's work in the pool (the in-server HTTP runner). */
+  tenantId?: string;
+  pool: string;
+  workerId: string;
+  max: number;
+  leaseMs: number;
+  /** Long poll: wait this long for work when none is ready. */
+  waitMs: number;
+  /** Extra time past timeoutSeconds before the reaper may end the attempt. */
+  graceMs?: number;
+  signal?: AbortSignal;
+}
+
+export interface ExecutorOptions {
+  store: Store;
+  clock: Clock;
+  events: EngineEvents;
+  random?: () => number;
+  reapIntervalMs?: number;
+  /** Long polls re-check the store this often even without a wake-up (work from other nodes). */
+  pollIntervalMs?: number;
+}
+
+interface Waiter {
+  wake: () => void;
+}
+
+export class Executor {
+  private readonly store: Store;
+  private readonly clock: Clock;
+  private readonly events: EngineEvents;
+  private readonly random: () => number;
+  private readonly reapIntervalMs: number;
+  private readonly pollIntervalMs: number;
+  /** Long polls waiting for work, by pool (and tenant). */
+  private readonly waiters = new Map<string, Set<Waiter>>();
+  /** Wake-ups planned for retries that become ready later, by pool key and time. */
+  private readonly wakeups = new Map<string, TimerHandle>();
+  private reapTimer: TimerHandle | null = null;
+  private stopped = true;
+
+  constructor(options: ExecutorOptions) {
+    this.store = options.store;
+    this.clock = options.clock;
+    this.events = options.events;
+    this.random = options.random ?? Math.random;
+    this.reapIntervalMs = options.reapIntervalMs ?? 1000;
+    this.pollIntervalMs = options.pollIntervalMs ?? 2000;
+  }
+
+  start(): void {
+    this.stopped = false;
+    this.scheduleReap();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.reapTimer?.cancel();
+    for (const handle of this.wakeups.values()) handle.cancel();
+    this.wakeups.clear();
+    for (const set of this.waiters.values()) for (const w of set) w.wake();
+  }
+
+  /** Wakes the long polls of a pool: ready work arrived. */
+  notify(tenantId: string, pool: string): void {
+    for (const key of [poolKey(tenantId, pool), poolKey(undefined, pool)]) {
+      const set = this.waiters.get(key);
+      if (!set) continue;
+      this.waiters.delete(key);
+      for (const w of set) w.wake();
+    }
+  }
+
+  async lease(p: LeaseParams): Promise<LeasedRow[]> {
+    const end = this.clock.now() + p.waitMs;
+    for (;;) {
+      const now = this.clock.now();
+      const rows = await this.store.executionLease({
+        ...(p.tenantId !== undefined ? { tenantId: p.tenantId } : {}),
+        pool: p.pool,
+        workerId: p.workerId,
+        max: p.max,
+        leaseMs: p.leaseMs,
+        graceMs: p.graceMs ?? 0,
+        now,
+      });
+      if (rows.length > 0) {
+        for (const r of rows) {
+          this.events.emit("execution:leased", {
+            executionId: r.executionId,
+            tenantId: r.tenantId,
+            pool: p.pool,
+            attempt: r.attempt,
+            startLagMs: now - r.scheduledFor,
+          });
+        }
+        return rows;
+      }
+      const left = end - this.clock.now();
+      if (left <= 0 || this.stopped || p.signal?.aborted) return [];
+      await this.waitForWork(poolKey(p.tenantId, p.pool), Math.min(left, this.pollIntervalMs), p.signal);
+    }
+  }
+
+  private waitForWork(key: string, ms: number, signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      let set = this.waiters.get(key);
+      if (!set) this.waiters.set(key, (set = new Set()));
+      const waiter: Waiter = {
+        wake: () => {
+          timer.cancel();
+          signal?.removeEventListener("abort", waiter.wake);
+          this.waiters.get(key)?.delete(waiter);
+          resolve();
+        },
+      };
+      const timer = this.clock.setTimer(waiter.wake, ms);
+      signal?.addEventListener("abort", waiter.wake, { once: true });
+      set.add(waiter);
+    });
+  }
+
+  async complete(items: CompleteInput[]): Promise<AckOutcome[]> {
+    if (items.length === 0) return [];
+    const outcomes = await this.store.executionCompleteMany({ items, now: this.clock.now() });
+    outcomes.forEach((o, i) => {
+      const item = items[i]!;
+      if (o.status === "ok") this.events.emit("execution:succeeded", { executionId: item.executionId, tenantId: item.tenantId });
+      else if (o.status === "lost") this.events.emit("lease:lost", { executionId: item.executionId, attempt: item.attempt, call: "complete" });
+    });
+    return outcomes;
+  }
+
+  async fail(items: FailInput[]): Promise<AckOutcome[]> {
+    if (items.length === 0) return [];
+    const plan: FailurePlanner = (facts, item) => {
+      const decision = planFailure(
+        facts.retry,
+        { attempt: facts.attempt, errorClass: item.error.class ?? "transient", retryAfterSeconds: item.error.retryAfterSeconds },
+        this.random,
+      );
+      return decision.kind === "dead" ? { dead: true } : { retryAt: this.clock.now() + decision.delayMs };
+    };
+    const outcomes = await this.store.executionFailMany({ items, now: this.clock.now(), plan });
+    outcomes.forEach((o, i) => {
+      const item = items[i]!;
+      if (o.status === "lost") this.events.emit("lease:lost", { executionId: item.executionId, attempt: item.attempt, call: "fail" });
+      if (o.status !== "ok") return;
+      this.events.emit("execution:failed", { executionId: item.executionId, tenantId: item.tenantId, state: o.state === "DEAD" ? "DEAD" : "READY" });
+      if (o.state === "READY" && o.readyAt !== undefined && o.pool) this.wakeAt(o.tenantId ?? item.tenantId, o.pool, o.readyAt);
+    });
+    return outcomes;
+  }
+
+  /** Ends expired leases; returns how many. */
+  async reapOnce(): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const reaped = await this.store.executionReap({ now: this.clock.now(), limit: 500 });
+      for (const r of reaped) {
+        this.events.emit("execution:timed_out", r);
+        if (r.state === "READY") this.notify(r.tenantId, r.pool);
+      }
+      total += reaped.length;
+      if (reaped.length < 500) return total;
+    }
+  }
+
+  private scheduleReap(): void {
+    if (this.stopped) return;
+    this.reapTimer = this.clock.setTimer(() => {
+      this.reapOnce()
+        .catch((error) => this.events.emit("error", { where: "reaper", error }))
+        .finally(() => this.scheduleReap());
+    }, this.reapIntervalMs);
+  }
+
+  /** Retries become ready later; wake that pool's long polls then (coalesced to 50 ms). */
+  private wakeAt(tenantId: string, pool: string, at: number): void {
+    const slot = Math.ceil(at / 50) * 50;
+    const key = `${poolKey(tenantId, pool)}@${slot}`;
+    if (this.wakeups.has(key) || this.stopped) return;
+    const handle = this.clock.setTimer(() => {
+      this.wakeups.delete(key);
+      this.notify(tenantId, pool);
+    }, slot - this.clock.now());
+    this.wakeups.set(key, handle);
+  }
+}
+
+function poolKey(tenantId: string | undefined, pool: string): string {
+  return `${tenantId ?? "*"}\u0000${pool}`;
+}

@@ -1,0 +1,49 @@
+// Prometheus metrics, fed by engine events. docs/operations.md explains each.
+
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { EngineEvents } from "./events.js";
+
+const LAG_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
+
+export function createMetrics(events: EngineEvents, loadedDue: () => number): Registry {
+  const registry = new Registry();
+  const dispatchLag = new Histogram({
+    name: "duetime_dispatch_lag_seconds",
+    help: "dispatchedAt - scheduledFor of dispatched occurrences",
+    buckets: LAG_BUCKETS,
+    registers: [registry],
+  });
+  const startLag = new Histogram({
+    name: "duetime_start_lag_seconds",
+    help: "Lease time - scheduledFor of first attempts",
+    buckets: LAG_BUCKETS,
+    registers: [registry],
+  });
+  const outcomes = new Counter({
+    name: "duetime_attempts_total",
+    help: "Finished attempts by outcome",
+    labelNames: ["outcome"],
+    registers: [registry],
+  });
+  const leaseLost = new Counter({ name: "duetime_lease_lost_total", help: "Calls refused with LEASE_LOST", registers: [registry] });
+  const errors = new Counter({ name: "duetime_internal_errors_total", help: "Errors in background loops", labelNames: ["where"], registers: [registry] });
+  new Gauge({
+    name: "duetime_timer_loaded",
+    help: "Due entries held in the in-memory window",
+    registers: [registry],
+    collect() {
+      this.set(loadedDue());
+    },
+  });
+
+  events.on("execution:dispatched", (e) => dispatchLag.observe(Math.max(0, e.lagMs) / 1000));
+  events.on("execution:leased", (e) => {
+    if (e.attempt === 1) startLag.observe(Math.max(0, e.startLagMs) / 1000);
+  });
+  events.on("execution:succeeded", () => outcomes.inc({ outcome: "succeeded" }));
+  events.on("execution:failed", (e) => outcomes.inc({ outcome: e.state === "DEAD" ? "dead" : "failed" }));
+  events.on("execution:timed_out", (e) => outcomes.inc({ outcome: e.state === "DEAD" ? "dead" : "timed_out" }));
+  events.on("lease:lost", () => leaseLost.inc());
+  events.on("error", (e) => errors.inc({ where: e.where }));
+  return registry;
+}

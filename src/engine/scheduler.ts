@@ -1,0 +1,203 @@
+// The scheduler: owns shards, keeps the next window of due work in memory,
+// and dispatches due occurrences in batches (one store transaction each).
+//
+// Invariant: every due entry of an owned shard with dueAt <= horizon is in the
+// timer (or being dispatched). Reloads extend the horizon; entries created or
+// moved at or before the horizon are offered to the timer directly, so a
+// 5-second delay is not missed between reloads.
+
+import type { Clock, TimerHandle } from "../core/clock.js";
+import { SHARD_COUNT } from "../core/ids.js";
+import { isCron, nextOccurrence, type Occurrence } from "../core/schedule.js";
+import type { LoadedDueEntry, Store } from "../store/store.js";
+import type { EngineEvents } from "./events.js";
+import { DueTimer } from "./timer.js";
+
+export interface SchedulerOptions {
+  store: Store;
+  clock: Clock;
+  nodeId: string;
+  events: EngineEvents;
+  /** Called after each committed batch with the pools that got ready work. */
+  onDispatched: (ready: { tenantId: string; pool: string }[]) => void;
+  /** How far ahead due work is loaded into memory. */
+  windowMs?: number;
+  /** How often the window is reloaded and shard leases renewed. */
+  reloadMs?: number;
+  /** Most occurrences dispatched in one transaction. */
+  batchSize?: number;
+  /** Most due entries loaded per reload; the horizon stops at the last one loaded. */
+  loadLimit?: number;
+  shardLeaseMs?: number;
+}
+
+export class Scheduler {
+  private readonly store: Store;
+  private readonly clock: Clock;
+  private readonly opts: Required<Omit<SchedulerOptions, "store" | "clock" | "events" | "onDispatched" | "nodeId">>;
+  private readonly timer = new DueTimer();
+  private epochs = new Map<number, number>();
+  private horizon = -Infinity;
+  private nextReloadAt = 0;
+  private armed: { at: number; handle: TimerHandle } | null = null;
+  private running: Promise<void> | null = null;
+  private rerun = false;
+  private stopped = true;
+
+  constructor(private readonly options: SchedulerOptions) {
+    this.store = options.store;
+    this.clock = options.clock;
+    this.opts = {
+      windowMs: options.windowMs ?? 60_000,
+      reloadMs: options.reloadMs ?? 15_000,
+      batchSize: options.batchSize ?? 1000,
+      loadLimit: options.loadLimit ?? 50_000,
+      shardLeaseMs: options.shardLeaseMs ?? 30_000,
+    };
+  }
+
+  get ownedShards(): number[] {
+    return [...this.epochs.keys()];
+  }
+
+  get loaded(): number {
+    return this.timer.size;
+  }
+
+  async start(): Promise<void> {
+    this.stopped = false;
+    await this.runOnce();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.armed?.handle.cancel();
+    this.armed = null;
+    await this.running;
+  }
+
+  /**
+   * Hands a new or moved due entry to the timer when it falls inside the
+   * loaded window; later entries wait for a reload.
+   */
+  offer(entry: LoadedDueEntry): void {
+    if (!this.epochs.has(entry.shard)) return;
+    if (entry.dueAt > this.horizon) {
+      this.timer.remove(entry.jobId);
+      return;
+    }
+    this.timer.push(entry);
+    if (!this.stopped && (!this.armed || entry.dueAt < this.armed.at)) this.arm();
+  }
+
+  forget(jobId: string): void {
+    this.timer.remove(jobId);
+  }
+
+  /**
+   * One pass: renews shards and reloads the window when due, then dispatches
+   * everything due now. Concurrent calls coalesce into one more pass.
+   */
+  runOnce(): Promise<void> {
+    if (this.running) {
+      this.rerun = true;
+      return this.running;
+    }
+    this.running = (async () => {
+      try {
+        do {
+          this.rerun = false;
+          await this.pass();
+        } while (this.rerun && !this.stopped);
+      } catch (err) {
+        this.options.events.emit("error", { where: "scheduler", error: err });
+      } finally {
+        this.running = null;
+        if (!this.stopped) this.arm();
+      }
+    })();
+    return this.running;
+  }
+
+  private async pass(): Promise<void> {
+    if (this.clock.now() >= this.nextReloadAt || (this.timer.size === 0 && this.horizonTruncated)) await this.reload();
+    for (;;) {
+      const batch = this.timer.popDue(this.clock.now(), this.opts.batchSize);
+      if (batch.length === 0) return;
+      await this.dispatch(batch);
+    }
+  }
+
+  private horizonTruncated = false;
+
+  private async reload(): Promise<void> {
+    const now = this.clock.now();
+    const leases = await this.store.shardAcquire({
+      owner: this.options.nodeId,
+      shards: allShards,
+      leaseMs: this.opts.shardLeaseMs,
+      now,
+    });
+    const epochs = new Map(leases.map((l) => [l.shard, l.epoch]));
+    if (!sameEpochs(epochs, this.epochs)) {
+      this.timer.clear();
+      this.horizon = -Infinity;
+      this.options.events.emit("shards:changed", { owned: epochs.size });
+    }
+    this.epochs = epochs;
+    const before = now + this.opts.windowMs;
+    const rows = await this.store.dueLoad({ shards: [...epochs.keys()], before, limit: this.opts.loadLimit });
+    for (const row of rows) this.timer.push(row);
+    this.horizonTruncated = rows.length === this.opts.loadLimit;
+    this.horizon = this.horizonTruncated ? rows[rows.length - 1]!.dueAt : before;
+    this.nextReloadAt = now + Math.min(this.opts.reloadMs, this.opts.shardLeaseMs / 3);
+  }
+
+  private async dispatch(batch: LoadedDueEntry[]): Promise<void> {
+    const now = this.clock.now();
+    const items = batch.map((entry) => ({ entry, next: this.planNext(entry, now) }));
+    const result = await this.store.dispatchMany({ nodeId: this.options.nodeId, epochs: this.epochs, now, items });
+    this.options.onDispatched(result.dispatched);
+    const scheduledFor = new Map(batch.map((e) => [e.jobId, e.scheduledFor]));
+    for (const d of result.dispatched) {
+      this.options.events.emit("execution:dispatched", { ...d, lagMs: now - scheduledFor.get(d.jobId)! });
+    }
+    const skipped = new Set([...result.fenced, ...result.stale]);
+    for (const { entry, next } of items) {
+      if (next && next.dueAt <= this.horizon && !skipped.has(entry.jobId)) {
+        this.timer.push({ ...entry, ...next });
+      }
+    }
+    if (result.fenced.length > 0) this.nextReloadAt = 0; // lost a shard: re-read who owns what
+  }
+
+  /**
+   * The occurrence after this one. A late occurrence (the scheduler was down
+   * or the job paused) is dispatched once and the schedule resumes at the next
+   * future time: the run_once misfire rule.
+   */
+  private planNext(entry: LoadedDueEntry, now: number): Occurrence | null {
+    if (entry.kind !== "cron" || !isCron(entry.schedule)) return null;
+    return nextOccurrence(entry.schedule, entry.jobId, Math.max(entry.scheduledFor, now));
+  }
+
+  private arm(): void {
+    const next = this.timer.peekTime();
+    const at = Math.min(next ?? Infinity, this.nextReloadAt);
+    if (this.armed && this.armed.at === at) return;
+    this.armed?.handle.cancel();
+    const handle = this.clock.setTimer(() => {
+      this.armed = null;
+      void this.runOnce();
+    }, at - this.clock.now());
+    this.armed = { at, handle };
+  }
+}
+
+const allShards: readonly number[] = Array.from({ length: SHARD_COUNT }, (_, i) => i);
+
+function sameEpochs(a: Map<number, number>, b: Map<number, number>): boolean {
+  if (a.size !== b.size) return false;
+  for (const [shard, epoch] of a) if (b.get(shard) !== epoch) return false;
+  return true;
+}

@@ -1,0 +1,74 @@
+// The engine's service layer: what the HTTP server and the embedded client
+// call. Every method takes the caller's context (tenant and roles), checks
+// permissions and semantics (cron, zones, cross-field rules), and speaks the
+// wire types of core/api.ts. Shape validation (types, ranges, unknown
+// fields) happens first, against core/schemas.ts.
+
+import type {
+  AckItem,
+  AuditItem,
+  ClusterView,
+  BatchCreateItem,
+  BatchCreateResult,
+  CompleteItem,
+  CompleteResponse,
+  CreatedJob,
+  DeadLetter,
+  ErrorRecord,
+  ExecutionItem,
+  FailItem,
+  FailResponse,
+  HeartbeatRequest,
+  HeartbeatResponse,
+  Job,
+  JobSpec,
+  LeaseRequest,
+  LeaseResponse,
+  ListJobsQuery,
+  Page,
+  PageQuery,
+  PoolStats,
+  PreviewQuery,
+  PreviewResponse,
+  Role,
+  Stats,
+} from "../core/api.js";
+
+export interface RequestContext {
+  tenantId: string;
+  roles: ReadonlySet<Role>;
+  /** Who acts, for the audit log (an API key's id, or "anonymous"). */
+  actor?: string;
+  /** Aborted when the HTTP client goes away (ends a long poll early). */
+  signal?: AbortSignal;
+}
+
+export const ALL_ROLES: ReadonlySet<Role> = new Set<Role>(["admin", "client", "worker"]);
+export const DEFAULT_CONTEXT: RequestContext = { tenantId: "default", roles: ALL_ROLES };
+
+export interface Service {
+  createJob(ctx: RequestContext, spec: JobSpec, idempotencyKey?: string): Promise<CreatedJob>;
+  createJobs(ctx: RequestContext, items: BatchCreateItem[]): Promise<BatchCreateResult[]>;
+  getJob(ctx: RequestContext, jobId: string): Promise<Job>;
+  listJobs(ctx: RequestContext, query: ListJobsQuery): Promise<Page<Job>>;
+  cancelJob(ctx: RequestContext, jobId: string): Promise<void>;
+  pauseJob(ctx: RequestContext, jobId: string): Promise<Job>;
+  resumeJob(ctx: RequestContext, jobId: string): Promise<Job>;
+  triggerJob(ctx: RequestContext, jobId: string): Promise<ExecutionItem>;
+  listExecutions(ctx: RequestContext, jobId: string, query: PageQuery): Promise<Page<ExecutionItem>>;
+  listDeadLetters(ctx: RequestContext, query: PageQuery): Promise<Page<DeadLetter>>;
+  replayDeadLetter(ctx: RequestContext, executionId: string): Promise<ExecutionItem>;
+  lease(ctx: RequestContext, pool: string, request: LeaseRequest): Promise<LeaseResponse>;
+  heartbeat(ctx: RequestContext, executionId: string, request: HeartbeatRequest): Promise<HeartbeatResponse>;
+  complete(ctx: RequestContext, executionId: string, attempt: number, result?: unknown): Promise<CompleteResponse>;
+  fail(ctx: RequestContext, executionId: string, attempt: number, error: ErrorRecord): Promise<FailResponse>;
+  completeMany(ctx: RequestContext, items: CompleteItem[]): Promise<AckItem[]>;
+  failMany(ctx: RequestContext, items: FailItem[]): Promise<AckItem[]>;
+  poolStats(ctx: RequestContext, pool: string): Promise<PoolStats>;
+  stats(ctx: RequestContext): Promise<Stats>;
+  previewSchedule(query: PreviewQuery): Promise<PreviewResponse>;
+  listAudit(ctx: RequestContext, query: PageQuery): Promise<Page<AuditItem>>;
+  cluster(ctx: RequestContext): Promise<ClusterView>;
+  /** True when the store answers and this node has joined the shard assignment. */
+  ready(): Promise<boolean>;
+}

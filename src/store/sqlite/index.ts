@@ -1,0 +1,702 @@
+// The SQLite driver (better-sqlite3, WAL, synchronous=FULL so a commit is on
+// disk before the API answers 201). better-sqlite3 is synchronous: every
+// method runs its statements inside one transaction and resolves at once.
+// SQLite has one writer, so a transaction is also the claim: no SKIP LOCKED
+// is needed, and UPDATE … WHERE id IN (SELECT … LIMIT n) RETURNING claims a
+// batch atomically.
+
+import Database from "better-sqlite3";
+import type { ErrorRecord, JobState } from "../../core/api.js";
+import { executionIdFor, SHARD_COUNT } from "../../core/ids.js";
+import type {
+  AckOutcome,
+  AttemptRow,
+  AuditEntry,
+  CompleteInput,
+  DeadLetterRow,
+  DueEntry,
+  FailInput,
+  FailurePlanner,
+  JobCreateOutcome,
+  JobRecord,
+  LeasedRow,
+  LoadedDueEntry,
+  NewJob,
+  NextOccurrence,
+  PoolCounts,
+  ShardLease,
+  Store,
+} from "../store.js";
+import { HTTP_POOL } from "../store.js";
+import { MIGRATIONS } from "./schema.js";
+
+export interface SqliteStoreOptions {
+  /** A file path, or ":memory:". */
+  path: string;
+  /** "FULL" (default) makes every commit durable before it returns. */
+  synchronous?: "FULL" | "NORMAL";
+}
+
+type Row = Record<string, unknown>;
+
+const json = (value: unknown): string | null => (value === undefined ? null : JSON.stringify(value));
+const parse = <T>(text: unknown): T => (text === null || text === undefined ? (null as T) : (JSON.parse(text as string) as T));
+
+export async function openSqliteStore(options: SqliteStoreOptions): Promise<Store> {
+  const store = new SqliteStore(options);
+  await store.migrate();
+  return store;
+}
+
+class SqliteStore implements Store {
+  readonly kind = "sqlite";
+  private readonly db: Database.Database;
+  private readonly stmts = new Map<string, Database.Statement>();
+
+  constructor(options: SqliteStoreOptions) {
+    this.db = new Database(options.path);
+    this.db.pragma("journal_mode = WAL");
+    this.db.pragma(`synchronous = ${options.synchronous ?? "FULL"}`);
+    this.db.pragma("busy_timeout = 5000");
+    this.db.pragma("foreign_keys = OFF");
+  }
+
+  /** Prepared statements are cached by their text. */
+  private q(sql: string): Database.Statement {
+    let stmt = this.stmts.get(sql);
+    if (!stmt) {
+      stmt = this.db.prepare(sql);
+      this.stmts.set(sql, stmt);
+    }
+    return stmt;
+  }
+
+  private tx<T>(fn: () => T): T {
+    return this.db.transaction(fn).immediate();
+  }
+
+  async migrate(): Promise<void> {
+    this.db.exec("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)");
+    const applied = new Set(
+      (this.db.prepare("SELECT version FROM schema_migrations").all() as { version: number }[]).map((r) => r.version),
+    );
+    for (const m of MIGRATIONS) {
+      if (applied.has(m.version)) continue;
+      this.tx(() => {
+        this.db.exec(m.sql);
+        this.db.prepare("INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)").run(m.version, Date.now());
+      });
+    }
+  }
+
+  async ping(): Promise<void> {
+    this.q("SELECT 1").get();
+  }
+
+  async close(): Promise<void> {
+    if (this.db.open) this.db.close();
+  }
+
+  // ---- jobs ------------------------------------------------------------------
+
+  async jobCreateMany({ jobs, now }: { jobs: NewJob[]; now: number }): Promise<JobCreateOutcome[]> {
+    return this.tx(() => jobs.map((j) => this.createOne(j, now)));
+  }
+
+  private createOne({ job, due, idempotency }: NewJob, now: number): JobCreateOutcome {
+    if (idempotency) {
+      const prior = this.q(
+        "SELECT request_hash, job_id FROM idempotency_keys WHERE tenant_id = ? AND key = ?",
+      ).get(job.tenantId, idempotency.key) as { request_hash: string; job_id: string } | undefined;
+      if (prior) {
+        if (prior.request_hash !== idempotency.requestHash) return { status: "idempotency_mismatch" };
+        const existing = this.getJob(job.tenantId, prior.job_id);
+        if (existing) return { status: "existing", job: existing };
+      }
+      this.q(
+        "INSERT OR REPLACE INTO idempotency_keys (tenant_id, key, request_hash, job_id, created_at) VALUES (?, ?, ?, ?, ?)",
+      ).run(job.tenantId, idempotency.key, idempotency.requestHash, job.jobId, now);
+    }
+    const pool = job.target.type === "queue" ? job.target.pool : HTTP_POOL;
+    this.q(
+      `INSERT INTO jobs (id, tenant_id, shard, kind, name, state, target, pool, payload, schedule, retry,
+         timeout_seconds, priority, version, created_at, updated_at)
+       VALUES (@id, @tenant, @shard, @kind, @name, @state, @target, @pool, @payload, @schedule, @retry,
+         @timeout, @priority, 1, @created, @created)`,
+    ).run({
+      id: job.jobId,
+      tenant: job.tenantId,
+      shard: job.shard,
+      kind: job.kind,
+      name: job.name,
+      state: job.state,
+      target: json(job.target),
+      pool,
+      payload: json(job.payload),
+      schedule: json(job.schedule),
+      retry: json(job.retry),
+      timeout: job.timeoutSeconds,
+      priority: job.priority,
+      created: job.createdAt,
+    });
+    if (due) this.putDue(job.jobId, job.tenantId, job.shard, due);
+    return { status: "created", job: this.getJob(job.tenantId, job.jobId)! };
+  }
+
+  private putDue(jobId: string, tenantId: string, shard: number, due: NextOccurrence): void {
+    this.q(
+      "INSERT OR REPLACE INTO due (job_id, tenant_id, shard, scheduled_for, due_at) VALUES (?, ?, ?, ?, ?)",
+    ).run(jobId, tenantId, shard, due.scheduledFor, due.dueAt);
+  }
+
+  private getJob(tenantId: string, jobId: string): JobRecord | null {
+    const row = this.q(
+      `SELECT j.*, d.scheduled_for AS next_run_at, d.due_at AS next_due_at FROM jobs j LEFT JOIN due d ON d.job_id = j.id
+       WHERE j.id = ? AND j.tenant_id = ?`,
+    ).get(jobId, tenantId) as Row | undefined;
+    return row ? toJob(row) : null;
+  }
+
+  async jobGet({ tenantId, jobId }: { tenantId: string; jobId: string }): Promise<JobRecord | null> {
+    return this.getJob(tenantId, jobId);
+  }
+
+  async jobList(p: {
+    tenantId: string;
+    state?: JobState;
+    name?: string;
+    limit: number;
+    after?: { createdAt: number; jobId: string };
+  }): Promise<JobRecord[]> {
+    const where = ["j.tenant_id = @tenant"];
+    if (p.state) where.push("j.state = @state");
+    if (p.name) where.push("j.name = @name");
+    if (p.after) where.push("(j.created_at < @afterCreated OR (j.created_at = @afterCreated AND j.id < @afterId))");
+    const rows = this.q(
+      `SELECT j.*, d.scheduled_for AS next_run_at, d.due_at AS next_due_at FROM jobs j LEFT JOIN due d ON d.job_id = j.id
+       WHERE ${where.join(" AND ")} ORDER BY j.created_at DESC, j.id DESC LIMIT @limit`,
+    ).all({
+      tenant: p.tenantId,
+      state: p.state ?? null,
+      name: p.name ?? null,
+      afterCreated: p.after?.createdAt ?? null,
+      afterId: p.after?.jobId ?? null,
+      limit: p.limit,
+    }) as Row[];
+    return rows.map(toJob);
+  }
+
+  async jobTransition(p: {
+    tenantId: string;
+    jobId: string;
+    fromVersion: number;
+    state: JobState;
+    due: NextOccurrence | null | "keep";
+    cancelExecutions?: boolean;
+    now: number;
+  }): Promise<JobRecord | null> {
+    return this.tx(() => {
+      const row = this.q(
+        `UPDATE jobs SET state = ?, version = version + 1, updated_at = ?
+         WHERE id = ? AND tenant_id = ? AND version = ? RETURNING shard`,
+      ).get(p.state, p.now, p.jobId, p.tenantId, p.fromVersion) as { shard: number } | undefined;
+      if (!row) return null;
+      if (p.due === null) this.q("DELETE FROM due WHERE job_id = ?").run(p.jobId);
+      else if (p.due !== "keep") this.putDue(p.jobId, p.tenantId, row.shard, p.due);
+      if (p.cancelExecutions) {
+        this.q(
+          "UPDATE executions SET state = 'CANCELLED', finished_at = ? WHERE job_id = ? AND state = 'READY'",
+        ).run(p.now, p.jobId);
+        this.q("UPDATE executions SET cancel_requested = 1 WHERE job_id = ? AND state = 'RUNNING'").run(p.jobId);
+      }
+      return this.getJob(p.tenantId, p.jobId);
+    });
+  }
+
+  // ---- due index and dispatch ----------------------------------------------
+
+  async dueLoad({ shards, before, limit }: { shards: readonly number[]; before: number; limit: number }): Promise<LoadedDueEntry[]> {
+    if (shards.length === 0) return [];
+    const cols = `d.job_id, d.tenant_id, d.shard, d.scheduled_for, d.due_at, j.kind, j.schedule`;
+    const rows = (
+      shards.length === SHARD_COUNT
+        ? this.q(
+            `SELECT ${cols} FROM due d JOIN jobs j ON j.id = d.job_id
+             WHERE d.due_at <= ? ORDER BY d.due_at LIMIT ?`,
+          ).all(before, limit)
+        : this.q(
+            `SELECT ${cols} FROM due d JOIN jobs j ON j.id = d.job_id
+             WHERE d.shard IN (SELECT value FROM json_each(?)) AND d.due_at <= ? ORDER BY d.due_at LIMIT ?`,
+          ).all(JSON.stringify(shards), before, limit)
+    ) as Row[];
+    return rows.map((r) => ({
+      jobId: r.job_id as string,
+      tenantId: r.tenant_id as string,
+      shard: r.shard as number,
+      scheduledFor: r.scheduled_for as number,
+      dueAt: r.due_at as number,
+      kind: r.kind as "once" | "cron",
+      schedule: parse(r.schedule),
+    }));
+  }
+
+  async dispatchMany(p: {
+    nodeId: string;
+    epochs: ReadonlyMap<number, number>;
+    now: number;
+    items: { entry: DueEntry; next: NextOccurrence | null }[];
+  }) {
+    return this.tx(() => {
+      const held = new Set<number>();
+      for (const s of this.q("SELECT shard, epoch FROM shards WHERE owner = ?").all(p.nodeId) as Row[]) {
+        if (p.epochs.get(s.shard as number) === s.epoch) held.add(s.shard as number);
+      }
+      const dispatched: { jobId: string; executionId: string; tenantId: string; pool: string }[] = [];
+      const stale: string[] = [];
+      const fenced: string[] = [];
+      for (const { entry, next } of p.items) {
+        if (!held.has(entry.shard)) {
+          fenced.push(entry.jobId);
+          continue;
+        }
+        const due = this.q("SELECT scheduled_for FROM due WHERE job_id = ?").get(entry.jobId) as Row | undefined;
+        if (!due || due.scheduled_for !== entry.scheduledFor) {
+          stale.push(entry.jobId);
+          continue;
+        }
+        const executionId = executionIdFor(entry.jobId, entry.scheduledFor);
+        const inserted = this.q(
+          `INSERT INTO executions (id, tenant_id, job_id, pool, name, scheduled_for, priority, state, max_attempts,
+             backoff_seconds, max_backoff_seconds, timeout_ms, ready_at, payload, target, dispatched_at, dispatched_by)
+           SELECT @id, tenant_id, id, pool, name, @scheduledFor, priority, 'READY',
+             json_extract(retry, '$.maxAttempts'), json_extract(retry, '$.backoffSeconds'),
+             json_extract(retry, '$.maxBackoffSeconds'), timeout_seconds * 1000, @readyAt, payload, target, @now, @node
+           FROM jobs WHERE id = @jobId AND state = 'SCHEDULED'
+           ON CONFLICT (job_id, scheduled_for) DO NOTHING
+           RETURNING pool`,
+        ).get({
+          id: executionId,
+          scheduledFor: entry.scheduledFor,
+          readyAt: Math.min(entry.dueAt, p.now),
+          now: p.now,
+          node: p.nodeId,
+          jobId: entry.jobId,
+        }) as Row | undefined;
+        if (next) {
+          this.q("UPDATE due SET scheduled_for = ?, due_at = ? WHERE job_id = ?").run(next.scheduledFor, next.dueAt, entry.jobId);
+        } else {
+          this.q("DELETE FROM due WHERE job_id = ?").run(entry.jobId);
+          this.q(
+            `UPDATE jobs SET state = 'COMPLETED', version = version + 1, updated_at = ?
+             WHERE id = ? AND kind = 'cron' AND state = 'SCHEDULED'`,
+          ).run(p.now, entry.jobId);
+        }
+        if (inserted) dispatched.push({ jobId: entry.jobId, executionId, tenantId: entry.tenantId, pool: inserted.pool as string });
+      }
+      return { dispatched, stale, fenced };
+    });
+  }
+
+  // ---- executions --------------------------------------------------------------
+
+  async executionCreate(p: { tenantId: string; jobId: string; scheduledFor: number; nodeId: string; now: number }): Promise<AttemptRow | null> {
+    return this.tx(() => {
+      const executionId = executionIdFor(p.jobId, p.scheduledFor);
+      const row = this.q(
+        `INSERT INTO executions (id, tenant_id, job_id, pool, name, scheduled_for, priority, state, max_attempts,
+           backoff_seconds, max_backoff_seconds, timeout_ms, ready_at, payload, target, dispatched_at, dispatched_by)
+         SELECT @id, tenant_id, id, pool, name, @scheduledFor, priority, 'READY',
+           json_extract(retry, '$.maxAttempts'), json_extract(retry, '$.backoffSeconds'),
+           json_extract(retry, '$.maxBackoffSeconds'), timeout_seconds * 1000, @now, payload, target, @now, @node
+         FROM jobs WHERE id = @jobId AND tenant_id = @tenant
+         ON CONFLICT (job_id, scheduled_for) DO NOTHING
+         RETURNING id`,
+      ).get({ id: executionId, scheduledFor: p.scheduledFor, now: p.now, node: p.nodeId, jobId: p.jobId, tenant: p.tenantId });
+      return row ? this.attemptZero(executionId) : null;
+    });
+  }
+
+  private attemptZero(executionId: string): AttemptRow {
+    const e = this.q("SELECT * FROM executions WHERE id = ?").get(executionId) as Row;
+    return {
+      executionId,
+      jobId: e.job_id as string,
+      scheduledFor: e.scheduled_for as number,
+      attempt: e.attempt as number,
+      state: e.state as string,
+      readyAt: e.ready_at as number | null,
+      dispatchedAt: e.dispatched_at as number,
+      dispatchedBy: e.dispatched_by as string | null,
+      startedAt: null,
+      finishedAt: null,
+      error: null,
+      workerId: null,
+    };
+  }
+
+  async executionLease(p: {
+    tenantId?: string;
+    pool: string;
+    workerId: string;
+    max: number;
+    leaseMs: number;
+    graceMs?: number;
+    now: number;
+  }): Promise<LeasedRow[]> {
+    return this.tx(() => {
+      const pick =
+        p.tenantId === undefined
+          ? "SELECT id FROM executions WHERE pool = @pool AND state = 'READY' AND ready_at <= @now ORDER BY priority DESC, ready_at, id LIMIT @max"
+          : "SELECT id FROM executions WHERE pool = @pool AND tenant_id = @tenant AND state = 'READY' AND ready_at <= @now ORDER BY priority DESC, ready_at, id LIMIT @max";
+      const rows = this.q(
+        `UPDATE executions SET state = 'RUNNING', attempt = attempt + 1, worker_id = @worker, cancel_requested = 0,
+           deadline = @now + timeout_ms + @grace, lease_ms = @leaseMs,
+           lease_until = min(@now + @leaseMs, @now + timeout_ms + @grace)
+         WHERE id IN (${pick})
+         RETURNING id, tenant_id, job_id, name, attempt, payload, scheduled_for, lease_until, timeout_ms, target, priority, ready_at`,
+      ).all({ pool: p.pool, tenant: p.tenantId ?? null, now: p.now, max: p.max, worker: p.workerId, leaseMs: p.leaseMs, grace: p.graceMs ?? 0 }) as Row[];
+      rows.sort(
+        (a, b) =>
+          (b.priority as number) - (a.priority as number) ||
+          (a.ready_at as number) - (b.ready_at as number) ||
+          ((a.id as string) < (b.id as string) ? -1 : 1),
+      );
+      const insert = this.q(
+        "INSERT OR REPLACE INTO attempts (execution_id, attempt, state, worker_id, started_at) VALUES (?, ?, 'RUNNING', ?, ?)",
+      );
+      for (const r of rows) insert.run(r.id, r.attempt, p.workerId, p.now);
+      return rows.map((r) => ({
+        executionId: r.id as string,
+        tenantId: r.tenant_id as string,
+        jobId: r.job_id as string,
+        name: r.name as string,
+        attempt: r.attempt as number,
+        payload: parse(r.payload),
+        scheduledFor: r.scheduled_for as number,
+        leaseUntil: r.lease_until as number,
+        timeoutSeconds: (r.timeout_ms as number) / 1000,
+        target: parse(r.target),
+      }));
+    });
+  }
+
+  async executionHeartbeat(p: { tenantId: string; executionId: string; attempt: number; leaseMs?: number; now: number }) {
+    const row = this.q(
+      `UPDATE executions SET lease_ms = coalesce(@leaseMs, lease_ms),
+         lease_until = min(@now + coalesce(@leaseMs, lease_ms), deadline)
+       WHERE id = @id AND tenant_id = @tenant AND attempt = @attempt AND state = 'RUNNING' AND lease_until >= @now
+       RETURNING lease_until, cancel_requested`,
+    ).get({ id: p.executionId, tenant: p.tenantId, attempt: p.attempt, now: p.now, leaseMs: p.leaseMs ?? null }) as Row | undefined;
+    if (row) return { status: "ok" as const, leaseUntil: row.lease_until as number, cancelRequested: row.cancel_requested === 1 };
+    return this.exists(p.tenantId, p.executionId) ? { status: "lost" as const } : { status: "not_found" as const };
+  }
+
+  private exists(tenantId: string, executionId: string): boolean {
+    return this.q("SELECT 1 FROM executions WHERE id = ? AND tenant_id = ?").get(executionId, tenantId) !== undefined;
+  }
+
+  async executionCompleteMany({ items, now }: { items: CompleteInput[]; now: number }): Promise<AckOutcome[]> {
+    return this.tx(() =>
+      items.map((item): AckOutcome => {
+        const row = this.q(
+          `UPDATE executions SET state = 'SUCCEEDED', finished_at = @now, result = @result, lease_until = NULL
+           WHERE id = @id AND tenant_id = @tenant AND attempt = @attempt AND state = 'RUNNING' AND lease_until >= @now
+           RETURNING job_id, pool`,
+        ).get({ id: item.executionId, tenant: item.tenantId, attempt: item.attempt, now, result: json(item.result) }) as Row | undefined;
+        if (row) {
+          this.finishAttempt(item.executionId, item.attempt, "SUCCEEDED", now, null);
+          this.endOneOff(row.job_id as string, "COMPLETED", now);
+          return { status: "ok", state: "SUCCEEDED" };
+        }
+        const e = this.q("SELECT state, attempt FROM executions WHERE id = ? AND tenant_id = ?").get(item.executionId, item.tenantId) as Row | undefined;
+        if (!e) return { status: "not_found" };
+        if (e.state === "SUCCEEDED" && e.attempt === item.attempt) return { status: "ok", state: "SUCCEEDED" };
+        return { status: "lost" };
+      }),
+    );
+  }
+
+  private finishAttempt(executionId: string, attempt: number, state: string, now: number, error: ErrorRecord | null): void {
+    this.q("UPDATE attempts SET state = ?, finished_at = ?, error = ? WHERE execution_id = ? AND attempt = ?").run(
+      state,
+      now,
+      json(error ?? undefined),
+      executionId,
+      attempt,
+    );
+  }
+
+  /** A one-off job ends with its execution; a cron job stays SCHEDULED. */
+  private endOneOff(jobId: string, state: "COMPLETED" | "DEAD", now: number): void {
+    const changed = this.q(
+      `UPDATE jobs SET state = ?, version = version + 1, updated_at = ? WHERE id = ? AND kind = 'once' AND state = 'SCHEDULED'`,
+    ).run(state, now, jobId).changes;
+    if (changed) this.q("DELETE FROM due WHERE job_id = ?").run(jobId);
+  }
+
+  async executionFailMany(p: {
+    items: FailInput[];
+    now: number;
+    plan: FailurePlanner;
+  }): Promise<AckOutcome[]> {
+    return this.tx(() =>
+      p.items.map((item): AckOutcome => {
+        const e = this.q("SELECT * FROM executions WHERE id = ? AND tenant_id = ?").get(item.executionId, item.tenantId) as Row | undefined;
+        if (!e) return { status: "not_found" };
+        const live = e.state === "RUNNING" && e.attempt === item.attempt && (e.lease_until as number) >= p.now;
+        if (!live) return { status: "lost" };
+        const decision = p.plan(
+          {
+            attempt: (e.attempt as number) - (e.attempt_base as number),
+            retry: {
+              maxAttempts: e.max_attempts as number,
+              backoffSeconds: e.backoff_seconds as number,
+              maxBackoffSeconds: e.max_backoff_seconds as number,
+            },
+          },
+          item,
+        );
+        const pool = e.pool as string;
+        if ("dead" in decision) {
+          this.markDead(item.executionId, item.error, p.now);
+          this.finishAttempt(item.executionId, item.attempt, "DEAD", p.now, item.error);
+          this.endOneOff(e.job_id as string, "DEAD", p.now);
+          return { status: "ok", state: "DEAD", pool, tenantId: item.tenantId };
+        }
+        this.q(
+          "UPDATE executions SET state = 'READY', ready_at = ?, last_error = ?, lease_until = NULL, worker_id = NULL WHERE id = ?",
+        ).run(decision.retryAt, json(item.error), item.executionId);
+        this.finishAttempt(item.executionId, item.attempt, item.timedOut ? "TIMED_OUT" : "FAILED", p.now, item.error);
+        return { status: "ok", state: "READY", readyAt: decision.retryAt, pool, tenantId: item.tenantId };
+      }),
+    );
+  }
+
+  private markDead(executionId: string, error: ErrorRecord, now: number): void {
+    this.q(
+      "UPDATE executions SET state = 'DEAD', dead_at = ?, finished_at = ?, last_error = ?, lease_until = NULL WHERE id = ?",
+    ).run(now, now, json(error), executionId);
+  }
+
+  async executionReap({ now, limit }: { now: number; limit: number }) {
+    return this.tx(() => {
+      const rows = this.q(
+        "SELECT * FROM executions WHERE state = 'RUNNING' AND lease_until < ? ORDER BY lease_until LIMIT ?",
+      ).all(now, limit) as Row[];
+      return rows.map((e) => {
+        const id = e.id as string;
+        const attempt = e.attempt as number;
+        const exhausted = attempt - (e.attempt_base as number) >= (e.max_attempts as number);
+        const timedOutAtDeadline = (e.lease_until as number) >= (e.deadline as number);
+        const error: ErrorRecord = {
+          message: timedOutAtDeadline
+            ? `attempt ran past timeoutSeconds (${(e.timeout_ms as number) / 1000} s)`
+            : "lease expired without a heartbeat or completion",
+          class: "transient",
+          timedOut: true,
+        };
+        if (exhausted) {
+          this.markDead(id, { ...error, message: `${error.message}; attempts exhausted` }, now);
+          this.finishAttempt(id, attempt, "DEAD", now, error);
+          this.endOneOff(e.job_id as string, "DEAD", now);
+        } else {
+          this.q("UPDATE executions SET state = 'READY', ready_at = ?, last_error = ?, lease_until = NULL, worker_id = NULL WHERE id = ?").run(
+            now,
+            json(error),
+            id,
+          );
+          this.finishAttempt(id, attempt, "TIMED_OUT", now, error);
+        }
+        return {
+          executionId: id,
+          tenantId: e.tenant_id as string,
+          pool: e.pool as string,
+          state: exhausted ? ("DEAD" as const) : ("READY" as const),
+        };
+      });
+    });
+  }
+
+  async executionHistory(p: {
+    tenantId: string;
+    jobId: string;
+    limit: number;
+    after?: { scheduledFor: number; attempt: number };
+  }): Promise<AttemptRow[]> {
+    const cursor = p.after ? "AND (scheduled_for < @sf OR (scheduled_for = @sf AND attempt < @att))" : "";
+    const rows = this.q(
+      `SELECT * FROM (
+         SELECT e.id, e.job_id, e.scheduled_for, a.attempt, a.state, e.ready_at, e.dispatched_at, e.dispatched_by,
+                a.started_at, a.finished_at, a.error, a.worker_id
+         FROM executions e JOIN attempts a ON a.execution_id = e.id
+         WHERE e.job_id = @job AND e.tenant_id = @tenant
+         UNION ALL
+         SELECT e.id, e.job_id, e.scheduled_for, 0, e.state, e.ready_at, e.dispatched_at, e.dispatched_by,
+                NULL, e.finished_at, NULL, NULL
+         FROM executions e WHERE e.job_id = @job AND e.tenant_id = @tenant AND e.attempt = 0
+       ) WHERE 1 = 1 ${cursor}
+       ORDER BY scheduled_for DESC, attempt DESC LIMIT @limit`,
+    ).all({ job: p.jobId, tenant: p.tenantId, sf: p.after?.scheduledFor ?? null, att: p.after?.attempt ?? null, limit: p.limit }) as Row[];
+    return rows.map((r) => ({
+      executionId: r.id as string,
+      jobId: r.job_id as string,
+      scheduledFor: r.scheduled_for as number,
+      attempt: r.attempt as number,
+      state: r.state as string,
+      readyAt: r.ready_at as number | null,
+      dispatchedAt: r.dispatched_at as number,
+      dispatchedBy: r.dispatched_by as string | null,
+      startedAt: r.started_at as number | null,
+      finishedAt: r.finished_at as number | null,
+      error: parse<ErrorRecord | null>(r.error),
+      workerId: r.worker_id as string | null,
+    }));
+  }
+
+  async executionNextReadyAt(p: { tenantId?: string; pool: string; now: number }): Promise<number | null> {
+    const row = this.q(
+      `SELECT min(ready_at) AS t FROM executions
+       WHERE pool = @pool AND state = 'READY' AND ready_at > @now AND (@tenant IS NULL OR tenant_id = @tenant)`,
+    ).get({ pool: p.pool, now: p.now, tenant: p.tenantId ?? null }) as Row;
+    return (row.t as number | null) ?? null;
+  }
+
+  // ---- dead letters ---------------------------------------------------------------
+
+  async deadLetterList(p: { tenantId: string; limit: number; after?: { deadAt: number; executionId: string } }): Promise<DeadLetterRow[]> {
+    const cursor = p.after ? "AND (e.dead_at < @deadAt OR (e.dead_at = @deadAt AND e.id < @id))" : "";
+    const rows = this.q(
+      `SELECT e.* FROM executions e WHERE e.tenant_id = @tenant AND e.state = 'DEAD' ${cursor}
+       ORDER BY e.dead_at DESC, e.id DESC LIMIT @limit`,
+    ).all({ tenant: p.tenantId, deadAt: p.after?.deadAt ?? null, id: p.after?.executionId ?? null, limit: p.limit }) as Row[];
+    return rows.map((e) => ({
+      executionId: e.id as string,
+      tenantId: e.tenant_id as string,
+      jobId: e.job_id as string,
+      name: e.name as string,
+      scheduledFor: e.scheduled_for as number,
+      attempts: e.attempt as number,
+      lastError: parse<ErrorRecord | null>(e.last_error),
+      deadAt: e.dead_at as number,
+      payload: parse(e.payload),
+    }));
+  }
+
+  async deadLetterReplay(p: { tenantId: string; executionId: string; now: number; audit: AuditEntry }) {
+    return this.tx(() => {
+      const row = this.q(
+        `UPDATE executions SET state = 'READY', ready_at = ?, dead_at = NULL, finished_at = NULL, attempt_base = attempt
+         WHERE id = ? AND tenant_id = ? AND state = 'DEAD' RETURNING job_id, pool`,
+      ).get(p.now, p.executionId, p.tenantId) as Row | undefined;
+      if (!row) return null;
+      this.q(
+        "UPDATE jobs SET state = 'SCHEDULED', version = version + 1, updated_at = ? WHERE id = ? AND state = 'DEAD'",
+      ).run(p.now, row.job_id);
+      this.appendAudit(p.audit);
+      return { pool: row.pool as string, row: this.attemptZero(p.executionId) };
+    });
+  }
+
+  private appendAudit(a: AuditEntry): void {
+    this.q("INSERT INTO audit (tenant_id, at, actor, action, subject, details) VALUES (?, ?, ?, ?, ?, ?)").run(
+      a.tenantId,
+      a.at,
+      a.actor,
+      a.action,
+      a.subject,
+      json(a.details),
+    );
+  }
+
+  // ---- shards, stats, audit -----------------------------------------------------------
+
+  async shardAcquire(p: { owner: string; shards: readonly number[]; leaseMs: number; now: number }): Promise<ShardLease[]> {
+    return this.tx(() => {
+      const until = p.now + p.leaseMs;
+      const take = this.q(
+        `INSERT INTO shards (shard, owner, epoch, lease_until) VALUES (@shard, @owner, 1, @until)
+         ON CONFLICT (shard) DO UPDATE SET
+           epoch = CASE WHEN shards.owner IS @owner THEN shards.epoch ELSE shards.epoch + 1 END,
+           owner = @owner, lease_until = @until
+         WHERE shards.owner IS @owner OR shards.owner IS NULL OR shards.lease_until < @now
+         RETURNING shard, owner, epoch, lease_until`,
+      );
+      const held: ShardLease[] = [];
+      for (const shard of p.shards) {
+        const r = take.get({ shard, owner: p.owner, until, now: p.now }) as Row | undefined;
+        if (r) held.push(toShard(r));
+      }
+      return held;
+    });
+  }
+
+  async shardList(): Promise<ShardLease[]> {
+    return (this.q("SELECT * FROM shards ORDER BY shard").all() as Row[]).map(toShard);
+  }
+
+  async poolCounts(p: { tenantId?: string; pool?: string; now: number }): Promise<PoolCounts[]> {
+    const rows = this.q(
+      `SELECT tenant_id, pool,
+         sum(state = 'READY' AND ready_at > @now) AS pending,
+         sum(state = 'READY' AND ready_at <= @now) AS queued,
+         sum(state = 'RUNNING') AS running
+       FROM executions
+       WHERE state IN ('READY', 'RUNNING') AND (@tenant IS NULL OR tenant_id = @tenant) AND (@pool IS NULL OR pool = @pool)
+       GROUP BY tenant_id, pool`,
+    ).all({ now: p.now, tenant: p.tenantId ?? null, pool: p.pool ?? null }) as Row[];
+    return rows.map((r) => ({
+      tenantId: r.tenant_id as string,
+      pool: r.pool as string,
+      pending: Number(r.pending),
+      queued: Number(r.queued),
+      running: Number(r.running),
+    }));
+  }
+
+  async auditList(p: { tenantId: string; limit: number; after?: { at: number; id: number } }) {
+    const cursor = p.after ? "AND (at < @at OR (at = @at AND id < @id))" : "";
+    const rows = this.q(
+      `SELECT * FROM audit WHERE tenant_id = @tenant ${cursor} ORDER BY at DESC, id DESC LIMIT @limit`,
+    ).all({ tenant: p.tenantId, at: p.after?.at ?? null, id: p.after?.id ?? null, limit: p.limit }) as Row[];
+    return rows.map((r) => ({
+      id: r.id as number,
+      tenantId: r.tenant_id as string,
+      at: r.at as number,
+      actor: r.actor as string,
+      action: r.action as string,
+      subject: r.subject as string,
+      details: parse(r.details),
+    }));
+  }
+}
+
+function toJob(r: Row): JobRecord {
+  return {
+    tenantId: r.tenant_id as string,
+    jobId: r.id as string,
+    shard: r.shard as number,
+    kind: r.kind as "once" | "cron",
+    name: r.name as string,
+    state: r.state as JobState,
+    target: parse(r.target),
+    payload: parse(r.payload),
+    schedule: parse(r.schedule),
+    retry: parse(r.retry),
+    timeoutSeconds: r.timeout_seconds as number,
+    priority: r.priority as number,
+    version: r.version as number,
+    createdAt: r.created_at as number,
+    updatedAt: r.updated_at as number,
+    nextRunAt: (r.next_run_at as number | null) ?? null,
+    nextDueAt: (r.next_due_at as number | null) ?? null,
+  };
+}
+
+function toShard(r: Row): ShardLease {
+  return {
+    shard: r.shard as number,
+    owner: r.owner as string | null,
+    epoch: r.epoch as number,
+    leaseUntil: r.lease_until as number,
+  };
+}

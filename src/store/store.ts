@@ -1,0 +1,282 @@
+// The storage port. Every driver (sqlite/, later postgres/) implements it and
+// passes the one contract suite in contract.ts. Methods are asynchronous and
+// batch-shaped (one round trip per batch, never per job), noun-first with
+// one params object. Methods a stale owner could call take the fencing value
+// they rely on (shard epochs, attempt numbers) and change nothing when it no
+// longer holds. Times are epoch milliseconds chosen by the engine's clock;
+// a networked driver may judge leases by its own clock instead.
+
+import type { ErrorRecord, Job, JobState, RetryPolicy, Target } from "../core/api.js";
+
+/** Executions of http targets wait in this pool; user pool names cannot contain "$". */
+export const HTTP_POOL = "$http";
+
+export type JobKind = "once" | "cron";
+
+export interface JobRecord {
+  tenantId: string;
+  jobId: string;
+  shard: number;
+  kind: JobKind;
+  name: string;
+  state: JobState;
+  target: Target;
+  payload: unknown;
+  /** The effective schedule as GET shows it (Job["schedule"]). */
+  schedule: Job["schedule"];
+  retry: RetryPolicy;
+  timeoutSeconds: number;
+  priority: number;
+  version: number;
+  createdAt: number;
+  updatedAt: number;
+  /** Nominal time of the next occurrence (from the due index), null when none. */
+  nextRunAt: number | null;
+  /** When that occurrence is dispatched (nextRunAt plus jitter, or now for a missed one). */
+  nextDueAt: number | null;
+}
+
+/** A row of the due index: the next occurrence of one job. */
+export interface DueEntry {
+  jobId: string;
+  tenantId: string;
+  shard: number;
+  /** Nominal occurrence time; with the job id it names the execution. */
+  scheduledFor: number;
+  /** When to dispatch: scheduledFor plus the job's jitter offset. */
+  dueAt: number;
+}
+
+/** A due entry as loaded for dispatch: with what the engine needs to plan the next occurrence. */
+export interface LoadedDueEntry extends DueEntry {
+  kind: JobKind;
+  schedule: Job["schedule"];
+}
+
+export interface NextOccurrence {
+  scheduledFor: number;
+  dueAt: number;
+}
+
+export type ExecutionState = "READY" | "RUNNING" | "SUCCEEDED" | "DEAD" | "CANCELLED" | "SKIPPED";
+
+/** One row of history: an attempt, or attempt 0 for an execution not yet attempted. */
+export interface AttemptRow {
+  executionId: string;
+  jobId: string;
+  scheduledFor: number;
+  attempt: number;
+  /** Attempt state; for attempt 0 the execution's READY/CANCELLED/SKIPPED state. */
+  state: string;
+  readyAt: number | null;
+  dispatchedAt: number;
+  dispatchedBy: string | null;
+  startedAt: number | null;
+  finishedAt: number | null;
+  error: ErrorRecord | null;
+  workerId: string | null;
+}
+
+export interface LeasedRow {
+  executionId: string;
+  tenantId: string;
+  jobId: string;
+  name: string;
+  attempt: number;
+  payload: unknown;
+  scheduledFor: number;
+  leaseUntil: number;
+  timeoutSeconds: number;
+  /** The job's target (http targets need the URL). */
+  target: Target;
+}
+
+export interface DeadLetterRow {
+  executionId: string;
+  tenantId: string;
+  jobId: string;
+  name: string;
+  scheduledFor: number;
+  attempts: number;
+  lastError: ErrorRecord | null;
+  deadAt: number;
+  payload: unknown;
+}
+
+/** What happened to one complete or fail item. */
+export type AckOutcome =
+  | { status: "ok"; state: "SUCCEEDED" | "READY" | "DEAD"; readyAt?: number; pool?: string; tenantId?: string }
+  | { status: "lost" }
+  | { status: "not_found" };
+
+export interface ExecutionFacts {
+  attempt: number;
+  retry: RetryPolicy;
+}
+
+/** Decides, inside the fail transaction, what a failed attempt becomes. */
+export type FailurePlanner = (facts: ExecutionFacts, item: FailInput) => { retryAt: number } | { dead: true };
+
+export interface FailInput {
+  executionId: string;
+  tenantId: string;
+  attempt: number;
+  error: ErrorRecord;
+  /** The attempt ran out of time (http target timeout): recorded as TIMED_OUT. */
+  timedOut?: boolean;
+}
+
+export interface CompleteInput {
+  executionId: string;
+  tenantId: string;
+  attempt: number;
+  result?: unknown;
+}
+
+export type JobCreateOutcome =
+  | { status: "created"; job: JobRecord }
+  | { status: "existing"; job: JobRecord }
+  | { status: "idempotency_mismatch" };
+
+export interface NewJob {
+  job: Omit<JobRecord, "version" | "updatedAt" | "nextRunAt" | "nextDueAt">;
+  /** The first occurrence, or null when the schedule has none. */
+  due: NextOccurrence | null;
+  idempotency?: { key: string; requestHash: string };
+}
+
+export interface ShardLease {
+  shard: number;
+  owner: string | null;
+  epoch: number;
+  leaseUntil: number;
+}
+
+export interface PoolCounts {
+  tenantId: string;
+  pool: string;
+  pending: number;
+  queued: number;
+  running: number;
+}
+
+export interface AuditEntry {
+  tenantId: string;
+  at: number;
+  actor: string;
+  action: string;
+  subject: string;
+  details?: unknown;
+}
+
+export interface Store {
+  readonly kind: string;
+  /** Creates or migrates the schema. */
+  migrate(): Promise<void>;
+  /** Throws when the store cannot answer. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+
+  // ---- jobs -------------------------------------------------------------
+  /**
+   * Inserts jobs and their first due entries in one transaction. A job whose
+   * idempotency key exists with the same request hash answers "existing"
+   * (nothing written); with another hash "idempotency_mismatch".
+   */
+  jobCreateMany(params: { jobs: NewJob[]; now: number }): Promise<JobCreateOutcome[]>;
+  jobGet(params: { tenantId: string; jobId: string }): Promise<JobRecord | null>;
+  /** Newest first (createdAt desc, jobId desc), strictly after the cursor. */
+  jobList(params: {
+    tenantId: string;
+    state?: JobState;
+    name?: string;
+    limit: number;
+    after?: { createdAt: number; jobId: string };
+  }): Promise<JobRecord[]>;
+  /**
+   * Compare-and-set of a job's state at fromVersion: sets the state, bumps the
+   * version, replaces the due entry ("keep" leaves it), and with
+   * cancelExecutions cancels READY executions and asks RUNNING ones to stop.
+   * Returns null when the version moved (the caller re-reads and retries).
+   */
+  jobTransition(params: {
+    tenantId: string;
+    jobId: string;
+    fromVersion: number;
+    state: JobState;
+    due: NextOccurrence | null | "keep";
+    cancelExecutions?: boolean;
+    now: number;
+  }): Promise<JobRecord | null>;
+
+  // ---- due index and dispatch ---------------------------------------------
+  /** Due entries of these shards with dueAt <= before, earliest first. */
+  dueLoad(params: { shards: readonly number[]; before: number; limit: number }): Promise<LoadedDueEntry[]>;
+  /**
+   * One transaction per batch: for each item whose due entry still holds
+   * (same job, same scheduledFor) and whose shard epoch still matches, inserts
+   * the execution (a no-op if (jobId, scheduledFor) exists), then advances
+   * the due entry to `next` or deletes it; a cron job with no next occurrence
+   * becomes COMPLETED. Items whose entry moved are "stale"; items of shards
+   * whose epoch moved are "fenced".
+   */
+  dispatchMany(params: {
+    nodeId: string;
+    epochs: ReadonlyMap<number, number>;
+    now: number;
+    items: { entry: DueEntry; next: NextOccurrence | null }[];
+  }): Promise<{ dispatched: { jobId: string; executionId: string; tenantId: string; pool: string }[]; stale: string[]; fenced: string[] }>;
+
+  // ---- executions -------------------------------------------------------
+  /** An extra execution due now (trigger). */
+  executionCreate(params: { tenantId: string; jobId: string; scheduledFor: number; nodeId: string; now: number }): Promise<AttemptRow | null>;
+  /**
+   * Leases up to max READY executions of a pool (all tenants when tenantId is
+   * absent) with readyAt <= now, higher priority first, then earlier readyAt;
+   * each grant is a new attempt. The lease ends at min(now + leaseMs, deadline)
+   * where deadline = now + timeoutSeconds + graceMs (default 0); heartbeats
+   * never extend a lease past the deadline.
+   */
+  executionLease(params: {
+    tenantId?: string;
+    pool: string;
+    workerId: string;
+    max: number;
+    leaseMs: number;
+    graceMs?: number;
+    now: number;
+  }): Promise<LeasedRow[]>;
+  executionHeartbeat(params: {
+    tenantId: string;
+    executionId: string;
+    attempt: number;
+    leaseMs?: number;
+    now: number;
+  }): Promise<{ status: "ok"; leaseUntil: number; cancelRequested: boolean } | { status: "lost" } | { status: "not_found" }>;
+  /** Succeeds an item while its attempt still holds the lease; repeating a success answers ok again. */
+  executionCompleteMany(params: { items: CompleteInput[]; now: number }): Promise<AckOutcome[]>;
+  executionFailMany(params: { items: FailInput[]; now: number; plan: FailurePlanner }): Promise<AckOutcome[]>;
+  /** Ends attempts whose lease expired as TIMED_OUT: ready again at once, or DEAD when attempts are exhausted. */
+  executionReap(params: { now: number; limit: number }): Promise<{ executionId: string; tenantId: string; pool: string; state: "READY" | "DEAD" }[]>;
+  /** History of one job: newest first by (scheduledFor, attempt), strictly after the cursor. */
+  executionHistory(params: {
+    tenantId: string;
+    jobId: string;
+    limit: number;
+    after?: { scheduledFor: number; attempt: number };
+  }): Promise<AttemptRow[]>;
+  /** Earliest readyAt > now among READY executions of a pool, for waking long polls. */
+  executionNextReadyAt(params: { tenantId?: string; pool: string; now: number }): Promise<number | null>;
+
+  // ---- dead letters -------------------------------------------------------
+  deadLetterList(params: { tenantId: string; limit: number; after?: { deadAt: number; executionId: string } }): Promise<DeadLetterRow[]>;
+  /** DEAD → READY now; the job, if it died with it, is SCHEDULED again. Null when not dead. */
+  deadLetterReplay(params: { tenantId: string; executionId: string; now: number; audit: AuditEntry }): Promise<{ pool: string; row: AttemptRow } | null>;
+
+  // ---- shards, stats, audit --------------------------------------------------
+  /** Takes these shards for owner when free or expired (or already owned), bumping the epoch on a change of owner. */
+  shardAcquire(params: { owner: string; shards: readonly number[]; leaseMs: number; now: number }): Promise<ShardLease[]>;
+  shardList(): Promise<ShardLease[]>;
+  poolCounts(params: { tenantId?: string; pool?: string; now: number }): Promise<PoolCounts[]>;
+  auditList(params: { tenantId: string; limit: number; after?: { at: number; id: number } }): Promise<(AuditEntry & { id: number })[]>;
+}
