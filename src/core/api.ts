@@ -180,7 +180,7 @@ export interface LeasedExecution {
 
 /** The answer to one complete or fail item; status mirrors the single call's HTTP status. */
 export type AckItem =
-  | { executionId: string; attempt: number; status: 200; state: "SUCCEEDED" | "FAILED" | "DEAD"; retryAt?: string; dead?: boolean }
+  | { executionId: string; attempt: number; status: 200; state: "SUCCEEDED" | "FAILED" | "DEAD" | "CANCELLED"; retryAt?: string; dead?: boolean }
   | { executionId: string; attempt: number; status: 409 | 404 | 400; error: { code: string; message: string } };
 
 export interface LeaseResponse {
@@ -200,7 +200,8 @@ export interface HeartbeatResponse {
 export interface CompleteResponse {
   state: "SUCCEEDED";
 }
-export type FailResponse = { state: "FAILED"; retryAt: string } | { state: "DEAD"; dead: true };
+/** CANCELLED (an extension of the contract): the job was cancelled while the attempt ran, so it is not retried. */
+export type FailResponse = { state: "FAILED"; retryAt: string } | { state: "DEAD"; dead: true } | { state: "CANCELLED" };
 
 export interface PoolStats {
   pending: number;

@@ -7,8 +7,8 @@ export interface EngineEventMap {
   "execution:dispatched": { jobId: string; executionId: string; tenantId: string; pool: string; lagMs: number };
   "execution:leased": { executionId: string; tenantId: string; pool: string; attempt: number; startLagMs: number };
   "execution:succeeded": { executionId: string; tenantId: string };
-  "execution:failed": { executionId: string; tenantId: string; state: "READY" | "DEAD" };
-  "execution:timed_out": { executionId: string; tenantId: string; pool: string; state: "READY" | "DEAD" };
+  "execution:failed": { executionId: string; tenantId: string; state: "READY" | "DEAD" | "CANCELLED" };
+  "execution:timed_out": { executionId: string; tenantId: string; pool: string; state: "READY" | "DEAD" | "CANCELLED" };
   "lease:lost": { executionId: string; attempt: number; call: "heartbeat" | "complete" | "fail" };
   "shards:changed": { owned: number };
   error: { where: string; error: unknown };

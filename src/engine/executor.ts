@@ -157,7 +157,7 @@ export class Executor {
       const item = items[i]!;
       if (o.status === "lost") this.events.emit("lease:lost", { executionId: item.executionId, attempt: item.attempt, call: "fail" });
       if (o.status !== "ok") return;
-      this.events.emit("execution:failed", { executionId: item.executionId, tenantId: item.tenantId, state: o.state === "DEAD" ? "DEAD" : "READY" });
+      this.events.emit("execution:failed", { executionId: item.executionId, tenantId: item.tenantId, state: o.state === "SUCCEEDED" ? "READY" : o.state });
       if (o.state === "READY" && o.readyAt !== undefined && o.pool) this.wakeAt(o.tenantId ?? item.tenantId, o.pool, o.readyAt);
     });
     return outcomes;

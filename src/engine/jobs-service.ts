@@ -426,7 +426,9 @@ export class JobsService implements Service {
     const [ack] = await this.failMany(ctx, [{ executionId, attempt, error }]);
     throwIfRejected(ack!);
     const ok = ack as Extract<AckItem, { status: 200 }>;
-    return ok.state === "DEAD" ? { state: "DEAD", dead: true } : { state: "FAILED", retryAt: ok.retryAt! };
+    if (ok.state === "DEAD") return { state: "DEAD", dead: true };
+    if (ok.state === "CANCELLED") return { state: "CANCELLED" };
+    return { state: "FAILED", retryAt: ok.retryAt! };
   }
 
   async completeMany(ctx: RequestContext, items: CompleteItem[]): Promise<AckItem[]> {
@@ -542,6 +544,7 @@ function mergeAcks(items: { executionId: string; attempt: number }[], known: unk
       return { executionId, attempt, status: 409, error: { code: "LEASE_LOST", message: `attempt ${attempt} no longer holds the lease` } };
     }
     if (o.state === "DEAD") return { executionId, attempt, status: 200, state: "DEAD", dead: true };
+    if (o.state === "CANCELLED") return { executionId, attempt, status: 200, state: "CANCELLED" };
     if (o.state === "READY") return { executionId, attempt, status: 200, state: "FAILED", retryAt: toIso(o.readyAt!) };
     return { executionId, attempt, status: 200, state: "SUCCEEDED" };
   });

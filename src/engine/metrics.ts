@@ -41,8 +41,8 @@ export function createMetrics(events: EngineEvents, loadedDue: () => number): Re
     if (e.attempt === 1) startLag.observe(Math.max(0, e.startLagMs) / 1000);
   });
   events.on("execution:succeeded", () => outcomes.inc({ outcome: "succeeded" }));
-  events.on("execution:failed", (e) => outcomes.inc({ outcome: e.state === "DEAD" ? "dead" : "failed" }));
-  events.on("execution:timed_out", (e) => outcomes.inc({ outcome: e.state === "DEAD" ? "dead" : "timed_out" }));
+  events.on("execution:failed", (e) => outcomes.inc({ outcome: e.state === "READY" ? "failed" : e.state.toLowerCase() }));
+  events.on("execution:timed_out", (e) => outcomes.inc({ outcome: e.state === "READY" ? "timed_out" : e.state.toLowerCase() }));
   events.on("lease:lost", () => leaseLost.inc());
   events.on("error", (e) => errors.inc({ where: e.where }));
   return registry;

@@ -105,7 +105,7 @@ export interface DeadLetterRow {
 
 /** What happened to one complete or fail item. */
 export type AckOutcome =
-  | { status: "ok"; state: "SUCCEEDED" | "READY" | "DEAD"; readyAt?: number; pool?: string; tenantId?: string }
+  | { status: "ok"; state: "SUCCEEDED" | "READY" | "DEAD" | "CANCELLED"; readyAt?: number; pool?: string; tenantId?: string }
   | { status: "lost" }
   | { status: "not_found" };
 
@@ -218,7 +218,8 @@ export interface Store {
    * the execution (a no-op if (jobId, scheduledFor) exists), then advances
    * the due entry to `next` or deletes it; a cron job with no next occurrence
    * becomes COMPLETED. Items whose entry moved are "stale"; items of shards
-   * whose epoch moved are "fenced".
+   * whose epoch moved, or that this node does not own, are "fenced". The
+   * scheduler never dispatches before dueAt; readyAt is min(dueAt, now).
    */
   dispatchMany(params: {
     nodeId: string;
@@ -234,8 +235,8 @@ export interface Store {
    * Leases up to max READY executions of a pool (all tenants when tenantId is
    * absent) with readyAt <= now, higher priority first, then earlier readyAt;
    * each grant is a new attempt. The lease ends at min(now + leaseMs, deadline)
-   * where deadline = now + timeoutSeconds + graceMs (default 0); heartbeats
-   * never extend a lease past the deadline.
+   * where deadline = now + timeoutSeconds × 1000 + graceMs (default 0);
+   * heartbeats never extend a lease past the deadline.
    */
   executionLease(params: {
     tenantId?: string;
@@ -246,6 +247,7 @@ export interface Store {
     graceMs?: number;
     now: number;
   }): Promise<LeasedRow[]>;
+  /** Extends a live lease by leaseMs, or by the length granted at lease time. */
   executionHeartbeat(params: {
     tenantId: string;
     executionId: string;
@@ -255,9 +257,22 @@ export interface Store {
   }): Promise<{ status: "ok"; leaseUntil: number; cancelRequested: boolean } | { status: "lost" } | { status: "not_found" }>;
   /** Succeeds an item while its attempt still holds the lease; repeating a success answers ok again. */
   executionCompleteMany(params: { items: CompleteInput[]; now: number }): Promise<AckOutcome[]>;
+  /**
+   * Fails items while their attempt holds the lease: the planner decides retry
+   * (READY at retryAt) or DEAD, counting attempts since the last replay; an
+   * execution whose job was cancelled while it ran ends CANCELLED instead.
+   */
   executionFailMany(params: { items: FailInput[]; now: number; plan: FailurePlanner }): Promise<AckOutcome[]>;
-  /** Ends attempts whose lease expired as TIMED_OUT: ready again at once, or DEAD when attempts are exhausted. */
-  executionReap(params: { now: number; limit: number }): Promise<{ executionId: string; tenantId: string; pool: string; state: "READY" | "DEAD" }[]>;
+  /**
+   * Ends attempts whose lease expired (leaseUntil < now; a lease holds up to
+   * and including leaseUntil) as TIMED_OUT: ready again at once, DEAD when
+   * attempts since the last replay reach maxAttempts, CANCELLED when the job
+   * was cancelled while the attempt ran.
+   */
+  executionReap(params: {
+    now: number;
+    limit: number;
+  }): Promise<{ executionId: string; tenantId: string; pool: string; state: "READY" | "DEAD" | "CANCELLED" }[]>;
   /** History of one job: newest first by (scheduledFor, attempt), strictly after the cursor. */
   executionHistory(params: {
     tenantId: string;
@@ -270,7 +285,12 @@ export interface Store {
 
   // ---- dead letters -------------------------------------------------------
   deadLetterList(params: { tenantId: string; limit: number; after?: { deadAt: number; executionId: string } }): Promise<DeadLetterRow[]>;
-  /** DEAD → READY now; the job, if it died with it, is SCHEDULED again. Null when not dead. */
+  /**
+   * DEAD → READY now with a fresh retry budget (attempt numbers keep growing);
+   * the job, if it died with it, is SCHEDULED again; the audit entry is
+   * written in the same transaction. The row's attempt is the number of
+   * attempts made so far. Null when not dead.
+   */
   deadLetterReplay(params: { tenantId: string; executionId: string; now: number; audit: AuditEntry }): Promise<{ pool: string; row: AttemptRow } | null>;
 
   // ---- shards, stats, audit --------------------------------------------------

@@ -382,8 +382,7 @@ class SqliteStore implements Store {
 
   async executionHeartbeat(p: { tenantId: string; executionId: string; attempt: number; leaseMs?: number; now: number }) {
     const row = this.q(
-      `UPDATE executions SET lease_ms = coalesce(@leaseMs, lease_ms),
-         lease_until = min(@now + coalesce(@leaseMs, lease_ms), deadline)
+      `UPDATE executions SET lease_until = min(@now + coalesce(@leaseMs, lease_ms), deadline)
        WHERE id = @id AND tenant_id = @tenant AND attempt = @attempt AND state = 'RUNNING' AND lease_until >= @now
        RETURNING lease_until, cancel_requested`,
     ).get({ id: p.executionId, tenant: p.tenantId, attempt: p.attempt, now: p.now, leaseMs: p.leaseMs ?? null }) as Row | undefined;
@@ -457,6 +456,11 @@ class SqliteStore implements Store {
           item,
         );
         const pool = e.pool as string;
+        if (e.cancel_requested === 1) {
+          this.markCancelled(item.executionId, item.error, p.now);
+          this.finishAttempt(item.executionId, item.attempt, item.timedOut ? "TIMED_OUT" : "FAILED", p.now, item.error);
+          return { status: "ok", state: "CANCELLED", pool, tenantId: item.tenantId };
+        }
         if ("dead" in decision) {
           this.markDead(item.executionId, item.error, p.now);
           this.finishAttempt(item.executionId, item.attempt, "DEAD", p.now, item.error);
@@ -470,6 +474,13 @@ class SqliteStore implements Store {
         return { status: "ok", state: "READY", readyAt: decision.retryAt, pool, tenantId: item.tenantId };
       }),
     );
+  }
+
+  /** A job cancelled while its attempt ran: the execution ends, it is not retried. */
+  private markCancelled(executionId: string, error: ErrorRecord, now: number): void {
+    this.q(
+      "UPDATE executions SET state = 'CANCELLED', finished_at = ?, last_error = ?, lease_until = NULL WHERE id = ?",
+    ).run(now, json(error), executionId);
   }
 
   private markDead(executionId: string, error: ErrorRecord, now: number): void {
@@ -495,7 +506,10 @@ class SqliteStore implements Store {
           class: "transient",
           timedOut: true,
         };
-        if (exhausted) {
+        if (e.cancel_requested === 1) {
+          this.markCancelled(id, error, now);
+          this.finishAttempt(id, attempt, "TIMED_OUT", now, error);
+        } else if (exhausted) {
           this.markDead(id, { ...error, message: `${error.message}; attempts exhausted` }, now);
           this.finishAttempt(id, attempt, "DEAD", now, error);
           this.endOneOff(e.job_id as string, "DEAD", now);
@@ -511,7 +525,7 @@ class SqliteStore implements Store {
           executionId: id,
           tenantId: e.tenant_id as string,
           pool: e.pool as string,
-          state: exhausted ? ("DEAD" as const) : ("READY" as const),
+          state: e.cancel_requested === 1 ? ("CANCELLED" as const) : exhausted ? ("DEAD" as const) : ("READY" as const),
         };
       });
     });

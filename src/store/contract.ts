@@ -1,0 +1,1940 @@
+// The store conformance suite: one set of tests every driver must pass
+// (River's riverdrivertest, Oban's engine tests over [Basic, Lite]). A driver's
+// test file calls storeContract(name, open) with an `open` that returns an
+// already-migrated, empty store, isolated from every other call (a new SQLite
+// file, a new PostgreSQL schema). Each test opens its own store and closes it.
+//
+// The suite knows only the Store port (store.ts): every assertion here is a
+// sentence of a doc comment there, or of docs/api.md where the port defers to
+// it. Time is never the wall clock: tests pass fixed `now` values around T0.
+
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+
+import type { ErrorRecord, Target } from "../core/api.js";
+import { executionIdFor, newId, SHARD_COUNT, shardOf } from "../core/ids.js";
+import {
+  HTTP_POOL,
+  type AckOutcome,
+  type AttemptRow,
+  type DueEntry,
+  type ExecutionFacts,
+  type FailInput,
+  type FailurePlanner,
+  type JobRecord,
+  type LeasedRow,
+  type NewJob,
+  type NextOccurrence,
+  type PoolCounts,
+  type Store,
+} from "./store.js";
+
+// ---- fixed time ----------------------------------------------------------
+
+const T0 = Date.parse("2026-03-01T00:00:00Z");
+const SECOND = 1000;
+const MINUTE = 60 * SECOND;
+const HOUR = 60 * MINUTE;
+/** Jobs are created an hour before T0 unless a test says otherwise. */
+const CREATED = T0 - HOUR;
+const LEASE_MS = 30 * SECOND;
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+
+// ---- record factories ----------------------------------------------------
+
+const RETRY = { maxAttempts: 3, backoffSeconds: 10, maxBackoffSeconds: 3600 };
+const CRON_SCHEDULE = { cron: "0 * * * *", tz: "UTC", jitterSeconds: 0, misfire: "run_once", overlap: "allow" } as const;
+const BOOM: ErrorRecord = { message: "boom", class: "transient" };
+
+type JobFields = NewJob["job"];
+
+interface JobOverrides extends Partial<JobFields> {
+  /** The first occurrence's scheduledFor and dueAt (default T0); ignored when `due` is given. */
+  at?: number;
+  due?: NextOccurrence | null;
+  idempotency?: NewJob["idempotency"];
+}
+
+/** A valid NewJob: tenant t1, a one-off queue job in pool p1 due at T0. */
+function newJob(overrides: JobOverrides = {}): NewJob {
+  const { at = T0, due, idempotency, ...fields } = overrides;
+  const createdAt = fields.createdAt ?? CREATED;
+  const jobId = fields.jobId ?? newId(createdAt);
+  const job: JobFields = {
+    tenantId: "t1",
+    jobId,
+    shard: shardOf(jobId),
+    kind: "once",
+    name: "job",
+    state: "SCHEDULED",
+    target: { type: "queue", pool: "p1" },
+    payload: { n: 1 },
+    schedule: { runAt: iso(at) },
+    retry: RETRY,
+    timeoutSeconds: 300,
+    priority: 0,
+    createdAt,
+    ...fields,
+  };
+  const result: NewJob = { job, due: due === undefined ? { scheduledFor: at, dueAt: at } : due };
+  if (idempotency) result.idempotency = idempotency;
+  return result;
+}
+
+/** A recurring job (hourly, UTC) whose first occurrence is at T0. */
+function cronJob(overrides: JobOverrides = {}): NewJob {
+  return newJob({ kind: "cron", schedule: { ...CRON_SCHEDULE }, ...overrides });
+}
+
+/** A job whose shard is not in `avoid`. */
+function jobOutsideShards(avoid: ReadonlySet<number>, overrides: JobOverrides = {}): NewJob {
+  for (;;) {
+    const nj = newJob(overrides);
+    if (!avoid.has(nj.job.shard)) return nj;
+  }
+}
+
+function entryOf(nj: NewJob): DueEntry {
+  assert.ok(nj.due, "the job has a due entry");
+  return { jobId: nj.job.jobId, tenantId: nj.job.tenantId, shard: nj.job.shard, ...nj.due };
+}
+
+// ---- store helpers ---------------------------------------------------------
+
+/** Takes all SHARD_COUNT shards for owner; answers shard → epoch. */
+async function acquireAll(store: Store, owner: string, now = T0 - 2 * HOUR, leaseMs = 24 * HOUR): Promise<Map<number, number>> {
+  const all = Array.from({ length: SHARD_COUNT }, (_, i) => i);
+  const leases = await store.shardAcquire({ owner, shards: all, leaseMs, now });
+  const epochs = new Map<number, number>();
+  for (const l of leases) if (l.owner === owner) epochs.set(l.shard, l.epoch);
+  assert.equal(epochs.size, SHARD_COUNT, `${owner} holds every shard`);
+  return epochs;
+}
+
+async function createOne(store: Store, nj: NewJob, now = CREATED): Promise<JobRecord> {
+  const [outcome] = await store.jobCreateMany({ jobs: [nj], now });
+  assert.ok(outcome && outcome.status === "created", `created, got ${JSON.stringify(outcome)}`);
+  return outcome.job;
+}
+
+async function getJob(store: Store, nj: NewJob | JobRecord): Promise<JobRecord> {
+  const j = "job" in nj ? nj.job : nj;
+  const got = await store.jobGet({ tenantId: j.tenantId, jobId: j.jobId });
+  assert.ok(got, `job ${j.jobId} exists`);
+  return got;
+}
+
+interface Ready {
+  nj: NewJob;
+  job: JobRecord;
+  executionId: string;
+  scheduledFor: number;
+}
+
+/** Creates a job due at `at` (default T0) and dispatches it at its due time: a READY execution. */
+async function readyExecution(
+  store: Store,
+  epochs: ReadonlyMap<number, number>,
+  overrides: JobOverrides = {},
+  next: NextOccurrence | null = null,
+): Promise<Ready> {
+  const nj = newJob(overrides);
+  const job = await createOne(store, nj);
+  const entry = entryOf(nj);
+  const res = await store.dispatchMany({ nodeId: "n1", epochs, now: entry.dueAt, items: [{ entry, next }] });
+  assert.equal(res.dispatched.length, 1, "dispatched");
+  return { nj, job, executionId: res.dispatched[0]!.executionId, scheduledFor: entry.scheduledFor };
+}
+
+interface LeaseOptions {
+  pool?: string;
+  tenantId?: string;
+  leaseMs?: number;
+  workerId?: string;
+  max?: number;
+}
+
+async function lease(store: Store, now: number, o: LeaseOptions = {}): Promise<LeasedRow[]> {
+  return store.executionLease({
+    pool: o.pool ?? "p1",
+    workerId: o.workerId ?? "w1",
+    max: o.max ?? 100,
+    leaseMs: o.leaseMs ?? LEASE_MS,
+    now,
+    ...(o.tenantId !== undefined ? { tenantId: o.tenantId } : {}),
+  });
+}
+
+async function leaseOne(store: Store, now: number, o: LeaseOptions = {}): Promise<LeasedRow> {
+  const rows = await lease(store, now, { ...o, max: 1 });
+  assert.equal(rows.length, 1, "one execution leased");
+  return rows[0]!;
+}
+
+/** A RUNNING attempt: a ready execution leased at T0 with a 30 s lease. */
+async function runningExecution(store: Store, epochs: ReadonlyMap<number, number>, overrides: JobOverrides = {}): Promise<Ready & { leased: LeasedRow }> {
+  const ready = await readyExecution(store, epochs, overrides);
+  const leased = await leaseOne(store, T0, { pool: poolOf(ready.job.target), tenantId: ready.job.tenantId });
+  assert.equal(leased.executionId, ready.executionId);
+  return { ...ready, leased };
+}
+
+function poolOf(target: Target): string {
+  return target.type === "queue" ? target.pool : HTTP_POOL;
+}
+
+async function history(store: Store, tenantId: string, jobId: string): Promise<AttemptRow[]> {
+  return store.executionHistory({ tenantId, jobId, limit: 1000 });
+}
+
+function attemptOf(rows: AttemptRow[], executionId: string, attempt: number): AttemptRow {
+  const row = rows.find((r) => r.executionId === executionId && r.attempt === attempt);
+  assert.ok(row, `history has attempt ${attempt} of ${executionId}: ${JSON.stringify(rows)}`);
+  return row;
+}
+
+const retryAt =
+  (at: number): FailurePlanner =>
+  () => ({ retryAt: at });
+const dead: FailurePlanner = () => ({ dead: true });
+
+function fail(item: Omit<FailInput, "error"> & { error?: ErrorRecord }): FailInput {
+  return { error: BOOM, ...item };
+}
+
+function countsOf(rows: PoolCounts[], tenantId: string, pool: string): { pending: number; queued: number; running: number } {
+  const matching = rows.filter((r) => r.tenantId === tenantId && r.pool === pool);
+  assert.ok(matching.length <= 1, "one row per tenant and pool");
+  const row = matching[0];
+  return { pending: row?.pending ?? 0, queued: row?.queued ?? 0, running: row?.running ?? 0 };
+}
+
+function nonZero(rows: PoolCounts[]): PoolCounts[] {
+  return rows.filter((r) => r.pending + r.queued + r.running > 0);
+}
+
+function assertOk(outcome: AckOutcome | undefined, state: "SUCCEEDED" | "READY" | "DEAD"): void {
+  assert.ok(outcome && outcome.status === "ok", `ok, got ${JSON.stringify(outcome)}`);
+  assert.equal(outcome.state, state);
+}
+
+// ---- the suite -------------------------------------------------------------
+
+export function storeContract(name: string, open: () => Promise<Store>): void {
+  /** A test with its own fresh store, closed whatever happens. */
+  function storeTest(title: string, fn: (store: Store) => Promise<void>): void {
+    test(title, async () => {
+      const store = await open();
+      try {
+        await fn(store);
+      } finally {
+        await store.close();
+      }
+    });
+  }
+
+  describe(`store contract: ${name}`, () => {
+    describe("lifecycle", () => {
+      storeTest("kind names the driver and ping answers", async (store) => {
+        assert.equal(typeof store.kind, "string");
+        assert.ok(store.kind.length > 0);
+        await store.ping();
+      });
+
+      storeTest("migrate on an already-migrated store is a no-op that keeps the data", async (store) => {
+        const nj = newJob();
+        await createOne(store, nj);
+        await store.migrate();
+        await store.migrate();
+        const got = await getJob(store, nj);
+        assert.equal(got.jobId, nj.job.jobId);
+      });
+    });
+
+    describe("jobCreateMany", () => {
+      storeTest("creates a job SCHEDULED at version 1 with nextRunAt = due.scheduledFor and updatedAt = createdAt", async (store) => {
+        const nj = newJob({ due: { scheduledFor: T0, dueAt: T0 + 1500 } });
+        const [outcome] = await store.jobCreateMany({ jobs: [nj], now: CREATED });
+        assert.ok(outcome && outcome.status === "created");
+        assert.equal(outcome.job.state, "SCHEDULED");
+        assert.equal(outcome.job.version, 1);
+        assert.equal(outcome.job.nextRunAt, T0);
+        assert.equal(outcome.job.nextDueAt, T0 + 1500);
+        assert.equal(outcome.job.createdAt, CREATED);
+        assert.equal(outcome.job.updatedAt, CREATED);
+        assert.deepEqual(await getJob(store, nj), outcome.job);
+      });
+
+      storeTest("stores every field as given: kind, name, shard, target, payload, schedule, retry, timeout, priority", async (store) => {
+        const nj = cronJob({
+          name: "nightly-report ☾",
+          target: { type: "http", url: "https://example.com/hook?x=1", method: "PUT", headers: { "x-a": "b" } },
+          payload: { nested: { list: [1, "two", null, true], emoji: "⏰" }, n: 1.5 },
+          schedule: {
+            cron: "30 9 * * 1-5",
+            tz: "Europe/London",
+            jitterSeconds: 30,
+            misfire: "skip",
+            overlap: "forbid",
+            startAt: "2026-01-01T00:00:00.000Z",
+            dst: { gap: "skip", overlap: "both" },
+          },
+          retry: { maxAttempts: 7, backoffSeconds: 2, maxBackoffSeconds: 60 },
+          timeoutSeconds: 45,
+          priority: -3,
+        });
+        const created = await createOne(store, nj);
+        const got = await getJob(store, nj);
+        assert.deepEqual(got, created);
+        const fields = Object.fromEntries(Object.keys(nj.job).map((k) => [k, got[k as keyof JobRecord]]));
+        assert.deepEqual(fields, nj.job);
+        assert.equal(got.version, 1);
+        assert.equal(got.updatedAt, CREATED);
+        assert.equal(got.nextRunAt, T0);
+      });
+
+      storeTest("a null payload is kept as null", async (store) => {
+        const nj = newJob({ payload: null });
+        await createOne(store, nj);
+        assert.equal((await getJob(store, nj)).payload, null);
+      });
+
+      storeTest("creates a batch of many jobs in one call, answering in request order", async (store) => {
+        const jobs = Array.from({ length: 300 }, (_, i) => newJob({ name: `j${i}`, at: T0 + i * SECOND }));
+        const outcomes = await store.jobCreateMany({ jobs, now: CREATED });
+        assert.equal(outcomes.length, jobs.length);
+        outcomes.forEach((o, i) => {
+          assert.ok(o.status === "created", `item ${i} created`);
+          assert.equal(o.job.jobId, jobs[i]!.job.jobId);
+          assert.equal(o.job.name, `j${i}`);
+          assert.equal(o.job.nextRunAt, T0 + i * SECOND);
+        });
+        const listed = await store.jobList({ tenantId: "t1", limit: 1000 });
+        assert.equal(listed.length, 300);
+      });
+
+      storeTest("a job with due null has nextRunAt and nextDueAt null and no due entry", async (store) => {
+        const nj = newJob({ due: null });
+        const created = await createOne(store, nj);
+        assert.equal(created.nextRunAt, null);
+        assert.equal(created.nextDueAt, null);
+        assert.equal((await getJob(store, nj)).nextRunAt, null);
+        assert.deepEqual(await store.dueLoad({ shards: [nj.job.shard], before: T0 + 365 * 24 * HOUR, limit: 10 }), []);
+      });
+
+      storeTest("the same idempotency key and hash answers existing with the first job, writing nothing", async (store) => {
+        const first = newJob({ idempotency: { key: "k1", requestHash: "h1" } });
+        const created = await createOne(store, first);
+        const retry = newJob({ at: T0 + HOUR, idempotency: { key: "k1", requestHash: "h1" } });
+        const [outcome] = await store.jobCreateMany({ jobs: [retry], now: CREATED + 10 });
+        assert.ok(outcome && outcome.status === "existing", JSON.stringify(outcome));
+        assert.deepEqual(outcome.job, created);
+        assert.equal(await store.jobGet({ tenantId: "t1", jobId: retry.job.jobId }), null);
+        assert.equal((await store.jobList({ tenantId: "t1", limit: 10 })).length, 1);
+        assert.deepEqual(await store.dueLoad({ shards: [retry.job.shard], before: T0 + 2 * HOUR, limit: 10 }).then((r) => r.filter((e) => e.jobId === retry.job.jobId)), []);
+      });
+
+      storeTest("the same idempotency key with another hash answers idempotency_mismatch, writing nothing", async (store) => {
+        const created = await createOne(store, newJob({ idempotency: { key: "k1", requestHash: "h1" } }));
+        const other = newJob({ idempotency: { key: "k1", requestHash: "h2" } });
+        const [outcome] = await store.jobCreateMany({ jobs: [other], now: CREATED + 10 });
+        assert.deepEqual(outcome, { status: "idempotency_mismatch" });
+        assert.equal(await store.jobGet({ tenantId: "t1", jobId: other.job.jobId }), null);
+        const listed = await store.jobList({ tenantId: "t1", limit: 10 });
+        assert.deepEqual(listed.map((j) => j.jobId), [created.jobId]);
+      });
+
+      storeTest("idempotency keys are per tenant: the same key in another tenant creates", async (store) => {
+        await createOne(store, newJob({ idempotency: { key: "k1", requestHash: "h1" } }));
+        const t2 = newJob({ tenantId: "t2", idempotency: { key: "k1", requestHash: "h1" } });
+        const [outcome] = await store.jobCreateMany({ jobs: [t2], now: CREATED });
+        assert.ok(outcome && outcome.status === "created", JSON.stringify(outcome));
+        assert.equal(outcome.job.tenantId, "t2");
+        const t2other = newJob({ tenantId: "t2", idempotency: { key: "k2", requestHash: "h9" } });
+        assert.equal((await store.jobCreateMany({ jobs: [t2other], now: CREATED }))[0]?.status, "created");
+      });
+
+      storeTest("the same key twice in one batch: the second answers existing with the first's job", async (store) => {
+        const a = newJob({ idempotency: { key: "k1", requestHash: "h1" } });
+        const b = newJob({ idempotency: { key: "k1", requestHash: "h1" } });
+        const outcomes = await store.jobCreateMany({ jobs: [a, b], now: CREATED });
+        assert.equal(outcomes.length, 2);
+        assert.ok(outcomes[0]?.status === "created");
+        assert.ok(outcomes[1]?.status === "existing", JSON.stringify(outcomes[1]));
+        assert.equal(outcomes[1].job.jobId, a.job.jobId);
+        assert.equal(await store.jobGet({ tenantId: "t1", jobId: b.job.jobId }), null);
+        assert.equal((await store.jobList({ tenantId: "t1", limit: 10 })).length, 1);
+      });
+
+      storeTest("the same key twice in one batch with another hash: the second answers idempotency_mismatch", async (store) => {
+        const a = newJob({ idempotency: { key: "k1", requestHash: "h1" } });
+        const b = newJob({ idempotency: { key: "k1", requestHash: "h2" } });
+        const c = newJob();
+        const outcomes = await store.jobCreateMany({ jobs: [a, b, c], now: CREATED });
+        assert.deepEqual(outcomes.map((o) => o.status), ["created", "idempotency_mismatch", "created"]);
+        assert.equal(await store.jobGet({ tenantId: "t1", jobId: b.job.jobId }), null);
+        assert.ok(await store.jobGet({ tenantId: "t1", jobId: c.job.jobId }));
+      });
+    });
+
+    describe("jobGet", () => {
+      storeTest("returns the job to its tenant, null to another tenant and for an unknown id", async (store) => {
+        const nj = newJob();
+        const created = await createOne(store, nj);
+        assert.deepEqual(await store.jobGet({ tenantId: "t1", jobId: nj.job.jobId }), created);
+        assert.equal(await store.jobGet({ tenantId: "t2", jobId: nj.job.jobId }), null);
+        assert.equal(await store.jobGet({ tenantId: "t1", jobId: newId(T0) }), null);
+      });
+    });
+
+    describe("jobList", () => {
+      storeTest("lists newest first by createdAt, ties broken by jobId descending", async (store) => {
+        const jobs = [
+          newJob({ createdAt: CREATED - 3000 }),
+          newJob({ createdAt: CREATED - 1000 }),
+          newJob({ createdAt: CREATED - 2000 }),
+          newJob({ createdAt: CREATED - 2000 }),
+          newJob({ createdAt: CREATED - 2000 }),
+        ];
+        await store.jobCreateMany({ jobs, now: CREATED });
+        const expected = jobs
+          .map((j) => j.job)
+          .sort((x, y) => y.createdAt - x.createdAt || (y.jobId < x.jobId ? -1 : y.jobId > x.jobId ? 1 : 0))
+          .map((j) => j.jobId);
+        const listed = await store.jobList({ tenantId: "t1", limit: 10 });
+        assert.deepEqual(listed.map((j) => j.jobId), expected);
+      });
+
+      storeTest("filters by state and by name", async (store) => {
+        const a = newJob({ name: "alpha", createdAt: CREATED - 3 });
+        const b = newJob({ name: "beta", createdAt: CREATED - 2 });
+        const c = newJob({ name: "alpha", createdAt: CREATED - 1 });
+        await store.jobCreateMany({ jobs: [a, b, c], now: CREATED });
+        await store.jobTransition({ tenantId: "t1", jobId: a.job.jobId, fromVersion: 1, state: "PAUSED", due: null, now: CREATED + 1 });
+        const ids = (js: JobRecord[]): string[] => js.map((j) => j.jobId);
+        assert.deepEqual(ids(await store.jobList({ tenantId: "t1", state: "PAUSED", limit: 10 })), [a.job.jobId]);
+        assert.deepEqual(ids(await store.jobList({ tenantId: "t1", state: "SCHEDULED", limit: 10 })), [c.job.jobId, b.job.jobId]);
+        assert.deepEqual(ids(await store.jobList({ tenantId: "t1", name: "alpha", limit: 10 })), [c.job.jobId, a.job.jobId]);
+        assert.deepEqual(ids(await store.jobList({ tenantId: "t1", name: "alpha", state: "SCHEDULED", limit: 10 })), [c.job.jobId]);
+        assert.deepEqual(ids(await store.jobList({ tenantId: "t1", name: "gamma", limit: 10 })), []);
+        assert.deepEqual(ids(await store.jobList({ tenantId: "t1", state: "DEAD", limit: 10 })), []);
+      });
+
+      storeTest("respects limit, and the after cursor pages through every job exactly once in order", async (store) => {
+        const jobs = Array.from({ length: 11 }, (_, i) => newJob({ createdAt: CREATED - Math.floor(i / 3) * 1000 }));
+        await store.jobCreateMany({ jobs, now: CREATED });
+        const all = await store.jobList({ tenantId: "t1", limit: 100 });
+        assert.equal(all.length, 11);
+        assert.equal((await store.jobList({ tenantId: "t1", limit: 4 })).length, 4);
+        const seen: string[] = [];
+        let after: { createdAt: number; jobId: string } | undefined;
+        for (let page = 0; page < 20; page++) {
+          const rows = await store.jobList({ tenantId: "t1", limit: 4, ...(after ? { after } : {}) });
+          assert.ok(rows.length <= 4);
+          if (rows.length === 0) break;
+          seen.push(...rows.map((r) => r.jobId));
+          const last = rows[rows.length - 1]!;
+          after = { createdAt: last.createdAt, jobId: last.jobId };
+        }
+        assert.deepEqual(seen, all.map((j) => j.jobId));
+      });
+
+      storeTest("sees only the caller's tenant", async (store) => {
+        const mine = newJob();
+        await store.jobCreateMany({ jobs: [mine, newJob({ tenantId: "t2" }), newJob({ tenantId: "t2" })], now: CREATED });
+        assert.deepEqual((await store.jobList({ tenantId: "t1", limit: 10 })).map((j) => j.jobId), [mine.job.jobId]);
+        assert.equal((await store.jobList({ tenantId: "t2", limit: 10 })).length, 2);
+        assert.deepEqual(await store.jobList({ tenantId: "t3", limit: 10 }), []);
+      });
+    });
+
+    describe("jobTransition", () => {
+      storeTest("sets the state, bumps the version and sets updatedAt = now", async (store) => {
+        const nj = newJob();
+        await createOne(store, nj);
+        const paused = await store.jobTransition({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: 1, state: "PAUSED", due: "keep", now: T0 - 5 });
+        assert.ok(paused);
+        assert.equal(paused.state, "PAUSED");
+        assert.equal(paused.version, 2);
+        assert.equal(paused.updatedAt, T0 - 5);
+        assert.equal(paused.createdAt, CREATED);
+        assert.deepEqual(await getJob(store, nj), paused);
+        const resumed = await store.jobTransition({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: 2, state: "SCHEDULED", due: "keep", now: T0 - 4 });
+        assert.equal(resumed?.version, 3);
+        assert.equal(resumed?.state, "SCHEDULED");
+      });
+
+      storeTest("a stale fromVersion answers null and changes nothing", async (store) => {
+        const nj = newJob();
+        await createOne(store, nj);
+        const moved = await store.jobTransition({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: 1, state: "PAUSED", due: "keep", now: T0 - 5 });
+        assert.ok(moved);
+        const stale = await store.jobTransition({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: 1, state: "CANCELLED", due: null, now: T0 - 4 });
+        assert.equal(stale, null);
+        const ahead = await store.jobTransition({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: 3, state: "CANCELLED", due: null, now: T0 - 4 });
+        assert.equal(ahead, null);
+        assert.deepEqual(await getJob(store, nj), moved);
+        assert.equal((await store.dueLoad({ shards: [nj.job.shard], before: T0, limit: 10 })).filter((e) => e.jobId === nj.job.jobId).length, 1);
+      });
+
+      storeTest("another tenant's or an unknown job answers null and changes nothing", async (store) => {
+        const nj = newJob();
+        const created = await createOne(store, nj);
+        assert.equal(await store.jobTransition({ tenantId: "t2", jobId: nj.job.jobId, fromVersion: 1, state: "CANCELLED", due: null, now: T0 }), null);
+        assert.equal(await store.jobTransition({ tenantId: "t1", jobId: newId(T0), fromVersion: 1, state: "CANCELLED", due: null, now: T0 }), null);
+        assert.deepEqual(await getJob(store, nj), created);
+      });
+
+      storeTest("a new due replaces the entry: nextRunAt, nextDueAt and dueLoad follow", async (store) => {
+        const nj = newJob();
+        await createOne(store, nj);
+        const moved = await store.jobTransition({
+          tenantId: "t1",
+          jobId: nj.job.jobId,
+          fromVersion: 1,
+          state: "SCHEDULED",
+          due: { scheduledFor: T0 + HOUR, dueAt: T0 + HOUR + 500 },
+          now: T0 - 5,
+        });
+        assert.equal(moved?.nextRunAt, T0 + HOUR);
+        assert.equal(moved?.nextDueAt, T0 + HOUR + 500);
+        assert.equal((await getJob(store, nj)).nextRunAt, T0 + HOUR);
+        const loaded = await store.dueLoad({ shards: [nj.job.shard], before: T0 + 2 * HOUR, limit: 10 });
+        const mine = loaded.filter((e) => e.jobId === nj.job.jobId);
+        assert.equal(mine.length, 1, "one due entry per job");
+        assert.equal(mine[0]!.scheduledFor, T0 + HOUR);
+        assert.equal(mine[0]!.dueAt, T0 + HOUR + 500);
+      });
+
+      storeTest("due null removes the entry: nextRunAt and nextDueAt null, nothing to load", async (store) => {
+        const nj = newJob();
+        await createOne(store, nj);
+        const cancelled = await store.jobTransition({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: 1, state: "CANCELLED", due: null, now: T0 - 5 });
+        assert.equal(cancelled?.state, "CANCELLED");
+        assert.equal(cancelled?.nextRunAt, null);
+        assert.equal(cancelled?.nextDueAt, null);
+        assert.equal((await getJob(store, nj)).nextRunAt, null);
+        assert.deepEqual(await store.dueLoad({ shards: [nj.job.shard], before: T0 + HOUR, limit: 10 }), []);
+      });
+
+      storeTest('due "keep" leaves the entry as it was', async (store) => {
+        const nj = newJob({ due: { scheduledFor: T0, dueAt: T0 + 700 } });
+        await createOne(store, nj);
+        const paused = await store.jobTransition({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: 1, state: "PAUSED", due: "keep", now: T0 - 5 });
+        assert.equal(paused?.nextRunAt, T0);
+        assert.equal(paused?.nextDueAt, T0 + 700);
+        const loaded = await store.dueLoad({ shards: [nj.job.shard], before: T0 + HOUR, limit: 10 });
+        assert.deepEqual(
+          loaded.map((e) => [e.jobId, e.scheduledFor, e.dueAt]),
+          [[nj.job.jobId, T0, T0 + 700]],
+        );
+      });
+
+      storeTest("cancelExecutions cancels READY executions: never leased afterwards, history shows CANCELLED", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await readyExecution(store, epochs, { kind: "cron", schedule: { ...CRON_SCHEDULE } }, { scheduledFor: T0 + HOUR, dueAt: T0 + HOUR });
+        const job = await getJob(store, r.nj);
+        const cancelled = await store.jobTransition({
+          tenantId: "t1",
+          jobId: r.job.jobId,
+          fromVersion: job.version,
+          state: "CANCELLED",
+          due: null,
+          cancelExecutions: true,
+          now: T0 + 10,
+        });
+        assert.equal(cancelled?.state, "CANCELLED");
+        assert.deepEqual(await lease(store, T0 + 20), []);
+        assert.deepEqual(await lease(store, T0 + 10 * HOUR), []);
+        const rows = await history(store, "t1", r.job.jobId);
+        assert.equal(rows.length, 1);
+        assert.equal(attemptOf(rows, r.executionId, 0).state, "CANCELLED");
+        assert.equal(countsOf(await store.poolCounts({ now: T0 + 20 }), "t1", "p1").queued, 0);
+      });
+
+      storeTest("cancelExecutions asks a RUNNING attempt to stop: its heartbeat sees cancelRequested", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await runningExecution(store, epochs);
+        const before = await store.executionHeartbeat({ tenantId: "t1", executionId: r.executionId, attempt: 1, now: T0 + 1000 });
+        assert.ok(before.status === "ok");
+        assert.equal(before.cancelRequested, false);
+        const job = await getJob(store, r.nj);
+        const cancelled = await store.jobTransition({
+          tenantId: "t1",
+          jobId: r.job.jobId,
+          fromVersion: job.version,
+          state: "CANCELLED",
+          due: null,
+          cancelExecutions: true,
+          now: T0 + 2000,
+        });
+        assert.ok(cancelled);
+        const after = await store.executionHeartbeat({ tenantId: "t1", executionId: r.executionId, attempt: 1, now: T0 + 3000 });
+        assert.ok(after.status === "ok", JSON.stringify(after));
+        assert.equal(after.cancelRequested, true);
+      });
+
+      storeTest("a RUNNING execution asked to stop is not retried when its attempt fails", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await runningExecution(store, epochs);
+        const job = await getJob(store, r.nj);
+        await store.jobTransition({ tenantId: "t1", jobId: r.job.jobId, fromVersion: job.version, state: "CANCELLED", due: null, cancelExecutions: true, now: T0 + SECOND });
+        const [outcome] = await store.executionFailMany({
+          items: [fail({ executionId: r.executionId, tenantId: "t1", attempt: 1, error: { message: "stopped on request" } })],
+          now: T0 + 2 * SECOND,
+          plan: retryAt(T0 + 10 * SECOND),
+        });
+        assert.equal(outcome?.status, "ok");
+        assert.deepEqual(await lease(store, T0 + HOUR), [], "a cancelled job's execution never runs again");
+        assert.equal((await getJob(store, r.nj)).state, "CANCELLED");
+      });
+
+      storeTest("a RUNNING execution asked to stop is not retried when its lease is reaped", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await runningExecution(store, epochs);
+        const job = await getJob(store, r.nj);
+        await store.jobTransition({ tenantId: "t1", jobId: r.job.jobId, fromVersion: job.version, state: "CANCELLED", due: null, cancelExecutions: true, now: T0 + SECOND });
+        const reaped = await store.executionReap({ now: T0 + LEASE_MS + 1, limit: 10 });
+        assert.deepEqual(reaped.map((x) => x.executionId), [r.executionId]);
+        assert.deepEqual(await lease(store, T0 + HOUR), [], "a cancelled job's execution never runs again");
+        assert.equal((await getJob(store, r.nj)).state, "CANCELLED");
+      });
+
+      storeTest("without cancelExecutions, READY executions stay leasable", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await readyExecution(store, epochs);
+        const job = await getJob(store, r.nj);
+        await store.jobTransition({ tenantId: "t1", jobId: r.job.jobId, fromVersion: job.version, state: "PAUSED", due: null, now: T0 + 10 });
+        const leased = await leaseOne(store, T0 + 20);
+        assert.equal(leased.executionId, r.executionId);
+      });
+    });
+
+    describe("dueLoad", () => {
+      storeTest("loads only the given shards", async (store) => {
+        const a = newJob();
+        const b = jobOutsideShards(new Set([a.job.shard]));
+        await store.jobCreateMany({ jobs: [a, b], now: CREATED });
+        const onlyA = await store.dueLoad({ shards: [a.job.shard], before: T0, limit: 10 });
+        assert.deepEqual(onlyA.map((e) => e.jobId), [a.job.jobId]);
+        const both = await store.dueLoad({ shards: [a.job.shard, b.job.shard], before: T0, limit: 10 });
+        assert.deepEqual(new Set(both.map((e) => e.jobId)), new Set([a.job.jobId, b.job.jobId]));
+        const none = await store.dueLoad({ shards: [], before: T0, limit: 10 });
+        assert.deepEqual(none, []);
+      });
+
+      storeTest("loads only entries with dueAt <= before, earliest dueAt first", async (store) => {
+        // scheduledFor order differs from dueAt order (jitter): dueAt decides.
+        const late = newJob({ due: { scheduledFor: T0, dueAt: T0 + 5000 } });
+        const early = newJob({ due: { scheduledFor: T0 + 1000, dueAt: T0 + 1000 } });
+        const edge = newJob({ due: { scheduledFor: T0 + 6000, dueAt: T0 + 6000 } });
+        const future = newJob({ due: { scheduledFor: T0 + 6001, dueAt: T0 + 6001 } });
+        const jobs = [late, early, edge, future];
+        await store.jobCreateMany({ jobs, now: CREATED });
+        const shards = [...new Set(jobs.map((j) => j.job.shard))];
+        const loaded = await store.dueLoad({ shards, before: T0 + 6000, limit: 10 });
+        assert.deepEqual(loaded.map((e) => e.jobId), [early.job.jobId, late.job.jobId, edge.job.jobId]);
+        const first = loaded[1]!;
+        assert.equal(first.scheduledFor, T0);
+        assert.equal(first.dueAt, T0 + 5000);
+        assert.equal(first.tenantId, "t1");
+        assert.equal(first.shard, late.job.shard);
+        assert.deepEqual(await store.dueLoad({ shards, before: T0 + 999, limit: 10 }), []);
+      });
+
+      storeTest("respects the limit, keeping the earliest", async (store) => {
+        const jobs = Array.from({ length: 12 }, (_, i) => newJob({ at: T0 + (12 - i) * SECOND }));
+        await store.jobCreateMany({ jobs, now: CREATED });
+        const shards = Array.from({ length: SHARD_COUNT }, (_, i) => i);
+        const loaded = await store.dueLoad({ shards, before: T0 + HOUR, limit: 5 });
+        assert.deepEqual(loaded.map((e) => e.dueAt), [1, 2, 3, 4, 5].map((s) => T0 + s * SECOND));
+      });
+
+      storeTest("returns the job's kind and schedule with each entry", async (store) => {
+        const once = newJob();
+        const cron = cronJob();
+        await store.jobCreateMany({ jobs: [once, cron], now: CREATED });
+        const loaded = await store.dueLoad({ shards: [once.job.shard, cron.job.shard], before: T0, limit: 10 });
+        const byId = new Map(loaded.map((e) => [e.jobId, e]));
+        assert.equal(byId.get(once.job.jobId)?.kind, "once");
+        assert.deepEqual(byId.get(once.job.jobId)?.schedule, once.job.schedule);
+        assert.equal(byId.get(cron.job.jobId)?.kind, "cron");
+        assert.deepEqual(byId.get(cron.job.jobId)?.schedule, cron.job.schedule);
+      });
+    });
+
+    describe("dispatchMany", () => {
+      storeTest("creates a READY execution named executionIdFor(jobId, scheduledFor), leasable from the job's queue pool", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const nj = newJob({ due: { scheduledFor: T0, dueAt: T0 + 200 } });
+        await createOne(store, nj);
+        const res = await store.dispatchMany({ nodeId: "n1", epochs, now: T0 + 200, items: [{ entry: entryOf(nj), next: null }] });
+        const executionId = executionIdFor(nj.job.jobId, T0);
+        assert.deepEqual(res.dispatched, [{ jobId: nj.job.jobId, executionId, tenantId: "t1", pool: "p1" }]);
+        assert.deepEqual(res.stale, []);
+        assert.deepEqual(res.fenced, []);
+        const rows = await history(store, "t1", nj.job.jobId);
+        assert.equal(rows.length, 1);
+        const row = attemptOf(rows, executionId, 0);
+        assert.equal(row.state, "READY");
+        assert.equal(row.scheduledFor, T0);
+        assert.equal(row.jobId, nj.job.jobId);
+        assert.equal(await store.executionLease({ pool: "other", workerId: "w", max: 10, leaseMs: LEASE_MS, now: T0 + 200 }).then((r) => r.length), 0);
+        const leased = await leaseOne(store, T0 + 200);
+        assert.equal(leased.executionId, executionId);
+      });
+
+      storeTest("records dispatchedBy = nodeId and dispatchedAt = now", async (store) => {
+        const epochs = await acquireAll(store, "node-a");
+        const nj = newJob();
+        await createOne(store, nj);
+        await store.dispatchMany({ nodeId: "node-a", epochs, now: T0 + 42, items: [{ entry: entryOf(nj), next: null }] });
+        const row = attemptOf(await history(store, "t1", nj.job.jobId), executionIdFor(nj.job.jobId, T0), 0);
+        assert.equal(row.dispatchedBy, "node-a");
+        assert.equal(row.dispatchedAt, T0 + 42);
+      });
+
+      storeTest("an http target's execution waits in HTTP_POOL and is leased with its target", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const target: Target = { type: "http", url: "https://example.com/hook", method: "POST", headers: { "x-k": "v" } };
+        const r = await readyExecution(store, epochs, { target });
+        assert.deepEqual(await lease(store, T0), []);
+        const leased = await leaseOne(store, T0, { pool: HTTP_POOL });
+        assert.equal(leased.executionId, r.executionId);
+        assert.deepEqual(leased.target, target);
+      });
+
+      storeTest("a one-off's due entry is deleted; the job stays SCHEDULED with nextRunAt and nextDueAt null", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await readyExecution(store, epochs);
+        const job = await getJob(store, r.nj);
+        assert.equal(job.state, "SCHEDULED");
+        assert.equal(job.nextRunAt, null);
+        assert.equal(job.nextDueAt, null);
+        assert.deepEqual(await store.dueLoad({ shards: [job.shard], before: T0 + HOUR, limit: 10 }), []);
+      });
+
+      storeTest("a cron job's due entry advances to next (nextRunAt, nextDueAt), and the next occurrence dispatches too", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const nj = cronJob();
+        await createOne(store, nj);
+        const next = { scheduledFor: T0 + HOUR, dueAt: T0 + HOUR + 300 };
+        const first = await store.dispatchMany({ nodeId: "n1", epochs, now: T0, items: [{ entry: entryOf(nj), next }] });
+        assert.equal(first.dispatched.length, 1);
+        const job = await getJob(store, nj);
+        assert.equal(job.state, "SCHEDULED");
+        assert.equal(job.nextRunAt, T0 + HOUR);
+        assert.equal(job.nextDueAt, T0 + HOUR + 300);
+        const loaded = await store.dueLoad({ shards: [nj.job.shard], before: T0 + 2 * HOUR, limit: 10 });
+        assert.equal(loaded.length, 1);
+        const entry = loaded[0]!;
+        assert.deepEqual([entry.jobId, entry.scheduledFor, entry.dueAt], [nj.job.jobId, T0 + HOUR, T0 + HOUR + 300]);
+        const second = await store.dispatchMany({
+          nodeId: "n1",
+          epochs,
+          now: T0 + HOUR + 300,
+          items: [{ entry, next: { scheduledFor: T0 + 2 * HOUR, dueAt: T0 + 2 * HOUR } }],
+        });
+        assert.deepEqual(second.dispatched.map((d) => d.executionId), [executionIdFor(nj.job.jobId, T0 + HOUR)]);
+        assert.equal((await getJob(store, nj)).nextRunAt, T0 + 2 * HOUR);
+        const rows = await history(store, "t1", nj.job.jobId);
+        assert.deepEqual(rows.map((r) => r.scheduledFor), [T0 + HOUR, T0]);
+        const leased = await lease(store, T0 + HOUR + 300, { max: 10 });
+        assert.equal(leased.length, 2);
+      });
+
+      storeTest("a cron job with no next occurrence becomes COMPLETED, its last execution still runs", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const nj = cronJob();
+        const created = await createOne(store, nj);
+        const res = await store.dispatchMany({ nodeId: "n1", epochs, now: T0, items: [{ entry: entryOf(nj), next: null }] });
+        assert.equal(res.dispatched.length, 1);
+        const job = await getJob(store, nj);
+        assert.equal(job.state, "COMPLETED");
+        assert.equal(job.nextRunAt, null);
+        assert.ok(job.version > created.version, "the version grows on every change");
+        assert.deepEqual(await store.dueLoad({ shards: [nj.job.shard], before: T0 + 10 * HOUR, limit: 10 }), []);
+        assert.equal((await leaseOne(store, T0)).executionId, res.dispatched[0]!.executionId);
+      });
+
+      storeTest("dispatching the same entry twice: the second is stale and creates no second execution", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const once = newJob();
+        const cron = cronJob();
+        await store.jobCreateMany({ jobs: [once, cron], now: CREATED });
+        const items = [
+          { entry: entryOf(once), next: null },
+          { entry: entryOf(cron), next: { scheduledFor: T0 + HOUR, dueAt: T0 + HOUR } },
+        ];
+        const first = await store.dispatchMany({ nodeId: "n1", epochs, now: T0, items });
+        assert.equal(first.dispatched.length, 2);
+        const again = await store.dispatchMany({ nodeId: "n1", epochs, now: T0 + 5, items });
+        assert.deepEqual(again.dispatched, []);
+        assert.deepEqual(new Set(again.stale), new Set([once.job.jobId, cron.job.jobId]));
+        assert.deepEqual(again.fenced, []);
+        assert.equal((await history(store, "t1", once.job.jobId)).length, 1);
+        assert.equal((await history(store, "t1", cron.job.jobId)).length, 1);
+        assert.equal(attemptOf(await history(store, "t1", once.job.jobId), executionIdFor(once.job.jobId, T0), 0).dispatchedAt, T0);
+        assert.equal((await getJob(store, cron)).nextRunAt, T0 + HOUR, "the stale item did not advance the entry");
+        assert.equal((await lease(store, T0 + 10)).length, 2);
+      });
+
+      storeTest("an entry whose job was cancelled (due removed) is stale", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const nj = newJob();
+        await createOne(store, nj);
+        const [entry] = await store.dueLoad({ shards: [nj.job.shard], before: T0, limit: 10 });
+        assert.ok(entry);
+        await store.jobTransition({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: 1, state: "CANCELLED", due: null, now: T0 - 10 });
+        const res = await store.dispatchMany({ nodeId: "n1", epochs, now: T0, items: [{ entry, next: null }] });
+        assert.deepEqual(res.dispatched, []);
+        assert.deepEqual(res.stale, [nj.job.jobId]);
+        assert.deepEqual(await history(store, "t1", nj.job.jobId), []);
+        assert.equal((await getJob(store, nj)).state, "CANCELLED");
+      });
+
+      storeTest("an entry whose due moved to another time is stale, and the moved entry stays", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const nj = newJob();
+        await createOne(store, nj);
+        const entry = entryOf(nj);
+        await store.jobTransition({
+          tenantId: "t1",
+          jobId: nj.job.jobId,
+          fromVersion: 1,
+          state: "SCHEDULED",
+          due: { scheduledFor: T0 + HOUR, dueAt: T0 + HOUR },
+          now: T0 - 10,
+        });
+        const res = await store.dispatchMany({ nodeId: "n1", epochs, now: T0, items: [{ entry, next: null }] });
+        assert.deepEqual(res.stale, [nj.job.jobId]);
+        assert.deepEqual(await history(store, "t1", nj.job.jobId), []);
+        assert.equal((await getJob(store, nj)).nextRunAt, T0 + HOUR);
+        assert.equal((await store.dueLoad({ shards: [nj.job.shard], before: T0 + HOUR, limit: 10 })).length, 1);
+      });
+
+      storeTest("an item whose shard epoch moved is fenced and nothing is written", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const nj = newJob();
+        await createOne(store, nj);
+        const wrong = new Map(epochs);
+        wrong.set(nj.job.shard, epochs.get(nj.job.shard)! + 1);
+        const res = await store.dispatchMany({ nodeId: "n1", epochs: wrong, now: T0, items: [{ entry: entryOf(nj), next: null }] });
+        assert.deepEqual(res.dispatched, []);
+        assert.deepEqual(res.fenced, [nj.job.jobId]);
+        assert.deepEqual(res.stale, []);
+        assert.deepEqual(await history(store, "t1", nj.job.jobId), []);
+        assert.equal((await getJob(store, nj)).nextRunAt, T0);
+        assert.equal((await store.dueLoad({ shards: [nj.job.shard], before: T0, limit: 10 })).length, 1);
+        assert.deepEqual(await lease(store, T0), []);
+      });
+
+      storeTest("an item of a shard missing from epochs is fenced", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const nj = newJob();
+        await createOne(store, nj);
+        const partial = new Map(epochs);
+        partial.delete(nj.job.shard);
+        const res = await store.dispatchMany({ nodeId: "n1", epochs: partial, now: T0, items: [{ entry: entryOf(nj), next: null }] });
+        assert.deepEqual(res.fenced, [nj.job.jobId]);
+        assert.deepEqual(await history(store, "t1", nj.job.jobId), []);
+        assert.equal((await getJob(store, nj)).nextRunAt, T0);
+      });
+
+      storeTest("after a takeover the old owner's epochs are fenced and the new owner dispatches", async (store) => {
+        const old = await acquireAll(store, "old", T0 - HOUR, 10 * SECOND);
+        const nj = newJob();
+        await createOne(store, nj);
+        const taken = await acquireAll(store, "new", T0 - HOUR + 20 * SECOND, HOUR);
+        assert.ok(taken.get(nj.job.shard)! > old.get(nj.job.shard)!);
+        const fenced = await store.dispatchMany({ nodeId: "old", epochs: old, now: T0, items: [{ entry: entryOf(nj), next: null }] });
+        assert.deepEqual(fenced.fenced, [nj.job.jobId]);
+        assert.deepEqual(fenced.dispatched, []);
+        const ok = await store.dispatchMany({ nodeId: "new", epochs: taken, now: T0, items: [{ entry: entryOf(nj), next: null }] });
+        assert.equal(ok.dispatched.length, 1);
+        assert.equal(attemptOf(await history(store, "t1", nj.job.jobId), ok.dispatched[0]!.executionId, 0).dispatchedBy, "new");
+      });
+
+      storeTest("one batch answers dispatched, stale and fenced items each on its own", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const fencedJob = newJob();
+        const good = jobOutsideShards(new Set([fencedJob.job.shard]), { tenantId: "t2", target: { type: "queue", pool: "p2" } });
+        const staleJob = jobOutsideShards(new Set([fencedJob.job.shard]));
+        await store.jobCreateMany({ jobs: [fencedJob, good, staleJob], now: CREATED });
+        await store.jobTransition({ tenantId: "t1", jobId: staleJob.job.jobId, fromVersion: 1, state: "CANCELLED", due: null, now: T0 - 1 });
+        const wrong = new Map(epochs);
+        wrong.set(fencedJob.job.shard, epochs.get(fencedJob.job.shard)! - 1);
+        const res = await store.dispatchMany({
+          nodeId: "n1",
+          epochs: wrong,
+          now: T0,
+          items: [fencedJob, good, staleJob].map((nj) => ({ entry: entryOf(nj), next: null })),
+        });
+        assert.deepEqual(res.dispatched, [{ jobId: good.job.jobId, executionId: executionIdFor(good.job.jobId, T0), tenantId: "t2", pool: "p2" }]);
+        assert.deepEqual(res.stale, [staleJob.job.jobId]);
+        assert.deepEqual(res.fenced, [fencedJob.job.jobId]);
+        assert.equal((await getJob(store, fencedJob)).nextRunAt, T0);
+      });
+
+      storeTest("an execution that already exists for (jobId, scheduledFor) is not inserted again", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await readyExecution(store, epochs);
+        const leased = await leaseOne(store, T0);
+        assertOk((await store.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 1 }], now: T0 + 10 }))[0], "SUCCEEDED");
+        // Re-arm the same occurrence (e.g. a resume that recomputed the same time).
+        const job = await getJob(store, r.nj);
+        const rearmed = await store.jobTransition({
+          tenantId: "t1",
+          jobId: r.job.jobId,
+          fromVersion: job.version,
+          state: "SCHEDULED",
+          due: { scheduledFor: T0, dueAt: T0 },
+          now: T0 + 20,
+        });
+        assert.ok(rearmed);
+        const res = await store.dispatchMany({ nodeId: "n1", epochs, now: T0 + 30, items: [{ entry: entryOf(r.nj), next: null }] });
+        assert.deepEqual(res.stale, []);
+        assert.deepEqual(res.fenced, []);
+        const rows = await history(store, "t1", r.job.jobId);
+        assert.equal(rows.length, 1, `one attempt, no new execution: ${JSON.stringify(rows)}`);
+        const row = attemptOf(rows, r.executionId, leased.attempt);
+        assert.equal(row.state, "SUCCEEDED");
+        assert.equal(row.dispatchedAt, T0);
+        assert.equal((await getJob(store, r.nj)).nextRunAt, null, "the entry was consumed");
+        assert.deepEqual(await lease(store, T0 + 40), []);
+      });
+    });
+
+    describe("executionCreate", () => {
+      storeTest("creates a READY execution due now with the given scheduledFor, leasable at once", async (store) => {
+        const nj = cronJob({ at: T0 + HOUR });
+        await createOne(store, nj);
+        const at = T0 + 5 * SECOND;
+        const row = await store.executionCreate({ tenantId: "t1", jobId: nj.job.jobId, scheduledFor: at, nodeId: "n7", now: at });
+        assert.ok(row);
+        assert.equal(row.executionId, executionIdFor(nj.job.jobId, at));
+        assert.equal(row.jobId, nj.job.jobId);
+        assert.equal(row.scheduledFor, at);
+        assert.equal(row.attempt, 0);
+        assert.equal(row.state, "READY");
+        assert.equal(row.readyAt, at);
+        assert.equal(row.dispatchedAt, at);
+        assert.equal(row.dispatchedBy, "n7");
+        assert.equal(row.startedAt, null);
+        assert.equal(row.finishedAt, null);
+        assert.deepEqual(await history(store, "t1", nj.job.jobId), [row]);
+        const leased = await leaseOne(store, at);
+        assert.equal(leased.executionId, row.executionId);
+        assert.equal(leased.scheduledFor, at);
+        const job = await getJob(store, nj);
+        assert.equal(job.nextRunAt, T0 + HOUR, "a trigger leaves the schedule alone");
+        assert.equal(job.state, "SCHEDULED");
+      });
+
+      storeTest("answers null for another tenant's job or an unknown job", async (store) => {
+        const nj = newJob();
+        await createOne(store, nj);
+        assert.equal(await store.executionCreate({ tenantId: "t2", jobId: nj.job.jobId, scheduledFor: T0, nodeId: "n1", now: T0 }), null);
+        assert.equal(await store.executionCreate({ tenantId: "t1", jobId: newId(T0), scheduledFor: T0, nodeId: "n1", now: T0 }), null);
+        assert.deepEqual(await history(store, "t1", nj.job.jobId), []);
+        assert.deepEqual(await lease(store, T0), []);
+      });
+    });
+
+    describe("executionLease", () => {
+      storeTest("grants attempt 1 with leaseUntil = now + leaseMs, returning payload, target, name, scheduledFor and timeout", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await readyExecution(store, epochs, { name: "send-mail", payload: { to: "a@b.c", n: [1, 2] }, timeoutSeconds: 120 });
+        const rows = await lease(store, T0 + 100, { leaseMs: 20 * SECOND, workerId: "w9" });
+        assert.equal(rows.length, 1);
+        assert.deepEqual(rows[0], {
+          executionId: r.executionId,
+          tenantId: "t1",
+          jobId: r.job.jobId,
+          name: "send-mail",
+          attempt: 1,
+          payload: { to: "a@b.c", n: [1, 2] },
+          scheduledFor: T0,
+          leaseUntil: T0 + 100 + 20 * SECOND,
+          timeoutSeconds: 120,
+          target: { type: "queue", pool: "p1" },
+        });
+      });
+
+      storeTest("leases at most max executions", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        for (let i = 0; i < 5; i++) await readyExecution(store, epochs);
+        assert.equal((await lease(store, T0, { max: 3 })).length, 3);
+        assert.equal((await lease(store, T0, { max: 3 })).length, 2);
+        assert.equal((await lease(store, T0, { max: 3 })).length, 0);
+      });
+
+      storeTest("leases only executions with readyAt <= now", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await runningExecution(store, epochs);
+        const outcome = await store.executionFailMany({
+          items: [fail({ executionId: r.executionId, tenantId: "t1", attempt: 1 })],
+          now: T0 + SECOND,
+          plan: retryAt(T0 + 10 * SECOND),
+        });
+        assertOk(outcome[0], "READY");
+        assert.deepEqual(await lease(store, T0 + 10 * SECOND - 1), []);
+        const leased = await leaseOne(store, T0 + 10 * SECOND);
+        assert.equal(leased.executionId, r.executionId);
+      });
+
+      storeTest("leases higher priority first, then earlier readyAt", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const a = await readyExecution(store, epochs, { priority: 0, at: T0 });
+        const b = await readyExecution(store, epochs, { priority: 5, at: T0 + 1000 });
+        const c = await readyExecution(store, epochs, { priority: 5, at: T0 + 2000 });
+        const d = await readyExecution(store, epochs, { priority: 0, at: T0 - 1000 });
+        const e = await readyExecution(store, epochs, { priority: -1, at: T0 - 5000 });
+        const order: string[] = [];
+        for (let i = 0; i < 5; i++) order.push((await leaseOne(store, T0 + 5000)).executionId);
+        assert.deepEqual(order, [b, c, d, a, e].map((x) => x.executionId));
+      });
+
+      storeTest("a batch takes the highest-priority executions", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const low = await readyExecution(store, epochs, { priority: 1, at: T0 - 3000 });
+        const high = await readyExecution(store, epochs, { priority: 9, at: T0 });
+        const mid = await readyExecution(store, epochs, { priority: 4, at: T0 - 1000 });
+        const rows = await lease(store, T0, { max: 2 });
+        assert.deepEqual(new Set(rows.map((r) => r.executionId)), new Set([high.executionId, mid.executionId]));
+        assert.equal((await leaseOne(store, T0)).executionId, low.executionId);
+      });
+
+      storeTest("caps the lease at start + timeoutSeconds", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        await readyExecution(store, epochs, { timeoutSeconds: 60 });
+        const leased = await leaseOne(store, T0 + 7, { leaseMs: 10 * MINUTE });
+        assert.equal(leased.leaseUntil, T0 + 7 + 60 * SECOND);
+      });
+
+      storeTest("graceMs extends the deadline: the lease ends at min(now + leaseMs, now + timeout + graceMs)", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        await readyExecution(store, epochs, { timeoutSeconds: 60 });
+        const rows = await store.executionLease({ pool: "p1", workerId: "w1", max: 1, leaseMs: 10 * MINUTE, graceMs: 5 * SECOND, now: T0 });
+        assert.equal(rows[0]?.leaseUntil, T0 + 65 * SECOND);
+        await readyExecution(store, epochs, { timeoutSeconds: 60 });
+        const short = await store.executionLease({ pool: "p1", workerId: "w1", max: 1, leaseMs: 20 * SECOND, graceMs: 5 * SECOND, now: T0 });
+        assert.equal(short[0]?.leaseUntil, T0 + 20 * SECOND);
+      });
+
+      storeTest("leases only from the given pool", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const p1 = await readyExecution(store, epochs);
+        const p2 = await readyExecution(store, epochs, { target: { type: "queue", pool: "p2" } });
+        assert.deepEqual(await lease(store, T0, { pool: "p3" }), []);
+        assert.deepEqual((await lease(store, T0, { pool: "p2" })).map((r) => r.executionId), [p2.executionId]);
+        assert.deepEqual((await lease(store, T0, { pool: "p1" })).map((r) => r.executionId), [p1.executionId]);
+        assert.deepEqual(await lease(store, T0, { pool: HTTP_POOL }), []);
+      });
+
+      storeTest("filters by tenant, or leases across all tenants when tenantId is absent", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const t1 = await readyExecution(store, epochs, { tenantId: "t1" });
+        const t2 = await readyExecution(store, epochs, { tenantId: "t2" });
+        const t3 = await readyExecution(store, epochs, { tenantId: "t3" });
+        const t2rows = await lease(store, T0, { tenantId: "t2" });
+        assert.deepEqual(t2rows.map((r) => [r.executionId, r.tenantId]), [[t2.executionId, "t2"]]);
+        assert.deepEqual(await lease(store, T0, { tenantId: "t9" }), []);
+        const rest = await lease(store, T0);
+        assert.deepEqual(new Set(rest.map((r) => r.executionId)), new Set([t1.executionId, t3.executionId]));
+      });
+
+      storeTest("a leased execution is not leased again while it runs", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        await runningExecution(store, epochs);
+        assert.deepEqual(await lease(store, T0, { workerId: "w2" }), []);
+        assert.deepEqual(await lease(store, T0 + LEASE_MS - 1, { workerId: "w2" }), []);
+      });
+
+      storeTest("each grant is a new attempt: 1, then 2 after its lease is reaped", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await runningExecution(store, epochs);
+        assert.equal(r.leased.attempt, 1);
+        const expiredAt = T0 + LEASE_MS + 1;
+        assert.deepEqual(await lease(store, expiredAt), [], "an expired RUNNING attempt is not leased before the reaper frees it");
+        await store.executionReap({ now: expiredAt, limit: 10 });
+        const second = await leaseOne(store, expiredAt);
+        assert.equal(second.executionId, r.executionId);
+        assert.equal(second.attempt, 2);
+      });
+
+      storeTest("history shows the RUNNING attempt with its workerId and startedAt", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await readyExecution(store, epochs);
+        await leaseOne(store, T0 + 50, { workerId: "worker-x" });
+        const rows = await history(store, "t1", r.job.jobId);
+        assert.equal(rows.length, 1, "attempt 0 gives way to attempt 1");
+        const row = attemptOf(rows, r.executionId, 1);
+        assert.equal(row.state, "RUNNING");
+        assert.equal(row.workerId, "worker-x");
+        assert.equal(row.startedAt, T0 + 50);
+        assert.equal(row.finishedAt, null);
+        assert.equal(row.error, null);
+      });
+    });
+
+    describe("executionHeartbeat", () => {
+      storeTest("extends the lease to now + leaseMs", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await runningExecution(store, epochs);
+        const hb = await store.executionHeartbeat({ tenantId: "t1", executionId: r.executionId, attempt: 1, leaseMs: 90 * SECOND, now: T0 + 20 * SECOND });
+        assert.deepEqual(hb, { status: "ok", leaseUntil: T0 + 110 * SECOND, cancelRequested: false });
+        // The extended lease holds: not reaped, still completable past the old deadline.
+        assert.deepEqual(await store.executionReap({ now: T0 + 100 * SECOND, limit: 10 }), []);
+        assertOk((await store.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 1 }], now: T0 + 100 * SECOND }))[0], "SUCCEEDED");
+      });
+
+      storeTest("without leaseMs extends by the lease's original length", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await runningExecution(store, epochs); // leased at T0 for 30 s
+        const hb = await store.executionHeartbeat({ tenantId: "t1", executionId: r.executionId, attempt: 1, now: T0 + 10 * SECOND });
+        assert.deepEqual(hb, { status: "ok", leaseUntil: T0 + 40 * SECOND, cancelRequested: false });
+        const hb2 = await store.executionHeartbeat({ tenantId: "t1", executionId: r.executionId, attempt: 1, now: T0 + 35 * SECOND });
+        assert.ok(hb2.status === "ok");
+        assert.equal(hb2.leaseUntil, T0 + 65 * SECOND);
+      });
+
+      storeTest("never extends past start + timeoutSeconds", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await runningExecution(store, epochs, { timeoutSeconds: 60 });
+        const hb = await store.executionHeartbeat({ tenantId: "t1", executionId: r.executionId, attempt: 1, leaseMs: 10 * MINUTE, now: T0 + 20 * SECOND });
+        assert.ok(hb.status === "ok");
+        assert.equal(hb.leaseUntil, T0 + 60 * SECOND);
+      });
+
+      storeTest("never extends past the deadline that graceMs set at lease time", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await readyExecution(store, epochs, { timeoutSeconds: 60 });
+        await store.executionLease({ pool: "p1", workerId: "w1", max: 1, leaseMs: 20 * SECOND, graceMs: 5 * SECOND, now: T0 });
+        const hb = await store.executionHeartbeat({ tenantId: "t1", executionId: r.executionId, attempt: 1, leaseMs: 10 * MINUTE, now: T0 + 15 * SECOND });
+        assert.ok(hb.status === "ok");
+        assert.equal(hb.leaseUntil, T0 + 65 * SECOND);
+      });
+
+      storeTest("a wrong attempt answers lost", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await runningExecution(store, epochs);
+        assert.deepEqual(await store.executionHeartbeat({ tenantId: "t1", executionId: r.executionId, attempt: 2, now: T0 + SECOND }), { status: "lost" });
+        assert.deepEqual(await store.executionHeartbeat({ tenantId: "t1", executionId: r.executionId, attempt: 0, now: T0 + SECOND }), { status: "lost" });
+      });
+
+      storeTest("after the lease expired (now > leaseUntil) answers lost, even before the reaper ran", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await runningExecution(store, epochs);
+        assert.deepEqual(await store.executionHeartbeat({ tenantId: "t1", executionId: r.executionId, attempt: 1, now: T0 + LEASE_MS + 1 }), { status: "lost" });
+        // Losing changed nothing: the reaper still finds the expired attempt.
+        const reaped = await store.executionReap({ now: T0 + LEASE_MS + 1, limit: 10 });
+        assert.deepEqual(reaped.map((x) => x.executionId), [r.executionId]);
+      });
+
+      storeTest("the lease holds up to and including leaseUntil: heartbeat and complete at exactly leaseUntil succeed", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await runningExecution(store, epochs);
+        const hb = await store.executionHeartbeat({ tenantId: "t1", executionId: r.executionId, attempt: 1, leaseMs: LEASE_MS, now: T0 + LEASE_MS });
+        assert.deepEqual(hb, { status: "ok", leaseUntil: T0 + 2 * LEASE_MS, cancelRequested: false });
+        assert.deepEqual(await store.executionReap({ now: T0 + 2 * LEASE_MS, limit: 10 }), []);
+        assertOk((await store.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 1 }], now: T0 + 2 * LEASE_MS }))[0], "SUCCEEDED");
+      });
+
+      storeTest("a finished attempt answers lost", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await runningExecution(store, epochs);
+        await store.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 1 }], now: T0 + SECOND });
+        assert.deepEqual(await store.executionHeartbeat({ tenantId: "t1", executionId: r.executionId, attempt: 1, now: T0 + 2 * SECOND }), { status: "lost" });
+      });
+
+      storeTest("another tenant's or an unknown execution answers not_found", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await runningExecution(store, epochs);
+        assert.deepEqual(await store.executionHeartbeat({ tenantId: "t2", executionId: r.executionId, attempt: 1, now: T0 + SECOND }), { status: "not_found" });
+        assert.deepEqual(
+          await store.executionHeartbeat({ tenantId: "t1", executionId: executionIdFor(newId(T0), T0), attempt: 1, now: T0 + SECOND }),
+          { status: "not_found" },
+        );
+        // The other tenant's call changed nothing.
+        const hb = await store.executionHeartbeat({ tenantId: "t1", executionId: r.executionId, attempt: 1, now: T0 + 2 * SECOND });
+        assert.equal(hb.status, "ok");
+      });
+    });
+
+    describe("executionCompleteMany", () => {
+      storeTest("succeeds a running attempt; a one-off job becomes COMPLETED with its version bumped", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await runningExecution(store, epochs);
+        const before = await getJob(store, r.nj);
+        const [outcome] = await store.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 1, result: { ok: true } }], now: T0 + 5 * SECOND });
+        assertOk(outcome, "SUCCEEDED");
+        const job = await getJob(store, r.nj);
+        assert.equal(job.state, "COMPLETED");
+        assert.ok(job.version > before.version, "version bumped");
+        assert.equal(job.updatedAt, T0 + 5 * SECOND);
+        const row = attemptOf(await history(store, "t1", r.job.jobId), r.executionId, 1);
+        assert.equal(row.state, "SUCCEEDED");
+        assert.equal(row.finishedAt, T0 + 5 * SECOND);
+        assert.equal(row.error, null);
+        assert.deepEqual(await lease(store, T0 + HOUR), []);
+      });
+
+      storeTest("a cron job stays SCHEDULED when an occurrence succeeds", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await readyExecution(store, epochs, { kind: "cron", schedule: { ...CRON_SCHEDULE } }, { scheduledFor: T0 + HOUR, dueAt: T0 + HOUR });
+        await leaseOne(store, T0);
+        assertOk((await store.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 1 }], now: T0 + SECOND }))[0], "SUCCEEDED");
+        const job = await getJob(store, r.nj);
+        assert.equal(job.state, "SCHEDULED");
+        assert.equal(job.nextRunAt, T0 + HOUR);
+      });
+
+      storeTest("repeating the same complete answers ok again and changes nothing", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await runningExecution(store, epochs);
+        const item = { executionId: r.executionId, tenantId: "t1", attempt: 1 };
+        assertOk((await store.executionCompleteMany({ items: [item], now: T0 + SECOND }))[0], "SUCCEEDED");
+        const job = await getJob(store, r.nj);
+        const rows = await history(store, "t1", r.job.jobId);
+        assertOk((await store.executionCompleteMany({ items: [item], now: T0 + 2 * SECOND }))[0], "SUCCEEDED");
+        assert.deepEqual(await getJob(store, r.nj), job);
+        assert.deepEqual(await history(store, "t1", r.job.jobId), rows);
+      });
+
+      storeTest("a stale attempt answers lost and changes nothing", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await runningExecution(store, epochs);
+        await store.executionReap({ now: T0 + LEASE_MS + 1, limit: 10 });
+        const second = await leaseOne(store, T0 + LEASE_MS + 2);
+        assert.equal(second.attempt, 2);
+        const [outcome] = await store.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 1 }], now: T0 + LEASE_MS + 3 });
+        assert.deepEqual(outcome, { status: "lost" });
+        const job = await getJob(store, r.nj);
+        assert.equal(job.state, "SCHEDULED");
+        const rows = await history(store, "t1", r.job.jobId);
+        assert.equal(attemptOf(rows, r.executionId, 1).state, "TIMED_OUT");
+        assert.equal(attemptOf(rows, r.executionId, 2).state, "RUNNING");
+        // The holder of the lease can still complete.
+        assertOk((await store.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 2 }], now: T0 + LEASE_MS + 4 }))[0], "SUCCEEDED");
+      });
+
+      storeTest("an expired lease answers lost, even before the reaper ran", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await runningExecution(store, epochs);
+        const [outcome] = await store.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 1 }], now: T0 + LEASE_MS + 1 });
+        assert.deepEqual(outcome, { status: "lost" });
+        assert.equal((await getJob(store, r.nj)).state, "SCHEDULED");
+        assert.equal(attemptOf(await history(store, "t1", r.job.jobId), r.executionId, 1).state, "RUNNING");
+      });
+
+      storeTest("a READY execution that was never leased cannot be completed", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await readyExecution(store, epochs);
+        const [outcome] = await store.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 1 }], now: T0 });
+        assert.deepEqual(outcome, { status: "lost" });
+        assert.equal((await leaseOne(store, T0)).attempt, 1);
+      });
+
+      storeTest("an unknown or another tenant's execution answers not_found", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await runningExecution(store, epochs);
+        const outcomes = await store.executionCompleteMany({
+          items: [
+            { executionId: executionIdFor(newId(T0), T0), tenantId: "t1", attempt: 1 },
+            { executionId: r.executionId, tenantId: "t2", attempt: 1 },
+          ],
+          now: T0 + SECOND,
+        });
+        assert.deepEqual(outcomes, [{ status: "not_found" }, { status: "not_found" }]);
+        assert.equal(attemptOf(await history(store, "t1", r.job.jobId), r.executionId, 1).state, "RUNNING");
+      });
+
+      storeTest("answers a mixed batch item by item, in order", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const a = await readyExecution(store, epochs);
+        const b = await readyExecution(store, epochs);
+        const c = await readyExecution(store, epochs);
+        await lease(store, T0, { max: 3 });
+        const outcomes = await store.executionCompleteMany({
+          items: [
+            { executionId: b.executionId, tenantId: "t1", attempt: 1 },
+            { executionId: executionIdFor(newId(T0), T0), tenantId: "t1", attempt: 1 },
+            { executionId: a.executionId, tenantId: "t1", attempt: 2 },
+            { executionId: c.executionId, tenantId: "t1", attempt: 1 },
+          ],
+          now: T0 + SECOND,
+        });
+        assert.equal(outcomes.length, 4);
+        assertOk(outcomes[0], "SUCCEEDED");
+        assert.deepEqual(outcomes[1], { status: "not_found" });
+        assert.deepEqual(outcomes[2], { status: "lost" });
+        assertOk(outcomes[3], "SUCCEEDED");
+        assert.equal((await getJob(store, a.nj)).state, "SCHEDULED");
+        assert.equal((await getJob(store, b.nj)).state, "COMPLETED");
+        assert.equal((await getJob(store, c.nj)).state, "COMPLETED");
+      });
+    });
+
+    describe("executionFailMany", () => {
+      storeTest("asks the planner with the attempt, the job's retry policy and the item", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const retry = { maxAttempts: 5, backoffSeconds: 7, maxBackoffSeconds: 70 };
+        const r = await runningExecution(store, epochs, { retry });
+        const calls: [ExecutionFacts, FailInput][] = [];
+        const item = fail({ executionId: r.executionId, tenantId: "t1", attempt: 1, error: { message: "nope", class: "throttled", retryAfterSeconds: 9 } });
+        await store.executionFailMany({
+          items: [item],
+          now: T0 + SECOND,
+          plan: (facts, it) => {
+            calls.push([facts, it]);
+            return { retryAt: T0 + MINUTE };
+          },
+        });
+        assert.equal(calls.length, 1);
+        assert.equal(calls[0]![0].attempt, 1);
+        assert.deepEqual(calls[0]![0].retry, retry);
+        assert.deepEqual(calls[0]![1], item);
+      });
+
+      storeTest("a retry makes the execution READY at plan.retryAt: not leasable before, leasable after as attempt 2", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await runningExecution(store, epochs);
+        const [outcome] = await store.executionFailMany({
+          items: [fail({ executionId: r.executionId, tenantId: "t1", attempt: 1 })],
+          now: T0 + SECOND,
+          plan: retryAt(T0 + 20 * SECOND),
+        });
+        assertOk(outcome, "READY");
+        assert.ok(outcome?.status === "ok");
+        assert.equal(outcome.readyAt, T0 + 20 * SECOND);
+        assert.equal((await getJob(store, r.nj)).state, "SCHEDULED");
+        assert.deepEqual(await lease(store, T0 + 20 * SECOND - 1), []);
+        const second = await leaseOne(store, T0 + 20 * SECOND);
+        assert.equal(second.executionId, r.executionId);
+        assert.equal(second.attempt, 2);
+        assert.equal(second.scheduledFor, r.scheduledFor, "scheduledFor stays the same on retries");
+      });
+
+      storeTest("the failed attempt is recorded FAILED with its error and finishedAt", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await runningExecution(store, epochs);
+        const error: ErrorRecord = { message: "connection reset", class: "transient", status: 503 };
+        await store.executionFailMany({
+          items: [fail({ executionId: r.executionId, tenantId: "t1", attempt: 1, error })],
+          now: T0 + 3 * SECOND,
+          plan: retryAt(T0 + MINUTE),
+        });
+        const rows = await history(store, "t1", r.job.jobId);
+        assert.equal(rows.length, 1, "one row per attempt; the pending retry adds none");
+        const row = attemptOf(rows, r.executionId, 1);
+        assert.equal(row.state, "FAILED");
+        assert.deepEqual(row.error, error);
+        assert.equal(row.finishedAt, T0 + 3 * SECOND);
+        assert.equal(row.startedAt, T0);
+        assert.equal(row.workerId, "w1");
+      });
+
+      storeTest("a dead plan makes the execution DEAD and a one-off job DEAD, listed in dead letters", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await runningExecution(store, epochs, { name: "charge", payload: { amount: 42 } });
+        const error: ErrorRecord = { message: "card declined", class: "permanent" };
+        const before = await getJob(store, r.nj);
+        const [outcome] = await store.executionFailMany({
+          items: [fail({ executionId: r.executionId, tenantId: "t1", attempt: 1, error })],
+          now: T0 + 2 * SECOND,
+          plan: dead,
+        });
+        assertOk(outcome, "DEAD");
+        const job = await getJob(store, r.nj);
+        assert.equal(job.state, "DEAD");
+        assert.ok(job.version > before.version);
+        const letters = await store.deadLetterList({ tenantId: "t1", limit: 10 });
+        assert.deepEqual(letters, [
+          {
+            executionId: r.executionId,
+            tenantId: "t1",
+            jobId: r.job.jobId,
+            name: "charge",
+            scheduledFor: T0,
+            attempts: 1,
+            lastError: error,
+            deadAt: T0 + 2 * SECOND,
+            payload: { amount: 42 },
+          },
+        ]);
+        const row = attemptOf(await history(store, "t1", r.job.jobId), r.executionId, 1);
+        assert.equal(row.state, "DEAD");
+        assert.deepEqual(row.error, error);
+        assert.deepEqual(await lease(store, T0 + HOUR), []);
+      });
+
+      storeTest("a cron job stays SCHEDULED when one execution dies", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await readyExecution(store, epochs, { kind: "cron", schedule: { ...CRON_SCHEDULE } }, { scheduledFor: T0 + HOUR, dueAt: T0 + HOUR });
+        await leaseOne(store, T0);
+        assertOk((await store.executionFailMany({ items: [fail({ executionId: r.executionId, tenantId: "t1", attempt: 1 })], now: T0 + SECOND, plan: dead }))[0], "DEAD");
+        const job = await getJob(store, r.nj);
+        assert.equal(job.state, "SCHEDULED");
+        assert.equal(job.nextRunAt, T0 + HOUR);
+        assert.equal((await store.deadLetterList({ tenantId: "t1", limit: 10 })).length, 1);
+      });
+
+      storeTest("timedOut records the attempt as TIMED_OUT with its error", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await runningExecution(store, epochs);
+        const error: ErrorRecord = { message: "timed out after 300 s", class: "transient" };
+        await store.executionFailMany({
+          items: [fail({ executionId: r.executionId, tenantId: "t1", attempt: 1, error, timedOut: true })],
+          now: T0 + SECOND,
+          plan: retryAt(T0 + MINUTE),
+        });
+        const row = attemptOf(await history(store, "t1", r.job.jobId), r.executionId, 1);
+        assert.equal(row.state, "TIMED_OUT");
+        assert.deepEqual(row.error, error);
+      });
+
+      storeTest("a stale attempt or an expired lease answers lost and changes nothing", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await runningExecution(store, epochs);
+        const outcomes = await store.executionFailMany({
+          items: [fail({ executionId: r.executionId, tenantId: "t1", attempt: 2 })],
+          now: T0 + SECOND,
+          plan: dead,
+        });
+        assert.deepEqual(outcomes, [{ status: "lost" }]);
+        const expired = await store.executionFailMany({
+          items: [fail({ executionId: r.executionId, tenantId: "t1", attempt: 1 })],
+          now: T0 + LEASE_MS + 1,
+          plan: dead,
+        });
+        assert.deepEqual(expired, [{ status: "lost" }]);
+        assert.equal((await getJob(store, r.nj)).state, "SCHEDULED");
+        assert.equal(attemptOf(await history(store, "t1", r.job.jobId), r.executionId, 1).state, "RUNNING");
+        assert.deepEqual(await store.deadLetterList({ tenantId: "t1", limit: 10 }), []);
+      });
+
+      storeTest("a failed attempt cannot be failed or completed again", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await runningExecution(store, epochs);
+        const item = fail({ executionId: r.executionId, tenantId: "t1", attempt: 1 });
+        assertOk((await store.executionFailMany({ items: [item], now: T0 + SECOND, plan: retryAt(T0 + HOUR) }))[0], "READY");
+        assert.deepEqual(await store.executionFailMany({ items: [item], now: T0 + 2 * SECOND, plan: dead }), [{ status: "lost" }]);
+        assert.deepEqual(await store.executionCompleteMany({ items: [item], now: T0 + 2 * SECOND }), [{ status: "lost" }]);
+        assert.deepEqual(await store.deadLetterList({ tenantId: "t1", limit: 10 }), []);
+      });
+
+      storeTest("answers a mixed batch in order: retry, dead, not_found, lost", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const a = await readyExecution(store, epochs);
+        const b = await readyExecution(store, epochs);
+        await lease(store, T0, { max: 2 });
+        const outcomes = await store.executionFailMany({
+          items: [
+            fail({ executionId: a.executionId, tenantId: "t1", attempt: 1 }),
+            fail({ executionId: b.executionId, tenantId: "t1", attempt: 1 }),
+            fail({ executionId: executionIdFor(newId(T0), T0), tenantId: "t1", attempt: 1 }),
+            fail({ executionId: a.executionId, tenantId: "t1", attempt: 1 }),
+          ],
+          now: T0 + SECOND,
+          plan: (facts, item) => (item.executionId === a.executionId ? { retryAt: T0 + MINUTE } : { dead: true }),
+        });
+        assert.equal(outcomes.length, 4);
+        assertOk(outcomes[0], "READY");
+        assertOk(outcomes[1], "DEAD");
+        assert.deepEqual(outcomes[2], { status: "not_found" });
+        assert.deepEqual(outcomes[3], { status: "lost" });
+      });
+    });
+
+    describe("executionReap", () => {
+      storeTest("reaps an expired lease: the attempt TIMED_OUT, the execution READY at once with the next attempt", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await runningExecution(store, epochs);
+        const now = T0 + LEASE_MS + 1;
+        const reaped = await store.executionReap({ now, limit: 10 });
+        assert.deepEqual(reaped, [{ executionId: r.executionId, tenantId: "t1", pool: "p1", state: "READY" }]);
+        const row = attemptOf(await history(store, "t1", r.job.jobId), r.executionId, 1);
+        assert.equal(row.state, "TIMED_OUT");
+        assert.ok(row.finishedAt !== null);
+        const again = await leaseOne(store, now);
+        assert.equal(again.executionId, r.executionId);
+        assert.equal(again.attempt, 2);
+        assert.equal((await getJob(store, r.nj)).state, "SCHEDULED");
+      });
+
+      storeTest("leaves live leases untouched", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await runningExecution(store, epochs);
+        assert.deepEqual(await store.executionReap({ now: T0 + LEASE_MS - 1, limit: 10 }), []);
+        assert.deepEqual(await store.executionReap({ now: T0 + LEASE_MS, limit: 10 }), [], "leaseUntil < now, not <=");
+        assert.equal(attemptOf(await history(store, "t1", r.job.jobId), r.executionId, 1).state, "RUNNING");
+        assertOk((await store.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 1 }], now: T0 + LEASE_MS - 1 }))[0], "SUCCEEDED");
+      });
+
+      storeTest("respects the limit", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        for (let i = 0; i < 4; i++) await readyExecution(store, epochs);
+        assert.equal((await lease(store, T0, { max: 10 })).length, 4);
+        const now = T0 + LEASE_MS + 1;
+        assert.equal((await store.executionReap({ now, limit: 3 })).length, 3);
+        assert.equal((await store.executionReap({ now, limit: 3 })).length, 1);
+        assert.equal((await store.executionReap({ now, limit: 3 })).length, 0);
+      });
+
+      storeTest("a poison job ends DEAD in the dead letters after maxAttempts reaps", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await readyExecution(store, epochs, { retry: { maxAttempts: 3, backoffSeconds: 10, maxBackoffSeconds: 3600 } });
+        let now = T0;
+        const states: string[] = [];
+        for (let attempt = 1; attempt <= 3; attempt++) {
+          const leased = await leaseOne(store, now);
+          assert.equal(leased.attempt, attempt);
+          now += LEASE_MS + 1;
+          const reaped = await store.executionReap({ now, limit: 10 });
+          assert.equal(reaped.length, 1);
+          states.push(reaped[0]!.state);
+        }
+        assert.deepEqual(states, ["READY", "READY", "DEAD"]);
+        assert.deepEqual(await lease(store, now + HOUR), []);
+        const letters = await store.deadLetterList({ tenantId: "t1", limit: 10 });
+        assert.equal(letters.length, 1);
+        assert.equal(letters[0]!.executionId, r.executionId);
+        assert.equal(letters[0]!.attempts, 3);
+        assert.equal(letters[0]!.deadAt, now);
+        assert.equal((await getJob(store, r.nj)).state, "DEAD");
+        const rows = await history(store, "t1", r.job.jobId);
+        assert.deepEqual(rows.map((x) => x.attempt), [3, 2, 1]);
+        assert.equal(attemptOf(rows, r.executionId, 1).state, "TIMED_OUT");
+        assert.equal(attemptOf(rows, r.executionId, 2).state, "TIMED_OUT");
+      });
+
+      storeTest("a late complete of a reaped attempt answers lost", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await runningExecution(store, epochs);
+        await store.executionReap({ now: T0 + LEASE_MS + 1, limit: 10 });
+        const [outcome] = await store.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 1 }], now: T0 + LEASE_MS + 2 });
+        assert.deepEqual(outcome, { status: "lost" });
+        assert.deepEqual(await store.executionHeartbeat({ tenantId: "t1", executionId: r.executionId, attempt: 1, now: T0 + LEASE_MS + 2 }), { status: "lost" });
+        assert.equal((await getJob(store, r.nj)).state, "SCHEDULED");
+        assert.equal((await leaseOne(store, T0 + LEASE_MS + 3)).attempt, 2);
+      });
+
+      storeTest("reports the pool of http executions as HTTP_POOL", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await runningExecution(store, epochs, { tenantId: "t5", target: { type: "http", url: "https://example.com/x" } });
+        const reaped = await store.executionReap({ now: T0 + LEASE_MS + 1, limit: 10 });
+        assert.deepEqual(reaped, [{ executionId: r.executionId, tenantId: "t5", pool: HTTP_POOL, state: "READY" }]);
+      });
+    });
+
+    describe("executionHistory", () => {
+      storeTest("one row per attempt plus attempt 0 for a never-attempted execution, newest first by (scheduledFor, attempt)", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const nj = cronJob();
+        await createOne(store, nj);
+        const next = { scheduledFor: T0 + HOUR, dueAt: T0 + HOUR };
+        await store.dispatchMany({ nodeId: "n1", epochs, now: T0, items: [{ entry: entryOf(nj), next }] });
+        const first = executionIdFor(nj.job.jobId, T0);
+        await leaseOne(store, T0);
+        await store.executionFailMany({ items: [fail({ executionId: first, tenantId: "t1", attempt: 1 })], now: T0 + SECOND, plan: retryAt(T0 + 10 * SECOND) });
+        await leaseOne(store, T0 + 10 * SECOND);
+        await store.executionCompleteMany({ items: [{ executionId: first, tenantId: "t1", attempt: 2 }], now: T0 + 11 * SECOND });
+        await store.dispatchMany({ nodeId: "n1", epochs, now: T0 + HOUR, items: [{ entry: { ...entryOf(nj), ...next }, next: { scheduledFor: T0 + 2 * HOUR, dueAt: T0 + 2 * HOUR } }] });
+        const second = executionIdFor(nj.job.jobId, T0 + HOUR);
+        const rows = await history(store, "t1", nj.job.jobId);
+        assert.deepEqual(
+          rows.map((r) => [r.executionId, r.scheduledFor, r.attempt, r.state]),
+          [
+            [second, T0 + HOUR, 0, "READY"],
+            [first, T0, 2, "SUCCEEDED"],
+            [first, T0, 1, "FAILED"],
+          ],
+        );
+        for (const r of rows) assert.equal(r.jobId, nj.job.jobId);
+      });
+
+      storeTest("pages with the after cursor, strictly after it", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const nj = cronJob();
+        await createOne(store, nj);
+        let entry = entryOf(nj);
+        for (let i = 1; i <= 4; i++) {
+          const next = { scheduledFor: T0 + i * HOUR, dueAt: T0 + i * HOUR };
+          await store.dispatchMany({ nodeId: "n1", epochs, now: entry.dueAt, items: [{ entry, next }] });
+          entry = { ...entry, ...next };
+        }
+        // Give the first occurrence two attempts.
+        const first = executionIdFor(nj.job.jobId, T0);
+        await leaseOne(store, T0);
+        await store.executionFailMany({ items: [fail({ executionId: first, tenantId: "t1", attempt: 1 })], now: T0 + 1, plan: retryAt(T0 + 2) });
+        await leaseOne(store, T0 + 2);
+        const all = await history(store, "t1", nj.job.jobId);
+        assert.equal(all.length, 5);
+        const seen: [number, number][] = [];
+        let after: { scheduledFor: number; attempt: number } | undefined;
+        for (let page = 0; page < 10; page++) {
+          const rows = await store.executionHistory({ tenantId: "t1", jobId: nj.job.jobId, limit: 2, ...(after ? { after } : {}) });
+          assert.ok(rows.length <= 2);
+          if (rows.length === 0) break;
+          seen.push(...rows.map((r): [number, number] => [r.scheduledFor, r.attempt]));
+          const last = rows[rows.length - 1]!;
+          after = { scheduledFor: last.scheduledFor, attempt: last.attempt };
+        }
+        assert.deepEqual(seen, [
+          [T0 + 3 * HOUR, 0],
+          [T0 + 2 * HOUR, 0],
+          [T0 + HOUR, 0],
+          [T0, 2],
+          [T0, 1],
+        ]);
+        assert.deepEqual(seen, all.map((r) => [r.scheduledFor, r.attempt]));
+      });
+
+      storeTest("sees only the caller's tenant", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await readyExecution(store, epochs);
+        assert.deepEqual(await history(store, "t2", r.job.jobId), []);
+        assert.deepEqual(await history(store, "t1", newId(T0)), []);
+        assert.equal((await history(store, "t1", r.job.jobId)).length, 1);
+      });
+    });
+
+    describe("executionNextReadyAt", () => {
+      storeTest("answers the earliest future readyAt of the pool, null when none", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        assert.equal(await store.executionNextReadyAt({ pool: "p1", now: T0 }), null);
+        const a = await readyExecution(store, epochs);
+        const b = await readyExecution(store, epochs);
+        const c = await readyExecution(store, epochs, { tenantId: "t2" });
+        const other = await readyExecution(store, epochs, { target: { type: "queue", pool: "p2" } });
+        // Ready now is not in the future.
+        assert.equal(await store.executionNextReadyAt({ pool: "p1", now: T0 }), null);
+        await lease(store, T0, { max: 10 });
+        await lease(store, T0, { pool: "p2" });
+        await store.executionFailMany({
+          items: [
+            fail({ executionId: a.executionId, tenantId: "t1", attempt: 1 }),
+            fail({ executionId: b.executionId, tenantId: "t1", attempt: 1 }),
+            fail({ executionId: c.executionId, tenantId: "t2", attempt: 1 }),
+            fail({ executionId: other.executionId, tenantId: "t1", attempt: 1 }),
+          ],
+          now: T0 + SECOND,
+          plan: (_f, item) => ({
+            retryAt:
+              item.executionId === a.executionId
+                ? T0 + 30 * SECOND
+                : item.executionId === b.executionId
+                  ? T0 + 20 * SECOND
+                  : item.executionId === c.executionId
+                    ? T0 + 10 * SECOND
+                    : T0 + 5 * SECOND,
+          }),
+        });
+        assert.equal(await store.executionNextReadyAt({ pool: "p1", now: T0 + SECOND }), T0 + 10 * SECOND);
+        assert.equal(await store.executionNextReadyAt({ tenantId: "t1", pool: "p1", now: T0 + SECOND }), T0 + 20 * SECOND);
+        assert.equal(await store.executionNextReadyAt({ tenantId: "t2", pool: "p1", now: T0 + SECOND }), T0 + 10 * SECOND);
+        assert.equal(await store.executionNextReadyAt({ pool: "p2", now: T0 + SECOND }), T0 + 5 * SECOND);
+        assert.equal(await store.executionNextReadyAt({ pool: "p1", now: T0 + 20 * SECOND }), T0 + 30 * SECOND);
+        assert.equal(await store.executionNextReadyAt({ pool: "p1", now: T0 + 30 * SECOND }), null);
+        assert.equal(await store.executionNextReadyAt({ pool: "p3", now: T0 }), null);
+      });
+    });
+
+    describe("dead letters", () => {
+      async function deadExecution(store: Store, epochs: ReadonlyMap<number, number>, overrides: JobOverrides = {}, now = T0 + SECOND): Promise<Ready> {
+        const r = await readyExecution(store, epochs, overrides);
+        const leased = await leaseOne(store, T0, { pool: poolOf(r.job.target), tenantId: r.job.tenantId });
+        assert.equal(leased.executionId, r.executionId);
+        const [outcome] = await store.executionFailMany({
+          items: [fail({ executionId: r.executionId, tenantId: r.job.tenantId, attempt: 1, error: { message: `dead at ${now}` } })],
+          now,
+          plan: dead,
+        });
+        assertOk(outcome, "DEAD");
+        return r;
+      }
+
+      const audit = (subject: string) => ({ tenantId: "t1", at: T0 + HOUR, actor: "admin-key", action: "dead_letter.replay", subject, details: { reason: "fixed" } });
+
+      storeTest("lists dead executions of the caller's tenant only", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const mine = await deadExecution(store, epochs);
+        await deadExecution(store, epochs, { tenantId: "t2" });
+        await readyExecution(store, epochs); // alive: not listed
+        const letters = await store.deadLetterList({ tenantId: "t1", limit: 10 });
+        assert.deepEqual(letters.map((l) => l.executionId), [mine.executionId]);
+        assert.equal(letters[0]!.tenantId, "t1");
+        assert.deepEqual(letters[0]!.lastError, { message: `dead at ${T0 + SECOND}` });
+        assert.equal((await store.deadLetterList({ tenantId: "t2", limit: 10 })).length, 1);
+        assert.deepEqual(await store.deadLetterList({ tenantId: "t3", limit: 10 }), []);
+      });
+
+      storeTest("respects limit, and the after cursor pages through every dead letter exactly once", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const ids = new Set<string>();
+        for (let i = 0; i < 7; i++) ids.add((await deadExecution(store, epochs, {}, T0 + SECOND * (1 + Math.floor(i / 2)))).executionId);
+        assert.equal((await store.deadLetterList({ tenantId: "t1", limit: 3 })).length, 3);
+        const seen: string[] = [];
+        let after: { deadAt: number; executionId: string } | undefined;
+        for (let page = 0; page < 10; page++) {
+          const rows = await store.deadLetterList({ tenantId: "t1", limit: 3, ...(after ? { after } : {}) });
+          assert.ok(rows.length <= 3);
+          if (rows.length === 0) break;
+          seen.push(...rows.map((r) => r.executionId));
+          const last = rows[rows.length - 1]!;
+          after = { deadAt: last.deadAt, executionId: last.executionId };
+        }
+        assert.equal(seen.length, 7, "no dead letter seen twice");
+        assert.deepEqual(new Set(seen), ids);
+      });
+
+      storeTest("replay makes the execution READY now, leasable with the next attempt, history kept, one-off job SCHEDULED again", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await deadExecution(store, epochs, { payload: { p: 1 } });
+        assert.equal((await getJob(store, r.nj)).state, "DEAD");
+        const at = T0 + HOUR;
+        const replayed = await store.deadLetterReplay({ tenantId: "t1", executionId: r.executionId, now: at, audit: audit(r.executionId) });
+        assert.ok(replayed);
+        assert.equal(replayed.pool, "p1");
+        assert.equal(replayed.row.executionId, r.executionId);
+        assert.equal(replayed.row.jobId, r.job.jobId);
+        assert.equal(replayed.row.scheduledFor, T0);
+        assert.equal(replayed.row.readyAt, at);
+        assert.equal(replayed.row.state, "READY");
+        assert.equal(replayed.row.attempt, 1, "the row carries the attempts made so far; the next lease is attempt + 1");
+        assert.equal((await getJob(store, r.nj)).state, "SCHEDULED");
+        assert.deepEqual(await store.deadLetterList({ tenantId: "t1", limit: 10 }), []);
+        const leased = await leaseOne(store, at);
+        assert.equal(leased.executionId, r.executionId);
+        assert.equal(leased.attempt, 2);
+        assert.deepEqual(leased.payload, { p: 1 });
+        const rows = await history(store, "t1", r.job.jobId);
+        assert.equal(attemptOf(rows, r.executionId, 1).error?.message, `dead at ${T0 + SECOND}`);
+        assert.equal(attemptOf(rows, r.executionId, 2).state, "RUNNING");
+        assertOk((await store.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 2 }], now: at + 1 }))[0], "SUCCEEDED");
+        assert.equal((await getJob(store, r.nj)).state, "COMPLETED");
+      });
+
+      storeTest("a replayed execution gets a fresh budget of maxAttempts, its attempt numbers still growing", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await readyExecution(store, epochs, { retry: { maxAttempts: 2, backoffSeconds: 1, maxBackoffSeconds: 1 } });
+        let now = T0;
+        const reapOnce = async (expectAttempt: number): Promise<string> => {
+          assert.equal((await leaseOne(store, now)).attempt, expectAttempt);
+          now += LEASE_MS + 1;
+          const reaped = await store.executionReap({ now, limit: 10 });
+          assert.equal(reaped.length, 1);
+          return reaped[0]!.state;
+        };
+        assert.deepEqual([await reapOnce(1), await reapOnce(2)], ["READY", "DEAD"]);
+        const replayed = await store.deadLetterReplay({ tenantId: "t1", executionId: r.executionId, now, audit: audit(r.executionId) });
+        assert.equal(replayed?.row.attempt, 2);
+        assert.equal(await reapOnce(3), "READY", "the first attempt after a replay is not the last");
+        const facts: ExecutionFacts[] = [];
+        assert.equal((await leaseOne(store, now)).attempt, 4);
+        const [outcome] = await store.executionFailMany({
+          items: [fail({ executionId: r.executionId, tenantId: "t1", attempt: 4 })],
+          now: now + 1,
+          plan: (f) => {
+            facts.push(f);
+            return { dead: true };
+          },
+        });
+        assertOk(outcome, "DEAD");
+        assert.equal(facts[0]?.attempt, 2, "the planner counts attempts since the replay");
+        const [letter] = await store.deadLetterList({ tenantId: "t1", limit: 10 });
+        assert.equal(letter?.attempts, 4, "dead letters count every attempt");
+        assert.equal((await history(store, "t1", r.job.jobId)).length, 4);
+      });
+
+      storeTest("replay of a cron job's execution leaves the job SCHEDULED", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const nj = cronJob();
+        await createOne(store, nj);
+        await store.dispatchMany({ nodeId: "n1", epochs, now: T0, items: [{ entry: entryOf(nj), next: { scheduledFor: T0 + HOUR, dueAt: T0 + HOUR } }] });
+        const executionId = executionIdFor(nj.job.jobId, T0);
+        await leaseOne(store, T0);
+        await store.executionFailMany({ items: [fail({ executionId, tenantId: "t1", attempt: 1 })], now: T0 + 1, plan: dead });
+        const replayed = await store.deadLetterReplay({ tenantId: "t1", executionId, now: T0 + 2, audit: audit(executionId) });
+        assert.ok(replayed);
+        const job = await getJob(store, nj);
+        assert.equal(job.state, "SCHEDULED");
+        assert.equal(job.nextRunAt, T0 + HOUR);
+        assert.equal((await leaseOne(store, T0 + 2)).attempt, 2);
+      });
+
+      storeTest("replay is audited", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await deadExecution(store, epochs);
+        await store.deadLetterReplay({ tenantId: "t1", executionId: r.executionId, now: T0 + HOUR, audit: audit(r.executionId) });
+        const entries = await store.auditList({ tenantId: "t1", limit: 10 });
+        assert.equal(entries.length, 1);
+        const { id, ...entry } = entries[0]!;
+        assert.equal(typeof id, "number");
+        assert.deepEqual(entry, audit(r.executionId));
+        assert.deepEqual(await store.auditList({ tenantId: "t2", limit: 10 }), []);
+      });
+
+      storeTest("auditList pages newest first with the after cursor, visiting every entry once", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const subjects: string[] = [];
+        for (let i = 0; i < 5; i++) {
+          const r = await deadExecution(store, epochs);
+          subjects.push(r.executionId);
+          const at = T0 + HOUR + Math.floor(i / 2) * SECOND; // two entries share each instant
+          await store.deadLetterReplay({ tenantId: "t1", executionId: r.executionId, now: at, audit: { ...audit(r.executionId), at } });
+          assert.equal((await leaseOne(store, at)).executionId, r.executionId); // keep the next dead letter's lease unambiguous
+          await store.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 2 }], now: at });
+        }
+        const all = await store.auditList({ tenantId: "t1", limit: 100 });
+        assert.equal(all.length, 5);
+        for (let i = 1; i < all.length; i++) assert.ok(all[i - 1]!.at >= all[i]!.at, "newest first");
+        const seen: number[] = [];
+        let after: { at: number; id: number } | undefined;
+        for (let page = 0; page < 10; page++) {
+          const rows = await store.auditList({ tenantId: "t1", limit: 2, ...(after ? { after } : {}) });
+          assert.ok(rows.length <= 2);
+          if (rows.length === 0) break;
+          seen.push(...rows.map((r) => r.id));
+          const last = rows[rows.length - 1]!;
+          after = { at: last.at, id: last.id };
+        }
+        assert.deepEqual(seen, all.map((e) => e.id));
+        assert.deepEqual(new Set(all.map((e) => e.subject)), new Set(subjects));
+      });
+
+      storeTest("replaying an execution that is not dead answers null and audits nothing", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const dl = await deadExecution(store, epochs, { tenantId: "t1" });
+        const ready = await readyExecution(store, epochs);
+        const now = T0 + HOUR;
+        assert.equal(await store.deadLetterReplay({ tenantId: "t1", executionId: ready.executionId, now, audit: audit(ready.executionId) }), null);
+        assert.equal(await store.deadLetterReplay({ tenantId: "t2", executionId: dl.executionId, now, audit: { ...audit(dl.executionId), tenantId: "t2" } }), null);
+        assert.equal(await store.deadLetterReplay({ tenantId: "t1", executionId: executionIdFor(newId(T0), T0), now, audit: audit("x") }), null);
+        assert.deepEqual(await store.auditList({ tenantId: "t1", limit: 10 }), []);
+        assert.deepEqual(await store.auditList({ tenantId: "t2", limit: 10 }), []);
+        // Replaying twice: the second finds it no longer dead.
+        assert.ok(await store.deadLetterReplay({ tenantId: "t1", executionId: dl.executionId, now, audit: audit(dl.executionId) }));
+        assert.equal(await store.deadLetterReplay({ tenantId: "t1", executionId: dl.executionId, now: now + 1, audit: audit(dl.executionId) }), null);
+        assert.equal((await store.auditList({ tenantId: "t1", limit: 10 })).length, 1);
+      });
+    });
+
+    describe("shards", () => {
+      storeTest("acquires free shards with a bumped epoch, visible in shardList", async (store) => {
+        const leases = await store.shardAcquire({ owner: "a", shards: [0, 1, 2], leaseMs: 10 * SECOND, now: T0 });
+        assert.deepEqual(leases.map((l) => l.shard).sort((x, y) => x - y), [0, 1, 2]);
+        for (const l of leases) {
+          assert.equal(l.owner, "a");
+          assert.ok(l.epoch >= 1, "the epoch grows on a change of owner");
+          assert.equal(l.leaseUntil, T0 + 10 * SECOND);
+        }
+        const listed = (await store.shardList()).filter((l) => l.owner !== null);
+        assert.deepEqual(
+          listed.map((l) => [l.shard, l.owner, l.leaseUntil]).sort((x, y) => (x[0] as number) - (y[0] as number)),
+          [
+            [0, "a", T0 + 10 * SECOND],
+            [1, "a", T0 + 10 * SECOND],
+            [2, "a", T0 + 10 * SECOND],
+          ],
+        );
+      });
+
+      storeTest("does not take a shard owned by another live owner", async (store) => {
+        const [a] = await store.shardAcquire({ owner: "a", shards: [5], leaseMs: 10 * SECOND, now: T0 });
+        assert.ok(a);
+        const b = await store.shardAcquire({ owner: "b", shards: [5, 6], leaseMs: 10 * SECOND, now: T0 + 9 * SECOND });
+        assert.deepEqual(b.filter((l) => l.owner === "b").map((l) => l.shard), [6]);
+        const five = (await store.shardList()).find((l) => l.shard === 5);
+        assert.deepEqual(five, { shard: 5, owner: "a", epoch: a.epoch, leaseUntil: T0 + 10 * SECOND });
+      });
+
+      storeTest("takes over a shard whose owner's lease expired, with a higher epoch", async (store) => {
+        const [a] = await store.shardAcquire({ owner: "a", shards: [7], leaseMs: 10 * SECOND, now: T0 });
+        assert.ok(a);
+        const b = await store.shardAcquire({ owner: "b", shards: [7], leaseMs: 10 * SECOND, now: T0 + 10 * SECOND + 1 });
+        const taken = b.find((l) => l.shard === 7);
+        assert.ok(taken);
+        assert.equal(taken.owner, "b");
+        assert.ok(taken.epoch > a.epoch, `epoch ${taken.epoch} > ${a.epoch}`);
+        assert.equal(taken.leaseUntil, T0 + 20 * SECOND + 1);
+        assert.deepEqual((await store.shardList()).find((l) => l.shard === 7), taken);
+        // The old owner cannot take it back while b's lease lives.
+        const back = await store.shardAcquire({ owner: "a", shards: [7], leaseMs: 10 * SECOND, now: T0 + 11 * SECOND });
+        assert.deepEqual(back.filter((l) => l.owner === "a"), []);
+      });
+
+      storeTest("re-acquiring by the same owner renews the lease without bumping the epoch", async (store) => {
+        const [first] = await store.shardAcquire({ owner: "a", shards: [9], leaseMs: 10 * SECOND, now: T0 });
+        assert.ok(first);
+        const [renewed] = await store.shardAcquire({ owner: "a", shards: [9], leaseMs: 10 * SECOND, now: T0 + 5 * SECOND });
+        assert.deepEqual(renewed, { shard: 9, owner: "a", epoch: first.epoch, leaseUntil: T0 + 15 * SECOND });
+        assert.deepEqual((await store.shardList()).find((l) => l.shard === 9), renewed);
+      });
+
+      storeTest("epochs keep growing across changes of owner", async (store) => {
+        const epochs: number[] = [];
+        let now = T0;
+        for (const owner of ["a", "b", "a", "c"]) {
+          const [l] = await store.shardAcquire({ owner, shards: [3], leaseMs: SECOND, now });
+          assert.ok(l && l.owner === owner);
+          epochs.push(l.epoch);
+          now += 2 * SECOND;
+        }
+        for (let i = 1; i < epochs.length; i++) assert.ok(epochs[i]! > epochs[i - 1]!, `epochs grow: ${epochs.join(", ")}`);
+      });
+    });
+
+    describe("poolCounts", () => {
+      async function scenario(store: Store): Promise<void> {
+        const epochs = await acquireAll(store, "n1");
+        // t1/p1: one pending (retry later), one running, one queued, one succeeded, one cancelled.
+        const pending = await readyExecution(store, epochs);
+        await leaseOne(store, T0, { tenantId: "t1" });
+        await store.executionFailMany({ items: [fail({ executionId: pending.executionId, tenantId: "t1", attempt: 1 })], now: T0, plan: retryAt(T0 + 10 * MINUTE) });
+        const running = await readyExecution(store, epochs);
+        assert.equal((await leaseOne(store, T0, { tenantId: "t1" })).executionId, running.executionId);
+        const done = await readyExecution(store, epochs);
+        assert.equal((await leaseOne(store, T0, { tenantId: "t1" })).executionId, done.executionId);
+        await store.executionCompleteMany({ items: [{ executionId: done.executionId, tenantId: "t1", attempt: 1 }], now: T0 });
+        const cancelled = await readyExecution(store, epochs);
+        const cj = await getJob(store, cancelled.nj);
+        await store.jobTransition({ tenantId: "t1", jobId: cj.jobId, fromVersion: cj.version, state: "CANCELLED", due: null, cancelExecutions: true, now: T0 });
+        await readyExecution(store, epochs); // queued
+        // t2/p1: one queued. t1/p2: two queued.
+        await readyExecution(store, epochs, { tenantId: "t2" });
+        await readyExecution(store, epochs, { target: { type: "queue", pool: "p2" } });
+        await readyExecution(store, epochs, { target: { type: "queue", pool: "p2" } });
+      }
+
+      storeTest("counts pending (readyAt > now), queued (readyAt <= now) and running per tenant and pool", async (store) => {
+        await scenario(store);
+        const rows = await store.poolCounts({ now: T0 + SECOND });
+        assert.deepEqual(countsOf(rows, "t1", "p1"), { pending: 1, queued: 1, running: 1 });
+        assert.deepEqual(countsOf(rows, "t2", "p1"), { pending: 0, queued: 1, running: 0 });
+        assert.deepEqual(countsOf(rows, "t1", "p2"), { pending: 0, queued: 2, running: 0 });
+        assert.equal(nonZero(rows).length, 3);
+        // Once the retry is due it counts as queued.
+        assert.deepEqual(countsOf(await store.poolCounts({ now: T0 + 10 * MINUTE }), "t1", "p1"), { pending: 0, queued: 2, running: 1 });
+      });
+
+      storeTest("filters by tenant and by pool", async (store) => {
+        await scenario(store);
+        const t1 = nonZero(await store.poolCounts({ tenantId: "t1", now: T0 + SECOND }));
+        assert.deepEqual(t1.map((r) => `${r.tenantId}/${r.pool}`).sort(), ["t1/p1", "t1/p2"]);
+        const p1 = nonZero(await store.poolCounts({ pool: "p1", now: T0 + SECOND }));
+        assert.deepEqual(p1.map((r) => `${r.tenantId}/${r.pool}`).sort(), ["t1/p1", "t2/p1"]);
+        const both = await store.poolCounts({ tenantId: "t2", pool: "p1", now: T0 + SECOND });
+        assert.deepEqual(nonZero(both).map((r) => `${r.tenantId}/${r.pool}`), ["t2/p1"]);
+        assert.deepEqual(countsOf(both, "t2", "p1"), { pending: 0, queued: 1, running: 0 });
+        assert.deepEqual(nonZero(await store.poolCounts({ pool: "nope", now: T0 })), []);
+      });
+
+      storeTest("an empty store counts nothing", async (store) => {
+        assert.deepEqual(nonZero(await store.poolCounts({ now: T0 })), []);
+      });
+    });
+  });
+}

@@ -1,0 +1,60 @@
+// Shared test helpers: a real server on an ephemeral loopback port with its
+// own SQLite file, and waiting on conditions instead of sleeping.
+
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startServer, type RunningServer, type ServerOptions } from "../src/server/index.js";
+import { DuetimeClient } from "../src/sdk/client.js";
+
+export interface TestServer {
+  server: RunningServer;
+  url: string;
+  client: DuetimeClient;
+  dir: string;
+  close(): Promise<void>;
+}
+
+export async function startTestServer(options: Partial<ServerOptions> = {}): Promise<TestServer> {
+  const dir = mkdtempSync(join(tmpdir(), "duetime-it-"));
+  const server = await startServer({
+    host: "127.0.0.1",
+    port: 0,
+    store: `sqlite:${join(dir, "duetime.db")}`,
+    logLevel: "silent",
+    ...options,
+  });
+  const client = new DuetimeClient({ url: server.url, retries: 0 });
+  return {
+    server,
+    url: server.url,
+    client,
+    dir,
+    async close() {
+      await client.close();
+      await server.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Polls until check() returns a truthy value; fails with the message after timeoutMs. */
+export async function waitFor<T>(check: () => Promise<T> | T, message: string, timeoutMs = 20_000): Promise<NonNullable<T>> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value as NonNullable<T>;
+    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for: ${message}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export const queueJob = (pool: string, extra: Record<string, unknown> = {}) => ({
+  name: "test-job",
+  target: { type: "queue" as const, pool },
+  payload: { hello: "world" },
+  schedule: { delaySeconds: 0 },
+  ...extra,
+});
