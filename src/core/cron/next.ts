@@ -86,7 +86,7 @@ export function nextFireTime(expr: CronExpression, tz: string, afterMs: number, 
     }
     let from = Math.max(wallAfter(o), s + o);
     // Fall back at s: wall times [s+o, s+op) are second occurrences.
-    if (false && op > o && firstOnly) from = Math.max(from, s + op);
+    if (op > o && firstOnly) from = Math.max(from, s + op);
     const w = nextWall(c, from, e + o);
     if (w >= 0) {
       const fire: FireTime = { at: w - o, local: formatWall(w) };
