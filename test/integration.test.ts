@@ -311,8 +311,8 @@ test("bad input answers 400 naming the field and changes no other job", async ()
     assert.equal(big.status, 413);
     assert.equal(((await big.json()) as { error: { code: string } }).error.code, "PAYLOAD_TOO_LARGE");
     assert.equal((await apiError(t.client.getJob("nope"))).status, 404);
-    const after = await t.client.getJob(keep.jobId);
-    assert.deepEqual(after, { ...keep, created: undefined } as never);
+    const { created: _created, ...kept } = keep;
+    assert.deepEqual(await t.client.getJob(keep.jobId), kept);
     assert.equal((await t.client.listJobs()).items.length, 1);
   } finally {
     await t.close();

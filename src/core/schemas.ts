@@ -612,10 +612,59 @@ export const previewResponse = {
   properties: { times: { type: "array", items: dateTime } },
 } as const;
 
-export const pageResponse = {
+export const auditPageResponse = {
   type: "object",
   required: ["items", "nextCursor"],
-  properties: { items: { type: "array", items: { type: "object", additionalProperties: true } }, nextCursor: { type: ["string", "null"] } },
+  properties: {
+    items: {
+      type: "array",
+      items: {
+        type: "object",
+        required: ["at", "actor", "action", "subject"],
+        properties: {
+          at: dateTime,
+          actor: { type: "string" },
+          action: { type: "string" },
+          subject: { type: "string" },
+          details: anyJson,
+        },
+      },
+    },
+    nextCursor: { type: ["string", "null"] },
+  },
+} as const;
+
+export const clusterResponse = {
+  type: "object",
+  required: ["nodes", "shards"],
+  properties: {
+    nodes: {
+      type: "array",
+      items: {
+        type: "object",
+        required: ["nodeId", "address", "shards", "lastHeartbeatAt"],
+        properties: {
+          nodeId: { type: "string" },
+          address: { type: ["string", "null"] },
+          shards: { type: "array", items: { type: "integer" } },
+          lastHeartbeatAt: dateTime,
+        },
+      },
+    },
+    shards: {
+      type: "array",
+      items: {
+        type: "object",
+        required: ["shard", "owner", "epoch", "leaseUntil"],
+        properties: {
+          shard: { type: "integer" },
+          owner: { type: ["string", "null"] },
+          epoch: { type: "integer" },
+          leaseUntil: dateTime,
+        },
+      },
+    },
+  },
 } as const;
 
 export const statusResponse = {

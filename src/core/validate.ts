@@ -12,7 +12,7 @@
 import AjvModule, { type ErrorObject, type Options, type ValidateFunction } from "ajv";
 import addFormatsModule from "ajv-formats";
 import type { BatchCreateItem, BatchCreateResult } from "./api.js";
-import { DuetimeError, invalidArgument } from "./errors.js";
+import { DuetimeError, invalidArgument, notFound } from "./errors.js";
 import {
   HEADER_NAME_PATTERN,
   HEADER_VALUE_PATTERN,
@@ -69,6 +69,15 @@ function compile(schema: JsonSchema, part: RequestPart): ValidateFunction {
   return fn;
 }
 
+/**
+ * Id path parameters: the contract answers a malformed id like an unknown one
+ * (404 NOT_FOUND), so the HTTP server and the embedded client agree.
+ */
+const ID_PARAMS: Partial<Record<SchemaId, { name: string; what: string }>> = {
+  jobIdParams: { name: "jobId", what: "job" },
+  executionIdParams: { name: "executionId", what: "execution" },
+};
+
 /** Cross-field rules ajv cannot word well; run after the schema passed. */
 const REFINEMENTS: Partial<Record<SchemaId, (value: unknown, path: string) => void>> = {
   createJobBody: checkJobSpec,
@@ -78,7 +87,8 @@ const REFINEMENTS: Partial<Record<SchemaId, (value: unknown, path: string) => vo
 /**
  * Validates value against a schema of core/schemas.ts (by id) or any schema
  * object, and returns it (for "query": a copy with numbers coerced). Throws
- * DuetimeError INVALID_ARGUMENT naming the dotted field.
+ * DuetimeError INVALID_ARGUMENT naming the dotted field, except for a
+ * malformed jobId or executionId parameter, which is NOT_FOUND.
  */
 export function validate<T = unknown>(
   schema: SchemaId | JsonSchema,
@@ -96,6 +106,11 @@ export function validate<T = unknown>(
   const data = part === "query" && isPlainRecord(value) ? { ...value } : value;
   const fn = compile(schemaObject, part);
   if (!fn(data)) {
+    const idParam = typeof schema === "string" && part === "params" ? ID_PARAMS[schema] : undefined;
+    if (idParam) {
+      const id = isPlainRecord(data) ? data[idParam.name] : undefined;
+      throw notFound(idParam.what, typeof id === "string" ? id : String(id));
+    }
     const first = fn.errors?.[0];
     throw first ? ajvErrorToDuetime(first, part, path) : invalidArgument(path || part, "is invalid");
   }

@@ -20,6 +20,15 @@ export interface LeaseParams {
   /** Extra time past timeoutSeconds before the reaper may end the attempt. */
   graceMs?: number;
   signal?: AbortSignal;
+  /** Finished attempts to acknowledge in the same transaction as the first lease. */
+  complete?: CompleteInput[];
+  fail?: FailInput[];
+}
+
+export interface LeaseResult {
+  completed: AckOutcome[];
+  failed: AckOutcome[];
+  leased: LeasedRow[];
 }
 
 export interface ExecutorOptions {
@@ -82,35 +91,42 @@ export class Executor {
     }
   }
 
-  async lease(p: LeaseParams): Promise<LeasedRow[]> {
+  async lease(p: LeaseParams): Promise<LeaseResult> {
     const end = this.clock.now() + p.waitMs;
-    for (;;) {
-      const now = this.clock.now();
-      const rows = await this.store.executionLease({
-        ...(p.tenantId !== undefined ? { tenantId: p.tenantId } : {}),
-        pool: p.pool,
-        workerId: p.workerId,
-        max: p.max,
-        leaseMs: p.leaseMs,
-        graceMs: p.graceMs ?? 0,
-        now,
-      });
-      if (rows.length > 0) {
-        for (const r of rows) {
-          this.events.emit("execution:leased", {
-            executionId: r.executionId,
-            tenantId: r.tenantId,
-            pool: p.pool,
-            attempt: r.attempt,
-            startLagMs: now - r.scheduledFor,
-          });
-        }
-        return rows;
-      }
+    const base = {
+      ...(p.tenantId !== undefined ? { tenantId: p.tenantId } : {}),
+      pool: p.pool,
+      workerId: p.workerId,
+      max: p.max,
+      leaseMs: p.leaseMs,
+      graceMs: p.graceMs ?? 0,
+    };
+    const complete = p.complete ?? [];
+    const fail = p.fail ?? [];
+    // The first round acknowledges and leases in one transaction.
+    const first =
+      complete.length + fail.length > 0
+        ? await this.store.executionAckAndLease({ ...base, complete, fail, plan: this.planner, now: this.clock.now() })
+        : { completed: [], failed: [], leased: await this.store.executionLease({ ...base, now: this.clock.now() }) };
+    this.reportAcks(complete, first.completed, fail, first.failed);
+    let leased = first.leased;
+    while (leased.length === 0) {
       const left = end - this.clock.now();
-      if (left <= 0 || this.stopped || p.signal?.aborted) return [];
+      if (left <= 0 || this.stopped || p.signal?.aborted) break;
       await this.waitForWork(poolKey(p.tenantId, p.pool), Math.min(left, this.pollIntervalMs), p.signal);
+      leased = await this.store.executionLease({ ...base, now: this.clock.now() });
     }
+    const now = this.clock.now();
+    for (const r of leased) {
+      this.events.emit("execution:leased", {
+        executionId: r.executionId,
+        tenantId: r.tenantId,
+        pool: p.pool,
+        attempt: r.attempt,
+        startLagMs: now - r.scheduledFor,
+      });
+    }
+    return { completed: first.completed, failed: first.failed, leased };
   }
 
   private waitForWork(key: string, ms: number, signal?: AbortSignal): Promise<void> {
@@ -134,33 +150,40 @@ export class Executor {
   async complete(items: CompleteInput[]): Promise<AckOutcome[]> {
     if (items.length === 0) return [];
     const outcomes = await this.store.executionCompleteMany({ items, now: this.clock.now() });
-    outcomes.forEach((o, i) => {
-      const item = items[i]!;
-      if (o.status === "ok") this.events.emit("execution:succeeded", { executionId: item.executionId, tenantId: item.tenantId });
-      else if (o.status === "lost") this.events.emit("lease:lost", { executionId: item.executionId, attempt: item.attempt, call: "complete" });
-    });
+    this.reportAcks(items, outcomes, [], []);
     return outcomes;
   }
 
   async fail(items: FailInput[]): Promise<AckOutcome[]> {
     if (items.length === 0) return [];
-    const plan: FailurePlanner = (facts, item) => {
-      const decision = planFailure(
-        facts.retry,
-        { attempt: facts.attempt, errorClass: item.error.class ?? "transient", retryAfterSeconds: item.error.retryAfterSeconds },
-        this.random,
-      );
-      return decision.kind === "dead" ? { dead: true } : { retryAt: this.clock.now() + decision.delayMs };
-    };
-    const outcomes = await this.store.executionFailMany({ items, now: this.clock.now(), plan });
-    outcomes.forEach((o, i) => {
-      const item = items[i]!;
+    const outcomes = await this.store.executionFailMany({ items, now: this.clock.now(), plan: this.planner });
+    this.reportAcks([], [], items, outcomes);
+    return outcomes;
+  }
+
+  /** Decides, inside the fail transaction, what a failed attempt becomes (core/retry.ts). */
+  private readonly planner: FailurePlanner = (facts, item) => {
+    const decision = planFailure(
+      facts.retry,
+      { attempt: facts.attempt, errorClass: item.error.class ?? "transient", retryAfterSeconds: item.error.retryAfterSeconds },
+      this.random,
+    );
+    return decision.kind === "dead" ? { dead: true } : { retryAt: this.clock.now() + decision.delayMs };
+  };
+
+  private reportAcks(complete: CompleteInput[], completed: AckOutcome[], fail: FailInput[], failed: AckOutcome[]): void {
+    completed.forEach((o, i) => {
+      const item = complete[i]!;
+      if (o.status === "ok") this.events.emit("execution:succeeded", { executionId: item.executionId, tenantId: item.tenantId });
+      else if (o.status === "lost") this.events.emit("lease:lost", { executionId: item.executionId, attempt: item.attempt, call: "complete" });
+    });
+    failed.forEach((o, i) => {
+      const item = fail[i]!;
       if (o.status === "lost") this.events.emit("lease:lost", { executionId: item.executionId, attempt: item.attempt, call: "fail" });
       if (o.status !== "ok") return;
       this.events.emit("execution:failed", { executionId: item.executionId, tenantId: item.tenantId, state: o.state === "SUCCEEDED" ? "READY" : o.state });
       if (o.state === "READY" && o.readyAt !== undefined && o.pool) this.wakeAt(o.tenantId ?? item.tenantId, o.pool, o.readyAt);
     });
-    return outcomes;
   }
 
   /** Ends expired leases; returns how many. */

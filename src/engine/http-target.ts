@@ -79,7 +79,7 @@ export class HttpTargetRunner {
         continue;
       }
       try {
-        const rows = await this.options.executor.lease({
+        const { leased } = await this.options.executor.lease({
           pool: HTTP_POOL,
           workerId: this.options.nodeId,
           max: free,
@@ -88,7 +88,7 @@ export class HttpTargetRunner {
           waitMs: 5_000,
           signal: this.abort.signal,
         });
-        for (const row of rows) void this.execute(row);
+        for (const row of leased) void this.execute(row);
       } catch (error) {
         this.options.events.emit("error", { where: "http-target", error });
         await new Promise((r) => setTimeout(r, 500));

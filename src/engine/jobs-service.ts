@@ -373,8 +373,9 @@ export class JobsService implements Service {
   // ---- worker protocol --------------------------------------------------------------------
 
   async lease(ctx: RequestContext, pool: string, request: LeaseRequest): Promise<LeaseResponse> {
-    const acks = await this.acknowledge(ctx, request.complete ?? [], request.fail ?? []);
-    const rows = await this.o.executor.lease({
+    const complete = (request.complete ?? []).filter((i) => isExecutionId(i.executionId));
+    const fail = (request.fail ?? []).filter((i) => isExecutionId(i.executionId));
+    const result = await this.o.executor.lease({
       tenantId: ctx.tenantId,
       pool,
       workerId: request.workerId,
@@ -382,8 +383,10 @@ export class JobsService implements Service {
       leaseMs: (request.leaseSeconds ?? 30) * 1000,
       waitMs: (request.waitSeconds ?? 0) * 1000,
       ...(ctx.signal ? { signal: ctx.signal } : {}),
+      complete: complete.map((i) => ({ executionId: i.executionId, tenantId: ctx.tenantId, attempt: i.attempt, result: i.result })),
+      fail: fail.map((i) => ({ executionId: i.executionId, tenantId: ctx.tenantId, attempt: i.attempt, error: i.error })),
     });
-    const items = rows.map((r) => ({
+    const items = result.leased.map((r) => ({
       executionId: r.executionId,
       jobId: r.jobId,
       name: r.name,
@@ -393,12 +396,11 @@ export class JobsService implements Service {
       leaseUntil: toIso(r.leaseUntil),
       timeoutSeconds: r.timeoutSeconds,
     }));
-    return acks.length > 0 ? { items, acks } : { items };
-  }
-
-  private async acknowledge(ctx: RequestContext, complete: CompleteItem[], fail: FailItem[]): Promise<AckItem[]> {
-    const [c, f] = [await this.completeMany(ctx, complete), await this.failMany(ctx, fail)];
-    return [...c, ...f];
+    if (!request.complete?.length && !request.fail?.length) return { items };
+    return {
+      items,
+      acks: [...mergeAcks(request.complete ?? [], complete, result.completed), ...mergeAcks(request.fail ?? [], fail, result.failed)],
+    };
   }
 
   async heartbeat(ctx: RequestContext, executionId: string, request: HeartbeatRequest) {

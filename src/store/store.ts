@@ -109,6 +109,16 @@ export type AckOutcome =
   | { status: "lost" }
   | { status: "not_found" };
 
+export interface LeaseParams {
+  tenantId?: string;
+  pool: string;
+  workerId: string;
+  max: number;
+  leaseMs: number;
+  graceMs?: number;
+  now: number;
+}
+
 export interface ExecutionFacts {
   attempt: number;
   retry: RetryPolicy;
@@ -238,15 +248,15 @@ export interface Store {
    * where deadline = now + timeoutSeconds × 1000 + graceMs (default 0);
    * heartbeats never extend a lease past the deadline.
    */
-  executionLease(params: {
-    tenantId?: string;
-    pool: string;
-    workerId: string;
-    max: number;
-    leaseMs: number;
-    graceMs?: number;
-    now: number;
-  }): Promise<LeasedRow[]>;
+  executionLease(params: LeaseParams): Promise<LeasedRow[]>;
+  /**
+   * executionCompleteMany, executionFailMany and executionLease in one
+   * transaction: the lease call that acknowledges the last batch and fetches
+   * the next costs one commit.
+   */
+  executionAckAndLease(
+    params: LeaseParams & { complete: CompleteInput[]; fail: FailInput[]; plan: FailurePlanner },
+  ): Promise<{ completed: AckOutcome[]; failed: AckOutcome[]; leased: LeasedRow[] }>;
   /** Extends a live lease by leaseMs, or by the length granted at lease time. */
   executionHeartbeat(params: {
     tenantId: string;

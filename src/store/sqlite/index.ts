@@ -18,6 +18,7 @@ import type {
   FailInput,
   FailurePlanner,
   JobCreateOutcome,
+  LeaseParams,
   JobRecord,
   LeasedRow,
   LoadedDueEntry,
@@ -343,7 +344,19 @@ class SqliteStore implements Store {
     graceMs?: number;
     now: number;
   }): Promise<LeasedRow[]> {
-    return this.tx(() => {
+    return this.tx(() => this.leaseRows(p));
+  }
+
+  async executionAckAndLease(p: LeaseParams & { complete: CompleteInput[]; fail: FailInput[]; plan: FailurePlanner }) {
+    return this.tx(() => ({
+      completed: this.completeItems(p.complete, p.now),
+      failed: this.failItems(p.fail, p.now, p.plan),
+      leased: this.leaseRows(p),
+    }));
+  }
+
+  private leaseRows(p: LeaseParams): LeasedRow[] {
+    {
       const pick =
         p.tenantId === undefined
           ? "SELECT id FROM executions WHERE pool = @pool AND state = 'READY' AND ready_at <= @now ORDER BY priority DESC, ready_at, id LIMIT @max"
@@ -377,7 +390,7 @@ class SqliteStore implements Store {
         timeoutSeconds: (r.timeout_ms as number) / 1000,
         target: parse(r.target),
       }));
-    });
+    }
   }
 
   async executionHeartbeat(p: { tenantId: string; executionId: string; attempt: number; leaseMs?: number; now: number }) {
@@ -395,8 +408,11 @@ class SqliteStore implements Store {
   }
 
   async executionCompleteMany({ items, now }: { items: CompleteInput[]; now: number }): Promise<AckOutcome[]> {
-    return this.tx(() =>
-      items.map((item): AckOutcome => {
+    return this.tx(() => this.completeItems(items, now));
+  }
+
+  private completeItems(items: CompleteInput[], now: number): AckOutcome[] {
+    return items.map((item): AckOutcome => {
         const row = this.q(
           `UPDATE executions SET state = 'SUCCEEDED', finished_at = @now, result = @result, lease_until = NULL
            WHERE id = @id AND tenant_id = @tenant AND attempt = @attempt AND state = 'RUNNING' AND lease_until >= @now
@@ -411,8 +427,7 @@ class SqliteStore implements Store {
         if (!e) return { status: "not_found" };
         if (e.state === "SUCCEEDED" && e.attempt === item.attempt) return { status: "ok", state: "SUCCEEDED" };
         return { status: "lost" };
-      }),
-    );
+    });
   }
 
   private finishAttempt(executionId: string, attempt: number, state: string, now: number, error: ErrorRecord | null): void {
@@ -438,8 +453,12 @@ class SqliteStore implements Store {
     now: number;
     plan: FailurePlanner;
   }): Promise<AckOutcome[]> {
-    return this.tx(() =>
-      p.items.map((item): AckOutcome => {
+    return this.tx(() => this.failItems(p.items, p.now, p.plan));
+  }
+
+  private failItems(items: FailInput[], now: number, plan: FailurePlanner): AckOutcome[] {
+    const p = { now, plan };
+    return items.map((item): AckOutcome => {
         const e = this.q("SELECT * FROM executions WHERE id = ? AND tenant_id = ?").get(item.executionId, item.tenantId) as Row | undefined;
         if (!e) return { status: "not_found" };
         const live = e.state === "RUNNING" && e.attempt === item.attempt && (e.lease_until as number) >= p.now;
@@ -472,8 +491,7 @@ class SqliteStore implements Store {
         ).run(decision.retryAt, json(item.error), item.executionId);
         this.finishAttempt(item.executionId, item.attempt, item.timedOut ? "TIMED_OUT" : "FAILED", p.now, item.error);
         return { status: "ok", state: "READY", readyAt: decision.retryAt, pool, tenantId: item.tenantId };
-      }),
-    );
+    });
   }
 
   /** A job cancelled while its attempt ran: the execution ends, it is not retried. */

@@ -1,0 +1,297 @@
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { DuetimeError } from "./errors.js";
+import { REQUEST_SCHEMAS, type SchemaId } from "./schemas.js";
+import { pointerToDotted, validate, validateBatch, type RequestPart } from "./validate.js";
+
+const JOB = {
+  name: "send-reminder",
+  target: { type: "http", url: "https://example.test/hook", method: "POST", headers: { "x-a": "b" } },
+  payload: { any: "json" },
+  schedule: { runAt: "2026-10-16T09:00:00Z" },
+  retry: { maxAttempts: 5, backoffSeconds: 10, maxBackoffSeconds: 3600 },
+  timeoutSeconds: 300,
+  priority: 0,
+};
+
+/** A copy of JOB with `patch` applied at a dotted path (undefined deletes). */
+function job(path: string, value: unknown): Record<string, unknown> {
+  const copy = structuredClone(JOB) as Record<string, unknown>;
+  const keys = path.split(".");
+  let node = copy as Record<string, unknown>;
+  for (const k of keys.slice(0, -1)) node = node[k] as Record<string, unknown>;
+  const last = keys.at(-1) as string;
+  if (value === undefined) delete node[last];
+  else node[last] = value;
+  return copy;
+}
+
+function failure(fn: () => unknown): DuetimeError {
+  try {
+    fn();
+  } catch (err) {
+    assert.ok(err instanceof DuetimeError, `expected a DuetimeError, got ${String(err)}`);
+    return err;
+  }
+  assert.fail("expected validation to fail");
+}
+
+interface Case {
+  schema: SchemaId;
+  part?: RequestPart;
+  value: unknown;
+  field: string;
+  message?: RegExp;
+}
+
+const cases: Case[] = [
+  // job spec: types, missing and unknown fields
+  { schema: "createJobBody", value: job("name", 5), field: "name", message: /must be a string/ },
+  { schema: "createJobBody", value: job("name", ""), field: "name", message: /must not be empty/ },
+  { schema: "createJobBody", value: job("name", "x".repeat(201)), field: "name", message: /at most 200/ },
+  { schema: "createJobBody", value: job("name", undefined), field: "name", message: /^name: is required$/ },
+  { schema: "createJobBody", value: job("target", undefined), field: "target", message: /is required/ },
+  { schema: "createJobBody", value: { ...JOB, extra: 1 }, field: "extra", message: /^extra: unknown field$/ },
+  { schema: "createJobBody", value: "job", field: "body", message: /must be an object, got a string/ },
+  { schema: "createJobBody", value: null, field: "body", message: /must be an object, got null/ },
+  { schema: "createJobBody", value: [JOB], field: "body", message: /got an array/ },
+  // target
+  { schema: "createJobBody", value: job("target", { type: "ftp", url: "ftp://x" }), field: "target.type", message: /"http", "queue"/ },
+  { schema: "createJobBody", value: job("target", { url: "https://x.test" }), field: "target.type", message: /is required/ },
+  { schema: "createJobBody", value: job("target", "https://x.test"), field: "target", message: /must be an object/ },
+  { schema: "createJobBody", value: job("target.url", "ftp://x.test/a"), field: "target.url", message: /http or https/ },
+  { schema: "createJobBody", value: job("target.url", "http://exa mple.test"), field: "target.url", message: /URL/ },
+  { schema: "createJobBody", value: job("target.url", `https://x.test/${"a".repeat(2048)}`), field: "target.url", message: /at most 2048/ },
+  { schema: "createJobBody", value: job("target.method", "post"), field: "target.method", message: /one of "GET"/ },
+  { schema: "createJobBody", value: job("target.pool", "emails"), field: "target.pool", message: /unknown field/ },
+  { schema: "createJobBody", value: job("target.headers", { "x-a": "" }), field: "target.headers.x-a", message: /must not be empty/ },
+  { schema: "createJobBody", value: job("target.headers", { "x-a": 1 }), field: "target.headers.x-a", message: /must be a string/ },
+  { schema: "createJobBody", value: job("target.headers", { "x-a": "a\r\nx: y" }), field: "target.headers.x-a", message: /control/ },
+  { schema: "createJobBody", value: job("target.headers", { "bad name": "v" }), field: "target.headers.bad name", message: /header name/ },
+  { schema: "createJobBody", value: job("target", { type: "queue", pool: "" }), field: "target.pool", message: /must not be empty/ },
+  { schema: "createJobBody", value: job("target", { type: "queue", pool: "a/b" }), field: "target.pool", message: /letters, digits/ },
+  { schema: "createJobBody", value: job("target", { type: "queue", pool: "p", url: "x" }), field: "target.url", message: /unknown field/ },
+  // schedule
+  { schema: "createJobBody", value: job("schedule", { cronn: "* * * * *" }), field: "schedule.cronn", message: /^schedule\.cronn: unknown field$/ },
+  { schema: "createJobBody", value: job("schedule", {}), field: "schedule", message: /one of runAt, delaySeconds or cron/ },
+  { schema: "createJobBody", value: job("schedule", { runAt: "tomorrow" }), field: "schedule.runAt", message: /RFC 3339/ },
+  { schema: "createJobBody", value: job("schedule", { runAt: "2026-10-16T09:00:00" }), field: "schedule.runAt", message: /RFC 3339/ },
+  { schema: "createJobBody", value: job("schedule", { runAt: "2026-02-30T09:00:00Z" }), field: "schedule.runAt" },
+  { schema: "createJobBody", value: job("schedule", { runAt: 1760605200000 }), field: "schedule.runAt", message: /must be a string/ },
+  { schema: "createJobBody", value: job("schedule", { delaySeconds: -1 }), field: "schedule.delaySeconds", message: /between 0 and/ },
+  { schema: "createJobBody", value: job("schedule", { delaySeconds: 315_576_001 }), field: "schedule.delaySeconds" },
+  { schema: "createJobBody", value: job("schedule", { delaySeconds: "30" }), field: "schedule.delaySeconds", message: /must be a number/ },
+  { schema: "createJobBody", value: job("schedule", { runAt: "2026-10-16T09:00:00Z", delaySeconds: 5 }), field: "schedule.delaySeconds", message: /exactly one/ },
+  { schema: "createJobBody", value: job("schedule", { delaySeconds: 5, cron: "* * * * *" }), field: "schedule.cron", message: /exactly one/ },
+  { schema: "createJobBody", value: job("schedule", { delaySeconds: 5, tz: "UTC" }), field: "schedule.tz", message: /only allowed with schedule.cron/ },
+  { schema: "createJobBody", value: job("schedule", { runAt: "2026-10-16T09:00:00Z", misfire: "skip" }), field: "schedule.misfire" },
+  { schema: "createJobBody", value: job("schedule", { cron: "" }), field: "schedule.cron", message: /must not be empty/ },
+  { schema: "createJobBody", value: job("schedule", { cron: "* * * * *", jitterSeconds: 86_401 }), field: "schedule.jitterSeconds", message: /between 0 and 86400/ },
+  { schema: "createJobBody", value: job("schedule", { cron: "* * * * *", misfire: "later" }), field: "schedule.misfire", message: /"run_once", "skip", "catch_up"/ },
+  { schema: "createJobBody", value: job("schedule", { cron: "* * * * *", overlap: "never" }), field: "schedule.overlap" },
+  { schema: "createJobBody", value: job("schedule", { cron: "* * * * *", endAt: "soon" }), field: "schedule.endAt" },
+  { schema: "createJobBody", value: job("schedule", { cron: "* * * * *", dst: { gap: "jump" } }), field: "schedule.dst.gap" },
+  { schema: "createJobBody", value: job("schedule", { cron: "* * * * *", dst: { fold: "first" } }), field: "schedule.dst.fold", message: /unknown field/ },
+  // retry, timeout, priority
+  { schema: "createJobBody", value: job("retry.maxAttempts", 0), field: "retry.maxAttempts", message: /between 1 and 1000/ },
+  { schema: "createJobBody", value: job("retry.maxAttempts", 1001), field: "retry.maxAttempts" },
+  { schema: "createJobBody", value: job("retry.maxAttempts", 2.5), field: "retry.maxAttempts", message: /must be an integer/ },
+  { schema: "createJobBody", value: job("retry.backoffSeconds", 86_401), field: "retry.backoffSeconds" },
+  { schema: "createJobBody", value: job("retry.backoffSeconds", -1), field: "retry.backoffSeconds" },
+  { schema: "createJobBody", value: job("retry", { backoffSeconds: 60, maxBackoffSeconds: 30 }), field: "retry.maxBackoffSeconds", message: /at least retry.backoffSeconds/ },
+  { schema: "createJobBody", value: job("retry.jitter", 1), field: "retry.jitter", message: /unknown field/ },
+  { schema: "createJobBody", value: job("timeoutSeconds", 0), field: "timeoutSeconds", message: /between 1 and 86400/ },
+  { schema: "createJobBody", value: job("timeoutSeconds", 86_401), field: "timeoutSeconds" },
+  { schema: "createJobBody", value: job("priority", 101), field: "priority", message: /between -100 and 100/ },
+  { schema: "createJobBody", value: job("priority", -101), field: "priority" },
+  { schema: "createJobBody", value: job("priority", 0.5), field: "priority", message: /integer/ },
+  // headers
+  { schema: "createJobHeaders", part: "headers", value: { "idempotency-key": "k".repeat(256) }, field: "Idempotency-Key", message: /at most 255/ },
+  { schema: "createJobHeaders", part: "headers", value: { "idempotency-key": "" }, field: "Idempotency-Key" },
+  // batch item (index prefix is added by validateBatch)
+  { schema: "batchItem", value: { ...JOB, idempotencyKey: "" }, field: "idempotencyKey" },
+  // worker protocol
+  { schema: "leaseBody", value: {}, field: "workerId", message: /is required/ },
+  { schema: "leaseBody", value: { workerId: "w", max: 0 }, field: "max", message: /between 1 and 1000/ },
+  { schema: "leaseBody", value: { workerId: "w", max: 1001 }, field: "max" },
+  { schema: "leaseBody", value: { workerId: "w", leaseSeconds: 3601 }, field: "leaseSeconds" },
+  { schema: "leaseBody", value: { workerId: "w", leaseSeconds: 0 }, field: "leaseSeconds" },
+  { schema: "leaseBody", value: { workerId: "w", waitSeconds: 61 }, field: "waitSeconds", message: /between 0 and 60/ },
+  { schema: "leaseBody", value: { workerId: "w", complete: [{ executionId: "e1", attempt: "1" }] }, field: "complete.0.attempt" },
+  { schema: "leaseBody", value: { workerId: "w", fail: [{ executionId: "e1", attempt: 1 }] }, field: "fail.0.error", message: /is required/ },
+  { schema: "leaseBody", value: { workerId: "w", fail: [{ executionId: "e1", attempt: 1, error: { message: "x", class: "fatal" } }] }, field: "fail.0.error.class" },
+  { schema: "heartbeatBody", value: {}, field: "attempt", message: /is required/ },
+  { schema: "heartbeatBody", value: { attempt: 0 }, field: "attempt" },
+  { schema: "heartbeatBody", value: { attempt: 1, leaseSeconds: 0 }, field: "leaseSeconds" },
+  { schema: "completeBody", value: { attempt: "1" }, field: "attempt", message: /must be an integer, got a string/ },
+  { schema: "completeBody", value: { attempt: 1, results: {} }, field: "results", message: /unknown field/ },
+  { schema: "failBody", value: { attempt: 1, error: {} }, field: "error.message", message: /is required/ },
+  { schema: "failBody", value: { attempt: 1, error: { message: "x", retryAfterSeconds: -1 } }, field: "error.retryAfterSeconds" },
+  { schema: "completeManyBody", value: { items: [] }, field: "items", message: /at least 1 item/ },
+  { schema: "completeManyBody", value: { items: [{ executionId: "e1", attempt: 1 }, { executionId: "e1", attempt: 1 }, { executionId: "a b", attempt: 1 }] }, field: "items.2.executionId", message: /letters, digits/ },
+  { schema: "failManyBody", value: {}, field: "items" },
+  // querystrings (strings, coerced)
+  { schema: "listJobsQuery", part: "query", value: { limit: "0" }, field: "limit", message: /between 1 and 500/ },
+  { schema: "listJobsQuery", part: "query", value: { limit: "501" }, field: "limit" },
+  { schema: "listJobsQuery", part: "query", value: { limit: "abc" }, field: "limit", message: /integer/ },
+  { schema: "listJobsQuery", part: "query", value: { limit: "" }, field: "limit" },
+  { schema: "listJobsQuery", part: "query", value: { cursor: "" }, field: "cursor" },
+  { schema: "listJobsQuery", part: "query", value: { cursor: ["a", "b"] }, field: "cursor", message: /got an array/ },
+  { schema: "listJobsQuery", part: "query", value: { state: "RUNNING" }, field: "state" },
+  { schema: "listJobsQuery", part: "query", value: { sort: "name" }, field: "sort", message: /unknown field/ },
+  { schema: "pageQuery", part: "query", value: { limit: "1.5" }, field: "limit" },
+  { schema: "previewQuery", part: "query", value: {}, field: "cron", message: /is required/ },
+  { schema: "previewQuery", part: "query", value: { cron: "* * * * *", count: "1001" }, field: "count" },
+  { schema: "previewQuery", part: "query", value: { cron: "* * * * *", from: "now" }, field: "from" },
+  // params
+  { schema: "poolParams", part: "params", value: { pool: "a b" }, field: "pool" },
+];
+
+describe("validate: field paths and messages", () => {
+  for (const c of cases) {
+    const label = `${c.schema} → ${c.field}${c.message ? ` ${c.message}` : ""}`;
+    test(label, () => {
+      const err = failure(() => validate(c.schema, c.value, c.part ?? "body"));
+      assert.equal(err.code, "INVALID_ARGUMENT");
+      assert.equal(err.status, 400);
+      assert.equal(err.details?.field, c.field, err.message);
+      assert.ok(err.message.startsWith(`${c.field}: `), err.message);
+      if (c.message) assert.match(err.message, c.message);
+    });
+  }
+});
+
+describe("validate: valid input", () => {
+  test("the contract's example job passes unchanged (no defaults, nothing removed)", () => {
+    const input = structuredClone(JOB);
+    const out = validate("createJobBody", input);
+    assert.deepEqual(out, JOB);
+    assert.equal(out, input);
+  });
+
+  test("each schedule variant and each target type passes", () => {
+    const variants = [
+      { runAt: "2026-10-16T09:00:00+01:00" },
+      { runAt: "2026-10-16T09:00:00.123Z" },
+      { delaySeconds: 0 },
+      { delaySeconds: 1.5 },
+      {
+        cron: "0 9 * * MON-FRI",
+        tz: "Europe/London",
+        jitterSeconds: 300,
+        misfire: "catch_up",
+        overlap: "forbid",
+        startAt: "2026-01-01T00:00:00Z",
+        endAt: "2027-01-01T00:00:00Z",
+        dst: { gap: "skip", overlap: "both" },
+      },
+    ];
+    for (const schedule of variants) validate("createJobBody", { ...JOB, schedule });
+    validate("createJobBody", { name: "q", target: { type: "queue", pool: "emails.v2~x_y-z" }, schedule: { delaySeconds: 0 } });
+  });
+
+  test("payload is free-form: any JSON value, any keys", () => {
+    for (const payload of [null, 1, "s", [1, { a: 2 }], { unknown: { deep: true } }]) {
+      validate("createJobBody", { ...JOB, payload });
+    }
+  });
+
+  test("error records keep extra keys; results are free-form", () => {
+    validate("failBody", { attempt: 1, error: { message: "x", class: "throttled", retryAfterSeconds: 5, httpStatus: 429 } });
+    validate("completeBody", { attempt: 1, result: [1, "two", { three: 3 }] });
+  });
+
+  test("querystrings coerce numbers into a copy; the caller's object is untouched", () => {
+    const raw = { limit: "20", cursor: "abc", state: "PAUSED", name: "n" };
+    const out = validate<Record<string, unknown>>("listJobsQuery", raw, "query");
+    assert.deepEqual(out, { limit: 20, cursor: "abc", state: "PAUSED", name: "n" });
+    assert.equal(raw.limit, "20");
+  });
+
+  test("bodies are never coerced", () => {
+    const err = failure(() => validate("heartbeatBody", { attempt: "1" }));
+    assert.equal(err.details?.field, "attempt");
+  });
+
+  test("headers pass other headers through", () => {
+    validate("createJobHeaders", { "idempotency-key": "k".repeat(255), host: "x", "content-type": "application/json" }, "headers");
+  });
+
+  test("an absent body is named", () => {
+    const err = failure(() => validate("createJobBody", undefined, "body"));
+    assert.equal(err.details?.field, "body");
+    assert.match(err.message, /is required/);
+  });
+
+  test("a schema object can be passed instead of an id", () => {
+    assert.deepEqual(validate({ type: "object", properties: { n: { type: "integer" } } }, { n: "3" }, "query"), { n: 3 });
+  });
+
+  test("every request schema compiles in strict mode", () => {
+    for (const id of Object.keys(REQUEST_SCHEMAS) as SchemaId[]) {
+      try {
+        validate(id, {}, id.endsWith("Query") ? "query" : id.endsWith("Params") ? "params" : id.endsWith("Headers") ? "headers" : "body");
+      } catch (err) {
+        assert.ok(err instanceof DuetimeError, `${id}: ${String(err)}`);
+      }
+    }
+  });
+});
+
+describe("validateBatch", () => {
+  const ok = { name: "a", target: { type: "queue", pool: "p" }, schedule: { delaySeconds: 0 } };
+
+  test("bad jobs answer per item with jobs.<i>.<field>; good ones go ahead, in order", () => {
+    const checked = validateBatch({ jobs: [ok, job("target.url", 5), { ...ok, idempotencyKey: "k1" }, "nope"] });
+    assert.equal(checked.valid.length, 2);
+    assert.equal(checked.valid[1]?.idempotencyKey, "k1");
+    const merged = checked.merge([
+      { jobId: "j0", nextRunAt: null, created: true },
+      { jobId: "j2", nextRunAt: null, created: false },
+    ]);
+    assert.deepEqual(merged[0], { jobId: "j0", nextRunAt: null, created: true });
+    assert.deepEqual(merged[1], {
+      error: { code: "INVALID_ARGUMENT", message: "jobs.1.target.url: must be a string, got an integer", details: { field: "jobs.1.target.url" } },
+    });
+    assert.deepEqual(merged[2], { jobId: "j2", nextRunAt: null, created: false });
+    assert.equal((merged[3] as { error: { details?: Record<string, unknown> } }).error.details?.field, "jobs.3");
+  });
+
+  test("refinements run per item too", () => {
+    const checked = validateBatch({ jobs: [job("schedule", { delaySeconds: 1, runAt: "2026-10-16T09:00:00Z" })] });
+    assert.equal(checked.errors.get(0)?.details?.field, "jobs.0.schedule.delaySeconds");
+  });
+
+  test("a bad envelope throws", () => {
+    assert.equal(failure(() => validateBatch({ jobs: [] })).details?.field, "jobs");
+    assert.equal(failure(() => validateBatch({ jobs: Array.from({ length: 1001 }, () => ok) })).details?.field, "jobs");
+    assert.equal(failure(() => validateBatch({ jobs: {} })).details?.field, "jobs");
+    assert.equal(failure(() => validateBatch({ jobs: [ok], dryRun: true })).details?.field, "dryRun");
+    assert.equal(failure(() => validateBatch(undefined)).details?.field, "body");
+  });
+
+  test("merge refuses a result count that does not match", () => {
+    const checked = validateBatch({ jobs: [ok, ok] });
+    assert.throws(() => checked.merge([{ jobId: "j", nextRunAt: null, created: true }]), /answered 1 results for 2 jobs/);
+  });
+});
+
+test("a malformed id parameter is NOT_FOUND, like an unknown id; a bad pool is INVALID_ARGUMENT", () => {
+  for (const [schema, value] of [
+    ["jobIdParams", { jobId: "a:b" }],
+    ["jobIdParams", { jobId: "" }],
+    ["executionIdParams", { executionId: "x".repeat(201) }],
+  ] as const) {
+    const err = failure(() => validate(schema, value, "params"));
+    assert.equal(err.code, "NOT_FOUND");
+    assert.equal(err.status, 404);
+  }
+  assert.deepEqual(validate("jobIdParams", { jobId: "job_A-1" }, "params"), { jobId: "job_A-1" });
+  assert.equal(failure(() => validate("poolParams", { pool: "a b" }, "params")).details?.field, "pool");
+});
+
+test("pointerToDotted undoes JSON Pointer escapes", () => {
+  assert.equal(pointerToDotted(""), "");
+  assert.equal(pointerToDotted("/jobs/3/target/url"), "jobs.3.target.url");
+  assert.equal(pointerToDotted("/target/headers/a~1b~0c"), "target.headers.a/b~c");
+});

@@ -1,0 +1,910 @@
+// The HTTP layer against a recording Service (test-support.ts): every route
+// reaches the right service method with the right arguments, bad input is a
+// 400 naming the dotted field, errors keep the envelope and the catalog's
+// status, auth and roles hold, and /openapi.json lists the contract.
+
+import { after, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import type { FastifyInstance, InjectOptions } from "fastify";
+import { DuetimeError, ERROR_CODES } from "../core/errors.js";
+import * as schemas from "../core/schemas.js";
+import { validate } from "../core/validate.js";
+import type { JsonSchema } from "../core/schemas.js";
+import { buildApp, type AppOptions } from "./app.js";
+import { displayPath } from "./routes.js";
+import { RecordingService, SAMPLE_DEAD_LETTER, SAMPLE_EXECUTION, SAMPLE_JOB } from "./test-support.js";
+
+const apps: FastifyInstance[] = [];
+after(async () => {
+  await Promise.all(apps.map((a) => a.close()));
+});
+
+function makeApp(options: Partial<AppOptions> = {}): { app: FastifyInstance; svc: RecordingService } {
+  const svc = new RecordingService();
+  const app = buildApp({ service: svc, ...options });
+  apps.push(app);
+  return { app, svc };
+}
+
+const JOB = {
+  name: "send-reminder",
+  target: { type: "http", url: "https://example.test/hook", method: "POST", headers: { "x-a": "b" } },
+  payload: { any: "json" },
+  schedule: { cron: "0 9 * * MON-FRI", tz: "Europe/London", jitterSeconds: 300, misfire: "run_once", overlap: "allow" },
+  retry: { maxAttempts: 5, backoffSeconds: 10, maxBackoffSeconds: 3600 },
+  timeoutSeconds: 300,
+  priority: 0,
+};
+const QUEUE_JOB = { name: "q", target: { type: "queue", pool: "emails" }, schedule: { delaySeconds: 30 } };
+
+interface ErrorBody {
+  error: { code: string; message: string; details?: { field?: string; [k: string]: unknown } };
+}
+
+function assertEnvelope(res: { statusCode: number; json(): unknown }, status: number, code: string, field?: string): ErrorBody {
+  const body = res.json() as ErrorBody;
+  assert.equal(res.statusCode, status, JSON.stringify(body));
+  assert.equal(body.error.code, code, JSON.stringify(body));
+  assert.equal(ERROR_CODES[code as keyof typeof ERROR_CODES].status, status);
+  assert.equal(typeof body.error.message, "string");
+  if (field !== undefined) {
+    assert.equal(body.error.details?.field, field, body.error.message);
+    assert.ok(body.error.message.startsWith(`${field}: `), body.error.message);
+  }
+  return body;
+}
+
+// ---------------------------------------------------------------- every route reaches the service
+
+interface RouteCase {
+  name: string;
+  request: InjectOptions;
+  status: number;
+  method: string;
+  args: unknown[];
+  body?: unknown;
+}
+
+const routeCases: RouteCase[] = [
+  {
+    name: "POST /v1/jobs with Idempotency-Key",
+    request: { method: "POST", url: "/v1/jobs", payload: JOB, headers: { "idempotency-key": "k-1" } },
+    status: 201,
+    method: "createJob",
+    args: [JOB, "k-1"],
+    body: { ...SAMPLE_JOB, created: true },
+  },
+  {
+    name: "POST /v1/jobs without a key",
+    request: { method: "POST", url: "/v1/jobs", payload: QUEUE_JOB },
+    status: 201,
+    method: "createJob",
+    args: [QUEUE_JOB, undefined],
+  },
+  {
+    name: "POST /v1/jobs:batch",
+    request: { method: "POST", url: "/v1/jobs:batch", payload: { jobs: [QUEUE_JOB, { ...JOB, idempotencyKey: "b-1" }] } },
+    status: 200,
+    method: "createJobs",
+    args: [[QUEUE_JOB, { ...JOB, idempotencyKey: "b-1" }]],
+    body: {
+      items: [
+        { jobId: "job_b0", nextRunAt: "2026-10-16T09:00:00.000Z", created: true },
+        { jobId: "job_b1", nextRunAt: "2026-10-16T09:00:00.000Z", created: true },
+      ],
+    },
+  },
+  {
+    name: "GET /v1/jobs with every filter",
+    request: { method: "GET", url: "/v1/jobs?state=PAUSED&name=send-reminder&limit=10&cursor=abc" },
+    status: 200,
+    method: "listJobs",
+    args: [{ state: "PAUSED", name: "send-reminder", limit: 10, cursor: "abc" }],
+    body: { items: [SAMPLE_JOB], nextCursor: "c2" },
+  },
+  {
+    name: "GET /v1/jobs without a query",
+    request: { method: "GET", url: "/v1/jobs" },
+    status: 200,
+    method: "listJobs",
+    args: [{}],
+  },
+  {
+    name: "GET /v1/jobs/{jobId}",
+    request: { method: "GET", url: "/v1/jobs/job_A-1" },
+    status: 200,
+    method: "getJob",
+    args: ["job_A-1"],
+    body: { ...SAMPLE_JOB, jobId: "job_A-1" },
+  },
+  {
+    name: "DELETE /v1/jobs/{jobId} without a body",
+    request: { method: "DELETE", url: "/v1/jobs/job_1" },
+    status: 204,
+    method: "cancelJob",
+    args: ["job_1"],
+  },
+  {
+    name: "DELETE /v1/jobs/{jobId} with {}",
+    request: { method: "DELETE", url: "/v1/jobs/job_1", payload: {} },
+    status: 204,
+    method: "cancelJob",
+    args: ["job_1"],
+  },
+  {
+    name: "DELETE /v1/jobs/{jobId} with an empty JSON body",
+    request: { method: "DELETE", url: "/v1/jobs/job_1", payload: "", headers: { "content-type": "application/json" } },
+    status: 204,
+    method: "cancelJob",
+    args: ["job_1"],
+  },
+  {
+    name: "POST /v1/jobs/{jobId}:pause without a body",
+    request: { method: "POST", url: "/v1/jobs/job_1:pause" },
+    status: 200,
+    method: "pauseJob",
+    args: ["job_1"],
+    body: { ...SAMPLE_JOB, state: "PAUSED" },
+  },
+  {
+    name: "POST /v1/jobs/{jobId}:pause with an empty JSON body",
+    request: { method: "POST", url: "/v1/jobs/job_1:pause", payload: "", headers: { "content-type": "application/json" } },
+    status: 200,
+    method: "pauseJob",
+    args: ["job_1"],
+  },
+  {
+    name: "POST /v1/jobs/{jobId}%3Aresume (percent-encoded colon) with {}",
+    request: { method: "POST", url: "/v1/jobs/job_1%3Aresume", payload: {} },
+    status: 200,
+    method: "resumeJob",
+    args: ["job_1"],
+  },
+  {
+    name: "POST /v1/jobs/{jobId}:trigger",
+    request: { method: "POST", url: "/v1/jobs/job_1:trigger", payload: {} },
+    status: 201,
+    method: "triggerJob",
+    args: ["job_1"],
+    body: SAMPLE_EXECUTION,
+  },
+  {
+    name: "GET /v1/jobs/{jobId}/executions",
+    request: { method: "GET", url: "/v1/jobs/job_1/executions?limit=2&cursor=c1" },
+    status: 200,
+    method: "listExecutions",
+    args: ["job_1", { limit: 2, cursor: "c1" }],
+    body: { items: [SAMPLE_EXECUTION], nextCursor: null },
+  },
+  {
+    name: "POST /v1/pools/{pool}/lease with acks",
+    request: {
+      method: "POST",
+      url: "/v1/pools/emails/lease",
+      payload: {
+        workerId: "w1",
+        max: 10,
+        leaseSeconds: 30,
+        waitSeconds: 0,
+        complete: [{ executionId: "exe_0", attempt: 1, result: { ok: true } }],
+        fail: [{ executionId: "exe_2", attempt: 2, error: { message: "x", class: "permanent" } }],
+      },
+    },
+    status: 200,
+    method: "lease",
+    args: [
+      "emails",
+      {
+        workerId: "w1",
+        max: 10,
+        leaseSeconds: 30,
+        waitSeconds: 0,
+        complete: [{ executionId: "exe_0", attempt: 1, result: { ok: true } }],
+        fail: [{ executionId: "exe_2", attempt: 2, error: { message: "x", class: "permanent" } }],
+      },
+    ],
+  },
+  {
+    name: "POST /v1/executions/{executionId}/heartbeat",
+    request: { method: "POST", url: "/v1/executions/exe_1/heartbeat", payload: { attempt: 1, leaseSeconds: 60 } },
+    status: 200,
+    method: "heartbeat",
+    args: ["exe_1", { attempt: 1, leaseSeconds: 60 }],
+    body: { leaseUntil: "2026-10-16T09:01:00.000Z", cancelRequested: false },
+  },
+  {
+    name: "POST /v1/executions/{executionId}/complete with a result",
+    request: { method: "POST", url: "/v1/executions/exe_1/complete", payload: { attempt: 2, result: { sent: 3 } } },
+    status: 200,
+    method: "complete",
+    args: ["exe_1", 2, { sent: 3 }],
+    body: { state: "SUCCEEDED" },
+  },
+  {
+    name: "POST /v1/executions/{executionId}/complete without a result",
+    request: { method: "POST", url: "/v1/executions/exe_1/complete", payload: { attempt: 1 } },
+    status: 200,
+    method: "complete",
+    args: ["exe_1", 1, undefined],
+  },
+  {
+    name: "POST /v1/executions/{executionId}/fail",
+    request: {
+      method: "POST",
+      url: "/v1/executions/exe_1/fail",
+      payload: { attempt: 1, error: { message: "slow down", class: "throttled", retryAfterSeconds: 5, status: 429 } },
+    },
+    status: 200,
+    method: "fail",
+    args: ["exe_1", 1, { message: "slow down", class: "throttled", retryAfterSeconds: 5, status: 429 }],
+    body: { state: "FAILED", retryAt: "2026-10-16T09:00:10.000Z" },
+  },
+  {
+    name: "POST /v1/executions:complete",
+    request: { method: "POST", url: "/v1/executions:complete", payload: { items: [{ executionId: "e1", attempt: 1 }] } },
+    status: 200,
+    method: "completeMany",
+    args: [[{ executionId: "e1", attempt: 1 }]],
+    body: { items: [{ executionId: "e1", attempt: 1, status: 200, state: "SUCCEEDED" }] },
+  },
+  {
+    name: "POST /v1/executions:fail",
+    request: {
+      method: "POST",
+      url: "/v1/executions:fail",
+      payload: { items: [{ executionId: "e1", attempt: 1, error: { message: "x" } }] },
+    },
+    status: 200,
+    method: "failMany",
+    args: [[{ executionId: "e1", attempt: 1, error: { message: "x" } }]],
+    body: { items: [{ executionId: "e1", attempt: 1, status: 409, error: { code: "LEASE_LOST", message: "lease lost" } }] },
+  },
+  {
+    name: "GET /v1/pools/{pool}/stats",
+    request: { method: "GET", url: "/v1/pools/emails.v2/stats" },
+    status: 200,
+    method: "poolStats",
+    args: ["emails.v2"],
+    body: { pending: 1, queued: 2, running: 3 },
+  },
+  { name: "GET /v1/stats", request: { method: "GET", url: "/v1/stats" }, status: 200, method: "stats", args: [] },
+  {
+    name: "GET /v1/dead-letters",
+    request: { method: "GET", url: "/v1/dead-letters?limit=500" },
+    status: 200,
+    method: "listDeadLetters",
+    args: [{ limit: 500 }],
+    body: { items: [SAMPLE_DEAD_LETTER], nextCursor: null },
+  },
+  {
+    name: "POST /v1/dead-letters/{executionId}:replay",
+    request: { method: "POST", url: "/v1/dead-letters/exe_9:replay" },
+    status: 201,
+    method: "replayDeadLetter",
+    args: ["exe_9"],
+  },
+  { name: "GET /v1/audit", request: { method: "GET", url: "/v1/audit?limit=3" }, status: 200, method: "listAudit", args: [{ limit: 3 }] },
+  { name: "GET /v1/cluster", request: { method: "GET", url: "/v1/cluster" }, status: 200, method: "cluster", args: [] },
+  {
+    name: "GET /v1/schedules/preview",
+    request: {
+      method: "GET",
+      url: `/v1/schedules/preview?cron=${encodeURIComponent("0 9 * * MON-FRI")}&tz=Europe%2FLondon&from=2026-10-16T00%3A00%3A00%2B01%3A00&count=5`,
+    },
+    status: 200,
+    method: "previewSchedule",
+    args: [{ cron: "0 9 * * MON-FRI", tz: "Europe/London", from: "2026-10-16T00:00:00+01:00", count: 5 }],
+    body: { times: ["2026-10-16T09:00:00.000Z", "2026-10-19T08:00:00.000Z"] },
+  },
+];
+
+describe("every route reaches the service with the right arguments", () => {
+  const { app, svc } = makeApp();
+  for (const c of routeCases) {
+    test(c.name, async () => {
+      const before = svc.calls.length;
+      const res = await app.inject(c.request);
+      assert.equal(res.statusCode, c.status, res.body);
+      assert.equal(svc.calls.length, before + 1, "exactly one service call");
+      const call = svc.last();
+      assert.equal(call.method, c.method);
+      assert.deepEqual(call.args, c.args);
+      if (c.method !== "previewSchedule") {
+        assert.equal(call.ctx?.tenantId, "default");
+        assert.equal(call.ctx?.actor, "anonymous");
+        assert.deepEqual([...(call.ctx?.roles ?? [])].sort(), ["admin", "client", "worker"]);
+        assert.ok(call.ctx?.signal instanceof AbortSignal);
+        assert.equal(call.ctx?.signal?.aborted, false, "a completed request does not abort its signal");
+      }
+      if (c.status === 204) assert.equal(res.body, "");
+      else assert.match(String(res.headers["content-type"]), /^application\/json/);
+      if (c.body !== undefined) assert.deepEqual(res.json(), c.body);
+    });
+  }
+
+  test("a replayed create (created: false) answers 200 with Location", async () => {
+    svc.override.createJob = async () => ({ ...SAMPLE_JOB, created: false });
+    try {
+      const res = await app.inject({ method: "POST", url: "/v1/jobs", payload: QUEUE_JOB, headers: { "idempotency-key": "k" } });
+      assert.equal(res.statusCode, 200);
+      assert.equal(res.headers.location, "/v1/jobs/job_1");
+    } finally {
+      delete svc.override.createJob;
+    }
+  });
+
+  test("a batch with bad jobs answers them in place and commits the others", async () => {
+    const res = await app.inject({
+      method: "POST",
+      url: "/v1/jobs:batch",
+      payload: { jobs: [QUEUE_JOB, { ...QUEUE_JOB, target: { type: "http", url: "ftp://x" } }, QUEUE_JOB] },
+    });
+    assert.equal(res.statusCode, 200);
+    assert.deepEqual(svc.last().args, [[QUEUE_JOB, QUEUE_JOB]]);
+    const items = (res.json() as { items: Record<string, unknown>[] }).items;
+    assert.equal(items.length, 3);
+    assert.equal(items[0]?.jobId, "job_b0");
+    assert.deepEqual(items[1], {
+      error: { code: "INVALID_ARGUMENT", message: "jobs.1.target.url: must be an http or https URL", details: { field: "jobs.1.target.url" } },
+    });
+    assert.equal(items[2]?.jobId, "job_b1");
+  });
+
+  test("a batch whose every job is bad does not call the service", async () => {
+    const before = svc.calls.length;
+    const res = await app.inject({ method: "POST", url: "/v1/jobs:batch", payload: { jobs: [{ name: "x" }] } });
+    assert.equal(res.statusCode, 200);
+    assert.equal(svc.calls.length, before);
+    assert.equal((res.json() as { items: ErrorBody[] }).items[0]?.error.details?.field, "jobs.0.target");
+  });
+
+  test("answers are sent as the service gave them: extra fields and free-form values survive", async () => {
+    const odd = { ...SAMPLE_JOB, payload: { "": [null, { a: 1e21 }], nested: { x: "y" } }, extraField: { kept: true }, version: 7 };
+    svc.override.getJob = async () => odd;
+    try {
+      const res = await app.inject({ method: "GET", url: "/v1/jobs/job_1" });
+      assert.deepEqual(res.json(), odd);
+    } finally {
+      delete svc.override.getJob;
+    }
+  });
+});
+
+// ---------------------------------------------------------------- bad input: 400 naming the field
+
+interface BadCase {
+  name: string;
+  request: InjectOptions;
+  field: string;
+}
+
+const longKey = "k".repeat(256);
+const badCases: BadCase[] = [
+  // POST /v1/jobs
+  { name: "name of the wrong type", request: { method: "POST", url: "/v1/jobs", payload: { ...JOB, name: 5 } }, field: "name" },
+  { name: "missing schedule", request: { method: "POST", url: "/v1/jobs", payload: { name: "a", target: QUEUE_JOB.target } }, field: "schedule" },
+  { name: "unknown top-level field", request: { method: "POST", url: "/v1/jobs", payload: { ...JOB, when: "now" } }, field: "when" },
+  { name: "unknown schedule field", request: { method: "POST", url: "/v1/jobs", payload: { ...JOB, schedule: { cronn: "* * * * *" } } }, field: "schedule.cronn" },
+  { name: "maxAttempts out of range", request: { method: "POST", url: "/v1/jobs", payload: { ...JOB, retry: { maxAttempts: 1001 } } }, field: "retry.maxAttempts" },
+  { name: "priority out of range", request: { method: "POST", url: "/v1/jobs", payload: { ...JOB, priority: 101 } }, field: "priority" },
+  { name: "timeoutSeconds 0", request: { method: "POST", url: "/v1/jobs", payload: { ...JOB, timeoutSeconds: 0 } }, field: "timeoutSeconds" },
+  { name: "negative delaySeconds", request: { method: "POST", url: "/v1/jobs", payload: { ...QUEUE_JOB, schedule: { delaySeconds: -1 } } }, field: "schedule.delaySeconds" },
+  { name: "non-RFC3339 runAt", request: { method: "POST", url: "/v1/jobs", payload: { ...QUEUE_JOB, schedule: { runAt: "16/10/2026 09:00" } } }, field: "schedule.runAt" },
+  { name: "runAt without an offset", request: { method: "POST", url: "/v1/jobs", payload: { ...QUEUE_JOB, schedule: { runAt: "2026-10-16T09:00:00" } } }, field: "schedule.runAt" },
+  { name: "two schedule variants", request: { method: "POST", url: "/v1/jobs", payload: { ...QUEUE_JOB, schedule: { delaySeconds: 1, cron: "* * * * *" } } }, field: "schedule.cron" },
+  { name: "unknown target type", request: { method: "POST", url: "/v1/jobs", payload: { ...QUEUE_JOB, target: { type: "lambda", arn: "x" } } }, field: "target.type" },
+  { name: "non-http url", request: { method: "POST", url: "/v1/jobs", payload: { ...JOB, target: { type: "http", url: "file:///etc/passwd" } } }, field: "target.url" },
+  { name: "empty header value", request: { method: "POST", url: "/v1/jobs", payload: { ...JOB, target: { ...JOB.target, headers: { "x-a": "" } } } }, field: "target.headers.x-a" },
+  { name: "empty pool", request: { method: "POST", url: "/v1/jobs", payload: { ...QUEUE_JOB, target: { type: "queue", pool: "" } } }, field: "target.pool" },
+  { name: "too-long Idempotency-Key", request: { method: "POST", url: "/v1/jobs", payload: QUEUE_JOB, headers: { "idempotency-key": longKey } }, field: "Idempotency-Key" },
+  { name: "no body", request: { method: "POST", url: "/v1/jobs" }, field: "body" },
+  { name: "a JSON array body", request: { method: "POST", url: "/v1/jobs", payload: "[]", headers: { "content-type": "application/json" } }, field: "body" },
+  { name: "an unknown query parameter on a body route", request: { method: "POST", url: "/v1/jobs?dry=1", payload: QUEUE_JOB }, field: "dry" },
+  // batch envelope
+  { name: "batch without jobs", request: { method: "POST", url: "/v1/jobs:batch", payload: {} }, field: "jobs" },
+  { name: "empty batch", request: { method: "POST", url: "/v1/jobs:batch", payload: { jobs: [] } }, field: "jobs" },
+  { name: "batch of 1001", request: { method: "POST", url: "/v1/jobs:batch", payload: { jobs: Array.from({ length: 1001 }, () => QUEUE_JOB) } }, field: "jobs" },
+  { name: "batch jobs not an array", request: { method: "POST", url: "/v1/jobs:batch", payload: { jobs: QUEUE_JOB } }, field: "jobs" },
+  { name: "batch unknown field", request: { method: "POST", url: "/v1/jobs:batch", payload: { jobs: [QUEUE_JOB], atomic: true } }, field: "atomic" },
+  // list jobs
+  { name: "limit=0", request: { method: "GET", url: "/v1/jobs?limit=0" }, field: "limit" },
+  { name: "limit=501", request: { method: "GET", url: "/v1/jobs?limit=501" }, field: "limit" },
+  { name: "limit=abc", request: { method: "GET", url: "/v1/jobs?limit=abc" }, field: "limit" },
+  { name: "empty cursor", request: { method: "GET", url: "/v1/jobs?cursor=" }, field: "cursor" },
+  { name: "cursor given twice", request: { method: "GET", url: "/v1/jobs?cursor=a&cursor=b" }, field: "cursor" },
+  { name: "unknown state", request: { method: "GET", url: "/v1/jobs?state=RUNNING" }, field: "state" },
+  { name: "unknown list parameter", request: { method: "GET", url: "/v1/jobs?order=asc" }, field: "order" },
+  // job actions and reads
+  { name: "GET job with a query", request: { method: "GET", url: "/v1/jobs/job_1?expand=1" }, field: "expand" },
+  { name: "DELETE with fields", request: { method: "DELETE", url: "/v1/jobs/job_1", payload: { force: true } }, field: "force" },
+  { name: "pause with an array body", request: { method: "POST", url: "/v1/jobs/job_1:pause", payload: "[]", headers: { "content-type": "application/json" } }, field: "body" },
+  { name: "resume with fields", request: { method: "POST", url: "/v1/jobs/job_1:resume", payload: { at: 1 } }, field: "at" },
+  { name: "trigger with fields", request: { method: "POST", url: "/v1/jobs/job_1:trigger", payload: { payload: 1 } }, field: "payload" },
+  { name: "executions limit=501", request: { method: "GET", url: "/v1/jobs/job_1/executions?limit=501" }, field: "limit" },
+  { name: "executions limit=abc", request: { method: "GET", url: "/v1/jobs/job_1/executions?limit=abc" }, field: "limit" },
+  // worker protocol
+  { name: "lease without workerId", request: { method: "POST", url: "/v1/pools/emails/lease", payload: {} }, field: "workerId" },
+  { name: "lease max=0", request: { method: "POST", url: "/v1/pools/emails/lease", payload: { workerId: "w", max: 0 } }, field: "max" },
+  { name: "lease max=1001", request: { method: "POST", url: "/v1/pools/emails/lease", payload: { workerId: "w", max: 1001 } }, field: "max" },
+  { name: "lease leaseSeconds=3601", request: { method: "POST", url: "/v1/pools/emails/lease", payload: { workerId: "w", leaseSeconds: 3601 } }, field: "leaseSeconds" },
+  { name: "lease waitSeconds=61", request: { method: "POST", url: "/v1/pools/emails/lease", payload: { workerId: "w", waitSeconds: 61 } }, field: "waitSeconds" },
+  { name: "lease waitSeconds as a string", request: { method: "POST", url: "/v1/pools/emails/lease", payload: { workerId: "w", waitSeconds: "5" } }, field: "waitSeconds" },
+  { name: "lease ack with a string attempt", request: { method: "POST", url: "/v1/pools/emails/lease", payload: { workerId: "w", complete: [{ executionId: "e", attempt: "1" }] } }, field: "complete.0.attempt" },
+  { name: "lease fail without an error", request: { method: "POST", url: "/v1/pools/emails/lease", payload: { workerId: "w", fail: [{ executionId: "e", attempt: 1 }] } }, field: "fail.0.error" },
+  { name: "lease on a bad pool name", request: { method: "POST", url: "/v1/pools/a%20b/lease", payload: { workerId: "w" } }, field: "pool" },
+  { name: "heartbeat without attempt", request: { method: "POST", url: "/v1/executions/exe_1/heartbeat", payload: {} }, field: "attempt" },
+  { name: "heartbeat attempt 0", request: { method: "POST", url: "/v1/executions/exe_1/heartbeat", payload: { attempt: 0 } }, field: "attempt" },
+  { name: "heartbeat leaseSeconds=0", request: { method: "POST", url: "/v1/executions/exe_1/heartbeat", payload: { attempt: 1, leaseSeconds: 0 } }, field: "leaseSeconds" },
+  { name: "complete with a string attempt", request: { method: "POST", url: "/v1/executions/exe_1/complete", payload: { attempt: "1" } }, field: "attempt" },
+  { name: "complete with an unknown field", request: { method: "POST", url: "/v1/executions/exe_1/complete", payload: { attempt: 1, output: 1 } }, field: "output" },
+  { name: "fail without a message", request: { method: "POST", url: "/v1/executions/exe_1/fail", payload: { attempt: 1, error: { class: "transient" } } }, field: "error.message" },
+  { name: "fail with an unknown class", request: { method: "POST", url: "/v1/executions/exe_1/fail", payload: { attempt: 1, error: { message: "x", class: "fatal" } } }, field: "error.class" },
+  { name: "fail with a negative retryAfterSeconds", request: { method: "POST", url: "/v1/executions/exe_1/fail", payload: { attempt: 1, error: { message: "x", retryAfterSeconds: -1 } } }, field: "error.retryAfterSeconds" },
+  { name: "complete many: no items", request: { method: "POST", url: "/v1/executions:complete", payload: { items: [] } }, field: "items" },
+  { name: "complete many: bad id at 1", request: { method: "POST", url: "/v1/executions:complete", payload: { items: [{ executionId: "e", attempt: 1 }, { executionId: "e/1", attempt: 1 }] } }, field: "items.1.executionId" },
+  { name: "fail many: missing items", request: { method: "POST", url: "/v1/executions:fail", payload: { item: [] } }, field: "items" },
+  { name: "fail many: bad error at 0", request: { method: "POST", url: "/v1/executions:fail", payload: { items: [{ executionId: "e", attempt: 1, error: "boom" }] } }, field: "items.0.error" },
+  { name: "pool stats on a bad pool name", request: { method: "GET", url: "/v1/pools/a%2Fb/stats" }, field: "pool" },
+  { name: "stats with a query", request: { method: "GET", url: "/v1/stats?tenant=x" }, field: "tenant" },
+  // dead letters, operations, preview
+  { name: "dead letters limit=0", request: { method: "GET", url: "/v1/dead-letters?limit=0" }, field: "limit" },
+  { name: "replay with fields", request: { method: "POST", url: "/v1/dead-letters/exe_9:replay", payload: { attempt: 1 } }, field: "attempt" },
+  { name: "audit limit=abc", request: { method: "GET", url: "/v1/audit?limit=abc" }, field: "limit" },
+  { name: "cluster with a query", request: { method: "GET", url: "/v1/cluster?node=a" }, field: "node" },
+  { name: "preview without cron", request: { method: "GET", url: "/v1/schedules/preview" }, field: "cron" },
+  { name: "preview count=0", request: { method: "GET", url: "/v1/schedules/preview?cron=x&count=0" }, field: "count" },
+  { name: "preview count=1001", request: { method: "GET", url: "/v1/schedules/preview?cron=x&count=1001" }, field: "count" },
+  { name: "preview non-RFC3339 from", request: { method: "GET", url: "/v1/schedules/preview?cron=x&from=yesterday" }, field: "from" },
+];
+
+describe("bad input answers 400 INVALID_ARGUMENT naming the field, and never reaches the service", () => {
+  const { app, svc } = makeApp();
+  for (const c of badCases) {
+    test(c.name, async () => {
+      const before = svc.calls.length;
+      const res = await app.inject(c.request);
+      assertEnvelope(res, 400, "INVALID_ARGUMENT", c.field);
+      assert.equal(svc.calls.length, before, "the service was not called");
+    });
+  }
+});
+
+describe("bodies the HTTP layer refuses", () => {
+  const { app, svc } = makeApp();
+
+  test("invalid JSON", async () => {
+    const res = await app.inject({ method: "POST", url: "/v1/jobs", payload: '{"name": ', headers: { "content-type": "application/json" } });
+    const body = assertEnvelope(res, 400, "INVALID_ARGUMENT", "body");
+    assert.match(body.error.message, /not valid JSON/);
+  });
+
+  test("a non-JSON content type", async () => {
+    const res = await app.inject({ method: "POST", url: "/v1/jobs", payload: "name=a", headers: { "content-type": "application/x-www-form-urlencoded" } });
+    assertEnvelope(res, 400, "INVALID_ARGUMENT", "content-type");
+  });
+
+  test("text/plain, as fetch() sends a string body by default", async () => {
+    const res = await app.inject({ method: "POST", url: "/v1/jobs", payload: JSON.stringify(QUEUE_JOB), headers: { "content-type": "text/plain;charset=UTF-8" } });
+    assertEnvelope(res, 400, "INVALID_ARGUMENT", "content-type");
+  });
+
+  test("an invalid content-type header", async () => {
+    const res = await app.inject({ method: "POST", url: "/v1/jobs", payload: "{}", headers: { "content-type": "nonsense" } });
+    assertEnvelope(res, 400, "INVALID_ARGUMENT", "content-type");
+  });
+
+  test("application/*+json and a charset are accepted", async () => {
+    const res = await app.inject({ method: "POST", url: "/v1/jobs", payload: JSON.stringify(QUEUE_JOB), headers: { "content-type": "application/merge-patch+json; charset=utf-8" } });
+    assert.equal(res.statusCode, 201, res.body);
+  });
+
+  test("JSON nested deeper than 64 levels", async () => {
+    const deep = `{"payload":${"[".repeat(100)}${"]".repeat(100)}}`;
+    const res = await app.inject({ method: "POST", url: "/v1/jobs", payload: deep, headers: { "content-type": "application/json" } });
+    assertEnvelope(res, 400, "INVALID_ARGUMENT", "body");
+  });
+
+  test("brackets inside strings do not count as nesting", async () => {
+    const payload = { ...QUEUE_JOB, payload: { text: "[".repeat(200) + '\\"{' } };
+    const res = await app.inject({ method: "POST", url: "/v1/jobs", payload });
+    assert.equal(res.statusCode, 201, res.body);
+  });
+
+  test("__proto__ keys (prototype poisoning)", async () => {
+    const res = await app.inject({ method: "POST", url: "/v1/jobs", payload: '{"name":"a","payload":{"__proto__":{"admin":true}}}', headers: { "content-type": "application/json" } });
+    assertEnvelope(res, 400, "INVALID_ARGUMENT", "body");
+  });
+
+  test("a body over the limit: 413 PAYLOAD_TOO_LARGE", async () => {
+    const res = await app.inject({
+      method: "POST",
+      url: "/v1/jobs",
+      payload: JSON.stringify({ ...QUEUE_JOB, payload: "x".repeat(2 * 1024 * 1024) }),
+      headers: { "content-type": "application/json" },
+    });
+    const body = assertEnvelope(res, 413, "PAYLOAD_TOO_LARGE", "body");
+    assert.equal(body.error.details?.limitBytes, 1024 * 1024);
+  });
+
+  test("the body limit is configurable", async () => {
+    const { app: small } = makeApp({ bodyLimitBytes: 100 });
+    const res = await small.inject({ method: "POST", url: "/v1/jobs", payload: { ...QUEUE_JOB, payload: "x".repeat(200) } });
+    assertEnvelope(res, 413, "PAYLOAD_TOO_LARGE");
+    const ok = await small.inject({ method: "POST", url: "/v1/jobs/job_1:pause", payload: {} });
+    assert.equal(ok.statusCode, 200);
+  });
+
+  test("none of them reached the service", () => {
+    assert.ok(svc.calls.every((c) => c.method === "createJob" && (c.args[0] as { name: string }).name === "q"));
+  });
+});
+
+// ---------------------------------------------------------------- not found
+
+describe("404 NOT_FOUND with the envelope", () => {
+  const { app, svc } = makeApp();
+  const cases: [string, InjectOptions][] = [
+    ["unknown route", { method: "GET", url: "/v1/nothing" }],
+    ["unknown root route", { method: "GET", url: "/" }],
+    ["unknown job action", { method: "POST", url: "/v1/jobs/job_1:explode" }],
+    ["an action on a malformed id", { method: "POST", url: "/v1/jobs/a.b:pause" }],
+    ["a malformed job id", { method: "GET", url: "/v1/jobs/a.b" }],
+    ["an id with a colon on GET", { method: "GET", url: "/v1/jobs/job_1:pause" }],
+    ["an empty job id", { method: "GET", url: "/v1/jobs/" }],
+    ["a malformed execution id", { method: "POST", url: "/v1/executions/e~1/heartbeat", payload: { attempt: 1 } }],
+    ["an id longer than the router allows", { method: "GET", url: `/v1/jobs/${"a".repeat(600)}` }],
+    ["an id longer than ids are", { method: "GET", url: `/v1/jobs/${"a".repeat(201)}` }],
+    ["wrong method", { method: "PUT", url: "/v1/jobs" }],
+    ["wrong method on a colon route", { method: "GET", url: "/v1/jobs:batch" }],
+  ];
+  for (const [name, request] of cases) {
+    test(name, async () => {
+      const before = svc.calls.length;
+      const res = await app.inject(request);
+      assertEnvelope(res, 404, "NOT_FOUND");
+      assert.equal(svc.calls.length, before);
+    });
+  }
+
+  test("malformed percent-encoding is a 400 with the envelope", async () => {
+    const res = await app.inject({ method: "GET", url: "/v1/jobs/%E0%A4%A" });
+    assertEnvelope(res, 400, "INVALID_ARGUMENT", "url");
+  });
+});
+
+// ---------------------------------------------------------------- service errors
+
+describe("service errors keep the envelope and the catalog's status", () => {
+  const { app, svc } = makeApp();
+  const hb = { method: "POST", url: "/v1/executions/exe_1/heartbeat", payload: { attempt: 1 } } as const;
+
+  for (const [code, status] of Object.entries(ERROR_CODES).map(([c, v]) => [c, v.status] as const)) {
+    test(`DuetimeError ${code} → ${status}`, async () => {
+      svc.override.heartbeat = async () => {
+        throw new DuetimeError(code as keyof typeof ERROR_CODES, `it is ${code}`, { reason: "r" });
+      };
+      const res = await app.inject(hb);
+      const body = assertEnvelope(res, status, code);
+      assert.equal(body.error.message, `it is ${code}`);
+      assert.deepEqual(body.error.details, { reason: "r" });
+      if (status === 429 || status === 503) assert.match(String(res.headers["retry-after"]), /^\d+$/);
+      else assert.equal(res.headers["retry-after"], undefined);
+    });
+  }
+
+  test("LEASE_LOST → 409", async () => {
+    svc.override.complete = async () => {
+      throw new DuetimeError("LEASE_LOST", "attempt 1 of exe_1 lost its lease");
+    };
+    const res = await app.inject({ method: "POST", url: "/v1/executions/exe_1/complete", payload: { attempt: 1 } });
+    assertEnvelope(res, 409, "LEASE_LOST");
+    delete svc.override.complete;
+  });
+
+  test("Retry-After follows the error's own value", async () => {
+    svc.override.createJob = async () => {
+      throw new DuetimeError("RESOURCE_EXHAUSTED", "slow down", undefined, 7);
+    };
+    const res = await app.inject({ method: "POST", url: "/v1/jobs", payload: QUEUE_JOB });
+    assertEnvelope(res, 429, "RESOURCE_EXHAUSTED");
+    assert.equal(res.headers["retry-after"], "7");
+    delete svc.override.createJob;
+  });
+
+  test("a plain Error is a 500 INTERNAL that leaks nothing", async () => {
+    svc.override.getJob = async () => {
+      throw new Error("SQLITE_CORRUPT: /var/lib/duetime/secret.db password=hunter2");
+    };
+    const res = await app.inject({ method: "GET", url: "/v1/jobs/job_1" });
+    const body = assertEnvelope(res, 500, "INTERNAL");
+    assert.equal(body.error.message, "internal error");
+    assert.doesNotMatch(res.body, /SQLITE|secret|hunter2/);
+    assert.equal(typeof body.error.details?.requestId, "string");
+    delete svc.override.getJob;
+  });
+
+  test("a thrown non-Error is a 500 INTERNAL too", async () => {
+    svc.override.stats = async () => {
+      throw "a string"; // eslint-disable-line no-throw-literal
+    };
+    const res = await app.inject({ method: "GET", url: "/v1/stats" });
+    assertEnvelope(res, 500, "INTERNAL");
+    assert.doesNotMatch(res.body, /a string/);
+    delete svc.override.stats;
+  });
+
+  test("a batch answer of the wrong length is a 500, not a shuffled answer", async () => {
+    svc.override.createJobs = async () => [];
+    const res = await app.inject({ method: "POST", url: "/v1/jobs:batch", payload: { jobs: [QUEUE_JOB] } });
+    assertEnvelope(res, 500, "INTERNAL");
+    delete svc.override.createJobs;
+  });
+});
+
+// ---------------------------------------------------------------- auth
+
+describe("API keys and roles", () => {
+  const apiKeys = [
+    { key: "adm-key", tenantId: "ops", role: "admin" as const },
+    { key: "cli-key", tenantId: "tenant-a", role: "client" as const },
+    { key: "wrk-key", tenantId: "tenant-b", role: "worker" as const },
+  ];
+  const { app, svc } = makeApp({ apiKeys });
+  const as = (key: string | undefined, request: InjectOptions): InjectOptions => ({
+    ...request,
+    headers: { ...(request.headers as Record<string, string>), ...(key ? { authorization: `Bearer ${key}` } : {}) },
+  });
+
+  test("no Authorization header: 401 with WWW-Authenticate", async () => {
+    const res = await app.inject({ method: "GET", url: "/v1/jobs" });
+    assertEnvelope(res, 401, "UNAUTHENTICATED");
+    assert.match(String(res.headers["www-authenticate"]), /^Bearer/);
+  });
+
+  test("an unknown key, another scheme, an empty bearer: 401", async () => {
+    for (const authorization of ["Bearer nope", "Basic Y2xpLWtleTo=", "Bearer", "cli-key", "Bearer cli-key extra"]) {
+      const res = await app.inject({ method: "GET", url: "/v1/jobs", headers: { authorization } });
+      assertEnvelope(res, 401, "UNAUTHENTICATED");
+    }
+  });
+
+  test("401 comes before the body is looked at", async () => {
+    const res = await app.inject({ method: "POST", url: "/v1/jobs", payload: "{not json", headers: { "content-type": "application/json" } });
+    assertEnvelope(res, 401, "UNAUTHENTICATED");
+  });
+
+  test("the scheme is case-insensitive", async () => {
+    const res = await app.inject({ method: "GET", url: "/v1/jobs", headers: { authorization: "bearer cli-key" } });
+    assert.equal(res.statusCode, 200);
+  });
+
+  test("the tenant, roles and actor of the key reach the service", async () => {
+    const res = await app.inject(as("cli-key", { method: "POST", url: "/v1/jobs", payload: QUEUE_JOB }));
+    assert.equal(res.statusCode, 201);
+    const ctx = svc.last().ctx;
+    assert.equal(ctx?.tenantId, "tenant-a");
+    assert.deepEqual([...(ctx?.roles ?? [])], ["client"]);
+    assert.match(String(ctx?.actor), /^key_[0-9a-f]{12}$/);
+    assert.doesNotMatch(String(ctx?.actor), /cli-key/);
+
+    await app.inject(as("wrk-key", { method: "POST", url: "/v1/pools/p/lease", payload: { workerId: "w" } }));
+    assert.equal(svc.last().ctx?.tenantId, "tenant-b");
+    assert.deepEqual([...(svc.last().ctx?.roles ?? [])], ["worker"]);
+  });
+
+  const forbidden: [string, string, InjectOptions][] = [
+    ["client", "cli-key", { method: "POST", url: "/v1/pools/p/lease", payload: { workerId: "w" } }],
+    ["client", "cli-key", { method: "POST", url: "/v1/executions/e1/heartbeat", payload: { attempt: 1 } }],
+    ["client", "cli-key", { method: "POST", url: "/v1/executions:complete", payload: { items: [{ executionId: "e", attempt: 1 }] } }],
+    ["client", "cli-key", { method: "GET", url: "/v1/pools/p/stats" }],
+    ["client", "cli-key", { method: "POST", url: "/v1/dead-letters/exe_9:replay" }],
+    ["client", "cli-key", { method: "GET", url: "/v1/audit" }],
+    ["client", "cli-key", { method: "GET", url: "/v1/cluster" }],
+    ["worker", "wrk-key", { method: "POST", url: "/v1/jobs", payload: QUEUE_JOB }],
+    ["worker", "wrk-key", { method: "GET", url: "/v1/jobs/job_1" }],
+    ["worker", "wrk-key", { method: "DELETE", url: "/v1/jobs/job_1" }],
+    ["worker", "wrk-key", { method: "POST", url: "/v1/jobs/job_1:trigger" }],
+    ["worker", "wrk-key", { method: "GET", url: "/v1/dead-letters" }],
+    ["worker", "wrk-key", { method: "POST", url: "/v1/dead-letters/exe_9:replay" }],
+    ["worker", "wrk-key", { method: "GET", url: "/v1/cluster" }],
+  ];
+  for (const [role, key, request] of forbidden) {
+    test(`${role} may not ${request.method} ${request.url}: 403`, async () => {
+      const before = svc.calls.length;
+      const res = await app.inject(as(key, request));
+      const body = assertEnvelope(res, 403, "PERMISSION_DENIED");
+      assert.ok(Array.isArray(body.error.details?.requiredRoles));
+      assert.equal(svc.calls.length, before);
+    });
+  }
+
+  const allowed: [string, string, InjectOptions][] = [
+    ["client", "cli-key", { method: "GET", url: "/v1/jobs/job_1/executions" }],
+    ["client", "cli-key", { method: "POST", url: "/v1/jobs/job_1:pause" }],
+    ["client", "cli-key", { method: "GET", url: "/v1/dead-letters" }],
+    ["client", "cli-key", { method: "GET", url: "/v1/schedules/preview?cron=x" }],
+    ["worker", "wrk-key", { method: "POST", url: "/v1/executions:fail", payload: { items: [{ executionId: "e", attempt: 1, error: { message: "m" } }] } }],
+    ["worker", "wrk-key", { method: "GET", url: "/v1/pools/p/stats" }],
+    ["worker", "wrk-key", { method: "GET", url: "/v1/stats" }],
+    ["worker", "wrk-key", { method: "GET", url: "/v1/schedules/preview?cron=x" }],
+    ["admin", "adm-key", { method: "POST", url: "/v1/dead-letters/exe_9:replay" }],
+    ["admin", "adm-key", { method: "GET", url: "/v1/audit" }],
+    ["admin", "adm-key", { method: "GET", url: "/v1/cluster" }],
+    ["admin", "adm-key", { method: "POST", url: "/v1/pools/p/lease", payload: { workerId: "w" } }],
+    ["admin", "adm-key", { method: "POST", url: "/v1/jobs", payload: QUEUE_JOB }],
+  ];
+  for (const [role, key, request] of allowed) {
+    test(`${role} may ${request.method} ${request.url}`, async () => {
+      const res = await app.inject(as(key, request));
+      assert.ok(res.statusCode >= 200 && res.statusCode < 300, `${res.statusCode} ${res.body}`);
+    });
+  }
+
+  test("an admin acts with every role", async () => {
+    await app.inject(as("adm-key", { method: "GET", url: "/v1/cluster" }));
+    assert.equal(svc.last().ctx?.tenantId, "ops");
+    assert.deepEqual([...(svc.last().ctx?.roles ?? [])].sort(), ["admin", "client", "worker"]);
+  });
+
+  test("health, readiness, metrics and the OpenAPI document need no key", async () => {
+    for (const url of ["/healthz", "/readyz", "/metrics", "/openapi.json"]) {
+      const res = await app.inject({ method: "GET", url });
+      assert.equal(res.statusCode, 200, url);
+    }
+  });
+});
+
+// ---------------------------------------------------------------- health, metrics, OpenAPI
+
+describe("health, readiness and metrics", () => {
+  test("/healthz answers 200", async () => {
+    const { app } = makeApp();
+    const res = await app.inject({ method: "GET", url: "/healthz" });
+    assert.equal(res.statusCode, 200);
+    assert.deepEqual(res.json(), { status: "ok" });
+  });
+
+  test("/readyz follows service.ready(): 503 UNAVAILABLE with Retry-After when not ready", async () => {
+    const { app, svc } = makeApp();
+    assert.equal((await app.inject({ method: "GET", url: "/readyz" })).statusCode, 200);
+    svc.isReady = false;
+    const res = await app.inject({ method: "GET", url: "/readyz" });
+    assertEnvelope(res, 503, "UNAVAILABLE");
+    assert.match(String(res.headers["retry-after"]), /^\d+$/);
+  });
+
+  test("/readyz uses the ready option, and a throwing check is 503", async () => {
+    const { app } = makeApp({
+      ready: async () => {
+        throw new Error("store down");
+      },
+    });
+    const res = await app.inject({ method: "GET", url: "/readyz" });
+    assertEnvelope(res, 503, "UNAVAILABLE");
+    assert.doesNotMatch(res.body, /store down/);
+  });
+
+  test("/metrics serves the engine's text and the HTTP histogram in the Prometheus format", async () => {
+    const { app } = makeApp({ metricsText: async () => "# HELP duetime_jobs_created_total x\n# TYPE duetime_jobs_created_total counter\nduetime_jobs_created_total 3" });
+    await app.inject({ method: "GET", url: "/v1/stats" });
+    const res = await app.inject({ method: "GET", url: "/metrics" });
+    assert.equal(res.statusCode, 200);
+    assert.equal(res.headers["content-type"], "text/plain; version=0.0.4; charset=utf-8");
+    assert.match(res.body, /^duetime_jobs_created_total 3$/m);
+    assert.match(res.body, /duetime_http_request_duration_seconds_count\{method="GET",route="\/v1\/stats",status="200"\} 1/);
+  });
+});
+
+describe("/openapi.json", () => {
+  const { app } = makeApp({ apiKeys: [{ key: "k", tenantId: "t", role: "admin" }] });
+
+  const contract: [string, string][] = [
+    ["post", "/v1/jobs"],
+    ["post", "/v1/jobs:batch"],
+    ["get", "/v1/jobs"],
+    ["get", "/v1/jobs/{jobId}"],
+    ["delete", "/v1/jobs/{jobId}"],
+    ["post", "/v1/jobs/{jobId}:pause"],
+    ["post", "/v1/jobs/{jobId}:resume"],
+    ["post", "/v1/jobs/{jobId}:trigger"],
+    ["get", "/v1/jobs/{jobId}/executions"],
+    ["post", "/v1/pools/{pool}/lease"],
+    ["post", "/v1/executions/{executionId}/heartbeat"],
+    ["post", "/v1/executions/{executionId}/complete"],
+    ["post", "/v1/executions/{executionId}/fail"],
+    ["post", "/v1/executions:complete"],
+    ["post", "/v1/executions:fail"],
+    ["get", "/v1/pools/{pool}/stats"],
+    ["get", "/v1/stats"],
+    ["get", "/v1/dead-letters"],
+    ["post", "/v1/dead-letters/{executionId}:replay"],
+    ["get", "/v1/audit"],
+    ["get", "/v1/cluster"],
+    ["get", "/v1/schedules/preview"],
+    ["get", "/healthz"],
+    ["get", "/readyz"],
+    ["get", "/metrics"],
+  ];
+
+  test("is an OpenAPI 3 document listing every route of the contract", async () => {
+    const res = await app.inject({ method: "GET", url: "/openapi.json" });
+    assert.equal(res.statusCode, 200);
+    const doc = res.json() as {
+      openapi: string;
+      info: { title: string; version: string };
+      paths: Record<string, Record<string, { operationId?: string; parameters?: { name: string; in: string }[]; requestBody?: unknown; responses: Record<string, unknown>; security?: unknown[] }>>;
+      components: { securitySchemes: Record<string, unknown> };
+    };
+    assert.match(doc.openapi, /^3\.\d+\.\d+$/);
+    assert.equal(doc.info.title, "duetime");
+    for (const [method, path] of contract) {
+      const op = doc.paths[path]?.[method];
+      assert.ok(op, `${method.toUpperCase()} ${path} is documented`);
+      assert.ok(Object.keys(op.responses).length > 0);
+    }
+    const create = doc.paths["/v1/jobs"]?.post;
+    assert.equal(create?.operationId, "createJob");
+    assert.ok(create?.requestBody, "createJob has a request body");
+    assert.ok(create?.parameters?.some((p) => p.in === "header" && p.name.toLowerCase() === "idempotency-key"));
+    assert.ok(create?.responses["201"] && create.responses["200"]);
+    const list = doc.paths["/v1/jobs"]?.get;
+    assert.deepEqual(list?.parameters?.filter((p) => p.in === "query").map((p) => p.name).sort(), ["cursor", "limit", "name", "state"]);
+    assert.ok(doc.paths["/v1/jobs/{jobId}:pause"]?.post?.parameters?.some((p) => p.in === "path" && p.name === "jobId"));
+    assert.ok(doc.components.securitySchemes.bearerAuth);
+    assert.deepEqual(create?.security, [{ bearerAuth: [] }]);
+    assert.equal(doc.paths["/openapi.json"], undefined);
+    const operationIds = Object.values(doc.paths).flatMap((p) => Object.values(p).map((o) => o.operationId).filter(Boolean));
+    assert.equal(new Set(operationIds).size, operationIds.length, "operationIds are unique");
+  });
+});
+
+// ---------------------------------------------------------------- response schemas match what the service answers
+
+describe("the documented response schemas accept the service's answers", () => {
+  const pairs: [string, JsonSchema, unknown][] = [
+    ["job", schemas.jobResponse, { ...SAMPLE_JOB, created: true }],
+    ["job page", schemas.jobPageResponse, { items: [SAMPLE_JOB], nextCursor: null }],
+    ["execution", schemas.executionItemResponse, SAMPLE_EXECUTION],
+    ["execution with an error", schemas.executionItemResponse, { ...SAMPLE_EXECUTION, state: "FAILED", error: { message: "x", class: "transient", httpStatus: 500 } }],
+    ["dead letters", schemas.deadLetterPageResponse, { items: [SAMPLE_DEAD_LETTER], nextCursor: "n" }],
+    ["heartbeat", schemas.heartbeatResponse, { leaseUntil: "2026-10-16T09:01:00.000Z", cancelRequested: true }],
+    ["complete", schemas.completeResponse, { state: "SUCCEEDED" }],
+    ["fail", schemas.failResponse, { state: "DEAD", dead: true }],
+    ["acks", schemas.ackListResponse, { items: [{ executionId: "e", attempt: 1, status: 409, error: { code: "LEASE_LOST", message: "m" } }] }],
+    ["pool stats", schemas.poolStatsResponse, { pending: 0, queued: 1, running: 2 }],
+    ["stats", schemas.statsResponse, { pools: { p: { pending: 0, queued: 1, running: 2 } }, tenants: {} }],
+    ["preview", schemas.previewResponse, { times: ["2026-10-16T09:00:00.000Z"] }],
+    ["batch", schemas.batchCreateResponse, { items: [{ jobId: "j", nextRunAt: null, created: true }, { error: { code: "INVALID_ARGUMENT", message: "m", details: { field: "jobs.1.name" } } }] }],
+    ["error envelope", schemas.errorEnvelopeSchema, { error: { code: "NOT_FOUND", message: "m" } }],
+  ];
+  for (const [name, schema, value] of pairs) {
+    test(name, () => {
+      validate(schema, value, "body");
+    });
+  }
+
+  test("every canned service answer matches its route's documented schema", async () => {
+    const { app } = makeApp();
+    const res = await app.inject({ method: "GET", url: "/openapi.json" });
+    const doc = res.json() as { paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: JsonSchema }> }> }>> };
+    for (const c of routeCases) {
+      const answer = await app.inject(c.request);
+      if (answer.statusCode === 204) continue;
+      const path = decodeURIComponent(String(c.request.url).split("?")[0] ?? "");
+      const documented = Object.entries(doc.paths).find(([p]) => {
+        const pattern = p.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\{\w+\}/g, "[^/:]+");
+        return new RegExp(`^${pattern}$`).test(path);
+      });
+      assert.ok(documented, `${path} is documented`);
+      const schema = documented[1][String(c.request.method).toLowerCase()]?.responses[String(answer.statusCode)]?.content?.["application/json"]?.schema;
+      assert.ok(schema, `${c.name}: a schema for ${answer.statusCode}`);
+      validate(schema, answer.json(), "body");
+    }
+  });
+});
+
+test("displayPath turns router patterns into the contract's paths", () => {
+  assert.equal(displayPath("/v1/jobs/:jobId([A-Za-z0-9_-]+)::pause"), "/v1/jobs/{jobId}:pause");
+  assert.equal(displayPath("/v1/jobs::batch"), "/v1/jobs:batch");
+  assert.equal(displayPath("/v1/executions/:executionId/heartbeat"), "/v1/executions/{executionId}/heartbeat");
+});

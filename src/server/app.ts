@@ -1,0 +1,151 @@
+// buildApp(): the Fastify application of the HTTP API, without listening and
+// without an engine of its own (it takes a Service), so tests can drive it
+// with app.inject or a real socket. startServer() (index.ts) wires it to the
+// engine.
+//
+// Validation: routes carry their core/schemas.ts schemas for OpenAPI, but
+// Fastify's own ajv is switched off (a no-op validator compiler) and every
+// route validates with core/validate.ts, so one mapping words every error, for
+// the server and the embedded client alike.
+// Serialization: JSON.stringify, never the response schemas, so no field the
+// engine returns is dropped or coerced (payload, result, error are free-form).
+
+import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from "fastify";
+import swagger from "@fastify/swagger";
+import { DuetimeError } from "../core/errors.js";
+import { statusResponse } from "../core/schemas.js";
+import { KeyRing, type ApiKey } from "./auth.js";
+import {
+  makeClientErrorHandler,
+  makeErrorHandler,
+  makeFrameworkErrorHandler,
+  notFoundHandler,
+  sendError,
+} from "./http-errors.js";
+import { HttpMetrics, METRICS_CONTENT_TYPE } from "./http-metrics.js";
+import { DEFAULT_MAX_JSON_DEPTH, installJsonParser } from "./json-body.js";
+import { registerRoutes } from "./routes.js";
+import type { Service } from "../engine/service.js";
+
+export type { ApiKey } from "./auth.js";
+
+export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
+
+/** Socket and request timings; long polls last up to 60 s, load balancers idle out at 60 s. */
+export const HTTP_TIMEOUTS = {
+  /** Idle keep-alive connections live longer than a typical load balancer's 60 s. */
+  keepAliveTimeoutMs: 72_000,
+  /** Receiving one whole request (not answering it) may take this long. */
+  requestTimeoutMs: 90_000,
+  /** A socket silent this long is closed; above the 60 s long poll plus slack. */
+  connectionTimeoutMs: 120_000,
+} as const;
+
+export interface AppOptions {
+  service: Service;
+  /** Request body limit (default 1 MiB); larger bodies answer 413 PAYLOAD_TOO_LARGE. */
+  bodyLimitBytes?: number;
+  /** When non-empty, every /v1 call needs a Bearer key (see auth.ts). */
+  apiKeys?: readonly ApiKey[];
+  /** Fastify's logger option: false (default), true, or pino options such as { level }. */
+  logger?: FastifyServerOptions["logger"];
+  /** The engine's Prometheus text; the HTTP layer's own metrics are appended. */
+  metricsText?: () => Promise<string>;
+  /** /readyz; defaults to service.ready(). */
+  ready?: () => Promise<boolean>;
+  /** Deepest JSON nesting accepted in a body (default 64). */
+  maxJsonDepth?: number;
+}
+
+export function buildApp(options: AppOptions): FastifyInstance {
+  const bodyLimitBytes = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
+  const keyRing = new KeyRing(options.apiKeys ?? []);
+  const inflight = new Set<AbortController>();
+  const metrics = new HttpMetrics();
+  const ready = options.ready ?? (() => options.service.ready());
+  let closing = false;
+
+  // The client error handler is installed before the app (and its logger) exists.
+  const clientErrorLog: { current?: FastifyInstance["log"] } = {};
+  const app: FastifyInstance = Fastify({
+    logger: options.logger ?? false,
+    // One line per request is too much for workers polling in a loop: the
+    // /metrics histogram counts requests; errors are logged by the error handler.
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: bodyLimitBytes,
+    keepAliveTimeout: HTTP_TIMEOUTS.keepAliveTimeoutMs,
+    requestTimeout: HTTP_TIMEOUTS.requestTimeoutMs,
+    connectionTimeout: HTTP_TIMEOUTS.connectionTimeoutMs,
+    // Fastify's own 503-on-closing writes its own body; ours (onRequest below) writes the envelope.
+    return503OnClosing: false,
+    routerOptions: { maxParamLength: 512 },
+    frameworkErrors: makeFrameworkErrorHandler(bodyLimitBytes),
+    clientErrorHandler: makeClientErrorHandler(clientErrorLog),
+  });
+  clientErrorLog.current = app.log;
+
+  app.setValidatorCompiler(() => () => true);
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+  installJsonParser(app, { bodyLimitBytes, maxDepth: options.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH });
+  app.setErrorHandler(makeErrorHandler(bodyLimitBytes));
+  app.setNotFoundHandler(notFoundHandler);
+
+  app.addHook("onRequest", async () => {
+    if (closing) throw new DuetimeError("UNAVAILABLE", "the server is shutting down", undefined, 5);
+  });
+  app.addHook("onResponse", async (request, reply) => {
+    metrics.observe(request.method, request.routeOptions.url ?? "unmatched", reply.statusCode, reply.elapsedTime / 1000);
+  });
+  // Long polls end at once when the server closes: their services see the abort.
+  app.addHook("preClose", async () => {
+    closing = true;
+    for (const controller of inflight) controller.abort(new DuetimeError("UNAVAILABLE", "the server is shutting down"));
+  });
+
+  void app.register(swagger, {
+    openapi: {
+      openapi: "3.1.0",
+      info: {
+        title: "duetime",
+        version: "v1",
+        description: "Durable scheduler for delayed and recurring jobs. Errors: docs/errors.md.",
+      },
+      components: { securitySchemes: { bearerAuth: { type: "http", scheme: "bearer" } } },
+    },
+  });
+
+  // Registered after swagger so its onRoute hook sees every route.
+  void app.register(async (scope) => {
+    registerRoutes(scope, options.service, { keyRing, inflight });
+
+    scope.get("/healthz", { schema: { tags: ["health"], summary: "The process is up", response: { 200: statusResponse } } }, async () => ({
+      status: "ok",
+    }));
+
+    scope.get(
+      "/readyz",
+      { schema: { tags: ["health"], summary: "The store is reachable and the node has joined", response: { 200: statusResponse } } },
+      async (request, reply) => {
+        let ok = false;
+        try {
+          ok = await ready();
+        } catch (err) {
+          request.log.warn({ err }, "readiness check failed");
+        }
+        if (!ok) return sendError(reply, new DuetimeError("UNAVAILABLE", "not ready: the store is unreachable or the node has not joined"));
+        return { status: "ready" };
+      },
+    );
+
+    scope.get("/metrics", { schema: { tags: ["health"], summary: "Prometheus metrics" } }, async (_request, reply) => {
+      const engineText = options.metricsText ? await options.metricsText() : "";
+      const httpText = await metrics.text();
+      const text = engineText === "" || engineText.endsWith("\n") ? engineText + httpText : `${engineText}\n${httpText}`;
+      return reply.type(METRICS_CONTENT_TYPE).send(text);
+    });
+
+    scope.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
+  });
+
+  return app;
+}

@@ -1,0 +1,103 @@
+// startServer(): `duetime serve`. Opens the engine (store open and migrated),
+// starts it, builds the HTTP app and listens, in that order, so that a 200
+// from /healthz means /v1 is usable. close() stops accepting, closes the app
+// (in-flight long polls are aborted and answer at once), then stops the
+// engine.
+
+import type { AddressInfo } from "node:net";
+import type { FastifyInstance } from "fastify";
+import type { Engine, EngineOptions } from "../engine/engine.js";
+import { buildApp, type ApiKey } from "./app.js";
+
+export { buildApp, DEFAULT_BODY_LIMIT_BYTES, HTTP_TIMEOUTS, type AppOptions } from "./app.js";
+export { parseApiKeys, type ApiKey } from "./auth.js";
+
+export interface ServerOptions {
+  host: string;
+  /** 0 picks a free port; RunningServer.url reports the real one. */
+  port: number;
+  /** Store URL, e.g. "sqlite:./duetime.db". */
+  store: string;
+  signingSecret?: string;
+  allowTargetHosts?: string[];
+  /** "key1:tenantA:admin,key2:tenantB:worker" parsed into entries (parseApiKeys). */
+  apiKeys?: ApiKey[];
+  /** Request body limit in bytes (default 1 MiB). */
+  bodyLimitBytes?: number;
+  /** pino level: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent" (default "info"). */
+  logLevel?: string;
+  /**
+   * Opens the engine; defaults to engine.ts's openEngine, loaded lazily so
+   * that importing the server module loads no store driver. Tests pass a fake.
+   */
+  openEngine?: (options: EngineOptions) => Promise<Engine>;
+}
+
+export interface RunningServer {
+  readonly url: string;
+  readonly engine: Engine;
+  readonly app: FastifyInstance;
+  /** Stops accepting requests, drains, stops the engine (used for SIGTERM). Safe to call twice. */
+  close(): Promise<void>;
+}
+
+async function defaultOpenEngine(options: EngineOptions): Promise<Engine> {
+  const { openEngine } = await import("../engine/engine.js");
+  return openEngine(options);
+}
+
+function urlOf(address: AddressInfo | string | null, host: string): string {
+  if (address === null || typeof address === "string") throw new Error("the server is not listening on a TCP port");
+  const shown = address.family === "IPv6" || address.address.includes(":") ? `[${address.address}]` : address.address;
+  // Report the host asked for when it is a name (localhost), the bound address otherwise.
+  const name = /^[A-Za-z]/.test(host) && !host.includes(":") ? host : shown;
+  return `http://${name}:${address.port}`;
+}
+
+export async function startServer(options: ServerOptions): Promise<RunningServer> {
+  const open = options.openEngine ?? defaultOpenEngine;
+  const engineOptions: EngineOptions = { store: options.store };
+  if (options.signingSecret !== undefined) engineOptions.signingSecret = options.signingSecret;
+  if (options.allowTargetHosts !== undefined) engineOptions.allowTargetHosts = options.allowTargetHosts;
+
+  const engine = await open(engineOptions);
+  let app: FastifyInstance | undefined;
+  try {
+    await engine.start();
+    app = buildApp({
+      service: engine.service,
+      ...(options.bodyLimitBytes !== undefined ? { bodyLimitBytes: options.bodyLimitBytes } : {}),
+      ...(options.apiKeys !== undefined ? { apiKeys: options.apiKeys } : {}),
+      logger: { level: options.logLevel ?? "info" },
+      metricsText: () => engine.metricsText(),
+      ready: () => engine.service.ready(),
+    });
+    await app.listen({ host: options.host, port: options.port });
+  } catch (err) {
+    await app?.close().catch(() => undefined);
+    await engine.stop();
+    throw err;
+  }
+
+  const started = app;
+  const url = urlOf(started.server.address(), options.host);
+  started.log.info({ url, store: options.store.replace(/\/\/[^@/]*@/, "//***@") }, "duetime listening");
+
+  let closing: Promise<void> | undefined;
+  return {
+    url,
+    engine,
+    app: started,
+    close() {
+      closing ??= (async () => {
+        started.log.info("duetime closing");
+        try {
+          await started.close();
+        } finally {
+          await engine.stop();
+        }
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,213 @@
+// Test support for the HTTP layer (not shipped behaviour): a Service that
+// records every call and answers with canned wire values, so route tests can
+// check "this request reached the service with these arguments" without an
+// engine. Real engine integration tests live under test/.
+
+import type {
+  AckItem,
+  AuditItem,
+  ClusterView,
+  BatchCreateItem,
+  BatchCreateResult,
+  CompleteItem,
+  CreatedJob,
+  DeadLetter,
+  ErrorRecord,
+  ExecutionItem,
+  FailItem,
+  FailResponse,
+  HeartbeatRequest,
+  HeartbeatResponse,
+  Job,
+  JobSpec,
+  LeaseRequest,
+  LeaseResponse,
+  ListJobsQuery,
+  Page,
+  PageQuery,
+  PoolStats,
+  PreviewQuery,
+  PreviewResponse,
+  Stats,
+} from "../core/api.js";
+import type { RequestContext, Service } from "../engine/service.js";
+
+export const SAMPLE_JOB: Job = {
+  jobId: "job_1",
+  name: "send-reminder",
+  state: "SCHEDULED",
+  target: { type: "queue", pool: "emails" },
+  payload: { any: "json", nested: { deep: [1, 2, { x: null }] } },
+  schedule: { runAt: "2026-10-16T09:00:00.000Z" },
+  retry: { maxAttempts: 3, backoffSeconds: 10, maxBackoffSeconds: 3600 },
+  timeoutSeconds: 300,
+  priority: 0,
+  nextRunAt: "2026-10-16T09:00:00.000Z",
+  version: 1,
+  createdAt: "2026-01-01T00:00:00.000Z",
+  updatedAt: "2026-01-01T00:00:00.000Z",
+};
+
+export const SAMPLE_EXECUTION: ExecutionItem = {
+  executionId: "exe_1",
+  jobId: "job_1",
+  scheduledFor: "2026-10-16T09:00:00.000Z",
+  attempt: 0,
+  state: "QUEUED",
+  dispatchedAt: "2026-10-16T09:00:00.010Z",
+  dispatchedBy: "node-a",
+  startedAt: null,
+  finishedAt: null,
+  error: null,
+  workerId: null,
+};
+
+export const SAMPLE_DEAD_LETTER: DeadLetter = {
+  executionId: "exe_9",
+  jobId: "job_9",
+  name: "charge",
+  scheduledFor: "2026-10-16T09:00:00.000Z",
+  attempts: 3,
+  lastError: { message: "boom", class: "transient", httpStatus: 500 },
+  deadAt: "2026-10-16T09:05:00.000Z",
+  payload: { amount: 5 },
+};
+
+export interface Call {
+  method: string;
+  ctx: RequestContext | undefined;
+  args: unknown[];
+}
+
+type Override = (...args: unknown[]) => Promise<unknown>;
+
+/** Records calls; `override[method]` replaces a canned answer (or throws). */
+export class RecordingService implements Service {
+  readonly calls: Call[] = [];
+  readonly override: Partial<Record<string, Override>> = {};
+  isReady = true;
+
+  last(): Call {
+    const call = this.calls.at(-1);
+    if (!call) throw new Error("the service was not called");
+    return call;
+  }
+
+  private async answer<T>(method: string, ctx: RequestContext | undefined, args: unknown[], canned: () => T): Promise<T> {
+    this.calls.push({ method, ctx, args });
+    const fn = this.override[method];
+    if (fn) return (await fn(ctx, ...args)) as T;
+    return canned();
+  }
+
+  createJob(ctx: RequestContext, spec: JobSpec, idempotencyKey?: string): Promise<CreatedJob> {
+    return this.answer("createJob", ctx, [spec, idempotencyKey], () => ({ ...SAMPLE_JOB, created: true }));
+  }
+  createJobs(ctx: RequestContext, items: BatchCreateItem[]): Promise<BatchCreateResult[]> {
+    return this.answer("createJobs", ctx, [items], () =>
+      items.map((_, i) => ({ jobId: `job_b${i}`, nextRunAt: "2026-10-16T09:00:00.000Z", created: true })),
+    );
+  }
+  getJob(ctx: RequestContext, jobId: string): Promise<Job> {
+    return this.answer("getJob", ctx, [jobId], () => ({ ...SAMPLE_JOB, jobId }));
+  }
+  listJobs(ctx: RequestContext, query: ListJobsQuery): Promise<Page<Job>> {
+    return this.answer("listJobs", ctx, [query], () => ({ items: [SAMPLE_JOB], nextCursor: "c2" }));
+  }
+  cancelJob(ctx: RequestContext, jobId: string): Promise<void> {
+    return this.answer("cancelJob", ctx, [jobId], () => undefined);
+  }
+  pauseJob(ctx: RequestContext, jobId: string): Promise<Job> {
+    return this.answer("pauseJob", ctx, [jobId], () => ({ ...SAMPLE_JOB, jobId, state: "PAUSED" as const }));
+  }
+  resumeJob(ctx: RequestContext, jobId: string): Promise<Job> {
+    return this.answer("resumeJob", ctx, [jobId], () => ({ ...SAMPLE_JOB, jobId }));
+  }
+  triggerJob(ctx: RequestContext, jobId: string): Promise<ExecutionItem> {
+    return this.answer("triggerJob", ctx, [jobId], () => ({ ...SAMPLE_EXECUTION, jobId }));
+  }
+  listExecutions(ctx: RequestContext, jobId: string, query: PageQuery): Promise<Page<ExecutionItem>> {
+    return this.answer("listExecutions", ctx, [jobId, query], () => ({ items: [SAMPLE_EXECUTION], nextCursor: null }));
+  }
+  listDeadLetters(ctx: RequestContext, query: PageQuery): Promise<Page<DeadLetter>> {
+    return this.answer("listDeadLetters", ctx, [query], () => ({ items: [SAMPLE_DEAD_LETTER], nextCursor: null }));
+  }
+  replayDeadLetter(ctx: RequestContext, executionId: string): Promise<ExecutionItem> {
+    return this.answer("replayDeadLetter", ctx, [executionId], () => ({ ...SAMPLE_EXECUTION, executionId, attempt: 4 }));
+  }
+  lease(ctx: RequestContext, pool: string, request: LeaseRequest): Promise<LeaseResponse> {
+    return this.answer("lease", ctx, [pool, request], () => ({
+      items: [
+        {
+          executionId: "exe_1",
+          jobId: "job_1",
+          name: "send-reminder",
+          attempt: 1,
+          payload: { to: "a@example.test", extra: { keep: true } },
+          scheduledFor: "2026-10-16T09:00:00.000Z",
+          leaseUntil: "2026-10-16T09:00:30.000Z",
+          timeoutSeconds: 300,
+        },
+      ],
+    }));
+  }
+  heartbeat(ctx: RequestContext, executionId: string, request: HeartbeatRequest): Promise<HeartbeatResponse> {
+    return this.answer("heartbeat", ctx, [executionId, request], () => ({
+      leaseUntil: "2026-10-16T09:01:00.000Z",
+      cancelRequested: false,
+    }));
+  }
+  complete(ctx: RequestContext, executionId: string, attempt: number, result?: unknown): Promise<{ state: "SUCCEEDED" }> {
+    return this.answer("complete", ctx, [executionId, attempt, result], () => ({ state: "SUCCEEDED" as const }));
+  }
+  fail(ctx: RequestContext, executionId: string, attempt: number, error: ErrorRecord): Promise<FailResponse> {
+    return this.answer("fail", ctx, [executionId, attempt, error], () => ({
+      state: "FAILED" as const,
+      retryAt: "2026-10-16T09:00:10.000Z",
+    }));
+  }
+  completeMany(ctx: RequestContext, items: CompleteItem[]): Promise<AckItem[]> {
+    return this.answer("completeMany", ctx, [items], () =>
+      items.map((i) => ({ executionId: i.executionId, attempt: i.attempt, status: 200 as const, state: "SUCCEEDED" as const })),
+    );
+  }
+  failMany(ctx: RequestContext, items: FailItem[]): Promise<AckItem[]> {
+    return this.answer("failMany", ctx, [items], () =>
+      items.map((i) => ({
+        executionId: i.executionId,
+        attempt: i.attempt,
+        status: 409 as const,
+        error: { code: "LEASE_LOST", message: "lease lost" },
+      })),
+    );
+  }
+  poolStats(ctx: RequestContext, pool: string): Promise<PoolStats> {
+    return this.answer("poolStats", ctx, [pool], () => ({ pending: 1, queued: 2, running: 3 }));
+  }
+  stats(ctx: RequestContext): Promise<Stats> {
+    return this.answer("stats", ctx, [], () => ({
+      pools: { emails: { pending: 1, queued: 2, running: 3 } },
+      tenants: { default: { pending: 1, queued: 2, running: 3 } },
+    }));
+  }
+  previewSchedule(query: PreviewQuery): Promise<PreviewResponse> {
+    return this.answer("previewSchedule", undefined, [query], () => ({
+      times: ["2026-10-16T09:00:00.000Z", "2026-10-19T08:00:00.000Z"],
+    }));
+  }
+  listAudit(ctx: RequestContext, query: PageQuery): Promise<Page<AuditItem>> {
+    return this.answer("listAudit", ctx, [query], () => ({
+      items: [{ at: "2026-10-16T09:06:00.000Z", actor: "key_1", action: "dead-letter.replay", subject: "exe_9", details: {} }],
+      nextCursor: null,
+    }));
+  }
+  cluster(ctx: RequestContext): Promise<ClusterView> {
+    return this.answer("cluster", ctx, [], () => ({
+      nodes: [{ nodeId: "node-a", address: null, shards: [0, 1], lastHeartbeatAt: "2026-10-16T09:00:00.000Z" }],
+      shards: [{ shard: 0, owner: "node-a", epoch: 3, leaseUntil: "2026-10-16T09:00:10.000Z" }],
+    }));
+  }
+  async ready(): Promise<boolean> {
+    return this.isReady;
+  }
+}

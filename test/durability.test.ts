@@ -1,0 +1,85 @@
+// Promise 1: a 201 means durable. A real server process accepts 500 jobs and
+// is SIGKILLed at once; a new process on the same file runs every one.
+
+import assert from "node:assert/strict";
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test } from "node:test";
+import { DuetimeClient } from "../src/sdk/client.js";
+import { Worker } from "../src/sdk/worker.js";
+import { waitFor } from "./helpers.js";
+
+const BIN = new URL("../bin/duetime.js", import.meta.url).pathname;
+
+async function serve(store: string): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(process.execPath, [BIN, "serve", "--port", "0", "--store", store, "--log-level", "warn"], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = "";
+    child.stdout!.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+      const m = /http:\/\/[^\s]+/.exec(out);
+      if (m) resolve(m[0]);
+    });
+    child.once("exit", (code) => reject(new Error(`duetime serve exited early with ${code}`)));
+  });
+  return { child, url };
+}
+
+test("500 accepted jobs survive SIGKILL of the server and all run after a restart", { timeout: 180_000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), "duetime-durable-"));
+  const store = `sqlite:${join(dir, "duetime.db")}`;
+  try {
+    const first = await serve(store);
+    const client = new DuetimeClient({ url: first.url, retries: 0 });
+    const accepted = new Set<string>();
+    // Concurrent creates, due now or within two seconds: some are dispatched,
+    // some leased, most still waiting when the process dies.
+    await Promise.all(
+      Array.from({ length: 10 }, async (_, lane) => {
+        for (let i = lane; i < 500; i += 10) {
+          const job = await client.createJob({
+            name: "durable",
+            target: { type: "queue", pool: "durable" },
+            payload: { i },
+            schedule: { delaySeconds: (i % 3) * 1 },
+          });
+          accepted.add(job.jobId);
+        }
+      }),
+    );
+    assert.equal(accepted.size, 500);
+    // a worker that takes some jobs and never finishes them: the kill strands their leases
+    await client.lease("durable", { workerId: "doomed", max: 20, leaseSeconds: 2 });
+    first.child.kill("SIGKILL");
+    await new Promise((r) => first.child.once("exit", r));
+    await client.close();
+
+    const second = await serve(store);
+    const runs = new Map<string, number>();
+    const worker = new Worker({
+      url: second.url,
+      pool: "durable",
+      concurrency: 50,
+      waitSeconds: 1,
+      handleSignals: false,
+      logger: null,
+      handler: async (job) => {
+        runs.set(job.jobId, (runs.get(job.jobId) ?? 0) + 1);
+      },
+    });
+    void worker.run();
+    await waitFor(() => [...accepted].every((id) => runs.has(id)), "every accepted job ran", 60_000);
+    await worker.shutdown();
+    const duplicates = [...runs.values()].filter((n) => n > 1).length;
+    console.log(`# durability: ${accepted.size} accepted, ${runs.size} ran after restart, ${duplicates} ran more than once`);
+    assert.equal([...runs.keys()].filter((id) => !accepted.has(id)).length, 0);
+    second.child.kill("SIGTERM");
+    await new Promise((r) => second.child.once("exit", r));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
