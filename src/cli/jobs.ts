@@ -1,0 +1,331 @@
+// `duetime jobs create|get|list|cancel|pause|resume|trigger`: parsing (pure)
+// and running (against a DuetimeClient).
+
+import type { CronSchedule, ExecutionItem, Job, JobSpec, JobState, ListJobsQuery, Misfire, Overlap, ScheduleSpec, Target } from "../core/api.js";
+import { JOB_STATES } from "../core/api.js";
+import type { DuetimeClient } from "../sdk/client.js";
+import {
+  GLOBAL_HELP,
+  GLOBAL_OPTIONS,
+  UsageError,
+  choiceOption,
+  durationOption,
+  expectPositionals,
+  globalOptions,
+  integerOption,
+  jsonOption,
+  strictParse,
+  timeOption,
+  type Env,
+  type GlobalOptions,
+} from "./args.js";
+import { oneLine, utc, type Printer } from "./output.js";
+
+export type JobsCommand =
+  | { command: "jobs create"; global: GlobalOptions; spec?: JobSpec; file?: string; idempotencyKey?: string }
+  | { command: "jobs get" | "jobs cancel" | "jobs pause" | "jobs resume" | "jobs trigger"; global: GlobalOptions; jobId: string }
+  | { command: "jobs list"; global: GlobalOptions; query: ListJobsQuery };
+
+export const JOBS_HELP = `Usage: duetime jobs <command> [options]
+
+Commands:
+  create              Create a job (from flags, --file or --data)
+  get <jobId>         Show a job
+  list                List jobs, newest first
+  cancel <jobId>      Cancel a job
+  pause <jobId>       Pause a job
+  resume <jobId>      Resume a paused job
+  trigger <jobId>     Run a job now (a new execution)
+
+Run "duetime jobs <command> --help" for a command's options.
+
+${GLOBAL_HELP}`;
+
+export const CREATE_HELP = `Usage: duetime jobs create --name NAME (--queue POOL | --target-url URL) [schedule] [options]
+       duetime jobs create --file job.json | --data '<json>' [--idempotency-key K]
+
+Target (one of):
+  --queue POOL            Workers of POOL lease the job
+  --target-url URL        The server calls URL (http or https)
+  --method M              HTTP method for --target-url (default POST)
+  --header "K: V"         HTTP header for --target-url (repeatable)
+
+Schedule (one of; default: run now):
+  --delay D               Run after D: 30s, 5m, 2h, 1d or seconds
+  --at TIME               Run at an RFC 3339 time
+  --cron EXPR             Run on a cron schedule
+  --tz ZONE               IANA zone of --cron (default UTC)
+  --jitter D              Random delay up to D per occurrence (--cron)
+  --misfire P             run_once | skip | catch_up (--cron)
+  --overlap P             allow | forbid | replace (--cron)
+
+Options:
+  --payload JSON          The job's payload
+  --max-attempts N        Attempts before the job is dead (1..1000, default 3)
+  --backoff D             First retry delay (default 10s)
+  --max-backoff D         Longest retry delay (default 1h)
+  --timeout D             Per-attempt timeout (default 300s)
+  --priority N            -100..100, higher first (default 0; negative: --priority=-5)
+  --idempotency-key K     Repeating the call with K answers the same job
+  --file PATH             The job as JSON (API.md's POST /v1/jobs body; "-" reads stdin)
+  --data JSON             The job as inline JSON
+
+${GLOBAL_HELP}`;
+
+const idHelp = (verb: string, what: string) => `Usage: duetime jobs ${verb} <jobId> [options]
+
+${what}
+
+${GLOBAL_HELP}`;
+
+export const JOB_ID_HELP: Record<"get" | "cancel" | "pause" | "resume" | "trigger", string> = {
+  get: idHelp("get", "Shows a job with its effective settings."),
+  cancel: idHelp("cancel", "Cancels a job: no new execution; a running attempt sees cancelRequested."),
+  pause: idHelp("pause", "Pauses a job: no new execution until it is resumed."),
+  resume: idHelp("resume", "Resumes a paused job (a one-off whose time passed runs at once)."),
+  trigger: idHelp("trigger", "Creates a new execution of the job, due now."),
+};
+
+export const LIST_HELP = `Usage: duetime jobs list [--state STATE] [--name NAME] [--limit N] [--cursor C]
+
+  --state STATE     ${JOB_STATES.join(" | ")}
+  --name NAME       Only jobs with this name
+  --limit N         Page size, 1..500 (default 50)
+  --cursor C        The nextCursor of the previous page
+
+${GLOBAL_HELP}`;
+
+const CREATE_OPTIONS = {
+  ...GLOBAL_OPTIONS,
+  name: { type: "string" },
+  queue: { type: "string" },
+  "target-url": { type: "string" },
+  method: { type: "string" },
+  header: { type: "string", multiple: true },
+  delay: { type: "string" },
+  at: { type: "string" },
+  cron: { type: "string" },
+  tz: { type: "string" },
+  jitter: { type: "string" },
+  misfire: { type: "string" },
+  overlap: { type: "string" },
+  payload: { type: "string" },
+  "max-attempts": { type: "string" },
+  backoff: { type: "string" },
+  "max-backoff": { type: "string" },
+  timeout: { type: "string" },
+  priority: { type: "string" },
+  "idempotency-key": { type: "string" },
+  file: { type: "string" },
+  data: { type: "string" },
+} as const;
+
+const SPEC_FLAGS = Object.keys(CREATE_OPTIONS).filter((k) => !(k in GLOBAL_OPTIONS) && !["idempotency-key", "file", "data"].includes(k));
+
+export function parseJobsCreate(args: string[], env: Env): JobsCommand {
+  const usage = CREATE_HELP;
+  const { values: v, positionals } = strictParse(args, CREATE_OPTIONS, usage);
+  expectPositionals(positionals, [], usage);
+  const global = globalOptions(v, env, usage);
+  const idempotencyKey = v["idempotency-key"];
+  if (idempotencyKey !== undefined && (idempotencyKey === "" || idempotencyKey.length > 255)) {
+    throw new UsageError("--idempotency-key: must be 1..255 characters", usage);
+  }
+  const base = { command: "jobs create" as const, global, ...(idempotencyKey !== undefined ? { idempotencyKey } : {}) };
+
+  if (v.file !== undefined || v.data !== undefined) {
+    if (v.file !== undefined && v.data !== undefined) throw new UsageError("give either --file or --data, not both", usage);
+    const mixed = SPEC_FLAGS.filter((f) => v[f as keyof typeof v] !== undefined);
+    if (mixed.length > 0) throw new UsageError(`--${mixed[0]} cannot be combined with ${v.file !== undefined ? "--file" : "--data"}`, usage);
+    if (v.file !== undefined) return { ...base, file: v.file };
+    return { ...base, spec: specFromJson("--data", v.data!, usage) };
+  }
+
+  if (v.name === undefined || v.name === "") throw new UsageError("missing --name (or give the whole job with --file or --data)", usage);
+  const spec: JobSpec = { name: v.name, target: target(v, usage), schedule: schedule(v, usage) };
+  const payload = jsonOption("payload", v.payload, usage);
+  if (payload !== undefined) spec.payload = payload;
+  const retry = {
+    maxAttempts: integerOption("max-attempts", v["max-attempts"], 1, 1000, usage),
+    backoffSeconds: durationOption("backoff", v.backoff, usage),
+    maxBackoffSeconds: durationOption("max-backoff", v["max-backoff"], usage),
+  };
+  const setRetry = Object.fromEntries(Object.entries(retry).filter(([, x]) => x !== undefined));
+  if (Object.keys(setRetry).length > 0) spec.retry = setRetry;
+  const timeoutSeconds = durationOption("timeout", v.timeout, usage);
+  if (timeoutSeconds !== undefined) spec.timeoutSeconds = timeoutSeconds;
+  const priority = integerOption("priority", v.priority, -100, 100, usage);
+  if (priority !== undefined) spec.priority = priority;
+  return { ...base, spec };
+}
+
+type CreateValues = ReturnType<typeof strictParse<typeof CREATE_OPTIONS>>["values"];
+
+function target(v: CreateValues, usage: string): Target {
+  if ((v.queue === undefined) === (v["target-url"] === undefined)) throw new UsageError("give exactly one of --queue POOL and --target-url URL", usage);
+  if (v.queue !== undefined) {
+    if (v.method !== undefined || v.header !== undefined) throw new UsageError("--method and --header apply to --target-url only", usage);
+    if (v.queue === "") throw new UsageError("--queue: the pool name must not be empty", usage);
+    return { type: "queue", pool: v.queue };
+  }
+  const url = v["target-url"]!;
+  if (!/^https?:\/\//i.test(url) || !URL.canParse(url)) throw new UsageError(`--target-url: expected an http or https URL, got ${JSON.stringify(url)}`, usage);
+  const http: Target = { type: "http", url };
+  if (v.method !== undefined) http.method = v.method.toUpperCase();
+  if (v.header !== undefined) {
+    http.headers = {};
+    for (const h of v.header) {
+      const at = h.indexOf(":");
+      const name = at < 0 ? "" : h.slice(0, at).trim();
+      if (name === "") throw new UsageError(`--header: expected "Name: value", got ${JSON.stringify(h)}`, usage);
+      http.headers[name] = h.slice(at + 1).trim();
+    }
+  }
+  return http;
+}
+
+function schedule(v: CreateValues, usage: string): ScheduleSpec {
+  const given = (["delay", "at", "cron"] as const).filter((k) => v[k] !== undefined);
+  if (given.length > 1) throw new UsageError(`give only one of --delay, --at and --cron (got --${given.join(" and --")})`, usage);
+  const cronOnly = (["tz", "jitter", "misfire", "overlap"] as const).filter((k) => v[k] !== undefined);
+  if (v.cron === undefined && cronOnly.length > 0) throw new UsageError(`--${cronOnly[0]} applies to --cron only`, usage);
+  if (v.at !== undefined) return { runAt: timeOption("at", v.at, usage)! };
+  if (v.cron === undefined) return { delaySeconds: durationOption("delay", v.delay, usage) ?? 0 };
+  if (v.cron.trim() === "") throw new UsageError("--cron: the expression must not be empty", usage);
+  const cron: CronSchedule = { cron: v.cron };
+  if (v.tz !== undefined) cron.tz = v.tz;
+  const jitter = durationOption("jitter", v.jitter, usage);
+  if (jitter !== undefined) cron.jitterSeconds = jitter;
+  const misfire = choiceOption<Misfire>("misfire", v.misfire, ["run_once", "skip", "catch_up"], usage);
+  if (misfire) cron.misfire = misfire;
+  const overlap = choiceOption<Overlap>("overlap", v.overlap, ["allow", "forbid", "replace"], usage);
+  if (overlap) cron.overlap = overlap;
+  return cron;
+}
+
+/** A job given as JSON: it must be an object; the server validates the rest. */
+export function specFromJson(source: string, text: string, usage: string): JobSpec {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw new UsageError(`${source}: not valid JSON (${(err as Error).message})`, usage);
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new UsageError(`${source}: expected a JSON object (one job)`, usage);
+  return value as JobSpec;
+}
+
+export function parseJobsList(args: string[], env: Env): JobsCommand {
+  const usage = LIST_HELP;
+  const options = { ...GLOBAL_OPTIONS, state: { type: "string" }, name: { type: "string" }, limit: { type: "string" }, cursor: { type: "string" } } as const;
+  const { values: v, positionals } = strictParse(args, options, usage);
+  expectPositionals(positionals, [], usage);
+  const query: ListJobsQuery = {};
+  const state = choiceOption<JobState>("state", v.state?.toUpperCase(), JOB_STATES, usage);
+  if (state) query.state = state;
+  if (v.name !== undefined) query.name = v.name;
+  const limit = integerOption("limit", v.limit, 1, 500, usage);
+  if (limit !== undefined) query.limit = limit;
+  if (v.cursor !== undefined) query.cursor = v.cursor;
+  return { command: "jobs list", global: globalOptions(v, env, usage), query };
+}
+
+export function parseJobById(verb: keyof typeof JOB_ID_HELP, args: string[], env: Env): JobsCommand {
+  const usage = JOB_ID_HELP[verb];
+  const { values, positionals } = strictParse(args, GLOBAL_OPTIONS, usage);
+  const [jobId] = expectPositionals(positionals, ["jobId"], usage);
+  return { command: `jobs ${verb}`, global: globalOptions(values, env, usage), jobId: jobId! };
+}
+
+// ---- running
+
+export async function runJobs(cmd: JobsCommand, client: DuetimeClient, out: Printer, readFile: (path: string) => Promise<string>): Promise<void> {
+  switch (cmd.command) {
+    case "jobs create": {
+      const spec = cmd.spec ?? specFromJson(`--file ${cmd.file}`, await readJobFile(cmd.file!, readFile), CREATE_HELP);
+      const job = await client.createJob(spec, cmd.idempotencyKey !== undefined ? { idempotencyKey: cmd.idempotencyKey } : {});
+      out.either(job, () =>
+        out.line(
+          job.created === false
+            ? `job ${job.jobId} already exists (same idempotency key); next run ${utc(job.nextRunAt)}`
+            : `created job ${job.jobId}; next run ${utc(job.nextRunAt)}`,
+        ),
+      );
+      return;
+    }
+    case "jobs get": {
+      const job = await client.getJob(cmd.jobId);
+      out.either(job, () => printJob(out, job));
+      return;
+    }
+    case "jobs list": {
+      const page = await client.listJobs(cmd.query);
+      out.either(page, () => {
+        if (page.items.length === 0) out.line("no jobs");
+        else
+          out.table(
+            ["JOB ID", "NAME", "STATE", "NEXT RUN (UTC)", "SCHEDULE", "TARGET"],
+            page.items.map((j) => [j.jobId, oneLine(j.name, 40), j.state, utc(j.nextRunAt), describeSchedule(j.schedule), describeTarget(j.target)]),
+          );
+        if (page.nextCursor) out.line(`next page: --cursor ${page.nextCursor}`);
+      });
+      return;
+    }
+    case "jobs cancel": {
+      await client.cancelJob(cmd.jobId);
+      if (!out.jsonMode) out.line(`cancelled job ${cmd.jobId}`);
+      return;
+    }
+    case "jobs pause":
+    case "jobs resume": {
+      const job = cmd.command === "jobs pause" ? await client.pauseJob(cmd.jobId) : await client.resumeJob(cmd.jobId);
+      out.either(job, () => out.line(`job ${job.jobId} is ${job.state}; next run ${utc(job.nextRunAt)}`));
+      return;
+    }
+    case "jobs trigger": {
+      const execution = await client.triggerJob(cmd.jobId);
+      out.either(execution, () => out.line(describeExecution("triggered", execution)));
+      return;
+    }
+  }
+}
+
+async function readJobFile(path: string, readFile: (path: string) => Promise<string>): Promise<string> {
+  try {
+    return await readFile(path);
+  } catch (err) {
+    throw new UsageError(`--file: cannot read ${JSON.stringify(path)}: ${(err as Error).message}`, CREATE_HELP);
+  }
+}
+
+export function describeExecution(verb: string, e: ExecutionItem): string {
+  return `${verb} execution ${e.executionId} of job ${e.jobId}: attempt ${e.attempt}, ${e.state}, scheduled for ${utc(e.scheduledFor)}`;
+}
+
+function printJob(out: Printer, job: Job): void {
+  out.fields([
+    ["jobId", job.jobId],
+    ["name", job.name],
+    ["state", job.state],
+    ["target", describeTarget(job.target)],
+    ["schedule", describeSchedule(job.schedule)],
+    ["nextRunAt", utc(job.nextRunAt)],
+    ["retry", `${job.retry.maxAttempts} attempts, backoff ${job.retry.backoffSeconds}s up to ${job.retry.maxBackoffSeconds}s`],
+    ["timeout", `${job.timeoutSeconds}s`],
+    ["priority", String(job.priority)],
+    ["payload", job.payload === undefined ? "-" : oneLine(JSON.stringify(job.payload), 100)],
+    ["version", String(job.version)],
+    ["createdAt", utc(job.createdAt)],
+    ["updatedAt", utc(job.updatedAt)],
+  ]);
+}
+
+function describeTarget(target: Target): string {
+  return target.type === "queue" ? `queue ${target.pool}` : `http ${target.method ?? "POST"} ${target.url}`;
+}
+
+function describeSchedule(schedule: Job["schedule"]): string {
+  if ("cron" in schedule) return `cron "${schedule.cron}" ${schedule.tz ?? "UTC"}`;
+  if ("runAt" in schedule) return `at ${utc(schedule.runAt)}`;
+  return JSON.stringify(schedule);
+}

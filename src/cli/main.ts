@@ -1,0 +1,188 @@
+// The duetime command. parseCommand() turns argv into a Command (pure: tests
+// check parsing without a server); execute() runs it. Exit codes: 0 success,
+// 1 an API or network error, 2 a usage error.
+
+import { readFile } from "node:fs/promises";
+import { text } from "node:stream/consumers";
+import { DuetimeClient } from "../sdk/client.js";
+import { DuetimeApiError } from "../sdk/errors.js";
+import { GLOBAL_HELP, UsageError, type Env } from "./args.js";
+import { CREATE_HELP, JOBS_HELP, JOB_ID_HELP, LIST_HELP, parseJobById, parseJobsCreate, parseJobsList, runJobs, type JobsCommand } from "./jobs.js";
+import {
+  CRON_HELP,
+  DLQ_HELP,
+  DLQ_LIST_HELP,
+  DLQ_REPLAY_HELP,
+  EXECUTIONS_HELP,
+  parseCron,
+  parseDlqList,
+  parseDlqReplay,
+  parseExecutions,
+  runOps,
+  type OpsCommand,
+} from "./ops.js";
+import { Printer, type Io } from "./output.js";
+import { SERVE_HELP, parseServe, runServe, type ServeCommand, type ServeDeps } from "./serve.js";
+import { closest } from "../sdk/options.js";
+
+export type Command = { command: "help"; text: string } | ServeCommand | JobsCommand | OpsCommand;
+
+export const TOP_HELP = `Usage: duetime <command> [options]
+
+duetime: a durable scheduler for delayed and recurring jobs.
+
+Commands:
+  serve                                  Run the server
+  jobs create|get|list|cancel|pause|resume|trigger
+                                         Manage jobs
+  executions <jobId>                     List a job's executions
+  dlq list|replay <executionId>          Dead letters
+  cron "<expr>" [--tz Z] [--from T] [--count N]
+                                         Preview a cron expression
+
+Run "duetime <command> --help" for a command's options.
+
+${GLOBAL_HELP}
+
+Exit codes: 0 success, 1 API or network error, 2 usage error.`;
+
+interface Leaf {
+  help: string;
+  parse(args: string[], env: Env): Command;
+}
+
+const JOBS: Record<string, Leaf> = {
+  create: { help: CREATE_HELP, parse: parseJobsCreate },
+  list: { help: LIST_HELP, parse: parseJobsList },
+  ...Object.fromEntries(
+    (Object.keys(JOB_ID_HELP) as (keyof typeof JOB_ID_HELP)[]).map((verb) => [
+      verb,
+      { help: JOB_ID_HELP[verb], parse: (args: string[], env: Env) => parseJobById(verb, args, env) },
+    ]),
+  ),
+};
+
+const DLQ: Record<string, Leaf> = {
+  list: { help: DLQ_LIST_HELP, parse: parseDlqList },
+  replay: { help: DLQ_REPLAY_HELP, parse: parseDlqReplay },
+};
+
+/** Top-level commands: a leaf, or a group of leaves with its own help. */
+const COMMANDS: Record<string, Leaf | { help: string; group: Record<string, Leaf> }> = {
+  serve: { help: SERVE_HELP, parse: parseServe },
+  jobs: { help: JOBS_HELP, group: JOBS },
+  executions: { help: EXECUTIONS_HELP, parse: parseExecutions },
+  dlq: { help: DLQ_HELP, group: DLQ },
+  cron: { help: CRON_HELP, parse: parseCron },
+};
+
+/** Global flags that take a value, so that `duetime --url U jobs list` finds the command after U. */
+const VALUE_FLAGS = new Set(["--url", "--token"]);
+
+const wantsHelp = (args: string[]): boolean => args.some((a) => a === "--help" || a === "-h");
+
+/** argv (without node and the script) → Command; throws UsageError. */
+export function parseCommand(argv: string[], env: Env): Command {
+  // flags before the command word are kept and handed to the command's parser
+  const leading: string[] = [];
+  let i = 0;
+  while (i < argv.length && argv[i]!.startsWith("-")) {
+    const flag = argv[i]!;
+    leading.push(flag);
+    if (VALUE_FLAGS.has(flag) && i + 1 < argv.length) leading.push(argv[++i]!);
+    i++;
+  }
+  const name = argv[i];
+  if (name === undefined) {
+    if (wantsHelp(leading)) return { command: "help", text: TOP_HELP };
+    throw new UsageError(leading.length > 0 ? `expected a command after ${leading[0]}` : "missing command", TOP_HELP);
+  }
+  const entry = COMMANDS[name];
+  if (!entry) throw new UsageError(`unknown command ${JSON.stringify(name)}${suggest(name, Object.keys(COMMANDS))}`, TOP_HELP);
+  let rest = [...leading, ...argv.slice(i + 1)];
+  let leaf: Leaf;
+  if ("group" in entry) {
+    const sub = argv[i + 1];
+    if (sub === undefined || sub.startsWith("-")) {
+      if (wantsHelp(rest)) return { command: "help", text: entry.help };
+      throw new UsageError(`missing ${name} command`, entry.help);
+    }
+    const found = entry.group[sub];
+    if (!found) throw new UsageError(`unknown command "${name} ${sub}"${suggest(sub, Object.keys(entry.group))}`, entry.help);
+    leaf = found;
+    rest = [...leading, ...argv.slice(i + 2)];
+  } else {
+    leaf = entry;
+  }
+  if (wantsHelp(rest)) return { command: "help", text: leaf.help };
+  return leaf.parse(rest, env);
+}
+
+function suggest(word: string, candidates: string[]): string {
+  const guess = closest(word, candidates);
+  return guess ? ` (did you mean "${guess}"?)` : "";
+}
+
+export interface MainDeps {
+  serve?: ServeDeps;
+}
+
+/** Runs a parsed command; returns the exit code. */
+export async function execute(cmd: Command, io: Io, deps: MainDeps = {}): Promise<number> {
+  if (cmd.command === "help") {
+    io.stdout(`${cmd.text}\n`);
+    return 0;
+  }
+  if (cmd.command === "serve") return runServe(cmd, io, deps.serve);
+  const client = new DuetimeClient({ url: cmd.global.url, ...(cmd.global.token ? { token: cmd.global.token } : {}) });
+  const out = new Printer(io, cmd.global.json);
+  try {
+    if (cmd.command.startsWith("jobs ")) await runJobs(cmd as JobsCommand, client, out, io.readFile);
+    else await runOps(cmd as OpsCommand, client, out);
+    return 0;
+  } catch (err) {
+    return reportError(err, io);
+  } finally {
+    await client.close();
+  }
+}
+
+/** Prints an error the way every command does; returns its exit code. */
+export function reportError(err: unknown, io: Io): number {
+  if (err instanceof UsageError) {
+    io.stderr(`error: ${err.message}\n\n${err.usage}\n`);
+    return 2;
+  }
+  if (err instanceof DuetimeApiError) {
+    io.stderr(`error: ${err.code}: ${err.message}\n`);
+    if (typeof err.details?.field === "string") io.stderr(`  field: ${err.details.field}\n`);
+    if (err.retryAfterSeconds !== undefined) io.stderr(`  retry after: ${err.retryAfterSeconds}s\n`);
+    return 1;
+  }
+  io.stderr(`error: ${err instanceof Error ? err.message : String(err)}\n`);
+  return 1;
+}
+
+export function processIo(): Io {
+  return {
+    stdout: (t) => void process.stdout.write(t),
+    stderr: (t) => void process.stderr.write(t),
+    env: process.env,
+    readFile: (path) => (path === "-" ? text(process.stdin) : readFile(path, "utf8")),
+  };
+}
+
+/** The whole command: parse, execute, report. Never throws. */
+export async function main(argv: string[], io: Io = processIo(), deps: MainDeps = {}): Promise<number> {
+  let cmd: Command;
+  try {
+    cmd = parseCommand(argv, io.env);
+  } catch (err) {
+    return reportError(err, io);
+  }
+  try {
+    return await execute(cmd, io, deps);
+  } catch (err) {
+    return reportError(err, io);
+  }
+}

@@ -1,0 +1,169 @@
+// `duetime executions`, `duetime dlq list|replay` and `duetime cron`:
+// parsing (pure) and running (against a DuetimeClient).
+
+import type { PageQuery, PreviewQuery } from "../core/api.js";
+import type { DuetimeClient } from "../sdk/client.js";
+import {
+  GLOBAL_HELP,
+  GLOBAL_OPTIONS,
+  expectPositionals,
+  globalOptions,
+  integerOption,
+  strictParse,
+  timeOption,
+  type Env,
+  type GlobalOptions,
+} from "./args.js";
+import { describeExecution } from "./jobs.js";
+import { oneLine, utc, type Printer } from "./output.js";
+
+export type OpsCommand =
+  | { command: "executions"; global: GlobalOptions; jobId: string; query: PageQuery }
+  | { command: "dlq list"; global: GlobalOptions; query: PageQuery }
+  | { command: "dlq replay"; global: GlobalOptions; executionId: string }
+  | { command: "cron"; global: GlobalOptions; query: PreviewQuery };
+
+const PAGE_HELP = `  --limit N         Page size, 1..500 (default 50)
+  --cursor C        The nextCursor of the previous page`;
+
+export const EXECUTIONS_HELP = `Usage: duetime executions <jobId> [--limit N] [--cursor C]
+
+Lists a job's executions, one line per attempt, newest first.
+
+${PAGE_HELP}
+
+${GLOBAL_HELP}`;
+
+export const DLQ_HELP = `Usage: duetime dlq <command> [options]
+
+Commands:
+  list                    List dead letters
+  replay <executionId>    Run a dead execution again (role admin)
+
+${GLOBAL_HELP}`;
+
+export const DLQ_LIST_HELP = `Usage: duetime dlq list [--limit N] [--cursor C]
+
+${PAGE_HELP}
+
+${GLOBAL_HELP}`;
+
+export const DLQ_REPLAY_HELP = `Usage: duetime dlq replay <executionId>
+
+Creates a new attempt of a dead execution (role admin); its history is kept.
+
+${GLOBAL_HELP}`;
+
+export const CRON_HELP = `Usage: duetime cron "<expr>" [--tz ZONE] [--from TIME] [--count N]
+
+Prints the next fire times of a cron expression (UTC), computed by the server.
+
+  --tz ZONE         IANA time zone of the expression (default UTC)
+  --from TIME       Start after this RFC 3339 time (default now)
+  --count N         How many times, 1..1000 (default 10)
+
+${GLOBAL_HELP}`;
+
+const PAGE_OPTIONS = { ...GLOBAL_OPTIONS, limit: { type: "string" }, cursor: { type: "string" } } as const;
+
+function pageQuery(values: { limit?: string | undefined; cursor?: string | undefined }, usage: string): PageQuery {
+  const query: PageQuery = {};
+  const limit = integerOption("limit", values.limit, 1, 500, usage);
+  if (limit !== undefined) query.limit = limit;
+  if (values.cursor !== undefined) query.cursor = values.cursor;
+  return query;
+}
+
+export function parseExecutions(args: string[], env: Env): OpsCommand {
+  const usage = EXECUTIONS_HELP;
+  const { values, positionals } = strictParse(args, PAGE_OPTIONS, usage);
+  const [jobId] = expectPositionals(positionals, ["jobId"], usage);
+  return { command: "executions", global: globalOptions(values, env, usage), jobId: jobId!, query: pageQuery(values, usage) };
+}
+
+export function parseDlqList(args: string[], env: Env): OpsCommand {
+  const usage = DLQ_LIST_HELP;
+  const { values, positionals } = strictParse(args, PAGE_OPTIONS, usage);
+  expectPositionals(positionals, [], usage);
+  return { command: "dlq list", global: globalOptions(values, env, usage), query: pageQuery(values, usage) };
+}
+
+export function parseDlqReplay(args: string[], env: Env): OpsCommand {
+  const usage = DLQ_REPLAY_HELP;
+  const { values, positionals } = strictParse(args, GLOBAL_OPTIONS, usage);
+  const [executionId] = expectPositionals(positionals, ["executionId"], usage);
+  return { command: "dlq replay", global: globalOptions(values, env, usage), executionId: executionId! };
+}
+
+export function parseCron(args: string[], env: Env): OpsCommand {
+  const usage = CRON_HELP;
+  const options = { ...GLOBAL_OPTIONS, tz: { type: "string" }, from: { type: "string" }, count: { type: "string" } } as const;
+  const { values, positionals } = strictParse(args, options, usage);
+  const [cron] = expectPositionals(positionals, ["expr"], usage);
+  const query: PreviewQuery = { cron: cron! };
+  if (values.tz !== undefined) query.tz = values.tz;
+  const from = timeOption("from", values.from, usage);
+  if (from !== undefined) query.from = from;
+  const count = integerOption("count", values.count, 1, 1000, usage);
+  if (count !== undefined) query.count = count;
+  return { command: "cron", global: globalOptions(values, env, usage), query };
+}
+
+export async function runOps(cmd: OpsCommand, client: DuetimeClient, out: Printer): Promise<void> {
+  switch (cmd.command) {
+    case "executions": {
+      const page = await client.listExecutions(cmd.jobId, cmd.query);
+      out.either(page, () => {
+        if (page.items.length === 0) out.line("no executions");
+        else
+          out.table(
+            ["EXECUTION", "ATTEMPT", "STATE", "SCHEDULED FOR (UTC)", "STARTED", "FINISHED", "WORKER", "ERROR"],
+            page.items.map((e) => [
+              e.executionId,
+              String(e.attempt),
+              e.state,
+              utc(e.scheduledFor),
+              utc(e.startedAt),
+              utc(e.finishedAt),
+              e.workerId ?? "-",
+              e.error ? oneLine(`${e.error.class ?? "error"}: ${e.error.message}`) : "-",
+            ]),
+          );
+        if (page.nextCursor) out.line(`next page: --cursor ${page.nextCursor}`);
+      });
+      return;
+    }
+    case "dlq list": {
+      const page = await client.listDeadLetters(cmd.query);
+      out.either(page, () => {
+        if (page.items.length === 0) out.line("no dead letters");
+        else
+          out.table(
+            ["EXECUTION", "JOB", "NAME", "ATTEMPTS", "DEAD AT (UTC)", "LAST ERROR"],
+            page.items.map((d) => [
+              d.executionId,
+              d.jobId,
+              oneLine(d.name, 30),
+              String(d.attempts),
+              utc(d.deadAt),
+              d.lastError ? oneLine(d.lastError.message) : "-",
+            ]),
+          );
+        if (page.nextCursor) out.line(`next page: --cursor ${page.nextCursor}`);
+      });
+      return;
+    }
+    case "dlq replay": {
+      const execution = await client.replayDeadLetter(cmd.executionId);
+      out.either(execution, () => out.line(describeExecution("replayed", execution)));
+      return;
+    }
+    case "cron": {
+      const preview = await client.previewSchedule(cmd.query);
+      out.either(preview, () => {
+        for (const time of preview.times) out.line(utc(time));
+      });
+      return;
+    }
+  }
+}

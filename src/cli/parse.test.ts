@@ -1,0 +1,251 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { UsageError, parseDuration } from "./args.js";
+import { main, parseCommand, type Command } from "./main.js";
+import { captureIo } from "./test-support.js";
+
+function parse(argv: string[], env: Record<string, string> = {}): Command {
+  return parseCommand(argv, env);
+}
+
+function usageError(argv: string[], pattern: RegExp, env: Record<string, string> = {}): void {
+  assert.throws(() => parse(argv, env), (err: unknown) => err instanceof UsageError && pattern.test(err.message), `${argv.join(" ")} should fail with ${pattern}`);
+}
+
+describe("CLI parsing: help and usage errors", () => {
+  test("--help prints usage at every level and exits 0", async () => {
+    const cases: [string[], RegExp][] = [
+      [["--help"], /Usage: duetime <command>/],
+      [["-h"], /Usage: duetime <command>/],
+      [["jobs", "--help"], /Usage: duetime jobs <command>/],
+      [["jobs", "create", "--help"], /Usage: duetime jobs create --name NAME/],
+      [["jobs", "get", "X", "-h"], /Usage: duetime jobs get <jobId>/],
+      [["serve", "--help"], /DUETIME_SIGNING_SECRET/],
+      [["dlq", "-h"], /Usage: duetime dlq <command>/],
+      [["dlq", "replay", "--help"], /Usage: duetime dlq replay/],
+      [["cron", "--help"], /--count N/],
+      [["executions", "--help"], /Usage: duetime executions <jobId>/],
+      [["jobs", "create", "--bogus", "--help"], /Usage: duetime jobs create/],
+    ];
+    for (const [argv, pattern] of cases) {
+      const io = captureIo();
+      assert.equal(await main(argv, io), 0, argv.join(" "));
+      assert.match(io.out, pattern, argv.join(" "));
+      assert.equal(io.err, "");
+    }
+  });
+
+  test("usage errors exit 2 with the message and the command's usage on stderr", async () => {
+    const cases: [string[], RegExp, RegExp][] = [
+      [[], /error: missing command/, /Usage: duetime <command>/],
+      [["jbos"], /unknown command "jbos" \(did you mean "jobs"\?\)/, /Usage: duetime <command>/],
+      [["jobs"], /missing jobs command/, /Usage: duetime jobs <command>/],
+      [["jobs", "frob"], /unknown command "jobs frob"/, /Usage: duetime jobs <command>/],
+      [["jobs", "list", "--bogus"], /Unknown option '--bogus'/, /Usage: duetime jobs list/],
+      [["jobs", "get"], /missing argument <jobId>/, /Usage: duetime jobs get/],
+      [["jobs", "get", "a", "b"], /unexpected argument "b"/, /Usage: duetime jobs get/],
+      [["jobs", "list", "--limit", "0"], /--limit: must be between 1 and 500/, /Usage: duetime jobs list/],
+      [["jobs", "list", "--url"], /--url/, /Usage: duetime jobs list/],
+      [["serve", "--port", "http"], /--port: expected an integer/, /Usage: duetime serve/],
+      [["cron"], /missing argument <expr>/, /Usage: duetime cron/],
+    ];
+    for (const [argv, message, usage] of cases) {
+      const io = captureIo();
+      assert.equal(await main(argv, io), 2, argv.join(" "));
+      assert.match(io.err, message, argv.join(" "));
+      assert.match(io.err, usage, argv.join(" "));
+      assert.equal(io.out, "");
+    }
+  });
+});
+
+describe("CLI parsing: global options", () => {
+  test("defaults, environment fallbacks, and flags winning over the environment", () => {
+    assert.deepEqual(parse(["jobs", "get", "X"]), { command: "jobs get", jobId: "X", global: { url: "http://127.0.0.1:8080", json: false } });
+    const env = { DUETIME_URL: "http://env:1", DUETIME_TOKEN: "t-env" };
+    assert.deepEqual(parse(["jobs", "get", "X"], env), { command: "jobs get", jobId: "X", global: { url: "http://env:1", token: "t-env", json: false } });
+    assert.deepEqual(parse(["jobs", "get", "X", "--url", "http://flag:2", "--token=t-flag", "--json"], env), {
+      command: "jobs get",
+      jobId: "X",
+      global: { url: "http://flag:2", token: "t-flag", json: true },
+    });
+    // global flags may come before the command
+    assert.deepEqual(parse(["--url", "http://h:3", "--json", "dlq", "list"]), { command: "dlq list", query: {}, global: { url: "http://h:3", json: true } });
+    usageError(["jobs", "get", "X", "--url", "ftp://x"], /must be http or https/);
+    usageError(["jobs", "get", "X"], /not a URL/, { DUETIME_URL: "nope" });
+  });
+});
+
+describe("CLI parsing: durations and values", () => {
+  test("durations", () => {
+    const cases: [string, number | undefined][] = [
+      ["30s", 30],
+      ["5m", 300],
+      ["2h", 7200],
+      ["1d", 86400],
+      ["90", 90],
+      ["0", 0],
+      ["1h30m", 5400],
+      ["1.5m", 90],
+      ["0.5s", undefined],
+      ["5x", undefined],
+      ["-5", undefined],
+      ["", undefined],
+      ["s", undefined],
+      ["5 m", undefined],
+    ];
+    for (const [text, seconds] of cases) assert.equal(parseDuration(text), seconds, JSON.stringify(text));
+  });
+});
+
+describe("CLI parsing: jobs create", () => {
+  test("builds the job from flags", () => {
+    const cmd = parse([
+      "jobs", "create", "--name", "send-reminder", "--queue", "emails", "--delay", "5m",
+      "--payload", '{"to":"a@b.c"}', "--max-attempts", "5", "--backoff", "30s", "--timeout", "2m", "--priority=-3",
+      "--idempotency-key", "k1",
+    ]);
+    assert.deepEqual(cmd, {
+      command: "jobs create",
+      global: { url: "http://127.0.0.1:8080", json: false },
+      idempotencyKey: "k1",
+      spec: {
+        name: "send-reminder",
+        target: { type: "queue", pool: "emails" },
+        schedule: { delaySeconds: 300 },
+        payload: { to: "a@b.c" },
+        retry: { maxAttempts: 5, backoffSeconds: 30 },
+        timeoutSeconds: 120,
+        priority: -3,
+      },
+    });
+  });
+
+  test("schedules: cron with zone, at, default now; HTTP targets with headers", () => {
+    const cron = parse(["jobs", "create", "--name", "n", "--queue", "q", "--cron", "0 9 * * MON-FRI", "--tz", "Europe/London", "--jitter", "5m", "--misfire", "skip"]);
+    assert.deepEqual((cron as { spec: { schedule: unknown } }).spec.schedule, { cron: "0 9 * * MON-FRI", tz: "Europe/London", jitterSeconds: 300, misfire: "skip" });
+    const at = parse(["jobs", "create", "--name", "n", "--queue", "q", "--at", "2026-10-16T09:00:00+01:00"]);
+    assert.deepEqual((at as { spec: { schedule: unknown } }).spec.schedule, { runAt: "2026-10-16T09:00:00+01:00" });
+    const now = parse(["jobs", "create", "--name", "n", "--target-url", "https://example.test/hook", "--method", "put", "--header", "x-a: b", "--header", "X-C:d"]);
+    assert.deepEqual((now as { spec: unknown }).spec, {
+      name: "n",
+      target: { type: "http", url: "https://example.test/hook", method: "PUT", headers: { "x-a": "b", "X-C": "d" } },
+      schedule: { delaySeconds: 0 },
+    });
+  });
+
+  test("--data and --file", () => {
+    const data = parse(["jobs", "create", "--data", '{"name":"n","target":{"type":"queue","pool":"q"},"schedule":{"delaySeconds":1}}', "--idempotency-key", "k"]);
+    assert.deepEqual(data, {
+      command: "jobs create",
+      global: { url: "http://127.0.0.1:8080", json: false },
+      idempotencyKey: "k",
+      spec: { name: "n", target: { type: "queue", pool: "q" }, schedule: { delaySeconds: 1 } },
+    });
+    assert.deepEqual(parse(["jobs", "create", "--file", "job.json"]), { command: "jobs create", global: { url: "http://127.0.0.1:8080", json: false }, file: "job.json" });
+  });
+
+  test("rejects contradictory or bad flags", () => {
+    usageError(["jobs", "create", "--queue", "q"], /missing --name/);
+    usageError(["jobs", "create", "--name", "n"], /exactly one of --queue POOL and --target-url URL/);
+    usageError(["jobs", "create", "--name", "n", "--queue", "q", "--target-url", "http://x"], /exactly one of/);
+    usageError(["jobs", "create", "--name", "n", "--target-url", "ftp://x"], /--target-url: expected an http or https URL/);
+    usageError(["jobs", "create", "--name", "n", "--queue", "q", "--delay", "5m", "--cron", "* * * * *"], /only one of --delay, --at and --cron/);
+    usageError(["jobs", "create", "--name", "n", "--queue", "q", "--tz", "Europe/Paris"], /--tz applies to --cron only/);
+    usageError(["jobs", "create", "--name", "n", "--queue", "q", "--at", "tomorrow"], /--at: expected an RFC 3339 time/);
+    usageError(["jobs", "create", "--name", "n", "--queue", "q", "--delay", "soon"], /--delay: expected a duration/);
+    usageError(["jobs", "create", "--name", "n", "--queue", "q", "--payload", "{nope"], /--payload: not valid JSON/);
+    usageError(["jobs", "create", "--name", "n", "--queue", "q", "--max-attempts", "0"], /--max-attempts: must be between 1 and 1000/);
+    usageError(["jobs", "create", "--name", "n", "--queue", "q", "--priority", "1.5"], /--priority: expected an integer/);
+    usageError(["jobs", "create", "--name", "n", "--queue", "q", "--cron", "@daily", "--misfire", "never"], /--misfire: expected one of run_once, skip, catch_up/);
+    usageError(["jobs", "create", "--name", "n", "--queue", "q", "--header", "x: y"], /--method and --header apply to --target-url only/);
+    usageError(["jobs", "create", "--data", "{}", "--name", "n"], /--name cannot be combined with --data/);
+    usageError(["jobs", "create", "--data", "{}", "--file", "f"], /either --file or --data/);
+    usageError(["jobs", "create", "--data", "[1]"], /expected a JSON object/);
+  });
+});
+
+describe("CLI parsing: other commands", () => {
+  test("list, executions, dlq and cron queries", () => {
+    assert.deepEqual(parse(["jobs", "list", "--state", "paused", "--limit", "10", "--cursor", "c1", "--name", "x"]), {
+      command: "jobs list",
+      global: { url: "http://127.0.0.1:8080", json: false },
+      query: { state: "PAUSED", limit: 10, cursor: "c1", name: "x" },
+    });
+    usageError(["jobs", "list", "--state", "SLEEPING"], /--state: expected one of SCHEDULED/);
+    assert.deepEqual((parse(["executions", "j1", "--limit", "5"]) as { jobId: string; query: unknown }).query, { limit: 5 });
+    assert.equal((parse(["dlq", "replay", "e1"]) as { executionId: string }).executionId, "e1");
+    assert.deepEqual((parse(["cron", "0 9 * * *", "--tz", "Europe/London", "--from", "2026-03-28T00:00:00Z", "--count", "3"]) as { query: unknown }).query, {
+      cron: "0 9 * * *",
+      tz: "Europe/London",
+      from: "2026-03-28T00:00:00Z",
+      count: 3,
+    });
+    usageError(["cron", "* * * * *", "--count", "1001"], /--count: must be between 1 and 1000/);
+    usageError(["cron", "* * * * *", "--from", "yesterday"], /--from: expected an RFC 3339 time/);
+  });
+});
+
+describe("CLI parsing: serve", () => {
+  test("defaults", () => {
+    assert.deepEqual(parse(["serve"]), { command: "serve", options: { host: "127.0.0.1", port: 8080, store: "sqlite:./duetime.db" } });
+  });
+
+  test("every option from the environment, and flags winning", () => {
+    const env = {
+      DUETIME_HOST: "0.0.0.0",
+      DUETIME_PORT: "9000",
+      DUETIME_STORE: "postgres://db/duetime",
+      DUETIME_SIGNING_SECRET: "s3cret",
+      DUETIME_ALLOW_TARGET_HOSTS: "127.0.0.1, localhost",
+      DUETIME_API_KEYS: "k1:tenantA:admin,k2:tenantB:worker",
+      DUETIME_BODY_LIMIT: "2048",
+      DUETIME_LOG_LEVEL: "warn",
+    };
+    assert.deepEqual(parse(["serve"], env), {
+      command: "serve",
+      options: {
+        host: "0.0.0.0",
+        port: 9000,
+        store: "postgres://db/duetime",
+        signingSecret: "s3cret",
+        allowTargetHosts: ["127.0.0.1", "localhost"],
+        apiKeys: [
+          { key: "k1", tenantId: "tenantA", role: "admin" },
+          { key: "k2", tenantId: "tenantB", role: "worker" },
+        ],
+        bodyLimitBytes: 2048,
+        logLevel: "warn",
+      },
+    });
+    const flags = parse(["serve", "--port", "0", "--store", "sqlite::memory:", "--log-level", "silent", "--api-keys", "k:t:client"], env);
+    assert.ok(flags.command === "serve");
+    assert.equal(flags.options.port, 0);
+    assert.equal(flags.options.store, "sqlite::memory:");
+    assert.equal(flags.options.logLevel, "silent");
+    assert.deepEqual(flags.options.apiKeys, [{ key: "k", tenantId: "t", role: "client" }]);
+    assert.equal(flags.options.host, "0.0.0.0");
+  });
+
+  test("validates every value", () => {
+    usageError(["serve", "--port", "65536"], /--port: must be between 0 and 65535/);
+    usageError(["serve", "--port=-1"], /--port: must be between 0 and 65535/);
+    usageError(["serve", "--port", "-1"], /argument is ambiguous/);
+    usageError(["serve", "--port", "80.5"], /--port: expected an integer/);
+    usageError(["serve"], /DUETIME_PORT: expected an integer/, { DUETIME_PORT: "eighty" });
+    usageError(["serve", "--store", "mysql://x"], /--store: expected sqlite:PATH or postgres/);
+    usageError(["serve", "--store", "sqlite:"], /--store/);
+    usageError(["serve", "--api-keys", "k:t:owner"], /role must be admin, client or worker, got "owner"/);
+    usageError(["serve", "--api-keys", "k:t"], /entry 1: expected key:tenant:role/);
+    usageError(["serve"], /DUETIME_API_KEYS: entry 2/, { DUETIME_API_KEYS: "a:b:admin,nope" });
+    usageError(["serve", "--body-limit", "0"], /--body-limit: must be between 1/);
+    usageError(["serve", "--log-level", "loud"], /--log-level: expected one of fatal/);
+    usageError(["serve", "--allow-target-hosts", "a,,b"], /comma-separated list/);
+    usageError(["serve", "--json"], /Unknown option '--json'/);
+    usageError(["serve", "extra"], /unexpected argument "extra"/);
+  });
+
+  test("API key secrets never appear in messages", () => {
+    assert.throws(() => parse(["serve", "--api-keys", "supersecret:t:owner"]), (err: Error) => !err.message.includes("supersecret"));
+  });
+});

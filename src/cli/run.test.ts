@@ -1,0 +1,283 @@
+import assert from "node:assert/strict";
+import { execFile, spawn } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { EventEmitter } from "node:events";
+import { fileURLToPath } from "node:url";
+import { after, before, describe, test } from "node:test";
+import type { RunningServer, ServerOptions } from "../server/index.js";
+import { startTestServer, type RecordedRequest, type TestReply, type TestServer } from "../sdk/testing/http-server.js";
+import { DuetimeClient } from "../sdk/client.js";
+import { main } from "./main.js";
+import { captureIo } from "./test-support.js";
+
+const BIN = fileURLToPath(new URL("../../bin/duetime.js", import.meta.url));
+
+const JOB = {
+  jobId: "job_1",
+  name: "send-reminder",
+  state: "SCHEDULED",
+  target: { type: "queue", pool: "emails" },
+  payload: { to: "a@b.c" },
+  schedule: { cron: "0 9 * * MON-FRI", tz: "Europe/London", jitterSeconds: 0, misfire: "run_once", overlap: "allow" },
+  retry: { maxAttempts: 3, backoffSeconds: 10, maxBackoffSeconds: 3600 },
+  timeoutSeconds: 300,
+  priority: 0,
+  nextRunAt: "2026-10-16T08:00:00.000Z",
+  version: 1,
+  createdAt: "2026-10-15T10:00:00.000Z",
+  updatedAt: "2026-10-15T10:00:00.000Z",
+};
+const EXECUTION = {
+  executionId: "ex_1",
+  jobId: "job_1",
+  scheduledFor: "2026-10-16T08:00:00.000Z",
+  attempt: 2,
+  state: "FAILED",
+  dispatchedAt: "2026-10-16T08:00:00.010Z",
+  dispatchedBy: "node-a",
+  startedAt: "2026-10-16T08:00:00.020Z",
+  finishedAt: "2026-10-16T08:00:01.000Z",
+  error: { message: "smtp timeout", class: "transient" },
+  workerId: "w1",
+};
+
+/** A server speaking the API.md routes the CLI uses, over canned data. */
+function route(req: RecordedRequest): TestReply {
+  const url = new URL(req.url, "http://x");
+  const notFound = (what: string): TestReply => ({ status: 404, body: { error: { code: "NOT_FOUND", message: `${what} not found` } } });
+  const key = `${req.method} ${url.pathname}`;
+  if (key === "GET /v1/jobs/job_1") return { status: 200, body: JOB };
+  if (key.startsWith("GET /v1/jobs/") && !key.endsWith("/executions")) return notFound(`job ${JSON.stringify(decodeURIComponent(url.pathname.slice(9)))}`);
+  if (key === "POST /v1/jobs") {
+    const body = req.body as { schedule?: { cron?: string } };
+    if (body.schedule?.cron === "bad") {
+      return { status: 400, body: { error: { code: "INVALID_ARGUMENT", message: "schedule.cron: unknown field value", details: { field: "schedule.cron" } } } };
+    }
+    return { status: req.headers["idempotency-key"] === "seen" ? 200 : 201, body: { ...JOB, ...body } };
+  }
+  if (key === "GET /v1/jobs") return { status: 200, body: { items: [JOB], nextCursor: "c2" } };
+  if (key === "DELETE /v1/jobs/job_1") return { status: 204 };
+  if (key === "POST /v1/jobs/job_1:pause") return { status: 200, body: { ...JOB, state: "PAUSED" } };
+  if (key === "POST /v1/jobs/job_1:trigger") return { status: 201, body: { ...EXECUTION, attempt: 0, state: "QUEUED", error: null } };
+  if (key === "GET /v1/jobs/job_1/executions") return { status: 200, body: { items: [EXECUTION], nextCursor: null } };
+  if (key === "GET /v1/dead-letters") return { status: 200, body: { items: [], nextCursor: null } };
+  if (key === "POST /v1/dead-letters/ex_1:replay") return { status: 403, body: { error: { code: "PERMISSION_DENIED", message: "role admin required" } } };
+  if (key === "GET /v1/schedules/preview") {
+    return { status: 200, body: { times: ["2026-03-30T08:00:00.000Z", "2026-03-31T08:00:00.000Z"], query: Object.fromEntries(url.searchParams) } };
+  }
+  return notFound("route");
+}
+
+let server: TestServer;
+before(async () => {
+  server = await startTestServer(route);
+});
+after(async () => {
+  await server.close();
+});
+
+async function run(argv: string[], files: Record<string, string> = {}) {
+  const io = captureIo({ DUETIME_URL: server.url }, files);
+  const code = await main(argv, io);
+  return { code, out: io.out, err: io.err };
+}
+
+describe("CLI against an HTTP server", () => {
+  test("jobs get: human fields in UTC, or the API's JSON", async () => {
+    const human = await run(["jobs", "get", "job_1"]);
+    assert.equal(human.code, 0);
+    assert.match(human.out, /^jobId: +job_1$/m);
+    assert.match(human.out, /^schedule: +cron "0 9 \* \* MON-FRI" Europe\/London$/m);
+    assert.match(human.out, /^nextRunAt: +2026-10-16T08:00:00\.000Z$/m);
+    const json = await run(["jobs", "get", "job_1", "--json"]);
+    assert.deepEqual(JSON.parse(json.out), JOB);
+  });
+
+  test("API errors exit 1 with code, message and field on stderr", async () => {
+    const missing = await run(["jobs", "get", "nope"]);
+    assert.equal(missing.code, 1);
+    assert.equal(missing.out, "");
+    assert.equal(missing.err, 'error: NOT_FOUND: job "nope" not found\n');
+    const invalid = await run(["jobs", "create", "--name", "n", "--queue", "q", "--cron", "bad"]);
+    assert.equal(invalid.code, 1);
+    assert.equal(invalid.err, "error: INVALID_ARGUMENT: schedule.cron: unknown field value\n  field: schedule.cron\n");
+    const denied = await run(["dlq", "replay", "ex_1"]);
+    assert.equal(denied.code, 1);
+    assert.match(denied.err, /^error: PERMISSION_DENIED: role admin required$/m);
+  });
+
+  test("jobs create sends the spec and the idempotency key, from flags or a file", async () => {
+    const created = await run(["jobs", "create", "--name", "n", "--queue", "q", "--delay", "2h", "--idempotency-key", "fresh"]);
+    assert.equal(created.code, 0);
+    assert.match(created.out, /^created job job_1; next run 2026-10-16T08:00:00\.000Z$/m);
+    const sent = server.requests.at(-1)!;
+    assert.equal(sent.headers["idempotency-key"], "fresh");
+    assert.deepEqual(sent.body, { name: "n", target: { type: "queue", pool: "q" }, schedule: { delaySeconds: 7200 } });
+
+    const again = await run(["jobs", "create", "--name", "n", "--queue", "q", "--idempotency-key", "seen"]);
+    assert.match(again.out, /already exists/);
+
+    const spec = { name: "from-file", target: { type: "queue", pool: "q" }, schedule: { runAt: "2026-10-16T09:00:00Z" } };
+    const fromFile = await run(["jobs", "create", "--file", "job.json", "--json"], { "job.json": JSON.stringify(spec) });
+    assert.equal(fromFile.code, 0);
+    assert.deepEqual(server.requests.at(-1)!.body, spec);
+    assert.equal(JSON.parse(fromFile.out).name, "from-file");
+
+    const unreadable = await run(["jobs", "create", "--file", "missing.json"]);
+    assert.equal(unreadable.code, 2);
+    assert.match(unreadable.err, /--file: cannot read "missing.json"/);
+    const badJson = await run(["jobs", "create", "--file", "bad.json"], { "bad.json": "{" });
+    assert.equal(badJson.code, 2);
+    assert.match(badJson.err, /not valid JSON/);
+  });
+
+  test("list, cancel, pause, trigger, executions, dlq and cron print compact lines", async () => {
+    const list = await run(["jobs", "list", "--state", "SCHEDULED", "--limit", "1"]);
+    assert.equal(list.code, 0);
+    assert.match(list.out, /^JOB ID +NAME +STATE +NEXT RUN \(UTC\) +SCHEDULE +TARGET$/m);
+    assert.match(list.out, /^job_1 +send-reminder +SCHEDULED +2026-10-16T08:00:00\.000Z +cron "0 9 \* \* MON-FRI" Europe\/London +queue emails$/m);
+    assert.match(list.out, /next page: --cursor c2/);
+    assert.equal(server.requests.at(-1)!.url, "/v1/jobs?state=SCHEDULED&limit=1");
+
+    assert.deepEqual(await run(["jobs", "cancel", "job_1"]), { code: 0, out: "cancelled job job_1\n", err: "" });
+    assert.deepEqual(await run(["jobs", "cancel", "job_1", "--json"]), { code: 0, out: "", err: "" });
+    assert.match((await run(["jobs", "pause", "job_1"])).out, /job job_1 is PAUSED/);
+    assert.match((await run(["jobs", "trigger", "job_1"])).out, /triggered execution ex_1 of job job_1: attempt 0, QUEUED/);
+
+    const executions = await run(["executions", "job_1"]);
+    assert.match(executions.out, /^ex_1 +2 +FAILED +2026-10-16T08:00:00\.000Z .* w1 +transient: smtp timeout$/m);
+    assert.equal((await run(["dlq", "list"])).out, "no dead letters\n");
+
+    const cron = await run(["cron", "0 9 * * MON-FRI", "--tz", "Europe/London", "--count", "2"]);
+    assert.equal(cron.out, "2026-03-30T08:00:00.000Z\n2026-03-31T08:00:00.000Z\n");
+    assert.equal(server.requests.at(-1)!.url, "/v1/schedules/preview?cron=0+9+*+*+MON-FRI&tz=Europe%2FLondon&count=2");
+  });
+});
+
+describe("bin/duetime.js", () => {
+  const exec = (args: string[], env: Record<string, string> = {}) =>
+    new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+      execFile(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, timeout: 30_000 }, (err, stdout, stderr) =>
+        resolve({ code: err ? ((err as { code?: number }).code ?? -1) : 0, stdout, stderr }),
+      );
+    });
+
+  test("jobs get --json prints the job and exits 0; an unknown job exits 1", async () => {
+    const ok = await exec(["jobs", "get", "job_1", "--url", server.url, "--json"]);
+    assert.equal(ok.code, 0, ok.stderr);
+    assert.deepEqual(JSON.parse(ok.stdout), JOB);
+    const missing = await exec(["jobs", "get", "X", "--url", server.url, "--json"]);
+    assert.equal(missing.code, 1);
+    assert.equal(missing.stdout, "");
+    assert.match(missing.stderr, /^error: NOT_FOUND: job "X" not found$/m);
+  });
+
+  test("usage errors exit 2; DUETIME_URL is honoured", async () => {
+    const bad = await exec(["jobs", "get", "job_1", "--frobnicate"]);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /Unknown option '--frobnicate'/);
+    assert.match(bad.stderr, /Usage: duetime jobs get <jobId>/);
+    const viaEnv = await exec(["jobs", "get", "job_1", "--json"], { DUETIME_URL: server.url });
+    assert.equal(viaEnv.code, 0, viaEnv.stderr);
+  });
+});
+
+describe("serve", () => {
+  function fakeServer() {
+    const calls: ServerOptions[] = [];
+    let closed = 0;
+    const startServer = async (options: ServerOptions): Promise<RunningServer> => {
+      calls.push(options);
+      return {
+        url: `http://${options.host}:${options.port}`,
+        close: async () => void closed++,
+      } as unknown as RunningServer;
+    };
+    return { calls, startServer, closed: () => closed };
+  }
+
+  test("starts the server with the parsed options, prints the URL, and closes on SIGTERM with exit 0", async () => {
+    const fake = fakeServer();
+    const signals = new EventEmitter();
+    const io = captureIo({ DUETIME_PORT: "9123" });
+    const printed = new Promise<void>((resolve) => {
+      const stdout = io.stdout;
+      io.stdout = (t) => (stdout(t), resolve());
+    });
+    const exit = main(["serve", "--store", "sqlite::memory:"], io, { serve: { startServer: fake.startServer, signals: signals as never } });
+    await printed;
+    assert.equal(io.out, "duetime listening on http://127.0.0.1:9123\n");
+    assert.deepEqual(fake.calls, [{ host: "127.0.0.1", port: 9123, store: "sqlite::memory:" }]);
+    signals.emit("SIGTERM");
+    assert.equal(await exit, 0);
+    assert.equal(fake.closed(), 1);
+    assert.equal(signals.listenerCount("SIGTERM") + signals.listenerCount("SIGINT"), 0);
+  });
+
+  test("a close() that overruns the deadline ends the process with exit 1", async () => {
+    const signals = new EventEmitter();
+    const io = captureIo();
+    let exited: (code: number) => void;
+    const exitCode = new Promise<number>((resolve) => (exited = resolve));
+    const startServer = async (): Promise<RunningServer> => ({ url: "http://x", close: () => new Promise(() => {}) }) as unknown as RunningServer;
+    const printed = new Promise<void>((resolve) => {
+      const stdout = io.stdout;
+      io.stdout = (t) => (stdout(t), resolve());
+    });
+    void main(["serve"], io, { serve: { startServer, signals: signals as never, exit: (c) => exited(c), closeDeadlineMs: 20 } });
+    await printed;
+    signals.emit("SIGINT");
+    assert.equal(await exitCode, 1);
+    assert.match(io.err, /SIGINT: shutting down/);
+    assert.match(io.err, /shutdown took too long/);
+  });
+
+  test("a server that fails to start exits 1 with the reason", async () => {
+    const io = captureIo();
+    const startServer = async (): Promise<RunningServer> => {
+      throw Object.assign(new Error("listen EADDRINUSE"), { code: "EADDRINUSE" });
+    };
+    assert.equal(await main(["serve"], io, { serve: { startServer } }), 1);
+    assert.equal(io.err, "error: the server did not start: EADDRINUSE: listen EADDRINUSE\n");
+  });
+});
+
+describe("bin/duetime.js serve (the real server)", async () => {
+  const { startServer } = await import("../server/index.js");
+  const skip = typeof startServer !== "function" ? "server/index.ts has no startServer yet" : false;
+
+  test("prints the listening URL, serves, and exits 0 on SIGTERM within 10 s", { skip }, async () => {
+    const dir = await mkdtemp(join(tmpdir(), "duetime-cli-"));
+    const child = spawn(process.execPath, [BIN, "serve", "--port", "0", "--store", `sqlite:${join(dir, "t.db")}`, "--log-level", "silent"], {
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    try {
+      let stdout = "";
+      const url = await new Promise<string>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no URL printed: ${stdout}`)), 20_000);
+        child.stdout.on("data", (chunk: Buffer) => {
+          stdout += chunk.toString();
+          const match = /listening on (http:\/\/\S+)/.exec(stdout);
+          if (match) {
+            clearTimeout(timer);
+            resolve(match[1]!);
+          }
+        });
+        child.once("exit", () => reject(new Error(`exited before listening: ${stdout}`)));
+      });
+      const client = new DuetimeClient({ url });
+      await client.health();
+      await client.close();
+      const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+      const started = performance.now();
+      child.kill("SIGTERM");
+      assert.equal(await exited, 0);
+      assert.ok(performance.now() - started < 10_000);
+    } finally {
+      child.kill("SIGKILL");
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});

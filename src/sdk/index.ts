@@ -1,0 +1,19 @@
+// duetime SDK: the HTTP client, the worker, their errors, and the wire types.
+// Imports only src/core (a test checks that no database driver is loaded).
+
+export * from "../core/api.js";
+export { ERROR_CODES, type ErrorCode, type ErrorDetails } from "../core/errors.js";
+export { DuetimeClient, type ClientOptions, type CreateJobOptions, type CallOptions, type RetryInfo } from "./client.js";
+export { Worker, type WorkerOptions, type Handler, type HandlerContext } from "./worker.js";
+export type { WorkerEvent, WorkerEventType, WorkerState } from "./events.js";
+export { AckBuffer, type AckBufferOptions, type AckSink, type PendingAcks } from "./acks.js";
+export {
+  DuetimeApiError,
+  NonRetryableError,
+  ThrottledError,
+  AttemptAbortedError,
+  coerceError,
+  hasErrorCode,
+  type AbortReason,
+} from "./errors.js";
+export type { AuditEntry, ClusterInfo } from "./types.js";

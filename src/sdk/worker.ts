@@ -1,0 +1,486 @@
+// Worker: leases executions of one pool, runs a handler on each with bounded
+// concurrency, heartbeats while they run, and acknowledges in batches.
+//
+// The loop, in full:
+//   1. wait for a free slot (while every slot is busy, finished attempts are
+//      acknowledged by the AckBuffer's timer through completeMany/failMany);
+//   2. if attempts are still running, wait up to ackDelayMs for more of them to
+//      finish (ends early when all slots are free or maxAckBatch acks wait);
+//   3. one lease call: max = free slots, long poll waitSeconds, carrying every
+//      pending ack; start a handler for each item it returns;
+//   4. on a failed lease call (the client has already retried), put the acks
+//      back, report, back off (up to a few seconds) and go round again; after
+//      an empty answer that came back within a second, pause out the second.
+// shutdown() aborts the long poll, lets running handlers finish, then drains
+// the acks. An aborted lease whose items the server had already granted
+// leaves them leased to nobody until their lease expires (they then run again
+// as a new attempt); acks carried by an aborted lease are sent again (they
+// are idempotent).
+
+import { hostname } from "node:os";
+import { randomBytes } from "node:crypto";
+import type { AckItem, DuetimeApi, ErrorRecord, LeaseRequest, LeaseResponse, LeasedExecution } from "../core/api.js";
+import { AckBuffer, MAX_ACKS_PER_CALL, type PendingAcks } from "./acks.js";
+import { backoffDelay, later, pause } from "./backoff.js";
+import { DuetimeClient, type ClientOptions } from "./client.js";
+import { AttemptAbortedError, DuetimeApiError, coerceError, hasErrorCode, type AbortReason } from "./errors.js";
+import type { WorkerEvent, WorkerState } from "./events.js";
+import { rejectUnknownOptions, requireInteger } from "./options.js";
+
+export interface HandlerContext {
+  /** Aborted when the attempt is lost (409 LEASE_LOST), cancelled, or past its timeoutSeconds; signal.reason is an AttemptAbortedError. */
+  signal: AbortSignal;
+  /** The attempt number: the fencing token of this run. */
+  attempt: number;
+  /** Extends the lease now (it is also extended every leaseSeconds/3). Rejects with signal.reason once the attempt is lost or cancelled. */
+  heartbeat(): Promise<void>;
+  workerId: string;
+}
+
+/** The return value becomes the execution's `result` (it must be JSON-serialisable); a throw fails the attempt (see coerceError). */
+export type Handler = (job: LeasedExecution, ctx: HandlerContext) => Promise<unknown>;
+
+export interface WorkerOptions {
+  /** Server URL (HTTP mode). Exactly one of url and api. */
+  url?: string;
+  /** Any DuetimeApi, e.g. the embedded engine (in-process mode). Exactly one of url and api. */
+  api?: DuetimeApi;
+  /** API key (HTTP mode). */
+  token?: string;
+  /** More options for the HTTP client the worker creates (HTTP mode). */
+  client?: Omit<ClientOptions, "url" | "token">;
+  pool: string;
+  handler: Handler;
+  /** Handlers running at once (default 10). */
+  concurrency?: number;
+  /** Default `${hostname}-${pid}-${random}`. */
+  workerId?: string;
+  /** Lease length asked for each attempt (default 30); heartbeats go every leaseSeconds/3. */
+  leaseSeconds?: number;
+  /** Long-poll wait of a lease call (default 20). */
+  waitSeconds?: number;
+  /** Acks pending before a batch call goes out at once (default 100). */
+  maxAckBatch?: number;
+  /** How long a finished attempt waits for others before a batch ack call (default 20 ms). */
+  ackDelayMs?: number;
+  /** On shutdown, abort running handlers' signals after this long (reason "shutdown"; default: wait for them). */
+  shutdownGraceMs?: number;
+  /** SIGTERM and SIGINT call shutdown() (default true with url, false with api). A second signal is left to Node's default. */
+  handleSignals?: boolean;
+  onEvent?: (event: WorkerEvent) => void;
+  /** Where "error" and "lease:lost" events are logged (default console when onEvent is not given; null for silence). */
+  logger?: Pick<Console, "warn"> | null;
+}
+
+const WORKER_OPTIONS = [
+  "url",
+  "api",
+  "token",
+  "client",
+  "pool",
+  "handler",
+  "concurrency",
+  "workerId",
+  "leaseSeconds",
+  "waitSeconds",
+  "maxAckBatch",
+  "ackDelayMs",
+  "shutdownGraceMs",
+  "handleSignals",
+  "onEvent",
+  "logger",
+] as const satisfies readonly (keyof WorkerOptions)[];
+
+/** Backoff of the loop after a failed lease call (the client has retried already): up to a few seconds. */
+const LOOP_BACKOFF = { baseMs: 250, maxMs: 5_000 };
+/** Never wait longer than this for a server's Retry-After before trying again. */
+const MAX_LOOP_WAIT_MS = 60_000;
+/**
+ * An empty lease answer that came back sooner than this is followed by a
+ * pause up to this long, so a worker never spins (waitSeconds 0, or a server
+ * that does not long-poll): it then polls about once a second.
+ */
+const MIN_EMPTY_POLL_MS = 1_000;
+
+type LeaseWithSignal = (pool: string, request: LeaseRequest, options?: { signal?: AbortSignal }) => Promise<LeaseResponse>;
+
+interface Running {
+  job: LeasedExecution;
+  controller: AbortController;
+  startedAt: number;
+  /** Set when the outcome must not be acknowledged. */
+  dropped?: AbortReason;
+  cancelHeartbeat?: () => void;
+  cancelTimeout?: () => void;
+  beating?: Promise<void>;
+}
+
+export class Worker {
+  readonly workerId: string;
+  readonly pool: string;
+  private readonly api: DuetimeApi;
+  private readonly ownedClient: DuetimeClient | undefined;
+  private readonly handler: Handler;
+  private readonly concurrency: number;
+  private readonly leaseSeconds: number;
+  private readonly waitSeconds: number;
+  private readonly maxAckBatch: number;
+  private readonly ackDelayMs: number;
+  private readonly shutdownGraceMs: number | undefined;
+  private readonly handleSignals: boolean;
+  private readonly onEvent: ((event: WorkerEvent) => void) | undefined;
+  private readonly logger: Pick<Console, "warn"> | null;
+  private readonly acks: AckBuffer;
+  private readonly running = new Map<string, Running>();
+  private readonly changed = new Notifier();
+  private readonly stopping = new AbortController();
+  private current: WorkerState = "idle";
+  private done: Promise<void> | undefined;
+  private removeSignalHandlers: (() => void) | undefined;
+
+  constructor(options: WorkerOptions) {
+    rejectUnknownOptions("Worker", options, WORKER_OPTIONS);
+    if ((options.url === undefined) === (options.api === undefined)) throw new TypeError("Worker: give exactly one of url and api");
+    if (typeof options.pool !== "string" || options.pool === "") throw new TypeError("Worker: pool must be a non-empty string");
+    if (typeof options.handler !== "function") throw new TypeError("Worker: handler must be a function");
+    this.pool = options.pool;
+    this.handler = options.handler;
+    this.concurrency = requireInteger("Worker", "concurrency", options.concurrency ?? 10, 1, 10_000);
+    this.leaseSeconds = requireInteger("Worker", "leaseSeconds", options.leaseSeconds ?? 30, 1, 3600);
+    this.waitSeconds = requireInteger("Worker", "waitSeconds", options.waitSeconds ?? 20, 0, 60);
+    this.maxAckBatch = requireInteger("Worker", "maxAckBatch", options.maxAckBatch ?? 100, 1, MAX_ACKS_PER_CALL);
+    this.ackDelayMs = requireInteger("Worker", "ackDelayMs", options.ackDelayMs ?? 20, 0, 60_000);
+    this.shutdownGraceMs =
+      options.shutdownGraceMs === undefined ? undefined : requireInteger("Worker", "shutdownGraceMs", options.shutdownGraceMs, 0, 2 ** 31 - 1);
+    this.workerId = options.workerId ?? `${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`;
+    this.handleSignals = options.handleSignals ?? options.url !== undefined;
+    this.onEvent = options.onEvent;
+    this.logger = options.logger !== undefined ? options.logger : options.onEvent ? null : console;
+    if (options.url !== undefined) {
+      this.ownedClient = new DuetimeClient({ ...options.client, url: options.url, ...(options.token ? { token: options.token } : {}) });
+      this.api = this.ownedClient;
+    } else {
+      this.ownedClient = undefined;
+      this.api = options.api!;
+    }
+    this.acks = new AckBuffer({
+      sink: this.api,
+      delayMs: this.ackDelayMs,
+      maxBatch: this.maxAckBatch,
+      onAnswers: (sent, answers) => this.onAckAnswers("batch", sent, answers),
+      onError: (error, _count, retryInMs) => this.emit({ type: "error", during: "ack", error, retryInMs }),
+    });
+  }
+
+  get state(): WorkerState {
+    return this.current;
+  }
+
+  /** Attempts whose handlers are running now. */
+  get inFlight(): number {
+    return this.running.size;
+  }
+
+  /** Starts the loop; resolves once the worker has stopped (after shutdown()). Call it once. */
+  run(): Promise<void> {
+    if (this.current !== "idle") return Promise.reject(new Error(`Worker.run(): the worker is ${this.current}; a Worker runs once`));
+    this.setState("running");
+    if (this.handleSignals) this.installSignalHandlers();
+    this.done = this.main();
+    return this.done;
+  }
+
+  /** Stops leasing, lets running handlers finish, flushes the acks, then resolves. Safe to call more than once. */
+  async shutdown(): Promise<void> {
+    if (this.current === "idle") {
+      this.setState("stopped");
+      await this.ownedClient?.close();
+      return;
+    }
+    if (this.current === "running") {
+      this.setState("stopping");
+      this.stopping.abort(new Error("worker shutting down"));
+      this.changed.notify();
+    }
+    await this.done;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.shutdown();
+  }
+
+  private async main(): Promise<void> {
+    try {
+      await this.leaseLoop();
+    } finally {
+      await this.drainHandlers();
+      if (!(await this.acks.drain())) {
+        this.emit({ type: "error", during: "shutdown", error: new Error(`${this.acks.size} acks could not be sent; those attempts will time out and run again`) });
+      }
+      this.removeSignalHandlers?.();
+      await this.ownedClient?.close();
+      this.setState("stopped");
+    }
+  }
+
+  private async leaseLoop(): Promise<void> {
+    let failures = 0;
+    while (this.current === "running") {
+      await this.waitFor(() => this.free() > 0 || this.current !== "running");
+      if (this.current !== "running") break;
+      this.acks.hold();
+      if (this.running.size > 0) {
+        await this.waitFor(() => this.running.size === 0 || this.acks.size >= this.maxAckBatch || this.current !== "running", this.ackDelayMs);
+      }
+      const acks = this.acks.take();
+      this.acks.release();
+      if (this.current !== "running") {
+        this.acks.restore(acks);
+        break;
+      }
+      let response: LeaseResponse;
+      const sentAt = performance.now();
+      try {
+        response = await this.leaseOnce(acks);
+      } catch (error) {
+        this.acks.restore(acks);
+        if (this.current !== "running") break;
+        const retryInMs = this.loopDelay(failures++, error);
+        this.emit({ type: "error", during: "lease", error, retryInMs });
+        await pause(retryInMs, this.stopping.signal);
+        continue;
+      }
+      failures = 0;
+      if (acks.complete.length + acks.fail.length > 0) this.onAckAnswers("lease", acks, response.acks ?? []);
+      // Items granted after shutdown began still run: they are leased to this worker.
+      for (const job of response.items) this.start(job);
+      const elapsed = performance.now() - sentAt;
+      if (response.items.length === 0 && elapsed < MIN_EMPTY_POLL_MS) await pause(MIN_EMPTY_POLL_MS - elapsed, this.stopping.signal);
+    }
+  }
+
+  private leaseOnce(acks: PendingAcks): Promise<LeaseResponse> {
+    const request: LeaseRequest = {
+      workerId: this.workerId,
+      max: Math.min(this.free(), MAX_ACKS_PER_CALL),
+      leaseSeconds: this.leaseSeconds,
+      waitSeconds: this.waitSeconds,
+    };
+    if (acks.complete.length > 0) request.complete = acks.complete;
+    if (acks.fail.length > 0) request.fail = acks.fail;
+    // DuetimeApi.lease takes no options; the HTTP client (and an api that
+    // supports it) honours a third { signal } argument, which ends the long
+    // poll at shutdown. Others are simply waited for.
+    const lease = this.api.lease as LeaseWithSignal;
+    return lease.call(this.api, this.pool, request, { signal: this.stopping.signal });
+  }
+
+  private loopDelay(failures: number, error: unknown): number {
+    const computed = backoffDelay(failures, LOOP_BACKOFF);
+    const retryAfter = (error as { retryAfterSeconds?: unknown } | null | undefined)?.retryAfterSeconds;
+    return typeof retryAfter === "number" ? Math.min(MAX_LOOP_WAIT_MS, Math.max(computed, retryAfter * 1000)) : computed;
+  }
+
+  private free(): number {
+    return this.concurrency - this.running.size;
+  }
+
+  // ---- one attempt
+
+  private start(job: LeasedExecution): void {
+    const run: Running = { job, controller: new AbortController(), startedAt: performance.now() };
+    this.running.set(keyOf(job), run);
+    this.emit({ type: "job:start", job });
+    this.scheduleHeartbeat(run);
+    if (typeof job.timeoutSeconds === "number" && job.timeoutSeconds > 0 && Number.isFinite(job.timeoutSeconds)) {
+      const ms = Math.min(job.timeoutSeconds * 1000, 2 ** 31 - 1);
+      run.cancelTimeout = later(() => this.abort(run, "timeout", `the attempt ran past its timeoutSeconds (${job.timeoutSeconds})`), ms);
+    }
+    const ctx: HandlerContext = {
+      signal: run.controller.signal,
+      attempt: job.attempt,
+      workerId: this.workerId,
+      heartbeat: () => this.heartbeatNow(run),
+    };
+    Promise.resolve()
+      .then(() => this.handler(job, ctx))
+      .then(
+        (result) => this.finish(run, { ok: true, result }),
+        (error: unknown) => this.finish(run, { ok: false, error }),
+      );
+  }
+
+  private finish(run: Running, outcome: { ok: true; result: unknown } | { ok: false; error: unknown }): void {
+    run.cancelHeartbeat?.();
+    run.cancelTimeout?.();
+    const { job } = run;
+    const durationMs = performance.now() - run.startedAt;
+    if (run.dropped) {
+      this.emit({ type: "job:drop", job, reason: run.dropped, durationMs });
+    } else {
+      const failure = outcome.ok ? unserialisable(outcome.result) : coerceError(outcome.error);
+      if (failure) {
+        this.acks.addFail({ executionId: job.executionId, attempt: job.attempt, error: failure });
+        this.emit({ type: "job:fail", job, error: failure, durationMs });
+      } else {
+        const result = outcome.ok ? outcome.result : undefined;
+        this.acks.addComplete(result === undefined ? { executionId: job.executionId, attempt: job.attempt } : { executionId: job.executionId, attempt: job.attempt, result });
+        this.emit({ type: "job:complete", job, result, durationMs });
+      }
+    }
+    this.running.delete(keyOf(job));
+    this.changed.notify();
+  }
+
+  private abort(run: Running, reason: AbortReason, message: string): void {
+    if (reason !== "timeout" && reason !== "shutdown") {
+      if (run.dropped) return;
+      run.dropped = reason;
+    }
+    if (!run.controller.signal.aborted) run.controller.abort(new AttemptAbortedError(reason, message));
+  }
+
+  // ---- heartbeats
+
+  private scheduleHeartbeat(run: Running): void {
+    const ms = Math.max(1, Math.floor((this.leaseSeconds * 1000) / 3));
+    run.cancelHeartbeat = later(() => void this.heartbeatNow(run).catch(() => {}), ms);
+  }
+
+  private async heartbeatNow(run: Running): Promise<void> {
+    run.beating ??= this.beat(run).finally(() => {
+      run.beating = undefined;
+    });
+    await run.beating;
+    if (run.dropped) throw run.controller.signal.reason;
+  }
+
+  private async beat(run: Running): Promise<void> {
+    const { job } = run;
+    if (run.dropped || !this.running.has(keyOf(job))) return;
+    run.cancelHeartbeat?.();
+    try {
+      const answer = await this.api.heartbeat(job.executionId, { attempt: job.attempt, leaseSeconds: this.leaseSeconds });
+      if (answer.cancelRequested) {
+        this.abort(run, "cancelled", "the job was cancelled");
+        this.emit({ type: "job:cancel", job });
+      }
+    } catch (error) {
+      if (hasErrorCode(error, "LEASE_LOST") || hasErrorCode(error, "NOT_FOUND")) {
+        this.abort(run, "lease_lost", "the attempt's lease was lost");
+        this.emit({ type: "lease:lost", executionId: job.executionId, attempt: job.attempt, during: "heartbeat" });
+      } else {
+        this.emit({ type: "error", during: "heartbeat", error });
+      }
+    }
+    if (!run.dropped && this.running.has(keyOf(job))) this.scheduleHeartbeat(run);
+  }
+
+  // ---- acks, shutdown, plumbing
+
+  private onAckAnswers(via: "lease" | "batch", sent: PendingAcks, answers: AckItem[]): void {
+    let rejected = 0;
+    for (const answer of answers) {
+      if (answer.status === 200) continue;
+      rejected++;
+      if (answer.status === 409) {
+        this.emit({ type: "lease:lost", executionId: answer.executionId, attempt: answer.attempt, during: "ack" });
+      } else {
+        const { code, message } = answer.error;
+        this.emit({ type: "error", during: "ack", error: new DuetimeApiError(code, `${answer.executionId}#${answer.attempt}: ${message}`, { status: answer.status }) });
+      }
+    }
+    this.emit({ type: "acks:sent", via, count: sent.complete.length + sent.fail.length, rejected });
+  }
+
+  private async drainHandlers(): Promise<void> {
+    if (this.shutdownGraceMs === undefined) {
+      await this.waitFor(() => this.running.size === 0);
+      return;
+    }
+    await this.waitFor(() => this.running.size === 0, this.shutdownGraceMs);
+    for (const run of this.running.values()) this.abort(run, "shutdown", "the worker is shutting down");
+    await this.waitFor(() => this.running.size === 0);
+  }
+
+  /** Resolves when cond() holds (checked whenever something changes), or after timeoutMs. */
+  private async waitFor(cond: () => boolean, timeoutMs?: number): Promise<void> {
+    let timedOut = false;
+    const cancel =
+      timeoutMs === undefined
+        ? undefined
+        : later(() => {
+            timedOut = true;
+            this.changed.notify();
+          }, timeoutMs);
+    try {
+      while (!cond() && !timedOut) await this.changed.next();
+    } finally {
+      cancel?.();
+    }
+  }
+
+  private installSignalHandlers(): void {
+    const onSignal = (): void => {
+      this.removeSignalHandlers?.();
+      void this.shutdown();
+    };
+    process.on("SIGTERM", onSignal);
+    process.on("SIGINT", onSignal);
+    this.removeSignalHandlers = () => {
+      process.off("SIGTERM", onSignal);
+      process.off("SIGINT", onSignal);
+      this.removeSignalHandlers = undefined;
+    };
+  }
+
+  private setState(state: WorkerState): void {
+    this.current = state;
+    this.emit({ type: "state", state });
+  }
+
+  private emit(event: WorkerEvent): void {
+    if (this.logger && (event.type === "error" || event.type === "lease:lost")) this.logger.warn(describeEvent(this.workerId, event));
+    if (!this.onEvent) return;
+    try {
+      this.onEvent(event);
+    } catch (error) {
+      this.logger?.warn(`duetime worker ${this.workerId}: onEvent threw: ${String(error)}`);
+    }
+  }
+}
+
+/** Wakes every waiter on notify(); waiters re-check their own condition. */
+class Notifier {
+  private waiters: (() => void)[] = [];
+  notify(): void {
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const wake of waiters) wake();
+  }
+  next(): Promise<void> {
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+}
+
+function keyOf(job: LeasedExecution): string {
+  return `${job.executionId}#${job.attempt}`;
+}
+
+/** A result that JSON cannot carry fails the attempt for good: running it again would not help. */
+function unserialisable(result: unknown): ErrorRecord | undefined {
+  try {
+    JSON.stringify(result);
+    return undefined;
+  } catch (error) {
+    return { message: `the handler's result is not JSON-serialisable: ${(error as Error).message}`, class: "permanent" };
+  }
+}
+
+function describeEvent(workerId: string, event: WorkerEvent): string {
+  if (event.type === "lease:lost") return `duetime worker ${workerId}: lease lost for ${event.executionId}#${event.attempt} (${event.during})`;
+  if (event.type !== "error") return `duetime worker ${workerId}: ${event.type}`;
+  const err = event.error as { code?: unknown; message?: unknown };
+  const what = [err?.code, err?.message].filter((x) => typeof x === "string").join(": ") || String(event.error);
+  return `duetime worker ${workerId}: ${event.during} failed: ${what}${event.retryInMs !== undefined ? ` (retrying in ${event.retryInMs} ms)` : ""}`;
+}
