@@ -2,6 +2,8 @@
 // validated before anything starts; then the server, loaded lazily so that
 // the other commands never load the engine or a store driver.
 
+import { parseApiKeys } from "../core/api-keys.js";
+import { DuetimeError } from "../core/errors.js";
 import type { RunningServer, ServerOptions } from "../server/index.js";
 import { UsageError, expectPositionals, integerOption, strictParse, type Env } from "./args.js";
 import type { Io } from "./output.js";
@@ -40,7 +42,6 @@ const SERVE_OPTIONS = {
 } as const;
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
-const ROLES = ["admin", "client", "worker"] as const;
 
 export function parseServe(args: string[], env: Env): ServeCommand {
   const usage = SERVE_HELP;
@@ -74,7 +75,7 @@ export function parseServe(args: string[], env: Env): ServeCommand {
     options.allowTargetHosts = list;
   }
   const keys = pick("api-keys", "DUETIME_API_KEYS");
-  if (keys) options.apiKeys = parseApiKeys(keys.value, keys.source, usage);
+  if (keys) options.apiKeys = parseKeys(keys.value, keys.source, usage);
   const bodyLimit = pick("body-limit", "DUETIME_BODY_LIMIT");
   if (bodyLimit) options.bodyLimitBytes = integerOption(bodyLimit.source.replace(/^--/, ""), bodyLimit.value, 1, 2 ** 31 - 1, usage)!;
   const logLevel = pick("log-level", "DUETIME_LOG_LEVEL");
@@ -85,25 +86,14 @@ export function parseServe(args: string[], env: Env): ServeCommand {
   return { command: "serve", options };
 }
 
-/**
- * "key:tenant:role,..." → entries. The same format as the server's
- * parseApiKeys (server/auth.ts); parsed here too so that a mistake is a usage
- * error (exit 2) without loading the server. Secrets never appear in messages.
- */
-export function parseApiKeys(text: string, source: string, usage: string): NonNullable<ServerOptions["apiKeys"]> {
-  const entries = text.split(",").map((e) => e.trim());
-  if (entries.every((e) => e === "")) throw new UsageError(`${source}: no keys given`, usage);
-  return entries
-    .filter((e) => e !== "")
-    .map((entry, i) => {
-      const parts = entry.split(":");
-      const [key, tenantId, role] = parts;
-      if (parts.length !== 3 || !key || !tenantId || !role) throw new UsageError(`${source}: entry ${i + 1}: expected key:tenant:role`, usage);
-      if (!(ROLES as readonly string[]).includes(role)) {
-        throw new UsageError(`${source}: entry ${i + 1}: role must be admin, client or worker, got ${JSON.stringify(role)}`, usage);
-      }
-      return { key, tenantId, role: role as (typeof ROLES)[number] };
-    });
+/** A mistake in the keys is a usage error (exit 2), found without loading the server. */
+function parseKeys(text: string, source: string, usage: string): NonNullable<ServerOptions["apiKeys"]> {
+  try {
+    return parseApiKeys(text);
+  } catch (err) {
+    if (err instanceof DuetimeError) throw new UsageError(`${source}: ${err.message.replace(/^apiKeys: /, "")}`, usage);
+    throw err;
+  }
 }
 
 export interface ServeDeps {

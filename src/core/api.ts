@@ -260,7 +260,8 @@ export interface DuetimeApi {
   listExecutions(jobId: string, query?: PageQuery): Promise<Page<ExecutionItem>>;
   listDeadLetters(query?: PageQuery): Promise<Page<DeadLetter>>;
   replayDeadLetter(executionId: string): Promise<ExecutionItem>;
-  lease(pool: string, request: LeaseRequest): Promise<LeaseResponse>;
+  /** A long poll ends early, granting nothing, when options.signal aborts. */
+  lease(pool: string, request: LeaseRequest, options?: { signal?: AbortSignal }): Promise<LeaseResponse>;
   heartbeat(executionId: string, request: HeartbeatRequest): Promise<HeartbeatResponse>;
   complete(executionId: string, attempt: number, result?: unknown): Promise<CompleteResponse>;
   fail(executionId: string, attempt: number, error: ErrorRecord): Promise<FailResponse>;

@@ -99,9 +99,10 @@ export function embeddedClient(service: Service, ctx = DEFAULT_CONTEXT): Duetime
       id("executionIdParams", { executionId });
       return service.replayDeadLetter(ctx, executionId);
     },
-    async lease(pool, request) {
+    async lease(pool, request, options) {
       id("poolParams", { pool });
-      return service.lease(ctx, pool, validate("leaseBody", request));
+      const leaseCtx = options?.signal ? { ...ctx, signal: options.signal } : ctx;
+      return service.lease(leaseCtx, pool, validate("leaseBody", request));
     },
     async heartbeat(executionId, request) {
       id("executionIdParams", { executionId });

@@ -103,17 +103,21 @@ export class Executor {
     };
     const complete = p.complete ?? [];
     const fail = p.fail ?? [];
-    // The first round acknowledges and leases in one transaction.
+    // The first round acknowledges and leases in one transaction. A caller
+    // that has gone away (signal aborted) is granted nothing: its items would
+    // sit leased to nobody until the lease expired.
+    const gone = () => p.signal?.aborted === true;
     const first =
       complete.length + fail.length > 0
-        ? await this.store.executionAckAndLease({ ...base, complete, fail, plan: this.planner, now: this.clock.now() })
-        : { completed: [], failed: [], leased: await this.store.executionLease({ ...base, now: this.clock.now() }) };
+        ? await this.store.executionAckAndLease({ ...base, max: gone() ? 0 : p.max, complete, fail, plan: this.planner, now: this.clock.now() })
+        : { completed: [], failed: [], leased: gone() ? [] : await this.store.executionLease({ ...base, now: this.clock.now() }) };
     this.reportAcks(complete, first.completed, fail, first.failed);
     let leased = first.leased;
     while (leased.length === 0) {
       const left = end - this.clock.now();
-      if (left <= 0 || this.stopped || p.signal?.aborted) break;
+      if (left <= 0 || this.stopped || gone()) break;
       await this.waitForWork(poolKey(p.tenantId, p.pool), Math.min(left, this.pollIntervalMs), p.signal);
+      if (gone()) break;
       leased = await this.store.executionLease({ ...base, now: this.clock.now() });
     }
     const now = this.clock.now();

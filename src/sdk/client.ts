@@ -44,7 +44,7 @@ import type {
 } from "../core/api.js";
 import { Transport, type CallOptions, type HttpCall, type RetryInfo } from "./http.js";
 import { rejectUnknownOptions, requireInteger } from "./options.js";
-import type { AuditEntry, ClusterInfo } from "./types.js";
+import type { AuditItem, ClusterView } from "../core/api.js";
 
 export type { CallOptions, RetryInfo } from "./http.js";
 
@@ -189,12 +189,12 @@ export class DuetimeClient implements DuetimeApi {
   }
 
   /** GET /v1/audit (role admin). */
-  listAudit(query: PageQuery = {}, options?: CallOptions): Promise<Page<AuditEntry>> {
+  listAudit(query: PageQuery = {}, options?: CallOptions): Promise<Page<AuditItem>> {
     return this.json({ method: "GET", path: "/v1/audit", query: { ...query }, idempotent: true, options });
   }
 
   /** GET /v1/cluster (role admin). */
-  cluster(options?: CallOptions): Promise<ClusterInfo> {
+  cluster(options?: CallOptions): Promise<ClusterView> {
     return this.json({ method: "GET", path: "/v1/cluster", idempotent: true, options });
   }
 

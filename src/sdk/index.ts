@@ -16,4 +16,3 @@ export {
   hasErrorCode,
   type AbortReason,
 } from "./errors.js";
-export type { AuditEntry, ClusterInfo } from "./types.js";

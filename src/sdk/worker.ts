@@ -102,7 +102,6 @@ const MAX_LOOP_WAIT_MS = 60_000;
  */
 const MIN_EMPTY_POLL_MS = 1_000;
 
-type LeaseWithSignal = (pool: string, request: LeaseRequest, options?: { signal?: AbortSignal }) => Promise<LeaseResponse>;
 
 interface Running {
   job: LeasedExecution;
@@ -268,11 +267,8 @@ export class Worker {
     };
     if (acks.complete.length > 0) request.complete = acks.complete;
     if (acks.fail.length > 0) request.fail = acks.fail;
-    // DuetimeApi.lease takes no options; the HTTP client (and an api that
-    // supports it) honours a third { signal } argument, which ends the long
-    // poll at shutdown. Others are simply waited for.
-    const lease = this.api.lease as LeaseWithSignal;
-    return lease.call(this.api, this.pool, request, { signal: this.stopping.signal });
+    // The signal ends the long poll at shutdown.
+    return this.api.lease(this.pool, request, { signal: this.stopping.signal });
   }
 
   private loopDelay(failures: number, error: unknown): number {

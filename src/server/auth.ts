@@ -6,14 +6,11 @@
 
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { Role } from "../core/api.js";
+import type { ApiKey } from "../core/api-keys.js";
 import { DuetimeError } from "../core/errors.js";
 import { ALL_ROLES, DEFAULT_CONTEXT } from "../engine/service.js";
 
-export interface ApiKey {
-  key: string;
-  tenantId: string;
-  role: Role;
-}
+export { parseApiKeys, type ApiKey } from "../core/api-keys.js";
 
 export interface Principal {
   tenantId: string;
@@ -33,22 +30,6 @@ const ROLE_SETS: Record<Role, ReadonlySet<Role>> = {
 
 function digest(key: string): Buffer {
   return createHash("sha256").update(key, "utf8").digest();
-}
-
-/** Parses "key1:tenantA:admin,key2:tenantB:worker" (the --api-keys flag). */
-export function parseApiKeys(spec: string): ApiKey[] {
-  const keys: ApiKey[] = [];
-  for (const raw of spec.split(",")) {
-    const entry = raw.trim();
-    if (entry === "") continue;
-    const parts = entry.split(":");
-    const [key, tenantId, role] = parts;
-    if (parts.length !== 3 || !key || !tenantId || (role !== "admin" && role !== "client" && role !== "worker")) {
-      throw new DuetimeError("INVALID_ARGUMENT", `api keys: expected key:tenant:admin|client|worker, got ${JSON.stringify(entry.replace(/^[^:]*/, "***"))}`);
-    }
-    keys.push({ key, tenantId, role });
-  }
-  return keys;
 }
 
 /** Looks keys up by their SHA-256 digest: no early-exit string compare on the secret itself. */
