@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { createDuetime, type Duetime } from "../../src/embedded/index.js";
 import type { Worker } from "../../src/sdk/worker.js";
 import type { BenchJob, Contender, ContenderContext } from "../contender.js";
+import { assertCreated, BENCH_POOL, benchJobs } from "./duetime-jobs.js";
 
 export class DuetimeEmbedded implements Contender {
   readonly name = "duetime-embedded";
@@ -17,21 +18,12 @@ export class DuetimeEmbedded implements Contender {
   }
 
   async enqueue(jobs: BenchJob[]): Promise<void> {
-    const results = await this.duetime.client.createJobs(
-      jobs.map((j) => ({
-        name: "bench",
-        target: { type: "queue", pool: "bench" },
-        payload: { seq: j.seq },
-        schedule: { runAt: new Date(j.dueAt).toISOString() },
-      })),
-    );
-    const failed = results.find((r) => "error" in r);
-    if (failed) throw new Error(`createJobs failed: ${JSON.stringify(failed)}`);
+    assertCreated(await this.duetime.client.createJobs(benchJobs(jobs)));
   }
 
   async startWorkers(started: (seq: number) => void): Promise<void> {
     this.worker = this.duetime.worker({
-      pool: "bench",
+      pool: BENCH_POOL,
       concurrency: this.concurrency,
       waitSeconds: 5,
       handler: async (job) => {

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { DuetimeClient } from "../../src/sdk/client.js";
 import { Worker } from "../../src/sdk/worker.js";
 import type { BenchJob, Contender, ContenderContext } from "../contender.js";
+import { assertCreated, BENCH_POOL, benchJobs } from "./duetime-jobs.js";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 
@@ -37,22 +38,13 @@ export class DuetimeServer implements Contender {
   }
 
   async enqueue(jobs: BenchJob[]): Promise<void> {
-    const results = await this.client.createJobs(
-      jobs.map((j) => ({
-        name: "bench",
-        target: { type: "queue", pool: "bench" },
-        payload: { seq: j.seq },
-        schedule: { runAt: new Date(j.dueAt).toISOString() },
-      })),
-    );
-    const failed = results.find((r) => "error" in r);
-    if (failed) throw new Error(`createJobs failed: ${JSON.stringify(failed)}`);
+    assertCreated(await this.client.createJobs(benchJobs(jobs)));
   }
 
   async startWorkers(started: (seq: number) => void): Promise<void> {
     this.worker = new Worker({
       url: this.url,
-      pool: "bench",
+      pool: BENCH_POOL,
       concurrency: this.concurrency,
       waitSeconds: 5,
       handleSignals: false,

@@ -238,6 +238,16 @@ export interface AuditItem {
   details: unknown;
 }
 
+/** One origin (scheme://host:port) that HTTP targets call, as GET /v1/targets shows it. */
+export interface TargetStatus {
+  origin: string;
+  /** Circuit breaker: closed (calls flow), open (calls wait), half_open (one probe in flight). */
+  breaker: "closed" | "open" | "half_open";
+  inFlight: number;
+  /** Extra facts: recent failures, when an open breaker probes next, limits in force. */
+  [key: string]: unknown;
+}
+
 export interface ClusterView {
   nodes: { nodeId: string; address: string | null; shards: number[]; lastHeartbeatAt: string }[];
   shards: { shard: number; owner: string | null; epoch: number; leaseUntil: string }[];

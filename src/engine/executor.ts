@@ -5,20 +5,21 @@
 
 import type { Clock, TimerHandle } from "../core/clock.js";
 import { planFailure } from "../core/retry.js";
-import type { AckOutcome, CompleteInput, FailInput, FailurePlanner, LeasedRow, Store } from "../store/store.js";
+import type {
+  AckOutcome,
+  CompleteInput,
+  FailInput,
+  FailurePlanner,
+  LeasedRow,
+  LeaseParams as StoreLeaseParams,
+  Store,
+} from "../store/store.js";
 import type { EngineEvents } from "./events.js";
 
-export interface LeaseParams {
-  /** Absent: every tenant's work in the pool (the in-server HTTP runner). */
-  tenantId?: string;
-  pool: string;
-  workerId: string;
-  max: number;
-  leaseMs: number;
+/** The store's lease parameters (tenantId absent: every tenant, for the in-server HTTP runner), with the long poll. */
+export interface LeaseParams extends Omit<StoreLeaseParams, "now"> {
   /** Long poll: wait this long for work when none is ready. */
   waitMs: number;
-  /** Extra time past timeoutSeconds before the reaper may end the attempt. */
-  graceMs?: number;
   signal?: AbortSignal;
   /** Finished attempts to acknowledge in the same transaction as the first lease. */
   complete?: CompleteInput[];

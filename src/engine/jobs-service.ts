@@ -29,6 +29,7 @@ import type {
   PreviewQuery,
   PreviewResponse,
   Stats,
+  TargetStatus,
 } from "../core/api.js";
 import type { Clock } from "../core/clock.js";
 import { CronSyntaxError, fireTimes, isValidTimeZone, parseCron } from "../core/cron/index.js";
@@ -51,6 +52,8 @@ export interface JobsServiceOptions {
   scheduler: Scheduler;
   executor: Executor;
   nodeId: string;
+  /** The HTTP-target runner's view of its origins (empty without the runner). */
+  targets?: () => TargetStatus[];
 }
 
 const DEFAULT_LIMIT = 50;
@@ -505,6 +508,10 @@ export class JobsService implements Service {
       })),
       shards: shards.map((s) => ({ shard: s.shard, owner: s.owner, epoch: s.epoch, leaseUntil: toIso(s.leaseUntil) })),
     };
+  }
+
+  async listTargets(): Promise<{ items: TargetStatus[] }> {
+    return { items: this.o.targets?.() ?? [] };
   }
 
   async ready(): Promise<boolean> {

@@ -32,6 +32,7 @@ import type {
   PreviewResponse,
   Role,
   Stats,
+  TargetStatus,
 } from "../core/api.js";
 
 export interface RequestContext {
@@ -69,6 +70,8 @@ export interface Service {
   previewSchedule(query: PreviewQuery): Promise<PreviewResponse>;
   listAudit(ctx: RequestContext, query: PageQuery): Promise<Page<AuditItem>>;
   cluster(ctx: RequestContext): Promise<ClusterView>;
+  /** The origins HTTP targets call on this node, with their breaker state. */
+  listTargets(ctx: RequestContext): Promise<{ items: TargetStatus[] }>;
   /** True when the store answers and this node has joined the shard assignment. */
   ready(): Promise<boolean>;
 }

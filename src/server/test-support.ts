@@ -7,6 +7,7 @@ import type {
   AckItem,
   AuditItem,
   ClusterView,
+  TargetStatus,
   BatchCreateItem,
   BatchCreateResult,
   CompleteItem,
@@ -201,6 +202,10 @@ export class RecordingService implements Service {
       nextCursor: null,
     }));
   }
+  listTargets(ctx: RequestContext): Promise<{ items: TargetStatus[] }> {
+    return this.answer("listTargets", ctx, [], () => ({ items: [{ origin: "https://example.test", breaker: "closed" as const, inFlight: 0 }] }));
+  }
+
   cluster(ctx: RequestContext): Promise<ClusterView> {
     return this.answer("cluster", ctx, [], () => ({
       nodes: [{ nodeId: "node-a", address: null, shards: [0, 1], lastHeartbeatAt: "2026-10-16T09:00:00.000Z" }],

@@ -110,11 +110,13 @@ export type AckOutcome =
   | { status: "not_found" };
 
 export interface LeaseParams {
+  /** Absent: every tenant's work in the pool. */
   tenantId?: string;
   pool: string;
   workerId: string;
   max: number;
   leaseMs: number;
+  /** Extra time past timeoutSeconds before the lease must end (the HTTP runner's margin). */
   graceMs?: number;
   now: number;
 }
