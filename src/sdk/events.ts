@@ -17,7 +17,7 @@ export type WorkerEvent =
   /** A heartbeat answered cancelRequested: the handler's signal is aborted. */
   | { type: "job:cancel"; job: LeasedExecution }
   /** The server no longer accepts this attempt (409 LEASE_LOST on a heartbeat or an ack). */
-  | { type: "lease:lost"; executionId: string; attempt: number; during: "heartbeat" | "ack" }
+  | { type: "lease:lost"; executionId: string; attempt: number; during: "heartbeat" | "ack" | "prefetch" }
   /** Acknowledgements answered by the server; `via` tells whether they rode on a lease call or a batch call. */
   | { type: "acks:sent"; via: "lease" | "batch"; count: number; rejected: number }
   /** Something failed and the worker carries on (retrying after retryInMs when given). */

@@ -53,6 +53,14 @@ export interface WorkerOptions {
   handler: Handler;
   /** Handlers running at once (default 10). */
   concurrency?: number;
+  /**
+   * Leased attempts held ready beyond the running ones (default 0). With
+   * prefetch, a lease call fetches work for slots that are about to free, so
+   * fast handlers never wait for a round trip. A prefetched attempt's lease
+   * ticks while it waits: it is heartbeaten when it starts late, and skipped
+   * (it runs again elsewhere) when most of its lease is gone.
+   */
+  prefetch?: number;
   /** Default `${hostname}-${pid}-${random}`. */
   workerId?: string;
   /** Lease length asked for each attempt (default 30); heartbeats go every leaseSeconds/3. */
@@ -80,6 +88,7 @@ const WORKER_OPTIONS = [
   "pool",
   "handler",
   "concurrency",
+  "prefetch",
   "workerId",
   "leaseSeconds",
   "waitSeconds",
@@ -121,6 +130,9 @@ export class Worker {
   private readonly ownedClient: DuetimeClient | undefined;
   private readonly handler: Handler;
   private readonly concurrency: number;
+  private readonly prefetch: number;
+  /** Leased attempts waiting for a free slot (prefetch), with when they were leased. */
+  private readonly buffer: { job: LeasedExecution; leasedAt: number }[] = [];
   private readonly leaseSeconds: number;
   private readonly waitSeconds: number;
   private readonly maxAckBatch: number;
@@ -145,6 +157,7 @@ export class Worker {
     this.pool = options.pool;
     this.handler = options.handler;
     this.concurrency = requireInteger("Worker", "concurrency", options.concurrency ?? 10, 1, 10_000);
+    this.prefetch = requireInteger("Worker", "prefetch", options.prefetch ?? 0, 0, 10_000);
     this.leaseSeconds = requireInteger("Worker", "leaseSeconds", options.leaseSeconds ?? 30, 1, 3600);
     this.waitSeconds = requireInteger("Worker", "waitSeconds", options.waitSeconds ?? 20, 0, 60);
     this.maxAckBatch = requireInteger("Worker", "maxAckBatch", options.maxAckBatch ?? 100, 1, MAX_ACKS_PER_CALL);
@@ -224,24 +237,27 @@ export class Worker {
 
   private async leaseLoop(): Promise<void> {
     let failures = 0;
+    this.acks.hold();
     while (this.current === "running") {
-      await this.waitFor(() => this.free() > 0 || this.current !== "running");
+      await this.waitFor(() => this.room() > 0 || this.current !== "running");
       if (this.current !== "running") break;
-      this.acks.hold();
       if (this.running.size > 0) {
         await this.waitFor(() => this.running.size === 0 || this.acks.size >= this.maxAckBatch || this.current !== "running", this.ackDelayMs);
       }
       const acks = this.acks.take();
-      this.acks.release();
       if (this.current !== "running") {
         this.acks.restore(acks);
         break;
       }
       let response: LeaseResponse;
       const sentAt = performance.now();
+      // Acks ride on lease calls; only while a long poll hangs do they go on their own.
+      const longPoll = this.buffer.length === 0 && this.waitSeconds > 0;
+      if (longPoll) this.acks.release();
       try {
         response = await this.leaseOnce(acks);
       } catch (error) {
+        this.acks.hold();
         this.acks.restore(acks);
         if (this.current !== "running") break;
         const retryInMs = this.loopDelay(failures++, error);
@@ -249,10 +265,13 @@ export class Worker {
         await pause(retryInMs, this.stopping.signal);
         continue;
       }
+      this.acks.hold();
       failures = 0;
       if (acks.complete.length + acks.fail.length > 0) this.onAckAnswers("lease", acks, response.acks ?? []);
       // Items granted after shutdown began still run: they are leased to this worker.
-      for (const job of response.items) this.start(job);
+      const leasedAt = performance.now();
+      for (const job of response.items) this.buffer.push({ job, leasedAt });
+      this.pump();
       const elapsed = performance.now() - sentAt;
       if (response.items.length === 0 && elapsed < MIN_EMPTY_POLL_MS) await pause(MIN_EMPTY_POLL_MS - elapsed, this.stopping.signal);
     }
@@ -261,9 +280,10 @@ export class Worker {
   private leaseOnce(acks: PendingAcks): Promise<LeaseResponse> {
     const request: LeaseRequest = {
       workerId: this.workerId,
-      max: Math.min(this.free(), MAX_ACKS_PER_CALL),
+      max: Math.min(this.room(), MAX_ACKS_PER_CALL),
       leaseSeconds: this.leaseSeconds,
-      waitSeconds: this.waitSeconds,
+      // Never long-poll while prefetched work waits.
+      waitSeconds: this.buffer.length > 0 ? 0 : this.waitSeconds,
     };
     if (acks.complete.length > 0) request.complete = acks.complete;
     if (acks.fail.length > 0) request.fail = acks.fail;
@@ -281,13 +301,33 @@ export class Worker {
     return this.concurrency - this.running.size;
   }
 
+  /** How many more attempts a lease call may ask for: free slots plus prefetch room. */
+  private room(): number {
+    return this.free() + this.prefetch - this.buffer.length;
+  }
+
+  /** Starts buffered attempts while slots are free; skips those whose lease is mostly gone. */
+  private pump(): void {
+    const leaseMs = this.leaseSeconds * 1000;
+    while (this.free() > 0 && this.buffer.length > 0) {
+      const { job, leasedAt } = this.buffer.shift()!;
+      const waited = performance.now() - leasedAt;
+      if (waited > 0.8 * leaseMs) {
+        this.emit({ type: "lease:lost", executionId: job.executionId, attempt: job.attempt, during: "prefetch" });
+        continue;
+      }
+      this.start(job, waited > leaseMs / 3);
+    }
+  }
+
   // ---- one attempt
 
-  private start(job: LeasedExecution): void {
+  private start(job: LeasedExecution, late = false): void {
     const run: Running = { job, controller: new AbortController(), startedAt: performance.now() };
     this.running.set(keyOf(job), run);
     this.emit({ type: "job:start", job });
-    this.scheduleHeartbeat(run);
+    if (late) void this.heartbeatNow(run).catch(() => {});
+    else this.scheduleHeartbeat(run);
     if (typeof job.timeoutSeconds === "number" && job.timeoutSeconds > 0 && Number.isFinite(job.timeoutSeconds)) {
       const ms = Math.min(job.timeoutSeconds * 1000, 2 ** 31 - 1);
       run.cancelTimeout = later(() => this.abort(run, "timeout", `the attempt ran past its timeoutSeconds (${job.timeoutSeconds})`), ms);
@@ -325,6 +365,7 @@ export class Worker {
       }
     }
     this.running.delete(keyOf(job));
+    this.pump();
     this.changed.notify();
   }
 
@@ -390,11 +431,13 @@ export class Worker {
   }
 
   private async drainHandlers(): Promise<void> {
+    const idle = () => this.running.size === 0 && this.buffer.length === 0;
     if (this.shutdownGraceMs === undefined) {
-      await this.waitFor(() => this.running.size === 0);
+      await this.waitFor(idle);
       return;
     }
-    await this.waitFor(() => this.running.size === 0, this.shutdownGraceMs);
+    await this.waitFor(idle, this.shutdownGraceMs);
+    this.buffer.length = 0; // not started: their leases expire and they run again elsewhere
     for (const run of this.running.values()) this.abort(run, "shutdown", "the worker is shutting down");
     await this.waitFor(() => this.running.size === 0);
   }

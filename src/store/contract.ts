@@ -97,7 +97,7 @@ function jobOutsideShards(avoid: ReadonlySet<number>, overrides: JobOverrides = 
 
 function entryOf(nj: NewJob): DueEntry {
   assert.ok(nj.due, "the job has a due entry");
-  return { jobId: nj.job.jobId, tenantId: nj.job.tenantId, shard: nj.job.shard, ...nj.due };
+  return { jobId: nj.job.jobId, tenantId: nj.job.tenantId, shard: nj.job.shard, kind: nj.job.kind, ...nj.due };
 }
 
 // ---- store helpers ---------------------------------------------------------

@@ -45,11 +45,11 @@ export interface DueEntry {
   scheduledFor: number;
   /** When to dispatch: scheduledFor plus the job's jitter offset. */
   dueAt: number;
+  kind: JobKind;
 }
 
 /** A due entry as loaded for dispatch: with what the engine needs to plan the next occurrence. */
 export interface LoadedDueEntry extends DueEntry {
-  kind: JobKind;
   schedule: Job["schedule"];
 }
 

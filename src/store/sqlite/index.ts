@@ -40,6 +40,11 @@ export interface SqliteStoreOptions {
 
 type Row = Record<string, unknown>;
 
+/** A job's executions: ids "<jobId>-…" sort between "<jobId>-" and "<jobId>." ("." follows "-"). */
+const OF_JOB = "id > ? AND id < ?";
+const OF_JOB_NAMED = "e.id > @from AND e.id < @to";
+const jobRange = (jobId: string): [string, string] => [`${jobId}-`, `${jobId}.`];
+
 const json = (value: unknown): string | null => (value === undefined ? null : JSON.stringify(value));
 const parse = <T>(text: unknown): T => (text === null || text === undefined ? (null as T) : (JSON.parse(text as string) as T));
 
@@ -141,7 +146,14 @@ class SqliteStore implements Store {
       created: job.createdAt,
     });
     if (due) this.putDue(job.jobId, job.tenantId, job.shard, due);
-    return { status: "created", job: this.getJob(job.tenantId, job.jobId)! };
+    const record: JobRecord = {
+      ...job,
+      version: 1,
+      updatedAt: job.createdAt,
+      nextRunAt: due?.scheduledFor ?? null,
+      nextDueAt: due?.dueAt ?? null,
+    };
+    return { status: "created", job: record };
   }
 
   private putDue(jobId: string, tenantId: string, shard: number, due: NextOccurrence): void {
@@ -206,9 +218,9 @@ class SqliteStore implements Store {
       else if (p.due !== "keep") this.putDue(p.jobId, p.tenantId, row.shard, p.due);
       if (p.cancelExecutions) {
         this.q(
-          "UPDATE executions SET state = 'CANCELLED', finished_at = ? WHERE job_id = ? AND state = 'READY'",
-        ).run(p.now, p.jobId);
-        this.q("UPDATE executions SET cancel_requested = 1 WHERE job_id = ? AND state = 'RUNNING'").run(p.jobId);
+          `UPDATE executions SET state = 'CANCELLED', finished_at = ? WHERE ${OF_JOB} AND state = 'READY'`,
+        ).run(p.now, ...jobRange(p.jobId));
+        this.q(`UPDATE executions SET cancel_requested = 1 WHERE ${OF_JOB} AND state = 'RUNNING'`).run(...jobRange(p.jobId));
       }
       return this.getJob(p.tenantId, p.jobId);
     });
@@ -226,9 +238,9 @@ class SqliteStore implements Store {
              WHERE d.due_at <= ? ORDER BY d.due_at LIMIT ?`,
           ).all(before, limit)
         : this.q(
-            `SELECT ${cols} FROM due d JOIN jobs j ON j.id = d.job_id
-             WHERE d.shard IN (SELECT value FROM json_each(?)) AND d.due_at <= ? ORDER BY d.due_at LIMIT ?`,
-          ).all(JSON.stringify(shards), before, limit)
+            `SELECT ${cols} FROM due d INDEXED BY due_by_time JOIN jobs j ON j.id = d.job_id
+             WHERE d.due_at <= ? AND d.shard IN (SELECT value FROM json_each(?)) ORDER BY d.due_at LIMIT ?`,
+          ).all(before, JSON.stringify(shards), limit)
     ) as Row[];
     return rows.map((r) => ({
       jobId: r.job_id as string,
@@ -252,48 +264,57 @@ class SqliteStore implements Store {
       for (const s of this.q("SELECT shard, epoch FROM shards WHERE owner = ?").all(p.nodeId) as Row[]) {
         if (p.epochs.get(s.shard as number) === s.epoch) held.add(s.shard as number);
       }
-      const dispatched: { jobId: string; executionId: string; tenantId: string; pool: string }[] = [];
       const stale: string[] = [];
       const fenced: string[] = [];
+      const consumed: [id: string, jobId: string, scheduledFor: number, readyAt: number][] = [];
+      const finished: string[] = [];
       for (const { entry, next } of p.items) {
         if (!held.has(entry.shard)) {
           fenced.push(entry.jobId);
           continue;
         }
-        const due = this.q("SELECT scheduled_for FROM due WHERE job_id = ?").get(entry.jobId) as Row | undefined;
-        if (!due || due.scheduled_for !== entry.scheduledFor) {
+        // Consuming the due entry is the stale check: it must still name this occurrence.
+        const row = next
+          ? this.q("UPDATE due SET scheduled_for = ?, due_at = ? WHERE job_id = ? AND scheduled_for = ? RETURNING job_id").get(
+              next.scheduledFor,
+              next.dueAt,
+              entry.jobId,
+              entry.scheduledFor,
+            )
+          : this.q("DELETE FROM due WHERE job_id = ? AND scheduled_for = ? RETURNING job_id").get(entry.jobId, entry.scheduledFor);
+        if (!row) {
           stale.push(entry.jobId);
           continue;
         }
-        const executionId = executionIdFor(entry.jobId, entry.scheduledFor);
-        const inserted = this.q(
-          `INSERT INTO executions (id, tenant_id, job_id, pool, name, scheduled_for, priority, state, max_attempts,
-             backoff_seconds, max_backoff_seconds, timeout_ms, ready_at, payload, target, dispatched_at, dispatched_by)
-           SELECT @id, tenant_id, id, pool, name, @scheduledFor, priority, 'READY',
-             json_extract(retry, '$.maxAttempts'), json_extract(retry, '$.backoffSeconds'),
-             json_extract(retry, '$.maxBackoffSeconds'), timeout_seconds * 1000, @readyAt, payload, target, @now, @node
-           FROM jobs WHERE id = @jobId AND state = 'SCHEDULED'
-           ON CONFLICT (job_id, scheduled_for) DO NOTHING
-           RETURNING pool`,
-        ).get({
-          id: executionId,
-          scheduledFor: entry.scheduledFor,
-          readyAt: Math.min(entry.dueAt, p.now),
-          now: p.now,
-          node: p.nodeId,
-          jobId: entry.jobId,
-        }) as Row | undefined;
-        if (next) {
-          this.q("UPDATE due SET scheduled_for = ?, due_at = ? WHERE job_id = ?").run(next.scheduledFor, next.dueAt, entry.jobId);
-        } else {
-          this.q("DELETE FROM due WHERE job_id = ?").run(entry.jobId);
-          this.q(
-            `UPDATE jobs SET state = 'COMPLETED', version = version + 1, updated_at = ?
-             WHERE id = ? AND kind = 'cron' AND state = 'SCHEDULED'`,
-          ).run(p.now, entry.jobId);
-        }
-        if (inserted) dispatched.push({ jobId: entry.jobId, executionId, tenantId: entry.tenantId, pool: inserted.pool as string });
+        consumed.push([executionIdFor(entry.jobId, entry.scheduledFor), entry.jobId, entry.scheduledFor, Math.min(entry.dueAt, p.now)]);
+        if (!next && entry.kind === "cron") finished.push(entry.jobId);
       }
+      // One INSERT for the batch; an execution that exists already is left alone.
+      const inserted = consumed.length
+        ? (this.q(
+            `INSERT INTO executions (id, tenant_id, job_id, pool, name, scheduled_for, priority, state, max_attempts,
+               backoff_seconds, max_backoff_seconds, timeout_ms, ready_at, payload, target, dispatched_at, dispatched_by)
+             SELECT x.value ->> 0, j.tenant_id, j.id, j.pool, j.name, x.value ->> 2, j.priority, 'READY',
+               j.retry ->> '$.maxAttempts', j.retry ->> '$.backoffSeconds', j.retry ->> '$.maxBackoffSeconds',
+               j.timeout_seconds * 1000, x.value ->> 3, j.payload, j.target, @now, @node
+             FROM json_each(@items) x JOIN jobs j ON j.id = x.value ->> 1
+             WHERE j.state = 'SCHEDULED'
+             ON CONFLICT (id) DO NOTHING
+             RETURNING id, job_id, tenant_id, pool`,
+          ).all({ items: JSON.stringify(consumed), now: p.now, node: p.nodeId }) as Row[])
+        : [];
+      if (finished.length) {
+        this.q(
+          `UPDATE jobs SET state = 'COMPLETED', version = version + 1, updated_at = ?
+           WHERE id IN (SELECT value FROM json_each(?)) AND state = 'SCHEDULED'`,
+        ).run(p.now, JSON.stringify(finished));
+      }
+      const dispatched = inserted.map((r) => ({
+        jobId: r.job_id as string,
+        executionId: r.id as string,
+        tenantId: r.tenant_id as string,
+        pool: r.pool as string,
+      }));
       return { dispatched, stale, fenced };
     });
   }
@@ -310,7 +331,7 @@ class SqliteStore implements Store {
            json_extract(retry, '$.maxAttempts'), json_extract(retry, '$.backoffSeconds'),
            json_extract(retry, '$.maxBackoffSeconds'), timeout_seconds * 1000, @now, payload, target, @now, @node
          FROM jobs WHERE id = @jobId AND tenant_id = @tenant
-         ON CONFLICT (job_id, scheduled_for) DO NOTHING
+         ON CONFLICT (id) DO NOTHING
          RETURNING id`,
       ).get({ id: executionId, scheduledFor: p.scheduledFor, now: p.now, node: p.nodeId, jobId: p.jobId, tenant: p.tenantId });
       return row ? this.attemptZero(executionId) : null;
@@ -358,11 +379,13 @@ class SqliteStore implements Store {
   private leaseRows(p: LeaseParams): LeasedRow[] {
     {
       const pick =
-        p.tenantId === undefined
-          ? "SELECT id FROM executions WHERE pool = @pool AND state = 'READY' AND ready_at <= @now ORDER BY priority DESC, ready_at, id LIMIT @max"
-          : "SELECT id FROM executions WHERE pool = @pool AND tenant_id = @tenant AND state = 'READY' AND ready_at <= @now ORDER BY priority DESC, ready_at, id LIMIT @max";
+        p.tenantId === undefined && p.pool === HTTP_POOL
+          ? "SELECT id FROM executions WHERE pool = '$http' AND state = 'READY' AND ready_at <= @now ORDER BY priority DESC, ready_at LIMIT @max"
+          : p.tenantId === undefined
+          ? "SELECT id FROM executions WHERE pool = @pool AND state = 'READY' AND ready_at <= @now ORDER BY priority DESC, ready_at LIMIT @max"
+          : "SELECT id FROM executions WHERE pool = @pool AND tenant_id = @tenant AND state = 'READY' AND ready_at <= @now ORDER BY priority DESC, ready_at LIMIT @max";
       const rows = this.q(
-        `UPDATE executions SET state = 'RUNNING', attempt = attempt + 1, worker_id = @worker, cancel_requested = 0,
+        `UPDATE executions SET state = 'RUNNING', attempt = attempt + 1, worker_id = @worker, cancel_requested = 0, started_at = @now,
            deadline = @now + timeout_ms + @grace, lease_ms = @leaseMs,
            lease_until = min(@now + @leaseMs, @now + timeout_ms + @grace)
          WHERE id IN (${pick})
@@ -374,10 +397,6 @@ class SqliteStore implements Store {
           (a.ready_at as number) - (b.ready_at as number) ||
           ((a.id as string) < (b.id as string) ? -1 : 1),
       );
-      const insert = this.q(
-        "INSERT OR REPLACE INTO attempts (execution_id, attempt, state, worker_id, started_at) VALUES (?, ?, 'RUNNING', ?, ?)",
-      );
-      for (const r of rows) insert.run(r.id, r.attempt, p.workerId, p.now);
       return rows.map((r) => ({
         executionId: r.id as string,
         tenantId: r.tenant_id as string,
@@ -388,7 +407,8 @@ class SqliteStore implements Store {
         scheduledFor: r.scheduled_for as number,
         leaseUntil: r.lease_until as number,
         timeoutSeconds: (r.timeout_ms as number) / 1000,
-        target: parse(r.target),
+        // Only the HTTP runner needs the target; queue workers never see it.
+        target: p.pool === HTTP_POOL ? parse(r.target) : { type: "queue", pool: p.pool },
       }));
     }
   }
@@ -411,41 +431,59 @@ class SqliteStore implements Store {
     return this.tx(() => this.completeItems(items, now));
   }
 
+  /**
+   * Set-based: one UPDATE … FROM json_each succeeds every item that still
+   * holds its lease, one UPDATE ends their one-off jobs; only the misses are
+   * looked at one by one.
+   */
   private completeItems(items: CompleteInput[], now: number): AckOutcome[] {
+    if (items.length === 0) return [];
+    const input = JSON.stringify(items.map((i) => [i.executionId, i.tenantId, i.attempt, json(i.result)]));
+    const done = this.q(
+      `UPDATE executions SET state = 'SUCCEEDED', finished_at = @now, result = x.result, lease_until = NULL
+       FROM (SELECT value ->> 0 AS id, value ->> 1 AS tenant, value ->> 2 AS attempt, value ->> 3 AS result FROM json_each(@input)) AS x
+       WHERE executions.id = x.id AND executions.tenant_id = x.tenant AND executions.attempt = x.attempt
+         AND executions.state = 'RUNNING' AND executions.lease_until >= @now
+       RETURNING executions.id AS id, executions.job_id AS job_id`,
+    ).all({ now, input }) as { id: string; job_id: string }[];
+    // The succeeding attempt stays on the execution row (history reads it there).
+    if (done.length > 0) this.endOneOffs(done.map((d) => d.job_id), "COMPLETED", now);
+    const succeeded = new Set(done.map((d) => d.id));
     return items.map((item): AckOutcome => {
-        const row = this.q(
-          `UPDATE executions SET state = 'SUCCEEDED', finished_at = @now, result = @result, lease_until = NULL
-           WHERE id = @id AND tenant_id = @tenant AND attempt = @attempt AND state = 'RUNNING' AND lease_until >= @now
-           RETURNING job_id, pool`,
-        ).get({ id: item.executionId, tenant: item.tenantId, attempt: item.attempt, now, result: json(item.result) }) as Row | undefined;
-        if (row) {
-          this.finishAttempt(item.executionId, item.attempt, "SUCCEEDED", now, null);
-          this.endOneOff(row.job_id as string, "COMPLETED", now);
-          return { status: "ok", state: "SUCCEEDED" };
-        }
-        const e = this.q("SELECT state, attempt FROM executions WHERE id = ? AND tenant_id = ?").get(item.executionId, item.tenantId) as Row | undefined;
-        if (!e) return { status: "not_found" };
-        if (e.state === "SUCCEEDED" && e.attempt === item.attempt) return { status: "ok", state: "SUCCEEDED" };
-        return { status: "lost" };
+      if (succeeded.has(item.executionId)) return { status: "ok", state: "SUCCEEDED" };
+      const e = this.q("SELECT state, attempt FROM executions WHERE id = ? AND tenant_id = ?").get(item.executionId, item.tenantId) as Row | undefined;
+      if (!e) return { status: "not_found" };
+      if (e.state === "SUCCEEDED" && e.attempt === item.attempt) return { status: "ok", state: "SUCCEEDED" };
+      return { status: "lost" };
     });
   }
 
+  /**
+   * Records an attempt that did not succeed. The running attempt, and the one
+   * that succeeded, live on the execution row (worker, start and finish
+   * times), so the hot path (lease, complete) writes no attempt rows. Call it
+   * before the execution row moves on.
+   */
   private finishAttempt(executionId: string, attempt: number, state: string, now: number, error: ErrorRecord | null): void {
-    this.q("UPDATE attempts SET state = ?, finished_at = ?, error = ? WHERE execution_id = ? AND attempt = ?").run(
-      state,
-      now,
-      json(error ?? undefined),
-      executionId,
-      attempt,
-    );
+    this.q(
+      `INSERT OR REPLACE INTO attempts (execution_id, attempt, state, worker_id, started_at, finished_at, error)
+       SELECT id, ?, ?, worker_id, started_at, ?, ? FROM executions WHERE id = ?`,
+    ).run(attempt, state, now, json(error ?? undefined), executionId);
   }
 
-  /** A one-off job ends with its execution; a cron job stays SCHEDULED. */
+  /** A one-off job ends with its execution (its pending occurrence, if triggered early, goes too); a cron job stays SCHEDULED. */
   private endOneOff(jobId: string, state: "COMPLETED" | "DEAD", now: number): void {
-    const changed = this.q(
-      `UPDATE jobs SET state = ?, version = version + 1, updated_at = ? WHERE id = ? AND kind = 'once' AND state = 'SCHEDULED'`,
-    ).run(state, now, jobId).changes;
-    if (changed) this.q("DELETE FROM due WHERE job_id = ?").run(jobId);
+    this.endOneOffs([jobId], state, now);
+  }
+
+  private endOneOffs(jobIds: string[], state: "COMPLETED" | "DEAD", now: number): void {
+    const ended = this.q(
+      `UPDATE jobs SET state = @state, version = version + 1, updated_at = @now
+       WHERE id IN (SELECT value FROM json_each(@ids)) AND kind = 'once' AND state = 'SCHEDULED' RETURNING id`,
+    ).all({ state, now, ids: JSON.stringify(jobIds) }) as { id: string }[];
+    if (ended.length > 0) {
+      this.q("DELETE FROM due WHERE job_id IN (SELECT value FROM json_each(?))").run(JSON.stringify(ended.map((e) => e.id)));
+    }
   }
 
   async executionFailMany(p: {
@@ -486,12 +524,19 @@ class SqliteStore implements Store {
           this.endOneOff(e.job_id as string, "DEAD", p.now);
           return { status: "ok", state: "DEAD", pool, tenantId: item.tenantId };
         }
-        this.q(
-          "UPDATE executions SET state = 'READY', ready_at = ?, last_error = ?, lease_until = NULL, worker_id = NULL WHERE id = ?",
-        ).run(decision.retryAt, json(item.error), item.executionId);
         this.finishAttempt(item.executionId, item.attempt, item.timedOut ? "TIMED_OUT" : "FAILED", p.now, item.error);
+        this.makeReady(item.executionId, decision.retryAt, item.error);
         return { status: "ok", state: "READY", readyAt: decision.retryAt, pool, tenantId: item.tenantId };
     });
+  }
+
+  /** The attempt ended; the execution waits for its next attempt from readyAt. */
+  private makeReady(executionId: string, readyAt: number, error: ErrorRecord): void {
+    this.q("UPDATE executions SET state = 'READY', ready_at = ?, last_error = ?, lease_until = NULL WHERE id = ?").run(
+      readyAt,
+      json(error),
+      executionId,
+    );
   }
 
   /** A job cancelled while its attempt ran: the execution ends, it is not retried. */
@@ -532,12 +577,8 @@ class SqliteStore implements Store {
           this.finishAttempt(id, attempt, "DEAD", now, error);
           this.endOneOff(e.job_id as string, "DEAD", now);
         } else {
-          this.q("UPDATE executions SET state = 'READY', ready_at = ?, last_error = ?, lease_until = NULL, worker_id = NULL WHERE id = ?").run(
-            now,
-            json(error),
-            id,
-          );
           this.finishAttempt(id, attempt, "TIMED_OUT", now, error);
+          this.makeReady(id, now, error);
         }
         return {
           executionId: id,
@@ -561,14 +602,18 @@ class SqliteStore implements Store {
          SELECT e.id, e.job_id, e.scheduled_for, a.attempt, a.state, e.ready_at, e.dispatched_at, e.dispatched_by,
                 a.started_at, a.finished_at, a.error, a.worker_id
          FROM executions e JOIN attempts a ON a.execution_id = e.id
-         WHERE e.job_id = @job AND e.tenant_id = @tenant
+         WHERE ${OF_JOB_NAMED} AND e.tenant_id = @tenant
+         UNION ALL
+         SELECT e.id, e.job_id, e.scheduled_for, e.attempt, e.state, e.ready_at, e.dispatched_at, e.dispatched_by,
+                e.started_at, e.finished_at, NULL, e.worker_id
+         FROM executions e WHERE ${OF_JOB_NAMED} AND e.tenant_id = @tenant AND e.state IN ('RUNNING', 'SUCCEEDED')
          UNION ALL
          SELECT e.id, e.job_id, e.scheduled_for, 0, e.state, e.ready_at, e.dispatched_at, e.dispatched_by,
                 NULL, e.finished_at, NULL, NULL
-         FROM executions e WHERE e.job_id = @job AND e.tenant_id = @tenant AND e.attempt = 0
+         FROM executions e WHERE ${OF_JOB_NAMED} AND e.tenant_id = @tenant AND e.attempt = 0
        ) WHERE 1 = 1 ${cursor}
        ORDER BY scheduled_for DESC, attempt DESC LIMIT @limit`,
-    ).all({ job: p.jobId, tenant: p.tenantId, sf: p.after?.scheduledFor ?? null, att: p.after?.attempt ?? null, limit: p.limit }) as Row[];
+    ).all({ from: jobRange(p.jobId)[0], to: jobRange(p.jobId)[1], tenant: p.tenantId, sf: p.after?.scheduledFor ?? null, att: p.after?.attempt ?? null, limit: p.limit }) as Row[];
     return rows.map((r) => ({
       executionId: r.id as string,
       jobId: r.job_id as string,

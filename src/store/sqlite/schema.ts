@@ -33,7 +33,8 @@ CREATE TABLE due (
   scheduled_for INTEGER NOT NULL,
   due_at        INTEGER NOT NULL
 ) WITHOUT ROWID;
-CREATE INDEX due_by_shard_time ON due (shard, due_at);
+-- SQLite serves one node, which owns every shard: one time index, with the
+-- shard filter (when a node owns fewer) applied on top of it.
 CREATE INDEX due_by_time ON due (due_at);
 
 CREATE TABLE idempotency_keys (
@@ -45,6 +46,9 @@ CREATE TABLE idempotency_keys (
   PRIMARY KEY (tenant_id, key)
 ) WITHOUT ROWID;
 
+-- The id is "<jobId>-<scheduledFor base36>" (core/ids.ts): unique per
+-- occurrence, and the primary key orders executions by job, so a job's
+-- executions are one key range and no (job_id, scheduled_for) index is needed.
 CREATE TABLE executions (
   id               TEXT PRIMARY KEY,
   tenant_id        TEXT NOT NULL,
@@ -74,10 +78,11 @@ CREATE TABLE executions (
   dispatched_by    TEXT,
   finished_at      INTEGER,
   dead_at          INTEGER,
-  UNIQUE (job_id, scheduled_for)
+  started_at       INTEGER
 );
 CREATE INDEX executions_ready ON executions (pool, tenant_id, priority DESC, ready_at) WHERE state = 'READY';
-CREATE INDEX executions_ready_any_tenant ON executions (pool, priority DESC, ready_at) WHERE state = 'READY';
+-- The HTTP runner leases across tenants.
+CREATE INDEX executions_ready_http ON executions (priority DESC, ready_at) WHERE state = 'READY' AND pool = '$http';
 CREATE INDEX executions_running ON executions (lease_until) WHERE state = 'RUNNING';
 CREATE INDEX executions_dead ON executions (tenant_id, dead_at DESC, id DESC) WHERE state = 'DEAD';
 
