@@ -86,9 +86,50 @@ export interface Job {
   timeoutSeconds: number;
   priority: number;
   nextRunAt: string | null;
+  /** For a cron job: nextRunAt as wall time in its zone, "YYYY-MM-DDTHH:mm:ss±hh:mm[Zone/Name]". */
+  nextRunAtLocal?: string | null;
   version: number;
   createdAt: string;
   updatedAt: string;
+}
+
+/** PATCH /v1/jobs/{id}: the fields to change; `version` (or If-Match) makes it a compare-and-set. */
+export interface JobPatch {
+  name?: string;
+  target?: Target;
+  payload?: unknown;
+  schedule?: ScheduleSpec;
+  retry?: Partial<RetryPolicy>;
+  timeoutSeconds?: number;
+  priority?: number;
+  version?: number;
+}
+
+/** POST /v1/jobs/{id}:backfill: the occurrences of a past window, (from, to]. */
+export interface BackfillRequest {
+  from: string;
+  to: string;
+}
+export interface BackfillResponse {
+  items: { scheduledFor: string; executionId: string; created: boolean; readyAt: string | null }[];
+}
+
+/** One nominal fire time of a recurring job and what became of it (the run ledger). */
+export interface OccurrenceItem {
+  scheduledFor: string;
+  /** Wall time in the job's zone, "YYYY-MM-DDTHH:mm:ss". */
+  local: string;
+  /** dispatched: an execution ran or runs; skipped: recorded SKIPPED (reason says why); due: still to come; not_run: none was created (reason says why). */
+  status: "dispatched" | "skipped" | "due" | "not_run";
+  reason?: "misfire" | "overlap" | "paused" | "cancelled" | "before_creation" | "outside_window" | "schedule_changed";
+  /** The fire was moved by a spring-forward gap, or is one of two in a fall-back overlap. */
+  dst?: "gap" | "overlap";
+  executionId?: string;
+  executionState?: AttemptState;
+}
+export interface OccurrencesQuery {
+  from: string;
+  to: string;
 }
 
 export interface CreatedJob extends Job {
@@ -267,6 +308,9 @@ export interface DuetimeApi {
   pauseJob(jobId: string): Promise<Job>;
   resumeJob(jobId: string): Promise<Job>;
   triggerJob(jobId: string): Promise<ExecutionItem>;
+  updateJob(jobId: string, patch: JobPatch, options?: { ifMatch?: number }): Promise<Job>;
+  backfillJob(jobId: string, request: BackfillRequest): Promise<BackfillResponse>;
+  listOccurrences(jobId: string, query: OccurrencesQuery): Promise<{ items: OccurrenceItem[] }>;
   listExecutions(jobId: string, query?: PageQuery): Promise<Page<ExecutionItem>>;
   listDeadLetters(query?: PageQuery): Promise<Page<DeadLetter>>;
   replayDeadLetter(executionId: string): Promise<ExecutionItem>;

@@ -7,6 +7,8 @@ import { createHash } from "node:crypto";
 import type {
   AckItem,
   AuditItem,
+  BackfillRequest,
+  BackfillResponse,
   BatchCreateItem,
   BatchCreateResult,
   ClusterView,
@@ -19,10 +21,13 @@ import type {
   FailResponse,
   HeartbeatRequest,
   Job,
+  JobPatch,
   JobSpec,
   LeaseRequest,
   LeaseResponse,
   ListJobsQuery,
+  OccurrenceItem,
+  OccurrencesQuery,
   Page,
   PageQuery,
   PoolStats,
@@ -286,6 +291,18 @@ export class JobsService implements Service {
       }
     }
     throw new DuetimeError("RESOURCE_EXHAUSTED", "too many triggers of this job in the same instant", undefined, 1);
+  }
+
+  async updateJob(_ctx: RequestContext, _jobId: string, _patch: JobPatch, _expectedVersion?: number): Promise<Job> {
+    throw new DuetimeError("INTERNAL", "not implemented yet");
+  }
+
+  async backfillJob(_ctx: RequestContext, _jobId: string, _request: BackfillRequest): Promise<BackfillResponse> {
+    throw new DuetimeError("INTERNAL", "not implemented yet");
+  }
+
+  async listOccurrences(_ctx: RequestContext, _jobId: string, _query: OccurrencesQuery): Promise<{ items: OccurrenceItem[] }> {
+    throw new DuetimeError("INTERNAL", "not implemented yet");
   }
 
   async listExecutions(ctx: RequestContext, jobId: string, query: PageQuery): Promise<Page<ExecutionItem>> {

@@ -7,7 +7,12 @@
 import type {
   AckItem,
   AuditItem,
+  BackfillRequest,
+  BackfillResponse,
   ClusterView,
+  JobPatch,
+  OccurrenceItem,
+  OccurrencesQuery,
   BatchCreateItem,
   BatchCreateResult,
   CompleteItem,
@@ -56,6 +61,12 @@ export interface Service {
   pauseJob(ctx: RequestContext, jobId: string): Promise<Job>;
   resumeJob(ctx: RequestContext, jobId: string): Promise<Job>;
   triggerJob(ctx: RequestContext, jobId: string): Promise<ExecutionItem>;
+  /** Changes a job; with expectedVersion (If-Match or patch.version) a stale version is 409 VERSION_CONFLICT. A new schedule moves the next occurrence. */
+  updateJob(ctx: RequestContext, jobId: string, patch: JobPatch, expectedVersion?: number): Promise<Job>;
+  /** Creates the occurrences of a past window of a recurring job, spaced out; a repeated backfill adds nothing. */
+  backfillJob(ctx: RequestContext, jobId: string, request: BackfillRequest): Promise<BackfillResponse>;
+  /** The run ledger: every nominal fire time of the window and what became of it. */
+  listOccurrences(ctx: RequestContext, jobId: string, query: OccurrencesQuery): Promise<{ items: OccurrenceItem[] }>;
   listExecutions(ctx: RequestContext, jobId: string, query: PageQuery): Promise<Page<ExecutionItem>>;
   listDeadLetters(ctx: RequestContext, query: PageQuery): Promise<Page<DeadLetter>>;
   replayDeadLetter(ctx: RequestContext, executionId: string): Promise<ExecutionItem>;
