@@ -12,7 +12,8 @@ import type { Store } from "../store/store.js";
 import { openSqliteStore } from "../store/sqlite/index.js";
 import { EngineEvents } from "./events.js";
 import { Executor } from "./executor.js";
-import { HttpTargetRunner } from "./http-target.js";
+import { HttpTargetRunner, type HttpTargetSettings } from "./http-target.js";
+import { httpTargetMetrics } from "./http-target-metrics.js";
 import { JobsService } from "./jobs-service.js";
 import { createMetrics } from "./metrics.js";
 import { Scheduler } from "./scheduler.js";
@@ -26,12 +27,16 @@ export interface EngineOptions {
   clock?: Clock;
   /** HTTP targets may reach these hosts even when they resolve to loopback or private addresses. */
   allowTargetHosts?: string[];
-  /** The default tenant's callback signing secret. */
-  signingSecret?: string;
+  /** The default tenant's callback signing secret; several (newest first) during a rotation. */
+  signingSecret?: string | string[];
+  /** Callback signing secrets by tenant id, newest first; a tenant listed here overrides signingSecret. */
+  signingSecrets?: Record<string, string | string[]>;
+  /** HTTP-target executor tuning: concurrency, per-origin limits, circuit breaker, hold budget. */
+  httpTarget?: HttpTargetSettings;
   /** Run the in-server HTTP-target executor (default true). */
   httpTargets?: boolean;
   /** Scheduler tuning (tests shorten these). */
-  scheduler?: { windowMs?: number; reloadMs?: number; batchSize?: number };
+  scheduler?: { windowMs?: number; reloadMs?: number; batchSize?: number; misfireThresholdMs?: number };
   /** How often expired leases are reaped (default 1000 ms). */
   reapIntervalMs?: number;
 }
@@ -84,19 +89,28 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
       }
     },
   });
-  const service = new JobsService({ store, clock, scheduler, executor, nodeId });
-  const http =
-    options.httpTargets === false
-      ? null
-      : new HttpTargetRunner({
-          executor,
-          events,
-          clock,
-          nodeId,
-          ...(options.allowTargetHosts ? { allowTargetHosts: options.allowTargetHosts } : {}),
-          ...(options.signingSecret ? { signingSecrets: [options.signingSecret] } : {}),
-        });
+  const signingSecrets: Record<string, string | string[]> = {
+    ...(options.signingSecret !== undefined ? { default: options.signingSecret } : {}),
+    ...options.signingSecrets,
+  };
   const registry = createMetrics(events, () => scheduler.loaded);
+  let http: HttpTargetRunner | null = null;
+  if (options.httpTargets !== false) {
+    const observer = httpTargetMetrics(registry, () => http);
+    http = new HttpTargetRunner({
+      ...options.httpTarget,
+      executor,
+      events,
+      clock,
+      nodeId,
+      heartbeat: (p) => store.executionHeartbeat({ ...p, now: clock.now() }),
+      ...(options.allowTargetHosts ? { allowTargetHosts: options.allowTargetHosts } : {}),
+      signingSecrets,
+      observer,
+    });
+  }
+  const runner = http;
+  const service = new JobsService({ store, clock, scheduler, executor, nodeId, ...(runner ? { targets: () => runner.targets() } : {}) });
   let state: "open" | "running" | "stopped" = "open";
 
   return {

@@ -221,10 +221,10 @@ export class JobsService implements Service {
 
   /**
    * Where a resumed job picks up. A one-off that never ran runs at its time,
-   * or at once if that passed. A recurring job applies its misfire rule to
-   * the occurrences missed while paused (the pause time is the job's
-   * updatedAt): run_once and catch_up run the latest missed one now; skip
-   * waits for the next.
+   * or at once if that passed. A recurring job resumes at its first
+   * occurrence after the pause (the pause time is the job's updatedAt): when
+   * that passed, it is due now and the scheduler's misfire rule
+   * (core/misfire.ts) decides what of the missed ones runs.
    */
   private async resumeOccurrence(job: JobRecord, now: number): Promise<Occurrence | null> {
     if (!isCron(job.schedule)) {
@@ -233,14 +233,9 @@ export class JobsService implements Service {
       const runAt = parseRfc3339(job.schedule.runAt)!;
       return { scheduledFor: runAt, dueAt: Math.max(runAt, now) };
     }
-    const next = firstOccurrence(job.schedule, job.jobId, now);
-    if (job.schedule.misfire === "skip") return next;
-    let missed: Occurrence | null = null;
-    for (let o = nextOccurrence(job.schedule, job.jobId, job.updatedAt), n = 0; o && o.scheduledFor <= now && n < 10_000; n++) {
-      missed = o;
-      o = nextOccurrence(job.schedule, job.jobId, o.scheduledFor);
-    }
-    return missed ? { scheduledFor: missed.scheduledFor, dueAt: now } : next;
+    const missed = nextOccurrence(job.schedule, job.jobId, job.updatedAt);
+    if (missed && missed.scheduledFor <= now) return { scheduledFor: missed.scheduledFor, dueAt: now };
+    return firstOccurrence(job.schedule, job.jobId, now);
   }
 
   /** Applies a state-machine action by compare-and-set on the job's version, re-reading on a concurrent change. */

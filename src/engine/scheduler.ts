@@ -8,8 +8,9 @@
 
 import type { Clock, TimerHandle } from "../core/clock.js";
 import { SHARD_COUNT } from "../core/ids.js";
-import { isCron, nextOccurrence, type Occurrence } from "../core/schedule.js";
-import type { LoadedDueEntry, Store } from "../store/store.js";
+import { MISFIRE_THRESHOLD_MS, planCronDispatch } from "../core/misfire.js";
+import { isCron } from "../core/schedule.js";
+import type { DispatchItem, LoadedDueEntry, Store } from "../store/store.js";
 import type { EngineEvents } from "./events.js";
 import { DueTimer } from "./timer.js";
 
@@ -29,6 +30,8 @@ export interface SchedulerOptions {
   /** Most due entries loaded per reload; the horizon stops at the last one loaded. */
   loadLimit?: number;
   shardLeaseMs?: number;
+  /** A recurring occurrence dispatched later than this after its due time is a misfire (default 60 s). */
+  misfireThresholdMs?: number;
 }
 
 export class Scheduler {
@@ -53,6 +56,7 @@ export class Scheduler {
       batchSize: options.batchSize ?? 1000,
       loadLimit: options.loadLimit ?? 50_000,
       shardLeaseMs: options.shardLeaseMs ?? 30_000,
+      misfireThresholdMs: options.misfireThresholdMs ?? MISFIRE_THRESHOLD_MS,
     };
   }
 
@@ -155,30 +159,19 @@ export class Scheduler {
 
   private async dispatch(batch: LoadedDueEntry[]): Promise<void> {
     const now = this.clock.now();
-    const items = batch.map((entry) => ({ entry, next: this.planNext(entry, now) }));
+    const items = batch.map((entry) => planDispatch(entry, now, this.opts.misfireThresholdMs));
     const result = await this.store.dispatchMany({ nodeId: this.options.nodeId, epochs: this.epochs, now, items });
     this.options.onDispatched(result.dispatched);
-    const scheduledFor = new Map(batch.map((e) => [e.jobId, e.scheduledFor]));
+    const ran = new Map(items.map((i) => [i.entry.jobId, i.run ?? i.entry.scheduledFor]));
     for (const d of result.dispatched) {
-      this.options.events.emit("execution:dispatched", { ...d, lagMs: now - scheduledFor.get(d.jobId)! });
+      this.options.events.emit("execution:dispatched", { ...d, lagMs: now - ran.get(d.jobId)! });
     }
     const skipped = new Set([...result.fenced, ...result.stale]);
-    for (const { entry, next } of items) {
-      if (next && next.dueAt <= this.horizon && !skipped.has(entry.jobId)) {
-        this.timer.push({ ...entry, ...next });
-      }
-    }
+    batch.forEach((entry, i) => {
+      const next = items[i]!.next;
+      if (next && next.dueAt <= this.horizon && !skipped.has(entry.jobId)) this.timer.push({ ...entry, ...next });
+    });
     if (result.fenced.length > 0) this.nextReloadAt = 0; // lost a shard: re-read who owns what
-  }
-
-  /**
-   * The occurrence after this one. A late occurrence (the scheduler was down
-   * or the job paused) is dispatched once and the schedule resumes at the next
-   * future time: the run_once misfire rule.
-   */
-  private planNext(entry: LoadedDueEntry, now: number): Occurrence | null {
-    if (entry.kind !== "cron" || !isCron(entry.schedule)) return null;
-    return nextOccurrence(entry.schedule, entry.jobId, Math.max(entry.scheduledFor, now));
   }
 
   private arm(): void {
@@ -192,6 +185,13 @@ export class Scheduler {
     }, at - this.clock.now());
     this.armed = { at, handle };
   }
+}
+
+/** A one-off runs its occurrence; a recurring job's plan applies its misfire and overlap policies (core/misfire.ts). */
+function planDispatch(entry: LoadedDueEntry, now: number, misfireThresholdMs: number): DispatchItem {
+  if (entry.kind !== "cron" || !isCron(entry.schedule)) return { entry, next: null };
+  const plan = planCronDispatch(entry.schedule, entry.jobId, entry.scheduledFor, now, misfireThresholdMs);
+  return { entry, next: plan.next, run: plan.run, skipped: plan.skipped, overlap: entry.schedule.overlap };
 }
 
 const allShards: readonly number[] = Array.from({ length: SHARD_COUNT }, (_, i) => i);

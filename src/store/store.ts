@@ -58,6 +58,17 @@ export interface NextOccurrence {
   dueAt: number;
 }
 
+export interface DispatchItem {
+  entry: DueEntry;
+  next: NextOccurrence | null;
+  /** The occurrence to execute (default entry.scheduledFor); null executes none. */
+  run?: number | null;
+  /** Occurrences to record as SKIPPED, with why. */
+  skipped?: { scheduledFor: number; reason: string }[];
+  /** The job's overlap policy (default allow). */
+  overlap?: "allow" | "forbid" | "replace";
+}
+
 export type ExecutionState = "READY" | "RUNNING" | "SUCCEEDED" | "DEAD" | "CANCELLED" | "SKIPPED";
 
 /** One row of history: an attempt, or attempt 0 for an execution not yet attempted. */
@@ -227,18 +238,22 @@ export interface Store {
   /**
    * One transaction per batch: for each item whose due entry still holds
    * (same job, same scheduledFor) and whose shard epoch still matches, inserts
-   * the execution (a no-op if (jobId, scheduledFor) exists), then advances
-   * the due entry to `next` or deletes it; a cron job with no next occurrence
-   * becomes COMPLETED. Items whose entry moved are "stale"; items of shards
-   * whose epoch moved, or that this node does not own, are "fenced". The
-   * scheduler never dispatches before dueAt; readyAt is min(dueAt, now).
+   * the execution of `run` (default: the entry's occurrence; null: none) and
+   * a SKIPPED execution for each of `skipped` (an execution that exists for
+   * (jobId, scheduledFor) is left alone), then advances the due entry to
+   * `next` or deletes it; a cron job with no next occurrence becomes
+   * COMPLETED. With overlap "forbid", a run whose job still has an execution
+   * in flight (READY or RUNNING) is recorded SKIPPED instead; with "replace",
+   * the in-flight ones are cancelled (RUNNING ones asked to stop) first.
+   * Items whose entry moved are "stale"; items of shards whose epoch moved,
+   * or that this node does not own, are "fenced". The scheduler never
+   * dispatches before dueAt; readyAt is min(dueAt, now).
    */
-  dispatchMany(params: {
-    nodeId: string;
-    epochs: ReadonlyMap<number, number>;
-    now: number;
-    items: { entry: DueEntry; next: NextOccurrence | null }[];
-  }): Promise<{ dispatched: { jobId: string; executionId: string; tenantId: string; pool: string }[]; stale: string[]; fenced: string[] }>;
+  dispatchMany(params: { nodeId: string; epochs: ReadonlyMap<number, number>; now: number; items: DispatchItem[] }): Promise<{
+    dispatched: { jobId: string; executionId: string; tenantId: string; pool: string }[];
+    stale: string[];
+    fenced: string[];
+  }>;
 
   // ---- executions -------------------------------------------------------
   /** An extra execution due now (trigger). */

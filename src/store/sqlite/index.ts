@@ -14,6 +14,7 @@ import type {
   AuditEntry,
   CompleteInput,
   DeadLetterRow,
+  DispatchItem,
   DueEntry,
   FailInput,
   FailurePlanner,
@@ -44,6 +45,19 @@ type Row = Record<string, unknown>;
 const OF_JOB = "id > ? AND id < ?";
 const OF_JOB_NAMED = "e.id > @from AND e.id < @to";
 const jobRange = (jobId: string): [string, string] => [`${jobId}-`, `${jobId}.`];
+
+/** [executionId, jobId, scheduledFor, readyAt, state, lastError JSON] for insertExecutions. */
+type NewExecution = [string, string, number, number | null, "READY" | "SKIPPED", string | null];
+
+const SKIP_MESSAGES: Record<string, string> = {
+  misfire: "missed: the scheduler was down or the job was paused at this time (misfire policy)",
+  overlap: "skipped: the previous occurrence was still running (overlap: forbid)",
+};
+
+function skippedRow(jobId: string, scheduledFor: number, reason: string): NewExecution {
+  const error = { message: SKIP_MESSAGES[reason] ?? `skipped: ${reason}`, reason };
+  return [executionIdFor(jobId, scheduledFor), jobId, scheduledFor, null, "SKIPPED", JSON.stringify(error)];
+}
 
 const json = (value: unknown): string | null => (value === undefined ? null : JSON.stringify(value));
 const parse = <T>(text: unknown): T => (text === null || text === undefined ? (null as T) : (JSON.parse(text as string) as T));
@@ -253,12 +267,7 @@ class SqliteStore implements Store {
     }));
   }
 
-  async dispatchMany(p: {
-    nodeId: string;
-    epochs: ReadonlyMap<number, number>;
-    now: number;
-    items: { entry: DueEntry; next: NextOccurrence | null }[];
-  }) {
+  async dispatchMany(p: { nodeId: string; epochs: ReadonlyMap<number, number>; now: number; items: DispatchItem[] }) {
     return this.tx(() => {
       const held = new Set<number>();
       for (const s of this.q("SELECT shard, epoch FROM shards WHERE owner = ?").all(p.nodeId) as Row[]) {
@@ -266,15 +275,16 @@ class SqliteStore implements Store {
       }
       const stale: string[] = [];
       const fenced: string[] = [];
-      const consumed: [id: string, jobId: string, scheduledFor: number, readyAt: number][] = [];
+      const rows: NewExecution[] = [];
       const finished: string[] = [];
-      for (const { entry, next } of p.items) {
+      for (const item of p.items) {
+        const { entry, next } = item;
         if (!held.has(entry.shard)) {
           fenced.push(entry.jobId);
           continue;
         }
         // Consuming the due entry is the stale check: it must still name this occurrence.
-        const row = next
+        const consumed = next
           ? this.q("UPDATE due SET scheduled_for = ?, due_at = ? WHERE job_id = ? AND scheduled_for = ? RETURNING job_id").get(
               next.scheduledFor,
               next.dueAt,
@@ -282,41 +292,67 @@ class SqliteStore implements Store {
               entry.scheduledFor,
             )
           : this.q("DELETE FROM due WHERE job_id = ? AND scheduled_for = ? RETURNING job_id").get(entry.jobId, entry.scheduledFor);
-        if (!row) {
+        if (!consumed) {
           stale.push(entry.jobId);
           continue;
         }
-        consumed.push([executionIdFor(entry.jobId, entry.scheduledFor), entry.jobId, entry.scheduledFor, Math.min(entry.dueAt, p.now)]);
+        for (const s of item.skipped ?? []) rows.push(skippedRow(entry.jobId, s.scheduledFor, s.reason));
+        const run = item.run === undefined ? entry.scheduledFor : item.run;
+        if (run !== null) rows.push(this.runRow(entry, run, item.overlap ?? "allow", p.now));
         if (!next && entry.kind === "cron") finished.push(entry.jobId);
       }
-      // One INSERT for the batch; an execution that exists already is left alone.
-      const inserted = consumed.length
-        ? (this.q(
-            `INSERT INTO executions (id, tenant_id, job_id, pool, name, scheduled_for, priority, state, max_attempts,
-               backoff_seconds, max_backoff_seconds, timeout_ms, ready_at, payload, target, dispatched_at, dispatched_by)
-             SELECT x.value ->> 0, j.tenant_id, j.id, j.pool, j.name, x.value ->> 2, j.priority, 'READY',
-               j.retry ->> '$.maxAttempts', j.retry ->> '$.backoffSeconds', j.retry ->> '$.maxBackoffSeconds',
-               j.timeout_seconds * 1000, x.value ->> 3, j.payload, j.target, @now, @node
-             FROM json_each(@items) x JOIN jobs j ON j.id = x.value ->> 1
-             WHERE j.state = 'SCHEDULED'
-             ON CONFLICT (id) DO NOTHING
-             RETURNING id, job_id, tenant_id, pool`,
-          ).all({ items: JSON.stringify(consumed), now: p.now, node: p.nodeId }) as Row[])
-        : [];
+      const inserted = this.insertExecutions(rows, p.now, p.nodeId);
       if (finished.length) {
         this.q(
           `UPDATE jobs SET state = 'COMPLETED', version = version + 1, updated_at = ?
            WHERE id IN (SELECT value FROM json_each(?)) AND state = 'SCHEDULED'`,
         ).run(p.now, JSON.stringify(finished));
       }
-      const dispatched = inserted.map((r) => ({
-        jobId: r.job_id as string,
-        executionId: r.id as string,
-        tenantId: r.tenant_id as string,
-        pool: r.pool as string,
-      }));
+      const dispatched = inserted.filter((r) => r.state === "READY").map(({ state: _, ...r }) => r);
       return { dispatched, stale, fenced };
     });
+  }
+
+  /** The execution of an occurrence that runs now, after its job's overlap policy had its say. */
+  private runRow(entry: DueEntry, run: number, overlap: "allow" | "forbid" | "replace", now: number): NewExecution {
+    const ready: NewExecution = [executionIdFor(entry.jobId, run), entry.jobId, run, Math.min(entry.dueAt, now), "READY", null];
+    if (overlap === "allow") return ready;
+    const inFlight = this.q(`SELECT 1 FROM executions WHERE ${OF_JOB} AND state IN ('READY', 'RUNNING') LIMIT 1`).get(...jobRange(entry.jobId));
+    if (!inFlight) return ready;
+    if (overlap === "forbid") return skippedRow(entry.jobId, run, "overlap");
+    this.q(`UPDATE executions SET state = 'CANCELLED', finished_at = ?, last_error = ? WHERE ${OF_JOB} AND state = 'READY'`).run(
+      now,
+      json({ message: "replaced by the next occurrence (overlap: replace)", reason: "overlap" }),
+      ...jobRange(entry.jobId),
+    );
+    this.q(`UPDATE executions SET cancel_requested = 1 WHERE ${OF_JOB} AND state = 'RUNNING'`).run(...jobRange(entry.jobId));
+    return ready;
+  }
+
+  /** One INSERT for a batch of executions; one that exists already is left alone. Answers those inserted. */
+  private insertExecutions(rows: NewExecution[], now: number, nodeId: string) {
+    if (rows.length === 0) return [];
+    return (
+      this.q(
+        `INSERT INTO executions (id, tenant_id, job_id, pool, name, scheduled_for, priority, state, max_attempts,
+           backoff_seconds, max_backoff_seconds, timeout_ms, ready_at, payload, target, dispatched_at, dispatched_by,
+           last_error, finished_at)
+         SELECT x.value ->> 0, j.tenant_id, j.id, j.pool, j.name, x.value ->> 2, j.priority, x.value ->> 4,
+           j.retry ->> '$.maxAttempts', j.retry ->> '$.backoffSeconds', j.retry ->> '$.maxBackoffSeconds',
+           j.timeout_seconds * 1000, x.value ->> 3, j.payload, j.target, @now, @node,
+           x.value ->> 5, CASE WHEN x.value ->> 4 = 'SKIPPED' THEN @now END
+         FROM json_each(@items) x JOIN jobs j ON j.id = x.value ->> 1
+         WHERE j.state = 'SCHEDULED'
+         ON CONFLICT (id) DO NOTHING
+         RETURNING id, job_id, tenant_id, pool, state`,
+      ).all({ items: JSON.stringify(rows), now, node: nodeId }) as Row[]
+    ).map((r) => ({
+      jobId: r.job_id as string,
+      executionId: r.id as string,
+      tenantId: r.tenant_id as string,
+      pool: r.pool as string,
+      state: r.state as string,
+    }));
   }
 
   // ---- executions --------------------------------------------------------------
@@ -609,7 +645,7 @@ class SqliteStore implements Store {
          FROM executions e WHERE ${OF_JOB_NAMED} AND e.tenant_id = @tenant AND e.state IN ('RUNNING', 'SUCCEEDED')
          UNION ALL
          SELECT e.id, e.job_id, e.scheduled_for, 0, e.state, e.ready_at, e.dispatched_at, e.dispatched_by,
-                NULL, e.finished_at, NULL, NULL
+                NULL, e.finished_at, CASE WHEN e.state IN ('SKIPPED', 'CANCELLED') THEN e.last_error END, NULL
          FROM executions e WHERE ${OF_JOB_NAMED} AND e.tenant_id = @tenant AND e.attempt = 0
        ) WHERE 1 = 1 ${cursor}
        ORDER BY scheduled_for DESC, attempt DESC LIMIT @limit`,
