@@ -1,30 +1,53 @@
 // A contender is one scheduler set up the way its docs recommend for
-// throughput. Adding one (a peer, or duetime on another store) is one file in
-// contenders/ implementing this interface, plus a line in run.ts.
+// throughput. Adding one (a peer, or duetime on another store or with more
+// nodes) is one file in contenders/ implementing this interface, plus a line
+// in contenders/index.ts. The scenarios (scenarios.ts) only ever talk to this
+// interface, so every contender is measured the same way.
 
 export interface BenchJob {
   /** Sequence number, carried in the payload so the handler can report it. */
   seq: number;
-  /** When the job is due (epoch ms). */
+  /** When the job is due (epoch ms); at or before now means "run now". */
   dueAt: number;
 }
 
 export interface ContenderContext {
-  /** A fresh directory for this run's files. */
+  /** A fresh directory for this run's files (deleted afterwards). */
   dir: string;
   /** Total handlers running at once, the same for every contender. */
   concurrency: number;
+  /** A short unique tag for this run (`<pid>_<n>`), for database and queue names. */
+  runId: string;
 }
+
+/** Called by the contender's no-op handler as soon as it begins, with the job's seq. */
+export type Started = (seq: number) => void;
 
 export interface Contender {
   readonly name: string;
-  /** The settings used, written into the results. */
+  /** Library and version, e.g. "bullmq 6.7.0 (Redis 7.0.15)"; filled in by setup(). */
+  readonly version: string;
+  /** The settings used (insert API, concurrency, poll intervals…), written into the results. */
   readonly settings: string;
-  /** Fresh store, server or database; nothing enqueued yet. */
+  /** Fresh store, server or database; nothing enqueued yet, no worker running. */
   setup(ctx: ContenderContext): Promise<void>;
-  /** Enqueues jobs (the harness passes batches of up to 1,000). */
+  /** Enqueues jobs in one bulk call (the harness passes batches of up to 1,000). */
   enqueue(jobs: BenchJob[]): Promise<void>;
-  /** Starts workers running a no-op handler that calls started(seq) when it begins. */
-  startWorkers(started: (seq: number) => void): Promise<void>;
+  /** Starts workers with ctx.concurrency in total, running a no-op handler that calls started(seq) first. */
+  startWorkers(started: Started): Promise<void>;
+  /**
+   * Asked once every job has started: how many the store still holds as not
+   * completed (running, or finished but awaiting a batched acknowledgement).
+   */
+  outstanding(): Promise<number>;
+  /** Bytes the store holds for this run (database size, SQLite files, Redis memory). */
+  storeBytes(): Promise<number>;
+  /**
+   * Processes other than this one that run the scheduler (e.g. a server child
+   * process), so the harness can read their RSS and CPU from /proc. Empty when
+   * everything runs in this process.
+   */
+  schedulerPids(): number[];
+  /** Stops workers and servers, drops the database; must not throw if setup failed half-way. */
   teardown(): Promise<void>;
 }

@@ -1,139 +1,273 @@
-// npm run bench -- [herd|smoke] [--jobs N] [--contenders a,b] [--runs N] [--concurrency N]
+// npm run bench -- <scenario> [--contenders a,b] [--runs N] [--concurrency N] [--jobs N[,N]] [--rate R[,R]]
+//                              [--duration S] [--timeout S] [--window S] [--out DIR]
 //
-// herd: N jobs (default 20,000) due in the same second, enqueued before that
-// second; reports creation rate, drain time (last handler start − due time)
-// and start lag percentiles (handler start − due time), per contender, as the
-// median of the runs with min and max. smoke: the same at 300 jobs, once,
-// so CI keeps the harness from rotting (no speed is asserted anywhere).
+// Scenarios: herd (20,000 and 100,000 jobs due in one second), steady (500/s
+// and 2,000/s for 30 s, due 1–5 s later), immediate (50,000 due now), idle
+// (1,000,000 due next week), all (every one of them, in one run), smoke
+// (every scenario once at a tiny size, for CI: exits non-zero when a
+// contender breaks, asserts no speed). Contenders: see contenders/index.ts.
+//
+// Each run gets a fresh store (a new SQLite file, PostgreSQL database or
+// flushed Redis db). Runs are interleaved (run 1 of every contender, then
+// run 2…) so that noise from the rest of the machine spreads evenly; the
+// table shows the median of the runs with min–max, and a noise column (CPU
+// used by other processes during the run). Results go to bench/results/
+// (<scenario>.md, <scenario>.svg, and <command>.md for several at once).
 
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
-import { cpus, tmpdir } from "node:os";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, loadavg, release, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { lagChart } from "./chart.js";
 import type { Contender } from "./contender.js";
-import { DuetimeEmbedded } from "./contenders/duetime-embedded.js";
-import { DuetimeServer } from "./contenders/duetime-server.js";
+import { CONTENDERS } from "./contenders/index.js";
+import { NoiseGauge, Progress } from "./measure.js";
+import { herd, idle, immediate, steady, type Column, type RunOutput, type Scenario } from "./scenarios.js";
 
-const CONTENDERS: Record<string, () => Contender> = {
-  "duetime-embedded": () => new DuetimeEmbedded(),
-  "duetime-server": () => new DuetimeServer(),
-};
-
-interface RunResult {
-  jobs: number;
-  createMs: number;
-  drainMs: number;
-  lag: { p50: number; p90: number; p99: number; max: number };
-}
+const USAGE = `usage: npm run bench -- <herd|steady|immediate|idle|all|smoke> [--contenders ${Object.keys(CONTENDERS).join(",")}]
+       [--runs N] [--concurrency N] [--jobs N[,N…]] [--rate R[,R…]] [--duration S] [--timeout S] [--window S] [--out DIR]`;
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
   options: {
-    jobs: { type: "string" },
     contenders: { type: "string" },
     runs: { type: "string" },
     concurrency: { type: "string" },
+    jobs: { type: "string" },
+    rate: { type: "string" },
+    duration: { type: "string" },
+    timeout: { type: "string" },
+    window: { type: "string" },
+    out: { type: "string" },
+    help: { type: "boolean", short: "h" },
   },
 });
-const scenario = positionals[0] ?? "herd";
-if (scenario !== "herd" && scenario !== "smoke") {
-  console.error(`unknown scenario ${scenario}; use herd or smoke`);
+if (values.help) {
+  console.log(USAGE);
+  process.exit(0);
+}
+const command = positionals[0] ?? "herd";
+const smoke = command === "smoke";
+const num = (v: string | undefined, fallback: number) => {
+  if (v === undefined) return fallback;
+  const x = Number(v);
+  if (!Number.isFinite(x) || x <= 0) usage(`not a positive number: ${v}`);
+  return x;
+};
+const list = (v: string | undefined, fallback: number[]) => (v === undefined ? fallback : v.split(",").map((s) => num(s, 0)));
+function usage(message: string): never {
+  console.error(`${message}\n${USAGE}`);
   process.exit(2);
 }
-const smoke = scenario === "smoke";
-const jobs = Number(values.jobs ?? (smoke ? 300 : 20_000));
-const runs = Number(values.runs ?? (smoke ? 1 : 3));
-const concurrency = Number(values.concurrency ?? 100);
-const names = (values.contenders ?? Object.keys(CONTENDERS).join(",")).split(",");
-for (const n of names) {
-  if (!CONTENDERS[n]) {
-    console.error(`unknown contender ${n}; known: ${Object.keys(CONTENDERS).join(", ")}`);
-    process.exit(2);
-  }
+
+const concurrency = num(values.concurrency, 100);
+const runsOverride = values.runs === undefined ? undefined : num(values.runs, 1);
+const timeoutMs = num(values.timeout, smoke ? 60 : 900) * 1000;
+const names = (values.contenders ?? Object.keys(CONTENDERS).join(",")).split(",").filter(Boolean);
+for (const name of names) if (!CONTENDERS[name]) usage(`unknown contender ${name}`);
+
+const herds = (sizes: number[], runs: number) =>
+  sizes.map((jobs) => herd({ jobs, leadBaseMs: smoke ? 2_000 : 3_000, leadPerJobMs: 0.15, timeoutMs, runs }));
+const steadies = (rates: number[], runs: number) =>
+  rates.map((rate) =>
+    steady({ rate, durationMs: num(values.duration, smoke ? 3 : 30) * 1000, graceMs: smoke ? 30_000 : 60_000, runs, seed: 42 }),
+  );
+const immediates = (sizes: number[], runs: number) => sizes.map((jobs) => immediate({ jobs, timeoutMs, runs }));
+const idles = (sizes: number[], runs: number) =>
+  sizes.map((jobs) => idle({ jobs, settleMs: smoke ? 1_000 : 5_000, windowMs: num(values.window, smoke ? 2 : 30) * 1000, runs }));
+
+let scenarios: Scenario[];
+switch (command) {
+  case "herd":
+    scenarios = herds(list(values.jobs, [20_000, 100_000]), 3);
+    break;
+  case "steady":
+    scenarios = steadies(list(values.rate, [500, 2_000]), 1);
+    break;
+  case "immediate":
+    scenarios = immediates(list(values.jobs, [50_000]), 3);
+    break;
+  case "idle":
+    scenarios = idles(list(values.jobs, [1_000_000]), 1);
+    break;
+  case "all":
+    if (values.jobs !== undefined) usage("--jobs is per scenario; run the scenarios one by one to change sizes");
+    scenarios = [...herds([20_000, 100_000], 3), ...steadies(list(values.rate, [500, 2_000]), 1), ...immediates([50_000], 3), ...idles([1_000_000], 1)];
+    break;
+  case "smoke":
+    scenarios = [...herds([300], 1), ...steadies([100], 1), ...immediates([300], 1), ...idles([2_000], 1)];
+    break;
+  default:
+    usage(`unknown scenario ${command}`);
 }
 
-async function herd(make: () => Contender): Promise<RunResult> {
+interface Outcome {
+  contender: string;
+  run: number;
+  output: RunOutput;
+  noise: number;
+}
+
+let runCounter = 0;
+const versions = new Map<string, string>();
+const settings = new Map<string, string>();
+const failures: string[] = [];
+const loadAtStart = loadavg()[0]!;
+
+async function runOnce(scenario: Scenario, name: string, run: number, runs: number): Promise<Outcome> {
+  const runId = `${process.pid}_${++runCounter}`;
   const dir = mkdtempSync(join(tmpdir(), "duetime-bench-"));
-  const contender = make();
+  const contender: Contender = CONTENDERS[name]!();
+  const progress = new Progress(`${scenario.id} ${name} run ${run}/${runs}`);
+  progress.set("setting up");
+  // A run that hangs (a service that stopped answering) must not hang CI.
+  const watchdog = setTimeout(() => {
+    progress.done(`no progress after ${Math.round((timeoutMs + 600_000) / 1000)} s; giving up`);
+    process.exit(1);
+  }, timeoutMs + 600_000);
+  let output: RunOutput = { metrics: {} };
+  let noise = NaN;
   try {
-    await contender.setup({ dir, concurrency });
-    // Due far enough ahead that creation finishes first (checked below).
-    const dueAt = Math.ceil((Date.now() + 3_000 + jobs * 0.25) / 1000) * 1000;
-    const t0 = performance.now();
-    for (let i = 0; i < jobs; i += 1000) {
-      const batch = [];
-      for (let seq = i; seq < Math.min(jobs, i + 1000); seq++) batch.push({ seq, dueAt });
-      await contender.enqueue(batch);
-    }
-    const createMs = performance.now() - t0;
-    if (Date.now() >= dueAt) throw new Error("creation overran the due time; the herd was not enqueued in advance");
-    const starts = new Float64Array(jobs).fill(NaN);
-    let seen = 0;
-    const done = new Promise<void>((resolve) => {
-      void contender.startWorkers((seq) => {
-        if (Number.isNaN(starts[seq]!)) {
-          starts[seq] = Date.now();
-          if (++seen === jobs) resolve();
-        }
-      });
-    });
-    const timeout = setTimeout(() => {
-      console.error(`\n${contender.name}: only ${seen}/${jobs} started after 10 minutes`);
-      process.exit(1);
-    }, 600_000);
-    await done;
-    clearTimeout(timeout);
-    const lags = Array.from(starts, (s) => s - dueAt).sort((a, b) => a - b);
-    const pct = (p: number) => lags[Math.min(lags.length - 1, Math.floor(lags.length * p))]!;
-    return { jobs, createMs, drainMs: lags[lags.length - 1]!, lag: { p50: pct(0.5), p90: pct(0.9), p99: pct(0.99), max: lags[lags.length - 1]! } };
+    await contender.setup({ dir, concurrency, runId });
+    versions.set(name, contender.version);
+    settings.set(name, contender.settings);
+    const gauge = new NoiseGauge(() => contender.schedulerPids());
+    output = await scenario.run(contender, progress);
+    noise = gauge.foreignPercent();
+  } catch (e) {
+    output = { metrics: {}, failure: `threw: ${(e as Error).stack ?? String(e)}` };
   } finally {
-    await contender.teardown().catch((e) => console.error(`${contender.name} teardown: ${e}`));
+    try {
+      await contender.teardown();
+    } catch (e) {
+      output.failure ??= `teardown threw: ${(e as Error).message}`;
+    }
+    clearTimeout(watchdog);
     rmSync(dir, { recursive: true, force: true });
   }
+  const summary = summarise(scenario, output);
+  progress.done(output.failure ? `FAILED: ${output.failure}` : `${summary}; noise ${noise.toFixed(1)}%${output.note ? `; ${output.note}` : ""}`);
+  if (output.failure) failures.push(`${scenario.id} ${name} run ${run}: ${output.failure}`);
+  return { contender: name, run, output, noise };
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const fmt = (xs: number[], f: (x: number) => string) =>
-  xs.length === 1 ? f(xs[0]!) : `${f(median(xs))} (${f(Math.min(...xs))}–${f(Math.max(...xs))})`;
-const ms = (x: number) => `${Math.round(x)} ms`;
-const rate = (x: number) => `${Math.round(x).toLocaleString("en-US")}/s`;
+function summarise(scenario: Scenario, output: RunOutput): string {
+  return scenario.columns
+    .filter((c) => output.metrics[c.key] !== undefined)
+    .map((c) => `${c.label} ${format(c, output.metrics[c.key]!)}`)
+    .join(", ");
+}
 
-const header = [
-  `# herd: ${jobs.toLocaleString("en-US")} jobs due in the same second`,
-  "",
-  `- ${new Date().toISOString()}; ${cpus()[0]?.model ?? "cpu"} × ${cpus().length}; Node ${process.version}; runs: ${runs} (median, with min–max)`,
-  `- worker concurrency ${concurrency} for every contender; no-op handler that records its start time`,
-  "",
-];
-const rows: string[] = [
-  "| contender | create rate | drain time | jobs/s | lag p50 | lag p90 | lag p99 | lag max |",
-  "| --- | --- | --- | --- | --- | --- | --- | --- |",
-];
-const settings: string[] = [];
-for (const name of names) {
-  const results: RunResult[] = [];
-  for (let r = 0; r < runs; r++) {
-    process.stderr.write(`${name}: run ${r + 1}/${runs}…`);
-    const res = await herd(CONTENDERS[name]!);
-    process.stderr.write(` drained ${jobs} in ${Math.round(res.drainMs)} ms\n`);
-    results.push(res);
+function format(c: Pick<Column, "unit">, x: number): string {
+  if (Number.isNaN(x)) return "—";
+  switch (c.unit) {
+    case "ms":
+      return Math.abs(x) >= 10_000 ? `${(x / 1000).toFixed(1)} s` : `${Math.round(x)} ms`;
+    case "rate":
+      return `${Math.round(x).toLocaleString("en-US")}/s`;
+    case "count":
+      return Math.round(x).toLocaleString("en-US");
+    case "bytes":
+      return x >= 1e9 ? `${(x / 1e9).toFixed(2)} GB` : `${(x / 1e6).toFixed(1)} MB`;
+    case "percent":
+      return `${x < 10 ? x.toFixed(1) : Math.round(x)}%`;
+    case "yesno":
+      return x >= 1 ? "yes" : "no";
   }
-  settings.push(`- ${name}: ${CONTENDERS[name]!().settings}`);
-  rows.push(
-    `| ${name} | ${fmt(results.map((r) => (r.jobs / r.createMs) * 1000), rate)} | ${fmt(results.map((r) => r.drainMs), ms)} | ${fmt(
-      results.map((r) => (r.jobs / Math.max(1, r.drainMs)) * 1000),
-      rate,
-    )} | ${fmt(results.map((r) => r.lag.p50), ms)} | ${fmt(results.map((r) => r.lag.p90), ms)} | ${fmt(results.map((r) => r.lag.p99), ms)} | ${fmt(
-      results.map((r) => r.lag.max),
-      ms,
-    )} |`,
-  );
 }
-const report = [...header, ...rows, "", "Settings:", ...settings, ""].join("\n");
-console.log(report);
-if (!smoke) {
-  mkdirSync(new URL("./results/", import.meta.url), { recursive: true });
-  const file = new URL(`./results/herd-${jobs}.md`, import.meta.url);
-  writeFileSync(file, report);
-  console.error(`written to ${file.pathname}`);
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+
+function cell(c: Pick<Column, "unit">, xs: number[]): string {
+  const finite = xs.filter((x) => !Number.isNaN(x));
+  if (finite.length === 0) return "—";
+  if (c.unit === "yesno") {
+    const yes = finite.filter((x) => x >= 1).length;
+    return finite.length === 1 ? format(c, finite[0]!) : `${yes === finite.length ? "yes" : yes === 0 ? "no" : "partly"} (${yes}/${finite.length})`;
+  }
+  if (finite.length === 1) return format(c, finite[0]!);
+  return `${format(c, median(finite))} (${format(c, Math.min(...finite))}–${format(c, Math.max(...finite))})`;
 }
+
+function header(): string[] {
+  const cpu = cpus();
+  return [
+    `- ${new Date().toISOString()}; command: \`npm run bench -- ${process.argv.slice(2).join(" ")}\``,
+    `- machine: ${cpu[0]?.model ?? "cpu"} × ${cpu.length} cores, ${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM, Linux ${release()}; load average ${loadAtStart.toFixed(2)} at start`,
+    `- Node ${process.version}; ${[...new Set(versions.values())].join("; ")}`,
+    `- every contender: worker concurrency ${concurrency} in total, a no-op handler that records when it started, a fresh store per run; ` +
+      `figures are the median of the runs with (min–max); noise = CPU used by other processes on the machine during the run, as a share of all cores`,
+  ];
+}
+
+function scenarioReport(scenario: Scenario, outcomes: Outcome[]): { markdown: string; svg: string | null } {
+  const cols = scenario.columns;
+  const runs = Math.max(...outcomes.map((o) => o.run));
+  const lines = [
+    `## ${scenario.title}`,
+    "",
+    `| contender | ${cols.map((c) => c.label).join(" | ")} | noise | runs |`,
+    `| --- | ${cols.map(() => "---").join(" | ")} | --- | --- |`,
+  ];
+  const series: { name: string; quantiles: number[] }[] = [];
+  for (const name of names) {
+    const mine = outcomes.filter((o) => o.contender === name);
+    const ok = mine.filter((o) => !o.output.failure);
+    const failed = mine.length - ok.length;
+    const vals = (key: string) => ok.map((o) => o.output.metrics[key] ?? NaN);
+    lines.push(
+      `| ${name} | ${cols.map((c) => (ok.length ? cell(c, vals(c.key)) : "failed")).join(" | ")} | ${cell({ unit: "percent" }, ok.map((o) => o.noise))} | ${ok.length}/${runs}${failed ? ` (${failed} failed)` : ""} |`,
+    );
+    // The chart shows the run with the median p99 (the tail is what differs most).
+    const withLags = ok.filter((o) => o.output.lagQuantiles?.length).sort((a, b) => (a.output.metrics.p99 ?? 0) - (b.output.metrics.p99 ?? 0));
+    const pick = withLags[Math.floor((withLags.length - 1) / 2)];
+    series.push({ name, quantiles: pick?.output.lagQuantiles ?? [] });
+  }
+  lines.push("", ...scenario.notes.map((n) => `- ${n}`));
+  for (const o of outcomes) {
+    if (o.output.failure) lines.push(`- ${o.contender} run ${o.run} failed: ${o.output.failure.split("\n")[0]}`);
+    if (o.output.note) lines.push(`- ${o.contender} run ${o.run}: ${o.output.note}`);
+  }
+  if (scenario.chart) lines.push("", `![start-lag distribution, ${scenario.id}](${scenario.id}.svg)`);
+  const svg = scenario.chart
+    ? lagChart(scenario.title, `start-lag distribution per contender (median run by p99); concurrency ${concurrency}; ${cpus().length} cores`, series)
+    : null;
+  return { markdown: lines.join("\n") + "\n", svg };
+}
+
+const outDir = values.out ?? new URL("./results/", import.meta.url).pathname;
+const sections: string[] = [];
+for (const scenario of scenarios) {
+  const runs = runsOverride ?? scenario.defaultRuns;
+  const outcomes: Outcome[] = [];
+  for (let r = 1; r <= runs; r++) {
+    for (const name of names) outcomes.push(await runOnce(scenario, name, r, runs));
+  }
+  const { markdown, svg } = scenarioReport(scenario, outcomes);
+  const settingsBlock = ["", "Settings:", ...names.map((n) => `- ${n}: ${settings.get(n) ?? "(setup failed)"}`), ""].join("\n");
+  const doc = [`# ${scenario.title}`, "", ...header(), "", markdown.replace(/^## .*\n\n/, ""), settingsBlock].join("\n");
+  sections.push(markdown);
+  console.log(`\n${markdown}`);
+  if (!smoke) {
+    mkdirSync(outDir, { recursive: true });
+    writeFileSync(join(outDir, `${scenario.id}.md`), doc);
+    if (svg) writeFileSync(join(outDir, `${scenario.id}.svg`), svg);
+    console.error(`written: ${join(outDir, `${scenario.id}.md`)}${svg ? ` and .svg` : ""}`);
+  }
+}
+const settingsBlock = ["Settings:", ...names.map((n) => `- ${n} (${versions.get(n) ?? "?"}): ${settings.get(n) ?? "(setup failed)"}`)].join("\n");
+const all = [`# duetime benchmarks: ${command}`, "", ...header(), "", ...sections, settingsBlock, ""].join("\n");
+if (!smoke && scenarios.length > 1) {
+  writeFileSync(join(outDir, `${command}.md`), all);
+  console.error(`written: ${join(outDir, `${command}.md`)}`);
+}
+console.log(settingsBlock);
+if (failures.length) {
+  console.error(`\n${failures.length} run(s) failed:\n${failures.map((f) => `- ${f}`).join("\n")}`);
+  process.exit(1);
+}
+// Libraries may leave handles open (pools, timers); the results are out.
+process.exit(0);

@@ -1,39 +1,57 @@
 // duetime embedded: engine and workers in this process, SQLite store.
 import { join } from "node:path";
 import { createDuetime, type Duetime } from "../../src/embedded/index.js";
-import type { Worker } from "../../src/sdk/worker.js";
-import type { BenchJob, Contender, ContenderContext } from "../contender.js";
-import { assertCreated, BENCH_POOL, benchJobs } from "./duetime-jobs.js";
+import type { BenchJob, Contender, ContenderContext, Started } from "../contender.js";
+import { assertCreated, BENCH_POOL, benchJobs, duetimeVersion, sqliteBytes } from "./duetime-jobs.js";
 
 export class DuetimeEmbedded implements Contender {
   readonly name = "duetime-embedded";
-  readonly settings = "SQLite WAL synchronous=FULL; createJobs batches of 1,000; one in-process Worker, lease long poll, batched acks";
-  private duetime!: Duetime;
-  private worker: Worker | null = null;
-  private concurrency = 0;
+  version = duetimeVersion();
+  settings = "";
+  private duetime: Duetime | null = null;
+  private ctx!: ContenderContext;
+  private file = "";
 
   async setup(ctx: ContenderContext): Promise<void> {
-    this.concurrency = ctx.concurrency;
-    this.duetime = await createDuetime({ store: `sqlite:${join(ctx.dir, "duetime.db")}`, httpTargets: false });
+    this.ctx = ctx;
+    this.file = join(ctx.dir, "duetime.db");
+    this.settings =
+      `SQLite WAL synchronous=FULL (${this.file.replace(ctx.dir, "<tmp>")}); createJobs() batches of 1,000; ` +
+      `one in-process Worker, concurrency ${ctx.concurrency}, lease long poll waitSeconds 5, batched acks (SDK defaults: ackDelayMs 20, maxAckBatch 100); engine defaults`;
+    this.duetime = await createDuetime({ store: `sqlite:${this.file}`, httpTargets: false });
   }
 
   async enqueue(jobs: BenchJob[]): Promise<void> {
-    assertCreated(await this.duetime.client.createJobs(benchJobs(jobs)));
+    assertCreated(await this.duetime!.client.createJobs(benchJobs(jobs)));
   }
 
-  async startWorkers(started: (seq: number) => void): Promise<void> {
-    this.worker = this.duetime.worker({
+  async startWorkers(started: Started): Promise<void> {
+    const worker = this.duetime!.worker({
       pool: BENCH_POOL,
-      concurrency: this.concurrency,
+      concurrency: this.ctx.concurrency,
       waitSeconds: 5,
       handler: async (job) => {
         started((job.payload as { seq: number }).seq);
       },
     });
-    void this.worker.run();
+    void worker.run();
+  }
+
+  async outstanding(): Promise<number> {
+    const s = await this.duetime!.client.poolStats(BENCH_POOL);
+    return s.pending + s.queued + s.running;
+  }
+
+  async storeBytes(): Promise<number> {
+    return sqliteBytes(this.file);
+  }
+
+  schedulerPids(): number[] {
+    return [];
   }
 
   async teardown(): Promise<void> {
-    await this.duetime.stop();
+    await this.duetime?.stop();
   }
 }
+

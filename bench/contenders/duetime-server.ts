@@ -1,67 +1,148 @@
-// duetime server: a `duetime serve` child process (SQLite store), SDK workers
-// over HTTP in this process, as a user would deploy it.
+// duetime as a user deploys it: `duetime serve` child process(es) sharing one
+// store, SDK workers over keep-alive HTTP in this process. The store and the
+// number of nodes are parameters, so duetime on PostgreSQL with 1 or 3 nodes
+// is a few lines each (see the sketch at the end of this file).
 import { spawn, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import { DuetimeClient } from "../../src/sdk/client.js";
 import { Worker } from "../../src/sdk/worker.js";
-import type { BenchJob, Contender, ContenderContext } from "../contender.js";
-import { assertCreated, BENCH_POOL, benchJobs } from "./duetime-jobs.js";
+import type { BenchJob, Contender, ContenderContext, Started } from "../contender.js";
+import { freshDatabase } from "../services.js";
+import { assertCreated, BENCH_POOL, benchJobs, duetimeVersion, sqliteBytes } from "./duetime-jobs.js";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 
-export class DuetimeServer implements Contender {
-  readonly name = "duetime-server";
-  readonly settings = "duetime serve child process, SQLite WAL synchronous=FULL; POST /v1/jobs:batch of 1,000; SDK Worker over keep-alive HTTP, long poll, batched acks";
-  private child: ChildProcess | null = null;
-  private client!: DuetimeClient;
-  private url = "";
-  private worker: Worker | null = null;
-  private concurrency = 0;
+/** Where the nodes keep their data for one run. */
+export interface ServerStore {
+  /** The --store argument every node gets. */
+  arg: string;
+  /** How it is described in the settings, e.g. "SQLite WAL synchronous=FULL". */
+  label: string;
+  bytes(): Promise<number>;
+  drop(): Promise<void>;
+}
+
+export interface DuetimeServerOptions {
+  name: string;
+  /** `duetime serve` processes sharing the store; workers and inserts are spread evenly over them. */
+  nodes: number;
+  store(ctx: ContenderContext, name: string): Promise<ServerStore>;
+}
+
+export class DuetimeServers implements Contender {
+  readonly name: string;
+  version = duetimeVersion();
+  settings = "";
+  private children: ChildProcess[] = [];
+  private clients: DuetimeClient[] = [];
+  private workers: Worker[] = [];
+  private urls: string[] = [];
+  private store: ServerStore | null = null;
+  private ctx!: ContenderContext;
+  private next = 0;
+
+  constructor(private readonly options: DuetimeServerOptions) {
+    this.name = options.name;
+  }
 
   async setup(ctx: ContenderContext): Promise<void> {
-    this.concurrency = ctx.concurrency;
-    this.child = spawn(
+    this.ctx = ctx;
+    this.store = await this.options.store(ctx, this.name);
+    const { nodes } = this.options;
+    this.settings =
+      `${nodes} \`duetime serve\` child process${nodes > 1 ? "es" : ""} (log level warn), ${this.store.label}; ` +
+      `POST /v1/jobs:batch of 1,000${nodes > 1 ? " round-robin over the nodes" : ""}; ` +
+      `${nodes > 1 ? `${nodes} SDK Workers (one per node), ` : "SDK Worker, "}concurrency ${ctx.concurrency} in total, keep-alive HTTP, ` +
+      `lease long poll waitSeconds 5, batched acks (SDK defaults: ackDelayMs 20, maxAckBatch 100); engine defaults`;
+    for (let i = 0; i < nodes; i++) this.urls.push(await this.spawnNode(i));
+    this.clients = this.urls.map((url) => new DuetimeClient({ url }));
+  }
+
+  private spawnNode(i: number): Promise<string> {
+    const child = spawn(
       process.execPath,
-      [join(ROOT, "bin/duetime.js"), "serve", "--port", "0", "--store", `sqlite:${join(ctx.dir, "duetime.db")}`, "--log-level", "warn"],
+      [join(ROOT, "bin/duetime.js"), "serve", "--port", "0", "--store", this.store!.arg, "--log-level", "warn"],
       { stdio: ["ignore", "pipe", "inherit"] },
     );
-    this.url = await new Promise<string>((resolve, reject) => {
+    this.children.push(child);
+    return new Promise<string>((resolve, reject) => {
       let out = "";
-      this.child!.stdout!.on("data", (chunk: Buffer) => {
+      child.stdout!.on("data", (chunk: Buffer) => {
         out += chunk.toString();
         const m = /http:\/\/[^\s]+/.exec(out);
         if (m) resolve(m[0]);
       });
-      this.child!.once("exit", (code) => reject(new Error(`duetime serve exited with ${code}`)));
+      child.once("exit", (code) => reject(new Error(`duetime serve (node ${i}) exited with ${code}`)));
     });
-    this.client = new DuetimeClient({ url: this.url });
   }
 
   async enqueue(jobs: BenchJob[]): Promise<void> {
-    assertCreated(await this.client.createJobs(benchJobs(jobs)));
+    const client = this.clients[this.next++ % this.clients.length]!;
+    assertCreated(await client.createJobs(benchJobs(jobs)));
   }
 
-  async startWorkers(started: (seq: number) => void): Promise<void> {
-    this.worker = new Worker({
-      url: this.url,
-      pool: BENCH_POOL,
-      concurrency: this.concurrency,
-      waitSeconds: 5,
-      handleSignals: false,
-      handler: async (job) => {
-        started((job.payload as { seq: number }).seq);
-      },
-    });
-    void this.worker.run();
+  async startWorkers(started: Started): Promise<void> {
+    const per = Math.ceil(this.ctx.concurrency / this.urls.length);
+    this.workers = this.urls.map(
+      (url, i) =>
+        new Worker({
+          url,
+          pool: BENCH_POOL,
+          concurrency: Math.min(per, this.ctx.concurrency - per * i),
+          waitSeconds: 5,
+          handleSignals: false,
+          handler: async (job) => {
+            started((job.payload as { seq: number }).seq);
+          },
+        }),
+    );
+    for (const w of this.workers) void w.run();
+  }
+
+  async outstanding(): Promise<number> {
+    const s = await this.clients[0]!.poolStats(BENCH_POOL);
+    return s.pending + s.queued + s.running;
+  }
+
+  async storeBytes(): Promise<number> {
+    return this.store!.bytes();
+  }
+
+  schedulerPids(): number[] {
+    return this.children.flatMap((c) => (c.pid !== undefined && c.exitCode === null ? [c.pid] : []));
   }
 
   async teardown(): Promise<void> {
-    await this.worker?.shutdown();
-    await this.client.close?.();
-    if (this.child && this.child.exitCode === null) {
-      const exited = new Promise((r) => this.child!.once("exit", r));
-      this.child.kill("SIGTERM");
-      await exited;
-    }
+    await Promise.all(this.workers.map((w) => w.shutdown()));
+    await Promise.all(this.clients.map((c) => c.close()));
+    await Promise.all(
+      this.children.map(async (child) => {
+        if (child.exitCode !== null || child.signalCode !== null) return;
+        const exited = new Promise((r) => child.once("exit", r));
+        child.kill("SIGTERM");
+        const timer = setTimeout(() => child.kill("SIGKILL"), 15_000);
+        await exited;
+        clearTimeout(timer);
+      }),
+    );
+    await this.store?.drop();
   }
 }
+
+/** One node on a SQLite file in the run's directory. */
+export const sqliteStore = async (ctx: ContenderContext): Promise<ServerStore> => {
+  const file = join(ctx.dir, "duetime.db");
+  return { arg: `sqlite:${file}`, label: "SQLite WAL synchronous=FULL", bytes: async () => sqliteBytes(file), drop: async () => {} };
+};
+
+/** A fresh PostgreSQL database per run, dropped afterwards (for duetime-pg-1 / duetime-pg-3, once the store exists). */
+export const postgresStore = async (ctx: ContenderContext, name: string): Promise<ServerStore> => {
+  const db = await freshDatabase(name, ctx.runId);
+  return { arg: db.url, label: `PostgreSQL (fresh database ${db.name})`, bytes: () => db.sizeBytes(), drop: () => db.drop() };
+};
+
+export const duetimeServer = () => new DuetimeServers({ name: "duetime-server", nodes: 1, store: sqliteStore });
+
+// Once `--store postgres://…` works, each of these is one file (or one line in contenders/index.ts):
+//   export const duetimePg1 = () => new DuetimeServers({ name: "duetime-pg-1", nodes: 1, store: postgresStore });
+//   export const duetimePg3 = () => new DuetimeServers({ name: "duetime-pg-3", nodes: 3, store: postgresStore });

@@ -1,0 +1,348 @@
+// The four scenarios of the comparison. Each gets a contender that is set up
+// (fresh store, nothing enqueued, no worker running) and returns its metrics;
+// setup and teardown are the runner's business (run.ts). Every handler is the
+// contender's no-op that reports its start (StartTracker), and every contender
+// runs the same total concurrency.
+
+import type { BenchJob, Contender } from "./contender.js";
+import { pct, Progress, quantiles, sleep, StartTracker } from "./measure.js";
+import { cpuMs, cpuSampler, pidsNamed, rssBytes } from "./procstat.js";
+
+/** Jobs per enqueue call: the largest batch every contender accepts (duetime's HTTP batch limit). */
+export const BATCH = 1_000;
+
+export interface RunOutput {
+  /** Figures by column key; NaN prints as "—". */
+  metrics: Record<string, number>;
+  /** Sorted start lags in ms (quantiles) for the chart, if the scenario has a lag distribution. */
+  lagQuantiles?: number[];
+  /** Why the run does not count (a broken contender); the harness exits non-zero. */
+  failure?: string | undefined;
+  /** Something worth writing under the table (e.g. duplicate starts). */
+  note?: string | undefined;
+}
+
+export interface Column {
+  key: string;
+  label: string;
+  unit: "ms" | "rate" | "count" | "bytes" | "percent" | "yesno";
+}
+
+export interface Scenario {
+  /** File name and table heading key, e.g. "herd-20000". */
+  id: string;
+  title: string;
+  /** What the columns mean, printed under the table. */
+  notes: string[];
+  columns: Column[];
+  /** Whether the results have a start-lag chart. */
+  chart: boolean;
+  defaultRuns: number;
+  run(contender: Contender, progress: Progress): Promise<RunOutput>;
+}
+
+const n = (x: number) => x.toLocaleString("en-US");
+
+async function enqueueAll(
+  contender: Contender,
+  total: number,
+  dueAt: (seq: number) => number,
+  progress: Progress,
+  what: string,
+): Promise<number> {
+  const t0 = performance.now();
+  for (let i = 0; i < total; i += BATCH) {
+    const batch: BenchJob[] = [];
+    for (let seq = i; seq < Math.min(total, i + BATCH); seq++) batch.push({ seq, dueAt: dueAt(seq) });
+    await contender.enqueue(batch);
+    progress.set(`${what}: created ${n(Math.min(total, i + BATCH))}/${n(total)}`);
+  }
+  return performance.now() - t0;
+}
+
+function lagMetrics(lags: Float64Array): Record<string, number> {
+  return { p50: pct(lags, 0.5), p90: pct(lags, 0.9), p99: pct(lags, 0.99), max: pct(lags, 1) };
+}
+
+const LAG_COLUMNS: Column[] = [
+  { key: "p50", label: "lag p50", unit: "ms" },
+  { key: "p90", label: "lag p90", unit: "ms" },
+  { key: "p99", label: "lag p99", unit: "ms" },
+  { key: "max", label: "lag max", unit: "ms" },
+];
+
+/** Waits for every start, showing progress; false at the deadline. */
+async function awaitStarts(tracker: StartTracker, deadline: number, progress: Progress, what: string): Promise<boolean> {
+  const ticker = setInterval(() => progress.set(`${what}: started ${n(tracker.seen)}/${n(tracker.total)}`), 200);
+  try {
+    return await tracker.all(deadline);
+  } finally {
+    clearInterval(ticker);
+  }
+}
+
+/** Polls outstanding() until it reaches 0 (every started job acknowledged in the store); the time it did, or NaN. */
+async function awaitAcked(contender: Contender, deadline: number): Promise<number> {
+  while (Date.now() < deadline) {
+    if ((await contender.outstanding()) === 0) return Date.now();
+    await sleep(10);
+  }
+  return NaN;
+}
+
+/** At-least-once allows a duplicate after a lost lease; none should happen in seconds of no-op work, so it is reported (not a failure by itself). */
+function duplicates(tracker: StartTracker): string | undefined {
+  return tracker.duplicates ? `${n(tracker.duplicates)} duplicate starts` : undefined;
+}
+
+export interface HerdOptions {
+  jobs: number;
+  /** Time allowed for creation: due time = now + leadBaseMs + jobs × leadPerJobMs, rounded up to a second. */
+  leadBaseMs: number;
+  leadPerJobMs: number;
+  timeoutMs: number;
+  runs: number;
+}
+
+/** N jobs due in the same second, all enqueued before it, workers already running. */
+export function herd(o: HerdOptions): Scenario {
+  return {
+    id: `herd-${o.jobs}`,
+    title: `herd: ${n(o.jobs)} jobs due in the same second`,
+    notes: [
+      "Workers run from the start; every job is created (bulk API, batches of 1,000) before the due second begins.",
+      "lag = handler start − due time; drain = last start − due time; jobs/s = jobs ÷ drain; create = jobs ÷ creation time.",
+    ],
+    columns: [
+      { key: "createRate", label: "create", unit: "rate" },
+      { key: "drainMs", label: "drain", unit: "ms" },
+      { key: "jobsPerSec", label: "jobs/s", unit: "rate" },
+      ...LAG_COLUMNS,
+    ],
+    chart: true,
+    defaultRuns: o.runs,
+    async run(contender, progress): Promise<RunOutput> {
+      const tracker = new StartTracker(o.jobs);
+      await contender.startWorkers(tracker.started);
+      const dueAt = Math.ceil((Date.now() + o.leadBaseMs + o.jobs * o.leadPerJobMs) / 1000) * 1000;
+      const createMs = await enqueueAll(contender, o.jobs, () => dueAt, progress, "herd");
+      if (Date.now() >= dueAt) {
+        return { metrics: {}, failure: `creation took ${Math.round(createMs)} ms and overran the due time; raise --lead` };
+      }
+      if (tracker.seen > 0) return { metrics: {}, failure: `${tracker.seen} jobs started before their due time` };
+      const all = await awaitStarts(tracker, dueAt + o.timeoutMs, progress, "herd");
+      const lags = tracker.lags(() => dueAt);
+      const early = lags.length ? lags.filter((l) => l < 0).length : 0;
+      const drainMs = pct(lags, 1);
+      return {
+        metrics: { createRate: (o.jobs / createMs) * 1000, drainMs, jobsPerSec: (o.jobs / Math.max(1, drainMs)) * 1000, ...lagMetrics(lags) },
+        lagQuantiles: quantiles(lags),
+        failure: !all
+          ? `only ${n(tracker.seen)}/${n(o.jobs)} started within ${o.timeoutMs / 1000} s of the due time`
+          : early
+            ? `${early} jobs started before their due time`
+            : undefined,
+        note: duplicates(tracker),
+      };
+    },
+  };
+}
+
+export interface SteadyOptions {
+  rate: number;
+  durationMs: number;
+  /** How long after the last due time unstarted jobs are waited for. */
+  graceMs: number;
+  runs: number;
+  seed: number;
+}
+
+/** A small deterministic PRNG (mulberry32), so every contender gets the same due times. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Jobs created at a fixed rate, each due 1–5 s after its creation. */
+export function steady(o: SteadyOptions): Scenario {
+  const total = Math.round((o.rate * o.durationMs) / 1000);
+  return {
+    id: `steady-${o.rate}`,
+    title: `steady: ${n(o.rate)} jobs/s for ${o.durationMs / 1000} s, each due 1–5 s after creation`,
+    notes: [
+      "Jobs are created on a fixed schedule (every job has a planned creation time; whatever is due to be created is sent in one bulk call, at most 1,000) while the workers run; due = planned creation + uniform(1 s, 5 s), the same pseudo-random due times for every contender.",
+      "lag = handler start − due time, over the jobs that started; started = share that started by the last due time + grace.",
+      "kept up = creation never fell more than 1 s behind its schedule, every job started, and the jobs due in the last 5 s started with a median lag under 1 s (no backlog at the end).",
+    ],
+    columns: [
+      { key: "keptUp", label: "kept up", unit: "yesno" },
+      { key: "behindMs", label: "creation behind (max)", unit: "ms" },
+      { key: "startedPct", label: "started", unit: "percent" },
+      ...LAG_COLUMNS,
+    ],
+    chart: true,
+    defaultRuns: o.runs,
+    async run(contender, progress): Promise<RunOutput> {
+      const random = prng(o.seed);
+      const createOffset = Float64Array.from({ length: total }, (_, i) => (i * 1000) / o.rate);
+      const dueOffset = Float64Array.from(createOffset, (c) => c + 1000 + random() * 4000);
+      const tracker = new StartTracker(total);
+      await contender.startWorkers(tracker.started);
+      const t0 = Date.now() + 100;
+      let behindMs = 0;
+      let next = 0;
+      while (next < total) {
+        const now = Date.now();
+        if (t0 + createOffset[next]! > now) {
+          await sleep(Math.min(10, t0 + createOffset[next]! - now));
+          continue;
+        }
+        behindMs = Math.max(behindMs, now - (t0 + createOffset[next]!));
+        const batch: BenchJob[] = [];
+        while (next < total && batch.length < BATCH && t0 + createOffset[next]! <= now) {
+          batch.push({ seq: next, dueAt: Math.round(t0 + dueOffset[next]!) });
+          next++;
+        }
+        await contender.enqueue(batch);
+        progress.set(`steady ${o.rate}/s: created ${n(next)}/${n(total)}, started ${n(tracker.seen)}, behind ${Math.round(behindMs)} ms`);
+      }
+      const lastDue = t0 + Math.max(...dueOffset);
+      const all = await awaitStarts(tracker, lastDue + o.graceMs, progress, `steady ${o.rate}/s`);
+      const due = (seq: number) => Math.round(t0 + dueOffset[seq]!);
+      const lags = tracker.lags(due);
+      const tail = tracker.lags(due, (seq) => due(seq) >= lastDue - 5_000);
+      const keptUp = behindMs <= 1_000 && all && pct(tail, 0.5) < 1_000;
+      return {
+        metrics: { keptUp: keptUp ? 1 : 0, behindMs, startedPct: (tracker.seen / total) * 100, ...lagMetrics(lags) },
+        lagQuantiles: quantiles(lags),
+        // Falling behind is a result, not a failure; a stall that starts nothing is.
+        failure: tracker.seen === 0 ? "no job started" : undefined,
+        note: duplicates(tracker),
+      };
+    },
+  };
+}
+
+export interface ImmediateOptions {
+  jobs: number;
+  timeoutMs: number;
+  runs: number;
+}
+
+/** A backlog of N jobs due now, then the workers start: how fast they are worked off and acknowledged. */
+export function immediate(o: ImmediateOptions): Scenario {
+  return {
+    id: `immediate-${o.jobs}`,
+    title: `immediate: ${n(o.jobs)} jobs due now`,
+    notes: [
+      "All jobs are created due now (bulk API, batches of 1,000) before any worker runs; then the workers start.",
+      "completions/s = jobs ÷ (time from worker start until the store holds no unfinished job: every completion acknowledged); end-to-end/s = jobs ÷ (creation time + that).",
+      "lag = handler start − worker start.",
+    ],
+    columns: [
+      { key: "createRate", label: "create", unit: "rate" },
+      { key: "completionsPerSec", label: "completions/s", unit: "rate" },
+      { key: "endToEndPerSec", label: "end-to-end/s", unit: "rate" },
+      { key: "drainMs", label: "all acked after", unit: "ms" },
+      { key: "p50", label: "lag p50", unit: "ms" },
+      { key: "p99", label: "lag p99", unit: "ms" },
+    ],
+    chart: true,
+    defaultRuns: o.runs,
+    async run(contender, progress): Promise<RunOutput> {
+      const tracker = new StartTracker(o.jobs);
+      const createMs = await enqueueAll(contender, o.jobs, () => Date.now(), progress, "immediate");
+      const w0 = Date.now();
+      await contender.startWorkers(tracker.started);
+      const all = await awaitStarts(tracker, w0 + o.timeoutMs, progress, "immediate");
+      if (!all) return { metrics: {}, failure: `only ${n(tracker.seen)}/${n(o.jobs)} started within ${o.timeoutMs / 1000} s` };
+      progress.set("immediate: waiting for the last acknowledgements");
+      const acked = await awaitAcked(contender, Date.now() + 60_000);
+      if (Number.isNaN(acked)) return { metrics: {}, failure: "jobs still unfinished in the store 60 s after the last start" };
+      const drainMs = acked - w0;
+      const lags = tracker.lags(() => w0);
+      return {
+        metrics: {
+          createRate: (o.jobs / createMs) * 1000,
+          completionsPerSec: (o.jobs / Math.max(1, drainMs)) * 1000,
+          endToEndPerSec: (o.jobs / (createMs + drainMs)) * 1000,
+          drainMs,
+          p50: pct(lags, 0.5),
+          p99: pct(lags, 0.99),
+        },
+        lagQuantiles: quantiles(lags),
+        note: duplicates(tracker),
+      };
+    },
+  };
+}
+
+export interface IdleOptions {
+  jobs: number;
+  settleMs: number;
+  windowMs: number;
+  runs: number;
+}
+
+/** N jobs due next week; what holding them costs while nothing is due. */
+export function idle(o: IdleOptions): Scenario {
+  return {
+    id: `idle-${o.jobs}`,
+    title: `idle: ${n(o.jobs)} jobs due next week`,
+    notes: [
+      "Workers run from the start; jobs are due 7 days ahead, spread over one day; created in bulk (batches of 1,000).",
+      `Then ${o.settleMs / 1000} s to settle, then ${o.windowMs / 1000} s of measurement while nothing is due.`,
+      "scheduler = the process holding the scheduler (duetime-server: the `duetime serve` child; others: the benchmark process, which also runs the workers); worker process = the benchmark process where it is separate.",
+      "CPU = share of one core over the window; DB/Redis CPU = the PostgreSQL and Redis server processes over the window (shared with anything else using them).",
+    ],
+    columns: [
+      { key: "createMs", label: "create time", unit: "ms" },
+      { key: "createRate", label: "create", unit: "rate" },
+      { key: "storeBytes", label: "store size", unit: "bytes" },
+      { key: "schedulerRss", label: "scheduler RSS", unit: "bytes" },
+      { key: "workerRss", label: "worker process RSS", unit: "bytes" },
+      { key: "schedulerCpu", label: "scheduler CPU idle", unit: "percent" },
+      { key: "workerCpu", label: "worker process CPU idle", unit: "percent" },
+      { key: "serviceCpu", label: "DB/Redis CPU idle", unit: "percent" },
+    ],
+    chart: false,
+    defaultRuns: o.runs,
+    async run(contender, progress): Promise<RunOutput> {
+      let started = 0;
+      await contender.startWorkers(() => void started++);
+      const base = Date.now() + 7 * 86_400_000;
+      const createMs = await enqueueAll(contender, o.jobs, (seq) => base + ((seq * 7919) % 86_400) * 1000, progress, "idle");
+      progress.set(`idle: created ${n(o.jobs)}, settling`);
+      await sleep(o.settleMs);
+      const children = contender.schedulerPids();
+      const serverCpu = cpuSampler(() => children);
+      const selfCpu0 = cpuMs(process.pid);
+      const services = pidsNamed(["postgres", "redis-server"]);
+      const serviceCpu = cpuSampler(() => services);
+      const t0 = Date.now();
+      const ticker = setInterval(() => progress.set(`idle: measuring, ${Math.round((Date.now() - t0) / 1000)}/${o.windowMs / 1000} s`), 500);
+      await sleep(o.windowMs);
+      clearInterval(ticker);
+      const elapsed = Date.now() - t0;
+      const selfCpu = ((cpuMs(process.pid) - selfCpu0) / elapsed) * 100;
+      const separate = children.length > 0;
+      const metrics = {
+        createMs,
+        createRate: (o.jobs / createMs) * 1000,
+        storeBytes: await contender.storeBytes(),
+        schedulerRss: separate ? children.reduce((s, pid) => s + rssBytes(pid), 0) : rssBytes(process.pid),
+        workerRss: separate ? rssBytes(process.pid) : NaN,
+        schedulerCpu: separate ? (serverCpu() / elapsed) * 100 : selfCpu,
+        workerCpu: separate ? selfCpu : NaN,
+        serviceCpu: (serviceCpu() / elapsed) * 100,
+      };
+      return { metrics, failure: started ? `${started} jobs due next week started now` : undefined };
+    },
+  };
+}

@@ -1,0 +1,89 @@
+// The machine's PostgreSQL and Redis, as the contenders use them: a fresh
+// PostgreSQL database per run (dropped afterwards) and a dedicated Redis db
+// that is flushed before and after each run.
+//
+// BENCH_PG_URL (default postgres://postgres@127.0.0.1:5432/postgres) is the
+// admin connection used to create and drop databases; BENCH_REDIS_URL
+// (default redis://127.0.0.1:6379) and BENCH_REDIS_DB (default 15) say where
+// the Redis contenders run.
+
+import pg from "pg";
+import { Redis } from "ioredis";
+
+const PG_ADMIN_URL = process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+const REDIS_URL = process.env.BENCH_REDIS_URL ?? "redis://127.0.0.1:6379";
+export const REDIS_DB = Number(process.env.BENCH_REDIS_DB ?? 15);
+
+async function admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: PG_ADMIN_URL });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+export interface FreshDatabase {
+  readonly name: string;
+  /** Connection string of the fresh database. */
+  readonly url: string;
+  sizeBytes(): Promise<number>;
+  /** Drops the database, ending any connection left open to it. */
+  drop(): Promise<void>;
+}
+
+/** Creates database `bench_<contender>_<runId>`; fails with a clear message when PostgreSQL is down. */
+export async function freshDatabase(contender: string, runId: string): Promise<FreshDatabase> {
+  const name = `bench_${contender.replace(/[^a-z0-9]/gi, "_")}_${runId}`.toLowerCase();
+  try {
+    await admin(async (c) => {
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.query(`CREATE DATABASE ${name}`);
+    });
+  } catch (e) {
+    throw new Error(`PostgreSQL at ${PG_ADMIN_URL} is not usable (${(e as Error).message}); start it, see README "Performance"`);
+  }
+  const url = new URL(PG_ADMIN_URL);
+  url.pathname = `/${name}`;
+  return {
+    name,
+    url: url.toString(),
+    sizeBytes: () => admin(async (c) => Number((await c.query("SELECT pg_database_size($1) AS n", [name])).rows[0].n)),
+    drop: () => admin(async (c) => void (await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))),
+  };
+}
+
+export async function postgresVersion(): Promise<string> {
+  return admin(async (c) => String((await c.query("SHOW server_version")).rows[0].server_version).split(" ")[0]!);
+}
+
+export interface RedisTarget {
+  host: string;
+  port: number;
+  db: number;
+}
+
+export function redisTarget(): RedisTarget {
+  const u = new URL(REDIS_URL);
+  return { host: u.hostname, port: Number(u.port || 6379), db: REDIS_DB };
+}
+
+/** A connection to the benchmark's Redis db; FLUSHDB it before use. */
+export async function redisAdmin(): Promise<Redis> {
+  const t = redisTarget();
+  const redis = new Redis({ ...t, lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null });
+  try {
+    await redis.connect();
+  } catch (e) {
+    redis.disconnect();
+    throw new Error(`Redis at ${REDIS_URL} is not reachable (${(e as Error).message}); start it, see README "Performance"`);
+  }
+  return redis;
+}
+
+export async function redisInfo(redis: Redis, field: string): Promise<string> {
+  const info = await redis.info();
+  const m = new RegExp(`^${field}:(.*)$`, "m").exec(info);
+  return m?.[1]?.trim() ?? "?";
+}
