@@ -10,6 +10,8 @@
 //   fields (tz, jitterSeconds, misfire, overlap, startAt, endAt, dst) appear
 //   only beside cron;
 // - retry.maxBackoffSeconds >= retry.backoffSeconds when both are given.
+// - a PATCH changes at least one field besides `version`;
+// - a time window (backfill, occurrences) has from < to.
 // The engine re-checks the semantics (cron syntax, IANA zone, defaults).
 
 export type JsonSchema = { readonly [keyword: string]: unknown };
@@ -47,6 +49,10 @@ export const LIMITS = {
   cursorMaxLength: 1024,
   workerIdMaxLength: 200,
   attemptMax: 2_147_483_647,
+  /** Job versions (PATCH `version`, `If-Match`): positive integers a JSON number holds exactly. */
+  versionMax: Number.MAX_SAFE_INTEGER,
+  /** An If-Match header is one (possibly weak, quoted) version: a sanity cap on its length. */
+  ifMatchMaxLength: 64,
 } as const;
 
 /** Ids are opaque and URL-safe. */
@@ -194,6 +200,50 @@ export const batchCreateBody = {
   },
 } as const;
 
+/**
+ * PATCH /v1/jobs/{jobId}: every field of a job optional, with the same rules
+ * as create; `version` makes it a compare-and-set (like If-Match).
+ * validate.ts requires at least one field besides `version` and applies the
+ * schedule and retry rules of create to the fields given.
+ */
+export const updateJobBody = {
+  type: "object",
+  additionalProperties: false,
+  properties: {
+    ...jobSpecProperties,
+    version: {
+      type: "integer",
+      minimum: 1,
+      maximum: LIMITS.versionMax,
+      description: "The version the change applies to; another current version answers 409 VERSION_CONFLICT.",
+    },
+  },
+} as const;
+
+/** Headers of PATCH /v1/jobs/{jobId} (other headers pass); validate.ts parses If-Match. */
+export const updateJobHeaders = {
+  type: "object",
+  properties: {
+    "if-match": {
+      type: "string",
+      minLength: 1,
+      maxLength: LIMITS.ifMatchMaxLength,
+      description: 'The job version the change applies to: 7, "7" or W/"7" (the ETag of GET); * for any.',
+    },
+  },
+} as const;
+
+/** POST /v1/jobs/{jobId}:backfill; validate.ts checks from < to. */
+export const backfillBody = {
+  type: "object",
+  additionalProperties: false,
+  required: ["from", "to"],
+  properties: {
+    from: { ...dateTime, description: "Start of the window (exclusive)." },
+    to: { ...dateTime, description: "End of the window (inclusive); after from." },
+  },
+} as const;
+
 /** Headers of POST /v1/jobs (other headers pass). */
 export const createJobHeaders = {
   type: "object",
@@ -325,6 +375,17 @@ export const previewQuery = {
   },
 } as const;
 
+/** GET /v1/jobs/{jobId}/occurrences; validate.ts checks from < to. */
+export const occurrencesQuery = {
+  type: "object",
+  additionalProperties: false,
+  required: ["from", "to"],
+  properties: {
+    from: { ...dateTime, description: "Start of the window." },
+    to: { ...dateTime, description: "End of the window; after from." },
+  },
+} as const;
+
 /** An empty querystring (routes without query parameters still reject unknown ones). */
 export const noQuery = { type: "object", additionalProperties: false, properties: {} } as const;
 
@@ -353,6 +414,9 @@ export const poolParams = {
 export const REQUEST_SCHEMAS = {
   createJobBody,
   createJobHeaders,
+  updateJobBody,
+  updateJobHeaders,
+  backfillBody,
   batchCreateBody,
   batchItem: batchItemSchema,
   emptyBody,
@@ -365,6 +429,7 @@ export const REQUEST_SCHEMAS = {
   listJobsQuery,
   pageQuery,
   previewQuery,
+  occurrencesQuery,
   noQuery,
   jobIdParams,
   executionIdParams,
@@ -435,6 +500,10 @@ export const jobResponse = {
     timeoutSeconds: { type: "number" },
     priority: { type: "integer" },
     nextRunAt: nullableDateTime,
+    nextRunAtLocal: {
+      type: ["string", "null"],
+      description: 'A cron job\'s nextRunAt as wall time in its zone: "YYYY-MM-DDTHH:mm:ss±hh:mm[Zone/Name]".',
+    },
     version: { type: "integer" },
     createdAt: dateTime,
     updatedAt: dateTime,
@@ -609,7 +678,61 @@ export const statsResponse = {
 export const previewResponse = {
   type: "object",
   required: ["times"],
-  properties: { times: { type: "array", items: dateTime } },
+  properties: {
+    times: { type: "array", items: dateTime },
+    local: { type: "array", description: "Each time as wall time in the zone, YYYY-MM-DDTHH:mm:ss.", items: { type: "string" } },
+    dst: {
+      type: "array",
+      description: '"gap": moved to a spring-forward transition; "overlap": its wall time occurs twice; else null.',
+      items: { type: ["string", "null"], enum: ["gap", "overlap", null] },
+    },
+  },
+} as const;
+
+export const backfillResponse = {
+  type: "object",
+  required: ["items"],
+  properties: {
+    items: {
+      type: "array",
+      items: {
+        type: "object",
+        required: ["scheduledFor", "executionId", "created"],
+        properties: {
+          scheduledFor: dateTime,
+          executionId: { type: "string" },
+          created: { type: "boolean", description: "false when the occurrence existed already (a repeated backfill adds nothing)." },
+          readyAt: nullableDateTime,
+        },
+      },
+    },
+  },
+} as const;
+
+export const occurrencesResponse = {
+  type: "object",
+  required: ["items"],
+  properties: {
+    items: {
+      type: "array",
+      items: {
+        type: "object",
+        required: ["scheduledFor", "local", "status"],
+        properties: {
+          scheduledFor: dateTime,
+          local: { type: "string", description: "Wall time in the job's zone, YYYY-MM-DDTHH:mm:ss." },
+          status: { type: "string", enum: ["dispatched", "skipped", "due", "not_run"] },
+          reason: {
+            type: "string",
+            enum: ["misfire", "overlap", "paused", "cancelled", "before_creation", "outside_window", "schedule_changed"],
+          },
+          dst: { type: "string", enum: ["gap", "overlap"] },
+          executionId: { type: "string" },
+          executionState: executionItemResponse.properties.state,
+        },
+      },
+    },
+  },
 } as const;
 
 export const auditPageResponse = {
@@ -661,6 +784,41 @@ export const clusterResponse = {
           owner: { type: ["string", "null"] },
           epoch: { type: "integer" },
           leaseUntil: dateTime,
+        },
+      },
+    },
+  },
+} as const;
+
+/** GET /v1/targets: the origins HTTP targets call on this node (extra facts beside the required ones are kept). */
+export const targetsResponse = {
+  type: "object",
+  required: ["items"],
+  properties: {
+    items: {
+      type: "array",
+      items: {
+        type: "object",
+        additionalProperties: true,
+        required: ["origin", "breaker", "inFlight"],
+        properties: {
+          origin: { type: "string" },
+          breaker: { type: "string", enum: ["closed", "open", "half_open"] },
+          inFlight: { type: "integer" },
+          waiting: { type: "integer" },
+          consecutiveFailures: { type: "integer" },
+          openUntil: { type: ["string", "null"], format: "date-time" },
+          opened: { type: "integer" },
+          lastOpenedAt: { type: ["string", "null"], format: "date-time" },
+          limits: {
+            type: "object",
+            properties: { concurrency: { type: "integer" }, ratePerSecond: { type: ["number", "null"] } },
+          },
+          calls: { type: "integer" },
+          failures: { type: "integer" },
+          lastStatus: { type: ["integer", "null"] },
+          lastError: { type: ["string", "null"] },
+          lastCallAt: { type: ["string", "null"], format: "date-time" },
         },
       },
     },

@@ -2,7 +2,7 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { DuetimeError } from "./errors.js";
 import { REQUEST_SCHEMAS, type SchemaId } from "./schemas.js";
-import { pointerToDotted, validate, validateBatch, type RequestPart } from "./validate.js";
+import { expectedVersion, parseIfMatch, pointerToDotted, validate, validateBatch, type RequestPart } from "./validate.js";
 
 const JOB = {
   name: "send-reminder",
@@ -145,6 +145,37 @@ const cases: Case[] = [
   { schema: "previewQuery", part: "query", value: { cron: "* * * * *", from: "now" }, field: "from" },
   // params
   { schema: "poolParams", part: "params", value: { pool: "a b" }, field: "pool" },
+  // PATCH /v1/jobs/{jobId}: the create rules on the fields given, plus version
+  { schema: "updateJobBody", value: {}, field: "body", message: /must change at least one of name, target/ },
+  { schema: "updateJobBody", value: { version: 2 }, field: "body", message: /version alone changes nothing/ },
+  { schema: "updateJobBody", value: { name: "a", id: "j" }, field: "id", message: /unknown field/ },
+  { schema: "updateJobBody", value: { name: "" }, field: "name", message: /must not be empty/ },
+  { schema: "updateJobBody", value: { name: "x".repeat(201) }, field: "name", message: /at most 200/ },
+  { schema: "updateJobBody", value: { schedule: {} }, field: "schedule", message: /one of runAt, delaySeconds or cron/ },
+  { schema: "updateJobBody", value: { schedule: { delaySeconds: 1, runAt: "2026-10-16T09:00:00Z" } }, field: "schedule.delaySeconds", message: /exactly one/ },
+  { schema: "updateJobBody", value: { schedule: { delaySeconds: 1, jitterSeconds: 5 } }, field: "schedule.jitterSeconds", message: /only allowed with schedule.cron/ },
+  { schema: "updateJobBody", value: { schedule: { cron: "* * * * *", dst: { gap: "later" } } }, field: "schedule.dst.gap" },
+  { schema: "updateJobBody", value: { retry: { maxAttempts: 1001 } }, field: "retry.maxAttempts" },
+  { schema: "updateJobBody", value: { retry: { backoffSeconds: 9, maxBackoffSeconds: 8 } }, field: "retry.maxBackoffSeconds", message: /at least retry.backoffSeconds/ },
+  { schema: "updateJobBody", value: { timeoutSeconds: 0 }, field: "timeoutSeconds" },
+  { schema: "updateJobBody", value: { priority: -101 }, field: "priority" },
+  { schema: "updateJobBody", value: { target: { type: "queue" } }, field: "target.pool", message: /is required/ },
+  { schema: "updateJobBody", value: { name: "a", version: 0 }, field: "version", message: /at least 1|between 1/ },
+  { schema: "updateJobBody", value: { name: "a", version: 2.5 }, field: "version", message: /integer/ },
+  { schema: "updateJobBody", value: { name: "a", version: null }, field: "version", message: /got null/ },
+  { schema: "updateJobHeaders", part: "headers", value: { "if-match": "" }, field: "If-Match" },
+  { schema: "updateJobHeaders", part: "headers", value: { "if-match": "1".repeat(65) }, field: "If-Match", message: /at most 64/ },
+  // backfill and occurrences windows
+  { schema: "backfillBody", value: {}, field: "from", message: /is required/ },
+  { schema: "backfillBody", value: { from: "2026-10-13T00:00:00Z" }, field: "to", message: /is required/ },
+  { schema: "backfillBody", value: { from: "2026-10-13", to: "2026-10-14T00:00:00Z" }, field: "from", message: /RFC 3339/ },
+  { schema: "backfillBody", value: { from: "2026-10-14T00:00:00Z", to: "2026-10-14T00:00:00Z" }, field: "to", message: /must be after from/ },
+  { schema: "backfillBody", value: { from: "2026-10-14T00:00:00Z", to: "2026-10-13T23:00:00+02:00" }, field: "to", message: /must be after from \(2026-10-14T00:00:00Z\)/ },
+  { schema: "backfillBody", value: { from: "2026-10-13T00:00:00Z", to: "2026-10-14T00:00:00Z", pool: "p" }, field: "pool", message: /unknown field/ },
+  { schema: "occurrencesQuery", part: "query", value: { to: "2026-10-14T00:00:00Z" }, field: "from", message: /is required/ },
+  { schema: "occurrencesQuery", part: "query", value: { from: "2026-10-13T00:00:00Z", to: "later" }, field: "to", message: /RFC 3339/ },
+  { schema: "occurrencesQuery", part: "query", value: { from: "2026-10-15T00:00:00Z", to: "2026-10-14T00:00:00Z" }, field: "to", message: /must be after from/ },
+  { schema: "occurrencesQuery", part: "query", value: { from: "2026-10-13T00:00:00Z", to: "2026-10-14T00:00:00Z", cursor: "c" }, field: "cursor", message: /unknown field/ },
 ];
 
 describe("validate: field paths and messages", () => {
@@ -288,6 +319,59 @@ test("a malformed id parameter is NOT_FOUND, like an unknown id; a bad pool is I
   }
   assert.deepEqual(validate("jobIdParams", { jobId: "job_A-1" }, "params"), { jobId: "job_A-1" });
   assert.equal(failure(() => validate("poolParams", { pool: "a b" }, "params")).details?.field, "pool");
+});
+
+describe("PATCH bodies and versions", () => {
+  test("any one field is a valid patch, with or without a version; nothing is defaulted", () => {
+    const patches: Record<string, unknown>[] = [
+      { name: "n" },
+      { payload: null },
+      { payload: { any: ["json"] }, version: 3 },
+      { schedule: { cron: "0 9 * * *", tz: "Europe/London", dst: { gap: "skip" } } },
+      { schedule: { runAt: "2026-10-16T09:00:00+01:00" } },
+      { schedule: { delaySeconds: 0 } },
+      { retry: { maxBackoffSeconds: 5 } },
+      { target: { type: "http", url: "https://example.test/x", method: "PUT" } },
+      { timeoutSeconds: 1, priority: -100, version: Number.MAX_SAFE_INTEGER },
+    ];
+    for (const patch of patches) assert.deepEqual(validate("updateJobBody", structuredClone(patch)), patch);
+  });
+
+  test("windows with from before to pass, whatever the offsets", () => {
+    validate("backfillBody", { from: "2026-10-14T01:00:00+02:00", to: "2026-10-14T00:00:00Z" });
+    validate("occurrencesQuery", { from: "2026-10-13T00:00:00.000Z", to: "2026-10-13T00:00:00.001Z" }, "query");
+  });
+
+  test("parseIfMatch: a version bare, quoted or weak; * is any version", () => {
+    const good: [unknown, number | undefined][] = [
+      [undefined, undefined],
+      ["7", 7],
+      ['"7"', 7],
+      ['W/"7"', 7],
+      [' "12" ', 12],
+      ["*", undefined],
+      [9, 9],
+      [String(Number.MAX_SAFE_INTEGER), Number.MAX_SAFE_INTEGER],
+    ];
+    for (const [input, version] of good) assert.equal(parseIfMatch(input), version, JSON.stringify(input));
+    const bad: unknown[] = ["", "abc", '"7', '7"', "W/7", 'w/"7"', '"1", "2"', "0", '"0"', "-1", "1.5", "9007199254740992", 0, -3, 1.5, null, true];
+    for (const input of bad) {
+      const err = failure(() => parseIfMatch(input));
+      assert.equal(err.details?.field, "If-Match", JSON.stringify(input));
+      assert.ok(err.message.startsWith("If-Match: "), err.message);
+    }
+  });
+
+  test("expectedVersion: If-Match or the body's version; both must agree", () => {
+    assert.equal(expectedVersion(undefined, undefined), undefined);
+    assert.equal(expectedVersion('"4"', undefined), 4);
+    assert.equal(expectedVersion(undefined, 4), 4);
+    assert.equal(expectedVersion('W/"4"', 4), 4);
+    assert.equal(expectedVersion("*", 4), 4);
+    const err = failure(() => expectedVersion('"5"', 4));
+    assert.equal(err.details?.field, "If-Match");
+    assert.match(err.message, /version 5 but the body's version is 4/);
+  });
 });
 
 test("pointerToDotted undoes JSON Pointer escapes", () => {

@@ -82,6 +82,9 @@ const ID_PARAMS: Partial<Record<SchemaId, { name: string; what: string }>> = {
 const REFINEMENTS: Partial<Record<SchemaId, (value: unknown, path: string) => void>> = {
   createJobBody: checkJobSpec,
   batchItem: checkJobSpec,
+  updateJobBody: checkJobPatch,
+  backfillBody: checkWindow,
+  occurrencesQuery: checkWindow,
 };
 
 /**
@@ -270,8 +273,13 @@ const CRON_ONLY = ["tz", "jitterSeconds", "misfire", "overlap", "startAt", "endA
 /** The rules of a job spec that are not plain shape: one schedule variant, backoff order. */
 function checkJobSpec(value: unknown, path: string): void {
   const spec = value as { schedule: Record<string, unknown>; retry?: Record<string, unknown> };
-  const schedulePath = joinPath(path, "schedule");
-  const kinds = SCHEDULE_KINDS.filter((k) => spec.schedule[k] !== undefined);
+  checkSchedule(spec.schedule, joinPath(path, "schedule"));
+  checkRetry(spec.retry, joinPath(path, "retry"));
+}
+
+/** Exactly one of runAt | delaySeconds | cron, and the cron-only fields only beside cron. */
+function checkSchedule(schedule: Record<string, unknown>, schedulePath: string): void {
+  const kinds = SCHEDULE_KINDS.filter((k) => schedule[k] !== undefined);
   const [first, second] = kinds;
   if (first === undefined) throw invalidArgument(schedulePath, "must have one of runAt, delaySeconds or cron");
   if (second !== undefined) {
@@ -279,16 +287,88 @@ function checkJobSpec(value: unknown, path: string): void {
   }
   if (first !== "cron") {
     for (const key of CRON_ONLY) {
-      if (spec.schedule[key] !== undefined) {
+      if (schedule[key] !== undefined) {
         throw invalidArgument(joinPath(schedulePath, key), "is only allowed with schedule.cron");
       }
     }
   }
-  const backoff = spec.retry?.backoffSeconds;
-  const maxBackoff = spec.retry?.maxBackoffSeconds;
+}
+
+function checkRetry(retry: Record<string, unknown> | undefined, retryPath: string): void {
+  const backoff = retry?.backoffSeconds;
+  const maxBackoff = retry?.maxBackoffSeconds;
   if (typeof backoff === "number" && typeof maxBackoff === "number" && maxBackoff < backoff) {
-    throw invalidArgument(joinPath(path, "retry.maxBackoffSeconds"), "must be at least retry.backoffSeconds");
+    throw invalidArgument(joinPath(retryPath, "maxBackoffSeconds"), "must be at least retry.backoffSeconds");
   }
+}
+
+/** The fields a PATCH may change (every field of updateJobBody but `version`). */
+const PATCH_FIELDS = ["name", "target", "payload", "schedule", "retry", "timeoutSeconds", "priority"] as const;
+
+/**
+ * A PATCH changes at least one field; a schedule it gives is a whole schedule
+ * (exactly one variant, as on create). retry is checked on its own: when only
+ * one of backoffSeconds and maxBackoffSeconds is given, the engine checks the
+ * merged policy.
+ */
+function checkJobPatch(value: unknown, path: string): void {
+  const patch = value as { schedule?: Record<string, unknown>; retry?: Record<string, unknown> } & Record<string, unknown>;
+  if (!PATCH_FIELDS.some((f) => patch[f] !== undefined)) {
+    throw invalidArgument(path || "body", `must change at least one of ${PATCH_FIELDS.join(", ")} (version alone changes nothing)`);
+  }
+  if (patch.schedule !== undefined) checkSchedule(patch.schedule, joinPath(path, "schedule"));
+  checkRetry(patch.retry, joinPath(path, "retry"));
+}
+
+/** A time window: from < to when both are real instants (the formats are checked by the schema). */
+function checkWindow(value: unknown, path: string): void {
+  const window = value as { from: string; to: string };
+  const from = Date.parse(window.from);
+  const to = Date.parse(window.to);
+  if (!Number.isNaN(from) && !Number.isNaN(to) && from >= to) {
+    throw invalidArgument(joinPath(path, "to"), `must be after from (${window.from})`);
+  }
+}
+
+// ---------------------------------------------------------------- versions (PATCH)
+
+const IF_MATCH = /^(?:W\/)?"?([0-9]{1,16})"?$/;
+
+/**
+ * The version an If-Match header names: `7`, `"7"` or `W/"7"` (the ETag GET
+ * answers) → 7; `*` (any current version) → undefined. Anything else, a list
+ * of several versions included, is 400 INVALID_ARGUMENT on field If-Match.
+ * The embedded client passes its `ifMatch` number here too, so both layers
+ * word the same mistake the same way.
+ */
+export function parseIfMatch(value: unknown): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value === "number") {
+    if (Number.isSafeInteger(value) && value >= 1) return value;
+    throw invalidArgument("If-Match", `must be a positive integer version, got ${value}`);
+  }
+  if (typeof value !== "string") throw invalidArgument("If-Match", `must be a version such as "7", got ${describeValue(value)}`);
+  const text = value.trim();
+  if (text === "*") return undefined;
+  const match = IF_MATCH.exec(text);
+  const quotes = (text.match(/"/g) ?? []).length;
+  const version = match ? Number(match[1]) : NaN;
+  if (!match || (quotes !== 0 && quotes !== 2) || (text.startsWith("W/") && quotes !== 2) || !Number.isSafeInteger(version) || version < 1) {
+    throw invalidArgument("If-Match", `must be one job version such as "7" (the ETag of GET /v1/jobs/{jobId}), got ${JSON.stringify(value.slice(0, 40))}`);
+  }
+  return version;
+}
+
+/**
+ * The expected version of a PATCH: from If-Match, or the body's `version`;
+ * both given and different is 400 (naming If-Match). undefined: no check.
+ */
+export function expectedVersion(ifMatch: unknown, bodyVersion: number | undefined): number | undefined {
+  const fromHeader = parseIfMatch(ifMatch);
+  if (fromHeader !== undefined && bodyVersion !== undefined && fromHeader !== bodyVersion) {
+    throw invalidArgument("If-Match", `names version ${fromHeader} but the body's version is ${bodyVersion}; send one, or the same`);
+  }
+  return fromHeader ?? bodyVersion;
 }
 
 // ---------------------------------------------------------------- batches
