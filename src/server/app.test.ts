@@ -12,7 +12,7 @@ import { validate } from "../core/validate.js";
 import type { JsonSchema } from "../core/schemas.js";
 import { buildApp, type AppOptions } from "./app.js";
 import { displayPath } from "./routes.js";
-import { RecordingService, SAMPLE_DEAD_LETTER, SAMPLE_EXECUTION, SAMPLE_JOB } from "./test-support.js";
+import { RecordingService, SAMPLE_BACKFILL, SAMPLE_DEAD_LETTER, SAMPLE_EXECUTION, SAMPLE_JOB, SAMPLE_OCCURRENCES } from "./test-support.js";
 
 const apps: FastifyInstance[] = [];
 after(async () => {
@@ -169,6 +169,70 @@ const routeCases: RouteCase[] = [
     body: SAMPLE_EXECUTION,
   },
   {
+    name: "PATCH /v1/jobs/{jobId} without a version",
+    request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "renamed", priority: 5 } },
+    status: 200,
+    method: "updateJob",
+    args: ["job_1", { name: "renamed", priority: 5 }, undefined],
+    body: { ...SAMPLE_JOB, name: "renamed", priority: 5, version: 2 },
+  },
+  {
+    name: "PATCH /v1/jobs/{jobId} with a body version",
+    request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { schedule: { cron: "0 10 * * *", tz: "Europe/London" }, version: 7 } },
+    status: 200,
+    method: "updateJob",
+    args: ["job_1", { schedule: { cron: "0 10 * * *", tz: "Europe/London" }, version: 7 }, 7],
+  },
+  {
+    name: "PATCH /v1/jobs/{jobId} with a quoted If-Match",
+    request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { payload: null }, headers: { "if-match": '"7"' } },
+    status: 200,
+    method: "updateJob",
+    args: ["job_1", { payload: null }, 7],
+  },
+  {
+    name: "PATCH /v1/jobs/{jobId} with a weak If-Match equal to the body version",
+    request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { retry: { maxAttempts: 9 }, version: 12 }, headers: { "if-match": 'W/"12"' } },
+    status: 200,
+    method: "updateJob",
+    args: ["job_1", { retry: { maxAttempts: 9 }, version: 12 }, 12],
+  },
+  {
+    name: "PATCH /v1/jobs/{jobId} with a bare If-Match, as application/merge-patch+json",
+    request: {
+      method: "PATCH",
+      url: "/v1/jobs/job_1",
+      payload: JSON.stringify({ timeoutSeconds: 60, target: { type: "queue", pool: "other" } }),
+      headers: { "if-match": "3", "content-type": "application/merge-patch+json" },
+    },
+    status: 200,
+    method: "updateJob",
+    args: ["job_1", { timeoutSeconds: 60, target: { type: "queue", pool: "other" } }, 3],
+  },
+  {
+    name: "PATCH /v1/jobs/{jobId} with If-Match: * (any version)",
+    request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { schedule: { delaySeconds: 60 } }, headers: { "if-match": "*" } },
+    status: 200,
+    method: "updateJob",
+    args: ["job_1", { schedule: { delaySeconds: 60 } }, undefined],
+  },
+  {
+    name: "POST /v1/jobs/{jobId}:backfill",
+    request: { method: "POST", url: "/v1/jobs/job_1:backfill", payload: { from: "2026-10-12T00:00:00+02:00", to: "2026-10-14T00:00:00Z" } },
+    status: 201,
+    method: "backfillJob",
+    args: ["job_1", { from: "2026-10-12T00:00:00+02:00", to: "2026-10-14T00:00:00Z" }],
+    body: SAMPLE_BACKFILL,
+  },
+  {
+    name: "GET /v1/jobs/{jobId}/occurrences",
+    request: { method: "GET", url: "/v1/jobs/job_1/occurrences?from=2026-03-27T00%3A00%3A00Z&to=2026-03-31T00%3A00%3A00%2B01%3A00" },
+    status: 200,
+    method: "listOccurrences",
+    args: ["job_1", { from: "2026-03-27T00:00:00Z", to: "2026-03-31T00:00:00+01:00" }],
+    body: { items: SAMPLE_OCCURRENCES },
+  },
+  {
     name: "GET /v1/jobs/{jobId}/executions",
     request: { method: "GET", url: "/v1/jobs/job_1/executions?limit=2&cursor=c1" },
     status: 200,
@@ -322,6 +386,20 @@ describe("every route reaches the service with the right arguments", () => {
     });
   }
 
+  test("GET and PATCH of a job answer its version as ETag", async () => {
+    svc.override.getJob = async () => ({ ...SAMPLE_JOB, version: 41 });
+    try {
+      const got = await app.inject({ method: "GET", url: "/v1/jobs/job_1" });
+      assert.equal(got.headers.etag, '"41"');
+    } finally {
+      delete svc.override.getJob;
+    }
+    const patched = await app.inject({ method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "x" }, headers: { "if-match": '"41"' } });
+    assert.equal(patched.statusCode, 200);
+    assert.equal(patched.headers.etag, '"42"');
+    assert.equal((patched.json() as { version: number }).version, 42);
+  });
+
   test("a replayed create (created: false) answers 200 with Location", async () => {
     svc.override.createJob = async () => ({ ...SAMPLE_JOB, created: false });
     try {
@@ -420,6 +498,56 @@ const badCases: BadCase[] = [
   { name: "pause with an array body", request: { method: "POST", url: "/v1/jobs/job_1:pause", payload: "[]", headers: { "content-type": "application/json" } }, field: "body" },
   { name: "resume with fields", request: { method: "POST", url: "/v1/jobs/job_1:resume", payload: { at: 1 } }, field: "at" },
   { name: "trigger with fields", request: { method: "POST", url: "/v1/jobs/job_1:trigger", payload: { payload: 1 } }, field: "payload" },
+  // PATCH /v1/jobs/{jobId}
+  { name: "PATCH with an empty body object", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: {} }, field: "body" },
+  { name: "PATCH with only a version", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { version: 3 } }, field: "body" },
+  { name: "PATCH without a body", request: { method: "PATCH", url: "/v1/jobs/job_1" }, field: "body" },
+  { name: "PATCH with an array body", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: "[]", headers: { "content-type": "application/json" } }, field: "body" },
+  { name: "PATCH with an unknown field", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "a", state: "PAUSED" } }, field: "state" },
+  { name: "PATCH with a read-only field", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { nextRunAt: "2026-10-16T09:00:00Z" } }, field: "nextRunAt" },
+  { name: "PATCH with an empty name", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "" } }, field: "name" },
+  { name: "PATCH with a 201-char name", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "n".repeat(201) } }, field: "name" },
+  { name: "PATCH with two schedule variants", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { schedule: { runAt: "2026-10-16T09:00:00Z", cron: "* * * * *" } } }, field: "schedule.cron" },
+  { name: "PATCH with an empty schedule", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { schedule: {} } }, field: "schedule" },
+  { name: "PATCH with a tz but no cron", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { schedule: { tz: "Europe/London" } } }, field: "schedule" },
+  { name: "PATCH with a cron-only field beside runAt", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { schedule: { runAt: "2026-10-16T09:00:00Z", misfire: "skip" } } }, field: "schedule.misfire" },
+  { name: "PATCH with a bad misfire", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { schedule: { cron: "* * * * *", misfire: "never" } } }, field: "schedule.misfire" },
+  { name: "PATCH with maxAttempts 0", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { retry: { maxAttempts: 0 } } }, field: "retry.maxAttempts" },
+  { name: "PATCH with maxBackoff under backoff", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { retry: { backoffSeconds: 60, maxBackoffSeconds: 30 } } }, field: "retry.maxBackoffSeconds" },
+  { name: "PATCH with timeoutSeconds 86401", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { timeoutSeconds: 86_401 } }, field: "timeoutSeconds" },
+  { name: "PATCH with priority 101", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { priority: 101 } }, field: "priority" },
+  { name: "PATCH with a bad target", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { target: { type: "http", url: "ftp://x" } } }, field: "target.url" },
+  { name: "PATCH with version 0", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "a", version: 0 } }, field: "version" },
+  { name: "PATCH with a string version", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "a", version: "3" } }, field: "version" },
+  { name: "PATCH with a fractional version", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "a", version: 1.5 } }, field: "version" },
+  { name: "PATCH with a query", request: { method: "PATCH", url: "/v1/jobs/job_1?force=1", payload: { name: "a" } }, field: "force" },
+  { name: "If-Match not a number", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "a" }, headers: { "if-match": "abc" } }, field: "If-Match" },
+  { name: "If-Match with one quote", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "a" }, headers: { "if-match": '"7' } }, field: "If-Match" },
+  { name: "If-Match weak but unquoted", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "a" }, headers: { "if-match": "W/7" } }, field: "If-Match" },
+  { name: "If-Match with a list", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "a" }, headers: { "if-match": '"1", "2"' } }, field: "If-Match" },
+  { name: "If-Match 0", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "a" }, headers: { "if-match": '"0"' } }, field: "If-Match" },
+  { name: "If-Match negative", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "a" }, headers: { "if-match": "-1" } }, field: "If-Match" },
+  { name: "If-Match beyond a safe integer", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "a" }, headers: { "if-match": "9999999999999999" } }, field: "If-Match" },
+  { name: "If-Match empty", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "a" }, headers: { "if-match": "" } }, field: "If-Match" },
+  { name: "If-Match too long", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "a" }, headers: { "if-match": `"${"1".repeat(70)}"` } }, field: "If-Match" },
+  { name: "If-Match and body version differ", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "a", version: 4 }, headers: { "if-match": '"5"' } }, field: "If-Match" },
+  // POST /v1/jobs/{jobId}:backfill
+  { name: "backfill without a body", request: { method: "POST", url: "/v1/jobs/job_1:backfill" }, field: "body" },
+  { name: "backfill without from", request: { method: "POST", url: "/v1/jobs/job_1:backfill", payload: { to: "2026-10-14T00:00:00Z" } }, field: "from" },
+  { name: "backfill without to", request: { method: "POST", url: "/v1/jobs/job_1:backfill", payload: { from: "2026-10-14T00:00:00Z" } }, field: "to" },
+  { name: "backfill with a non-RFC3339 from", request: { method: "POST", url: "/v1/jobs/job_1:backfill", payload: { from: "yesterday", to: "2026-10-14T00:00:00Z" } }, field: "from" },
+  { name: "backfill with a to without offset", request: { method: "POST", url: "/v1/jobs/job_1:backfill", payload: { from: "2026-10-13T00:00:00Z", to: "2026-10-14T00:00:00" } }, field: "to" },
+  { name: "backfill with a numeric to", request: { method: "POST", url: "/v1/jobs/job_1:backfill", payload: { from: "2026-10-13T00:00:00Z", to: 1760000000000 } }, field: "to" },
+  { name: "backfill with from after to", request: { method: "POST", url: "/v1/jobs/job_1:backfill", payload: { from: "2026-10-15T00:00:00Z", to: "2026-10-14T00:00:00Z" } }, field: "to" },
+  { name: "backfill with from equal to to (other offsets)", request: { method: "POST", url: "/v1/jobs/job_1:backfill", payload: { from: "2026-10-14T02:00:00+02:00", to: "2026-10-14T00:00:00Z" } }, field: "to" },
+  { name: "backfill with an unknown field", request: { method: "POST", url: "/v1/jobs/job_1:backfill", payload: { from: "2026-10-13T00:00:00Z", to: "2026-10-14T00:00:00Z", dryRun: true } }, field: "dryRun" },
+  // GET /v1/jobs/{jobId}/occurrences
+  { name: "occurrences without a query", request: { method: "GET", url: "/v1/jobs/job_1/occurrences" }, field: "from" },
+  { name: "occurrences without to", request: { method: "GET", url: "/v1/jobs/job_1/occurrences?from=2026-03-27T00:00:00Z" }, field: "to" },
+  { name: "occurrences with a bad to", request: { method: "GET", url: "/v1/jobs/job_1/occurrences?from=2026-03-27T00:00:00Z&to=tomorrow" }, field: "to" },
+  { name: "occurrences with from twice", request: { method: "GET", url: "/v1/jobs/job_1/occurrences?from=2026-03-27T00:00:00Z&from=2026-03-28T00:00:00Z&to=2026-03-29T00:00:00Z" }, field: "from" },
+  { name: "occurrences with from after to", request: { method: "GET", url: "/v1/jobs/job_1/occurrences?from=2026-03-29T00:00:00Z&to=2026-03-27T00:00:00Z" }, field: "to" },
+  { name: "occurrences with an unknown parameter", request: { method: "GET", url: "/v1/jobs/job_1/occurrences?from=2026-03-27T00:00:00Z&to=2026-03-29T00:00:00Z&limit=5" }, field: "limit" },
   { name: "executions limit=501", request: { method: "GET", url: "/v1/jobs/job_1/executions?limit=501" }, field: "limit" },
   { name: "executions limit=abc", request: { method: "GET", url: "/v1/jobs/job_1/executions?limit=abc" }, field: "limit" },
   // worker protocol
@@ -548,6 +676,11 @@ describe("404 NOT_FOUND with the envelope", () => {
     ["unknown root route", { method: "GET", url: "/" }],
     ["unknown job action", { method: "POST", url: "/v1/jobs/job_1:explode" }],
     ["an action on a malformed id", { method: "POST", url: "/v1/jobs/a.b:pause" }],
+    ["PATCH of a malformed id", { method: "PATCH", url: "/v1/jobs/a.b", payload: { name: "x" } }],
+    ["backfill of a malformed id", { method: "POST", url: "/v1/jobs/a~b:backfill", payload: { from: "2026-10-13T00:00:00Z", to: "2026-10-14T00:00:00Z" } }],
+    ["occurrences of a malformed id", { method: "GET", url: "/v1/jobs/a.b/occurrences?from=2026-03-27T00:00:00Z&to=2026-03-29T00:00:00Z" }],
+    ["PATCH on the collection", { method: "PATCH", url: "/v1/jobs", payload: { name: "x" } }],
+    ["GET on :backfill", { method: "GET", url: "/v1/jobs/job_1:backfill" }],
     ["a malformed job id", { method: "GET", url: "/v1/jobs/a.b" }],
     ["an id with a colon on GET", { method: "GET", url: "/v1/jobs/job_1:pause" }],
     ["an empty job id", { method: "GET", url: "/v1/jobs/" }],
@@ -599,6 +732,30 @@ describe("service errors keep the envelope and the catalog's status", () => {
     const res = await app.inject({ method: "POST", url: "/v1/executions/exe_1/complete", payload: { attempt: 1 } });
     assertEnvelope(res, 409, "LEASE_LOST");
     delete svc.override.complete;
+  });
+
+  test("the new job routes answer what the service answers: unknown job, stale version, not a recurring job", async () => {
+    const cases: [string, InjectOptions, keyof typeof ERROR_CODES][] = [
+      ["updateJob", { method: "PATCH", url: "/v1/jobs/job_404", payload: { name: "x" } }, "NOT_FOUND"],
+      ["updateJob", { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "x" }, headers: { "if-match": '"3"' } }, "VERSION_CONFLICT"],
+      ["backfillJob", { method: "POST", url: "/v1/jobs/job_404:backfill", payload: { from: "2026-10-13T00:00:00Z", to: "2026-10-14T00:00:00Z" } }, "NOT_FOUND"],
+      ["backfillJob", { method: "POST", url: "/v1/jobs/job_1:backfill", payload: { from: "2026-10-13T00:00:00Z", to: "2026-10-14T00:00:00Z" } }, "INVALID_STATE"],
+      ["backfillJob", { method: "POST", url: "/v1/jobs/job_1:backfill", payload: { from: "2026-10-13T00:00:00Z", to: "2036-10-14T00:00:00Z" } }, "INVALID_ARGUMENT"],
+      ["listOccurrences", { method: "GET", url: "/v1/jobs/job_404/occurrences?from=2026-03-27T00:00:00Z&to=2026-03-29T00:00:00Z" }, "NOT_FOUND"],
+    ];
+    for (const [method, request, code] of cases) {
+      svc.override[method] = async () => {
+        throw new DuetimeError(code, `it is ${code}`, code === "INVALID_ARGUMENT" ? { field: "to" } : undefined);
+      };
+      try {
+        const res = await app.inject(request);
+        assertEnvelope(res, ERROR_CODES[code].status, code);
+        assert.equal(svc.last().method, method);
+        assert.equal(res.headers.etag, undefined);
+      } finally {
+        delete svc.override[method];
+      }
+    }
   });
 
   test("Retry-After follows the error's own value", async () => {
@@ -704,6 +861,9 @@ describe("API keys and roles", () => {
     ["worker", "wrk-key", { method: "GET", url: "/v1/jobs/job_1" }],
     ["worker", "wrk-key", { method: "DELETE", url: "/v1/jobs/job_1" }],
     ["worker", "wrk-key", { method: "POST", url: "/v1/jobs/job_1:trigger" }],
+    ["worker", "wrk-key", { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "x" } }],
+    ["worker", "wrk-key", { method: "POST", url: "/v1/jobs/job_1:backfill", payload: { from: "2026-10-13T00:00:00Z", to: "2026-10-14T00:00:00Z" } }],
+    ["worker", "wrk-key", { method: "GET", url: "/v1/jobs/job_1/occurrences?from=2026-03-27T00:00:00Z&to=2026-03-29T00:00:00Z" }],
     ["worker", "wrk-key", { method: "GET", url: "/v1/dead-letters" }],
     ["worker", "wrk-key", { method: "POST", url: "/v1/dead-letters/exe_9:replay" }],
     ["worker", "wrk-key", { method: "GET", url: "/v1/cluster" }],
@@ -721,6 +881,9 @@ describe("API keys and roles", () => {
   const allowed: [string, string, InjectOptions][] = [
     ["client", "cli-key", { method: "GET", url: "/v1/jobs/job_1/executions" }],
     ["client", "cli-key", { method: "POST", url: "/v1/jobs/job_1:pause" }],
+    ["client", "cli-key", { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "x" }, headers: { "if-match": '"1"' } }],
+    ["client", "cli-key", { method: "POST", url: "/v1/jobs/job_1:backfill", payload: { from: "2026-10-13T00:00:00Z", to: "2026-10-14T00:00:00Z" } }],
+    ["client", "cli-key", { method: "GET", url: "/v1/jobs/job_1/occurrences?from=2026-03-27T00:00:00Z&to=2026-03-29T00:00:00Z" }],
     ["client", "cli-key", { method: "GET", url: "/v1/dead-letters" }],
     ["client", "cli-key", { method: "GET", url: "/v1/schedules/preview?cron=x" }],
     ["worker", "wrk-key", { method: "POST", url: "/v1/executions:fail", payload: { items: [{ executionId: "e", attempt: 1, error: { message: "m" } }] } }],
@@ -807,6 +970,9 @@ describe("/openapi.json", () => {
     ["post", "/v1/jobs/{jobId}:pause"],
     ["post", "/v1/jobs/{jobId}:resume"],
     ["post", "/v1/jobs/{jobId}:trigger"],
+    ["patch", "/v1/jobs/{jobId}"],
+    ["post", "/v1/jobs/{jobId}:backfill"],
+    ["get", "/v1/jobs/{jobId}/occurrences"],
     ["get", "/v1/jobs/{jobId}/executions"],
     ["post", "/v1/pools/{pool}/lease"],
     ["post", "/v1/executions/{executionId}/heartbeat"],
@@ -850,6 +1016,15 @@ describe("/openapi.json", () => {
     const list = doc.paths["/v1/jobs"]?.get;
     assert.deepEqual(list?.parameters?.filter((p) => p.in === "query").map((p) => p.name).sort(), ["cursor", "limit", "name", "state"]);
     assert.ok(doc.paths["/v1/jobs/{jobId}:pause"]?.post?.parameters?.some((p) => p.in === "path" && p.name === "jobId"));
+    const update = doc.paths["/v1/jobs/{jobId}"]?.patch;
+    assert.equal(update?.operationId, "updateJob");
+    assert.ok(update?.requestBody, "updateJob has a request body");
+    assert.ok(update?.parameters?.some((p) => p.in === "header" && p.name.toLowerCase() === "if-match"));
+    assert.ok(doc.paths["/v1/jobs/{jobId}:backfill"]?.post?.responses["201"]);
+    assert.deepEqual(
+      doc.paths["/v1/jobs/{jobId}/occurrences"]?.get?.parameters?.filter((p) => p.in === "query").map((p) => p.name).sort(),
+      ["from", "to"],
+    );
     assert.ok(doc.components.securitySchemes.bearerAuth);
     assert.deepEqual(create?.security, [{ bearerAuth: [] }]);
     assert.equal(doc.paths["/openapi.json"], undefined);
@@ -874,6 +1049,14 @@ describe("the documented response schemas accept the service's answers", () => {
     ["pool stats", schemas.poolStatsResponse, { pending: 0, queued: 1, running: 2 }],
     ["stats", schemas.statsResponse, { pools: { p: { pending: 0, queued: 1, running: 2 } }, tenants: {} }],
     ["preview", schemas.previewResponse, { times: ["2026-10-16T09:00:00.000Z"] }],
+    [
+      "preview with local times and DST marks",
+      schemas.previewResponse,
+      { times: ["2026-03-08T07:00:00.000Z", "2026-11-01T05:30:00.000Z"], local: ["2026-03-08T02:30:00", "2026-11-01T01:30:00"], dst: ["gap", null] },
+    ],
+    ["job with nextRunAtLocal", schemas.jobResponse, { ...SAMPLE_JOB, nextRunAtLocal: "2026-10-16T10:00:00+01:00[Europe/London]" }],
+    ["backfill", schemas.backfillResponse, SAMPLE_BACKFILL],
+    ["occurrences", schemas.occurrencesResponse, { items: SAMPLE_OCCURRENCES }],
     ["batch", schemas.batchCreateResponse, { items: [{ jobId: "j", nextRunAt: null, created: true }, { error: { code: "INVALID_ARGUMENT", message: "m", details: { field: "jobs.1.name" } } }] }],
     ["error envelope", schemas.errorEnvelopeSchema, { error: { code: "NOT_FOUND", message: "m" } }],
   ];

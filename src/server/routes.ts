@@ -12,23 +12,33 @@
 // `%3A` works as well as `:`, and @fastify/swagger writes the OpenAPI path
 // `/v1/jobs/{jobId}:pause`.
 //
+// Versions: GET and PATCH /v1/jobs/{jobId} answer `ETag: "<version>"`; a
+// PATCH may name the version it applies to with If-Match (that ETag, `7` or
+// `W/"7"`) or a `version` field (core/validate.ts expectedVersion()), and the
+// service answers 409 VERSION_CONFLICT when the job has moved on.
+//
 // Roles (admin may call everything):
-// - client: jobs (create, batch, get, list, cancel, pause, resume, trigger),
-//   executions history, dead-letter list, schedules preview;
+// - client: jobs (create, batch, get, list, update, cancel, pause, resume,
+//   trigger, backfill, occurrences), executions history, dead-letter list,
+//   schedules preview;
 // - worker: lease, heartbeat, complete, fail (single and batch), pool stats,
 //   /v1/stats, schedules preview;
-// - admin only: dead-letter replay, audit, cluster.
+// - admin only: dead-letter replay, audit, cluster, targets.
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type {
+  BackfillRequest,
   BatchCreateItem,
   CompleteItem,
   ErrorRecord,
   FailItem,
   HeartbeatRequest,
+  Job,
+  JobPatch,
   JobSpec,
   LeaseRequest,
   ListJobsQuery,
+  OccurrencesQuery,
   PageQuery,
   PreviewQuery,
   Role,
@@ -37,6 +47,7 @@ import { DuetimeError } from "../core/errors.js";
 import {
   REQUEST_SCHEMAS,
   ackListResponse,
+  backfillResponse,
   batchCreateResponse,
   completeResponse,
   deadLetterPageResponse,
@@ -48,15 +59,17 @@ import {
   jobPageResponse,
   jobResponse,
   leaseResponse,
+  occurrencesResponse,
   auditPageResponse,
   clusterResponse,
+  targetsResponse,
   poolStatsResponse,
   previewResponse,
   statsResponse,
   type JsonSchema,
   type SchemaId,
 } from "../core/schemas.js";
-import { validate, validateBatch } from "../core/validate.js";
+import { expectedVersion, validate, validateBatch } from "../core/validate.js";
 import type { RequestContext, Service } from "../engine/service.js";
 import { authorize, type KeyRing, type Principal } from "./auth.js";
 
@@ -70,7 +83,7 @@ interface Input {
 }
 
 interface RouteDef {
-  method: "GET" | "POST" | "DELETE";
+  method: "GET" | "POST" | "PATCH" | "DELETE";
   url: string;
   operationId: string;
   summary: string;
@@ -91,6 +104,12 @@ interface RouteDef {
 }
 
 const ID = "([A-Za-z0-9_-]+)";
+
+/** `ETag: "<version>"` of a job answer; If-Match takes it back. */
+function withETag(reply: FastifyReply, job: Job): Job {
+  reply.header("etag", `"${job.version}"`);
+  return job;
+}
 
 function routeTable(service: Service): RouteDef[] {
   return [
@@ -149,7 +168,24 @@ function routeTable(service: Service): RouteDef[] {
       roles: ["client"],
       params: "jobIdParams",
       responses: { 200: jobResponse },
-      handle: ({ ctx, params }) => service.getJob(ctx, params.jobId as string),
+      handle: async ({ ctx, params, reply }) => withETag(reply, await service.getJob(ctx, params.jobId as string)),
+    },
+    {
+      method: "PATCH",
+      url: "/v1/jobs/:jobId",
+      operationId: "updateJob",
+      summary: "Change a job; with If-Match or version, only if it is still at that version",
+      tag: "jobs",
+      roles: ["client"],
+      params: "jobIdParams",
+      headers: "updateJobHeaders",
+      body: "updateJobBody",
+      responses: { 200: jobResponse },
+      async handle({ ctx, params, headers, body, reply }) {
+        const patch = body as JobPatch;
+        const expected = expectedVersion(headers["if-match"], patch.version);
+        return withETag(reply, await service.updateJob(ctx, params.jobId as string, patch, expected));
+      },
     },
     {
       method: "DELETE",
@@ -207,6 +243,31 @@ function routeTable(service: Service): RouteDef[] {
       status: 201,
       responses: { 201: executionItemResponse },
       handle: ({ ctx, params }) => service.triggerJob(ctx, params.jobId as string),
+    },
+    {
+      method: "POST",
+      url: `/v1/jobs/:jobId${ID}::backfill`,
+      operationId: "backfillJob",
+      summary: "Create the occurrences of a past window (from, to] of a recurring job; repeating it adds nothing",
+      tag: "jobs",
+      roles: ["client"],
+      params: "jobIdParams",
+      body: "backfillBody",
+      status: 201,
+      responses: { 201: backfillResponse },
+      handle: ({ ctx, params, body }) => service.backfillJob(ctx, params.jobId as string, body as BackfillRequest),
+    },
+    {
+      method: "GET",
+      url: "/v1/jobs/:jobId/occurrences",
+      operationId: "listOccurrences",
+      summary: "The run ledger: every nominal fire time between from and to, and what became of it",
+      tag: "jobs",
+      roles: ["client"],
+      params: "jobIdParams",
+      query: "occurrencesQuery",
+      responses: { 200: occurrencesResponse },
+      handle: ({ ctx, params, query }) => service.listOccurrences(ctx, params.jobId as string, query as unknown as OccurrencesQuery),
     },
     {
       method: "GET",
@@ -366,6 +427,16 @@ function routeTable(service: Service): RouteDef[] {
       roles: [],
       responses: { 200: clusterResponse },
       handle: ({ ctx }) => service.cluster(ctx),
+    },
+    {
+      method: "GET",
+      url: "/v1/targets",
+      operationId: "listTargets",
+      summary: "Origins that HTTP targets call from this node: circuit breaker, calls in flight and waiting, limits",
+      tag: "operations",
+      roles: [],
+      responses: { 200: targetsResponse },
+      handle: ({ ctx }) => service.listTargets(ctx),
     },
     {
       method: "GET",

@@ -6,6 +6,8 @@
 import type {
   AckItem,
   AuditItem,
+  BackfillRequest,
+  BackfillResponse,
   ClusterView,
   TargetStatus,
   BatchCreateItem,
@@ -20,10 +22,13 @@ import type {
   HeartbeatRequest,
   HeartbeatResponse,
   Job,
+  JobPatch,
   JobSpec,
   LeaseRequest,
   LeaseResponse,
   ListJobsQuery,
+  OccurrenceItem,
+  OccurrencesQuery,
   Page,
   PageQuery,
   PoolStats,
@@ -73,6 +78,26 @@ export const SAMPLE_DEAD_LETTER: DeadLetter = {
   deadAt: "2026-10-16T09:05:00.000Z",
   payload: { amount: 5 },
 };
+
+export const SAMPLE_BACKFILL: BackfillResponse = {
+  items: [
+    { scheduledFor: "2026-10-12T08:00:00.000Z", executionId: "exe_b1", created: true, readyAt: "2026-10-16T09:00:00.000Z" },
+    { scheduledFor: "2026-10-13T08:00:00.000Z", executionId: "exe_b2", created: false, readyAt: null },
+  ],
+};
+
+export const SAMPLE_OCCURRENCES: OccurrenceItem[] = [
+  {
+    scheduledFor: "2026-03-27T09:00:00.000Z",
+    local: "2026-03-27T09:00:00",
+    status: "dispatched",
+    executionId: "exe_o1",
+    executionState: "SUCCEEDED",
+  },
+  { scheduledFor: "2026-03-28T09:00:00.000Z", local: "2026-03-28T09:00:00", status: "skipped", reason: "overlap", executionId: "exe_o2", executionState: "SKIPPED" },
+  { scheduledFor: "2026-03-29T01:00:00.000Z", local: "2026-03-29T01:30:00", status: "not_run", reason: "paused", dst: "gap" },
+  { scheduledFor: "2026-03-30T08:00:00.000Z", local: "2026-03-30T09:00:00", status: "due" },
+];
 
 export interface Call {
   method: string;
@@ -126,6 +151,19 @@ export class RecordingService implements Service {
   }
   triggerJob(ctx: RequestContext, jobId: string): Promise<ExecutionItem> {
     return this.answer("triggerJob", ctx, [jobId], () => ({ ...SAMPLE_EXECUTION, jobId }));
+  }
+  updateJob(ctx: RequestContext, jobId: string, patch: JobPatch, expectedVersion?: number): Promise<Job> {
+    return this.answer("updateJob", ctx, [jobId, patch, expectedVersion], () => {
+      const { version: _version, retry, ...fields } = patch;
+      const merged = { ...SAMPLE_JOB, ...fields, retry: { ...SAMPLE_JOB.retry, ...retry } };
+      return { ...merged, jobId, version: (expectedVersion ?? SAMPLE_JOB.version) + 1 } as Job;
+    });
+  }
+  backfillJob(ctx: RequestContext, jobId: string, request: BackfillRequest): Promise<BackfillResponse> {
+    return this.answer("backfillJob", ctx, [jobId, request], () => structuredClone(SAMPLE_BACKFILL));
+  }
+  listOccurrences(ctx: RequestContext, jobId: string, query: OccurrencesQuery): Promise<{ items: OccurrenceItem[] }> {
+    return this.answer("listOccurrences", ctx, [jobId, query], () => ({ items: structuredClone(SAMPLE_OCCURRENCES) }));
   }
   listExecutions(ctx: RequestContext, jobId: string, query: PageQuery): Promise<Page<ExecutionItem>> {
     return this.answer("listExecutions", ctx, [jobId, query], () => ({ items: [SAMPLE_EXECUTION], nextCursor: null }));
