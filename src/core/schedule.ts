@@ -3,7 +3,8 @@
 // execution; its dueAt adds the job's stable jitter offset.
 
 import type { Job } from "./api.js";
-import { hashOffset, nextFireTime, parseCron, type CronExpression } from "./cron/index.js";
+import { hashOffset, nextFireTime, parseCron, type CronExpression, type FireTime } from "./cron/index.js";
+import { getZone } from "./cron/zone.js";
 import { parseRfc3339 } from "./time.js";
 
 export interface Occurrence {
@@ -54,4 +55,27 @@ function compiled(cron: string, jobId: string): CronExpression {
     cache.set(key, expr);
   }
   return expr;
+}
+
+/**
+ * The cron expression's fire times in (from, to], up to max, ignoring
+ * startAt/endAt (the run ledger shows those as outside the window).
+ */
+export function fireTimesBetween(schedule: CronJobSchedule, jobId: string, from: number, to: number, max: number): FireTime[] {
+  const expr = compiled(schedule.cron, jobId);
+  const out: FireTime[] = [];
+  for (let f = nextFireTime(expr, schedule.tz, from, schedule.dst); f && f.at <= to && out.length < max; f = nextFireTime(expr, schedule.tz, f.at, schedule.dst)) {
+    out.push(f);
+  }
+  return out;
+}
+
+/** An instant as wall time in a zone: "2026-10-16T10:00:00+01:00[Europe/London]". */
+export function localTime(ms: number, tz: string): string {
+  const offsetMs = getZone(tz).offsetAt(ms);
+  const sign = offsetMs < 0 ? "-" : "+";
+  const minutes = Math.abs(offsetMs) / 60_000;
+  const hh = String(Math.floor(minutes / 60)).padStart(2, "0");
+  const mm = String(Math.round(minutes % 60)).padStart(2, "0");
+  return `${new Date(ms + offsetMs).toISOString().slice(0, 19)}${sign}${hh}:${mm}[${tz}]`;
 }

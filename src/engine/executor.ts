@@ -187,7 +187,7 @@ export class Executor {
       if (o.status === "lost") this.events.emit("lease:lost", { executionId: item.executionId, attempt: item.attempt, call: "fail" });
       if (o.status !== "ok") return;
       this.events.emit("execution:failed", { executionId: item.executionId, tenantId: item.tenantId, state: o.state === "SUCCEEDED" ? "READY" : o.state });
-      if (o.state === "READY" && o.readyAt !== undefined && o.pool) this.wakeAt(o.tenantId ?? item.tenantId, o.pool, o.readyAt);
+      if (o.state === "READY" && o.readyAt !== undefined && o.pool) this.notifyAt(o.tenantId ?? item.tenantId, o.pool, o.readyAt);
     });
   }
 
@@ -214,8 +214,8 @@ export class Executor {
     }, this.reapIntervalMs);
   }
 
-  /** Retries become ready later; wake that pool's long polls then (coalesced to 50 ms). */
-  private wakeAt(tenantId: string, pool: string, at: number): void {
+  /** Work becomes ready later (a retry, a backfill); wake that pool's long polls then (coalesced to 50 ms). */
+  notifyAt(tenantId: string, pool: string, at: number): void {
     const slot = Math.ceil(at / 50) * 50;
     const key = `${poolKey(tenantId, pool)}@${slot}`;
     if (this.wakeups.has(key) || this.stopped) return;

@@ -39,9 +39,9 @@ import type {
 import type { Clock } from "../core/clock.js";
 import { CronSyntaxError, fireTimes, isValidTimeZone, parseCron } from "../core/cron/index.js";
 import { DuetimeError, invalidArgument, notFound } from "../core/errors.js";
-import { isExecutionId, isJobId, newId, shardOf } from "../core/ids.js";
+import { executionIdFor, isExecutionId, isJobId, newId, shardOf } from "../core/ids.js";
 import { canonicalJson, effectiveJob } from "../core/job-spec.js";
-import { firstOccurrence, isCron, nextOccurrence, type Occurrence } from "../core/schedule.js";
+import { fireTimesBetween, firstOccurrence, isCron, localTime, nextOccurrence, type Occurrence } from "../core/schedule.js";
 import { jobVerdict, type JobAction } from "../core/states.js";
 import { parseRfc3339, toIso, toIsoOrNull } from "../core/time.js";
 import type { AckOutcome, AttemptRow, JobRecord, NewJob, Store } from "../store/store.js";
@@ -279,7 +279,7 @@ export class JobsService implements Service {
     if (jobVerdict(job.state, "trigger").kind === "invalid") throw invalidState(job, "trigger");
     const now = this.clock.now();
     for (let at = now; at < now + 100; at++) {
-      const row = await this.store.executionCreate({ tenantId: ctx.tenantId, jobId, scheduledFor: at, nodeId: this.o.nodeId, now });
+      const [row] = await this.store.executionCreateMany({ tenantId: ctx.tenantId, jobId, nodeId: this.o.nodeId, now, items: [{ scheduledFor: at, readyAt: now }] });
       if (row) {
         this.o.executor.notify(ctx.tenantId, poolOf(job));
         return this.toExecution(row);
@@ -288,16 +288,113 @@ export class JobsService implements Service {
     throw new DuetimeError("RESOURCE_EXHAUSTED", "too many triggers of this job in the same instant", undefined, 1);
   }
 
-  async updateJob(_ctx: RequestContext, _jobId: string, _patch: JobPatch, _expectedVersion?: number): Promise<Job> {
-    throw new DuetimeError("INTERNAL", "not implemented yet");
+  async updateJob(ctx: RequestContext, jobId: string, patch: JobPatch, expectedVersion?: number): Promise<Job> {
+    const job = await this.requireJob(ctx, jobId);
+    const version = expectedVersion ?? patch.version;
+    if (version !== undefined && version !== job.version) {
+      throw new DuetimeError("VERSION_CONFLICT", `the job is at version ${job.version}, not ${version}; GET it and retry`, { version: job.version });
+    }
+    if (job.state !== "SCHEDULED" && job.state !== "PAUSED") throw invalidState(job, "change");
+    const now = this.clock.now();
+    const { version: _v, ...changes } = patch;
+    const spec: JobSpec = {
+      name: job.name,
+      target: job.target,
+      payload: job.payload,
+      schedule: job.schedule,
+      retry: job.retry,
+      timeoutSeconds: job.timeoutSeconds,
+      priority: job.priority,
+      ...changes,
+    };
+    const eff = effectiveJob(spec, jobId, now);
+    // A new schedule moves the next occurrence; a dispatch of the old one still in flight finds its due entry gone.
+    const due = patch.schedule === undefined ? "keep" : job.state === "SCHEDULED" ? eff.first : null;
+    const updated = await this.store.jobUpdate({
+      tenantId: ctx.tenantId,
+      jobId,
+      fromVersion: job.version,
+      fields: {
+        kind: eff.kind,
+        name: eff.name,
+        target: eff.target,
+        payload: eff.payload,
+        schedule: eff.schedule,
+        retry: eff.retry,
+        timeoutSeconds: eff.timeoutSeconds,
+        priority: eff.priority,
+      },
+      due,
+      now,
+    });
+    if (!updated) throw new DuetimeError("VERSION_CONFLICT", "the job changed concurrently; GET it and retry");
+    this.offer(updated);
+    return toJob(updated);
   }
 
-  async backfillJob(_ctx: RequestContext, _jobId: string, _request: BackfillRequest): Promise<BackfillResponse> {
-    throw new DuetimeError("INTERNAL", "not implemented yet");
+  async backfillJob(ctx: RequestContext, jobId: string, request: BackfillRequest): Promise<BackfillResponse> {
+    const job = await this.requireJob(ctx, jobId);
+    if (!isCron(job.schedule)) throw new DuetimeError("INVALID_STATE", "backfill applies to recurring (cron) jobs");
+    if (job.state === "CANCELLED") throw invalidState(job, "backfill");
+    const now = this.clock.now();
+    const { from, to } = window(request, now);
+    const times = fireTimesBetween(job.schedule, jobId, from, to, BACKFILL_MAX + 1).map((f) => f.at);
+    if (times.length > BACKFILL_MAX) {
+      throw invalidArgument("to", `the window holds more than ${BACKFILL_MAX} occurrences; backfill it in parts`);
+    }
+    const rows = await this.store.executionCreateMany({
+      tenantId: ctx.tenantId,
+      jobId,
+      nodeId: this.o.nodeId,
+      now,
+      // a bounded rate: one occurrence per BACKFILL_SPACING_MS
+      items: times.map((scheduledFor, i) => ({ scheduledFor, readyAt: now + i * BACKFILL_SPACING_MS })),
+    });
+    const pool = poolOf(job);
+    const items = times.map((scheduledFor, i) => {
+      const row = rows[i];
+      if (row) this.o.executor.notifyAt(ctx.tenantId, pool, row.readyAt ?? now);
+      return {
+        scheduledFor: toIso(scheduledFor),
+        executionId: executionIdFor(jobId, scheduledFor),
+        created: row !== null,
+        readyAt: row ? toIsoOrNull(row.readyAt) : null,
+      };
+    });
+    return { items };
   }
 
-  async listOccurrences(_ctx: RequestContext, _jobId: string, _query: OccurrencesQuery): Promise<{ items: OccurrenceItem[] }> {
-    throw new DuetimeError("INTERNAL", "not implemented yet");
+  async listOccurrences(ctx: RequestContext, jobId: string, query: OccurrencesQuery): Promise<{ items: OccurrenceItem[] }> {
+    const job = await this.requireJob(ctx, jobId);
+    const now = this.clock.now();
+    const { from, to } = window(query, Infinity);
+    const fires: { at: number; local: string; dst?: "gap" | "overlap" }[] = isCron(job.schedule)
+      ? fireTimesBetween(job.schedule, jobId, from, to, LEDGER_MAX + 1)
+      : [parseRfc3339(job.schedule.runAt)!].filter((t) => t > from && t <= to).map((at) => ({ at, local: toIso(at).slice(0, 19) }));
+    if (fires.length > LEDGER_MAX) throw invalidArgument("to", `the window holds more than ${LEDGER_MAX} occurrences; ask for a shorter one`);
+    const executions = new Map((await this.store.executionsInWindow({ tenantId: ctx.tenantId, jobId, from: from + 1, to })).map((e) => [e.scheduledFor, e]));
+    const items = fires.map((f): OccurrenceItem => {
+      const item: OccurrenceItem = { scheduledFor: toIso(f.at), local: f.local, status: "due", ...(f.dst ? { dst: f.dst } : {}) };
+      const execution = executions.get(f.at);
+      executions.delete(f.at);
+      if (execution) return { ...item, ...this.ledgerExecution(execution) };
+      return { ...item, ...notRun(job, f.at, now) };
+    });
+    // Executions at other times: triggers, or occurrences of an earlier schedule.
+    for (const e of executions.values()) {
+      items.push({ scheduledFor: toIso(e.scheduledFor), local: "", status: "dispatched", ...this.ledgerExecution(e) });
+    }
+    items.sort((a, b) => a.scheduledFor.localeCompare(b.scheduledFor));
+    return { items };
+  }
+
+  private ledgerExecution(e: AttemptRow): Partial<OccurrenceItem> {
+    const executionState = this.toExecution({ ...e, attempt: 0 }).state;
+    if (e.state === "SKIPPED") {
+      const reason = (e.error?.reason as OccurrenceItem["reason"]) ?? "misfire";
+      return { status: "skipped", reason, executionId: e.executionId, executionState };
+    }
+    return { status: "dispatched", executionId: e.executionId, executionState };
   }
 
   async listExecutions(ctx: RequestContext, jobId: string, query: PageQuery): Promise<Page<ExecutionItem>> {
@@ -538,6 +635,36 @@ export class JobsService implements Service {
 
 class RetryTransition extends Error {}
 
+const BACKFILL_MAX = 1000;
+const BACKFILL_SPACING_MS = 100;
+const LEDGER_MAX = 1000;
+
+/** (from, to] of a backfill or ledger request, `to` capped at `cap`. */
+function window(request: { from: string; to: string }, cap: number): { from: number; to: number } {
+  const from = parseRfc3339(request.from);
+  if (from === null) throw invalidArgument("from", `${JSON.stringify(request.from)} is not an RFC 3339 time`);
+  const to = parseRfc3339(request.to);
+  if (to === null) throw invalidArgument("to", `${JSON.stringify(request.to)} is not an RFC 3339 time`);
+  if (to <= from) throw invalidArgument("to", "must be later than from");
+  return { from, to: Math.min(to, cap) };
+}
+
+/** Why a nominal fire time has no execution. */
+function notRun(job: JobRecord, at: number, now: number): Pick<OccurrenceItem, "status" | "reason"> {
+  const schedule = job.schedule as Partial<{ startAt: string; endAt: string }>;
+  if ((schedule.startAt && at < parseRfc3339(schedule.startAt)!) || (schedule.endAt && at > parseRfc3339(schedule.endAt)!)) {
+    return { status: "not_run", reason: "outside_window" };
+  }
+  if (at < job.createdAt) return { status: "not_run", reason: "before_creation" };
+  if (at > now || at === job.nextRunAt) {
+    if (job.state === "SCHEDULED") return { status: "due" };
+    return { status: "not_run", reason: job.state === "PAUSED" ? "paused" : "cancelled" };
+  }
+  if (job.state === "PAUSED" && at >= job.updatedAt) return { status: "not_run", reason: "paused" };
+  if (job.state === "CANCELLED" && at >= job.updatedAt) return { status: "not_run", reason: "cancelled" };
+  return { status: "not_run", reason: "misfire" };
+}
+
 function invalidState(job: JobRecord, action: string): DuetimeError {
   return new DuetimeError("INVALID_STATE", `cannot ${action} a ${job.state} job`, { state: job.state });
 }
@@ -592,6 +719,7 @@ export function toJob(r: JobRecord): Job {
     timeoutSeconds: r.timeoutSeconds,
     priority: r.priority,
     nextRunAt: toIsoOrNull(r.nextRunAt),
+    ...(isCron(r.schedule) ? { nextRunAtLocal: r.nextRunAt === null ? null : localTime(r.nextRunAt, r.schedule.tz) } : {}),
     version: r.version,
     createdAt: toIso(r.createdAt),
     updatedAt: toIso(r.updatedAt),

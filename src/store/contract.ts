@@ -906,12 +906,98 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
       });
     });
 
-    describe("executionCreate", () => {
-      storeTest("creates a READY execution due now with the given scheduledFor, leasable at once", async (store) => {
+    describe("dispatchMany: misfire and overlap plans", () => {
+      storeTest("run picks another occurrence to execute and skipped ones are recorded SKIPPED with their reason", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const nj = cronJob();
+        await createOne(store, nj);
+        const runAt = T0 + 2 * HOUR;
+        const res = await store.dispatchMany({
+          nodeId: "n1",
+          epochs,
+          now: T0 + 2 * HOUR + MINUTE,
+          items: [{ entry: entryOf(nj), next: { scheduledFor: T0 + 3 * HOUR, dueAt: T0 + 3 * HOUR }, run: runAt, skipped: [{ scheduledFor: T0, reason: "misfire" }, { scheduledFor: T0 + HOUR, reason: "misfire" }] }],
+        });
+        assert.deepEqual(res.dispatched.map((d) => d.executionId), [executionIdFor(nj.job.jobId, runAt)]);
+        const rows = await history(store, "t1", nj.job.jobId);
+        assert.deepEqual(rows.map((r) => [r.scheduledFor, r.state]), [[runAt, "READY"], [T0 + HOUR, "SKIPPED"], [T0, "SKIPPED"]]);
+        assert.equal(rows[2]!.error?.reason, "misfire");
+        assert.equal((await lease(store, T0 + 3 * HOUR)).length, 1, "a SKIPPED execution was leased");
+      });
+
+      storeTest("run null executes nothing but still moves the due entry", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const nj = cronJob();
+        await createOne(store, nj);
+        const res = await store.dispatchMany({ nodeId: "n1", epochs, now: T0, items: [{ entry: entryOf(nj), next: { scheduledFor: T0 + HOUR, dueAt: T0 + HOUR }, run: null }] });
+        assert.deepEqual(res.dispatched, []);
+        assert.equal((await getJob(store, nj)).nextRunAt, T0 + HOUR);
+        assert.deepEqual(await history(store, "t1", nj.job.jobId), []);
+      });
+
+      storeTest("overlap forbid records the run SKIPPED while an execution of the job is in flight", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const nj = cronJob();
+        await createOne(store, nj);
+        const next = { scheduledFor: T0 + HOUR, dueAt: T0 + HOUR };
+        await store.dispatchMany({ nodeId: "n1", epochs, now: T0, items: [{ entry: entryOf(nj), next, overlap: "forbid" }] });
+        const res = await store.dispatchMany({ nodeId: "n1", epochs, now: T0 + HOUR, items: [{ entry: { ...entryOf(nj), ...next }, next: null, overlap: "forbid" }] });
+        assert.deepEqual(res.dispatched, []);
+        const rows = await history(store, "t1", nj.job.jobId);
+        assert.deepEqual(rows.map((r) => [r.scheduledFor, r.state]), [[T0 + HOUR, "SKIPPED"], [T0, "READY"]]);
+        assert.equal(rows[0]!.error?.reason, "overlap");
+      });
+
+      storeTest("overlap replace cancels the in-flight executions, asks running ones to stop, and runs", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const nj = cronJob();
+        await createOne(store, nj);
+        const next = { scheduledFor: T0 + HOUR, dueAt: T0 + HOUR };
+        await store.dispatchMany({ nodeId: "n1", epochs, now: T0, items: [{ entry: entryOf(nj), next, overlap: "replace" }] });
+        const running = await leaseOne(store, T0, { leaseMs: 10 * HOUR });
+        // the next occurrence's dispatch while the first still runs (inside its 300 s timeout)
+        const res = await store.dispatchMany({ nodeId: "n1", epochs, now: T0 + MINUTE, items: [{ entry: { ...entryOf(nj), ...next }, next: null, overlap: "replace" }] });
+        assert.equal(res.dispatched.length, 1);
+        const beat = await store.executionHeartbeat({ tenantId: "t1", executionId: running.executionId, attempt: 1, now: T0 + MINUTE });
+        assert.deepEqual(beat.status === "ok" && beat.cancelRequested, true);
+      });
+    });
+
+    describe("jobUpdate and executionsInWindow", () => {
+      storeTest("jobUpdate replaces the definition at fromVersion and moves or keeps the due entry", async (store) => {
+        const nj = newJob();
+        await createOne(store, nj);
+        const fields = { kind: "cron" as const, name: "renamed", target: { type: "queue" as const, pool: "p2" }, payload: { n: 2 }, schedule: { ...CRON_SCHEDULE }, retry: RETRY, timeoutSeconds: 60, priority: 5 };
+        assert.equal(await store.jobUpdate({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: 7, fields, due: "keep", now: T0 }), null);
+        const updated = await store.jobUpdate({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: 1, fields, due: { scheduledFor: T0 + HOUR, dueAt: T0 + HOUR }, now: T0 });
+        assert.ok(updated);
+        assert.equal(updated.version, 2);
+        assert.equal(updated.name, "renamed");
+        assert.equal(updated.kind, "cron");
+        assert.deepEqual(updated.target, { type: "queue", pool: "p2" });
+        assert.equal(updated.nextRunAt, T0 + HOUR);
+        const kept = await store.jobUpdate({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: 2, fields, due: "keep", now: T0 });
+        assert.equal(kept?.nextRunAt, T0 + HOUR);
+        assert.equal(await store.jobUpdate({ tenantId: "t2", jobId: nj.job.jobId, fromVersion: 3, fields, due: "keep", now: T0 }), null);
+      });
+
+      storeTest("executionsInWindow lists a job's executions with scheduledFor in [from, to]", async (store) => {
+        const nj = cronJob();
+        await createOne(store, nj);
+        const items = [0, 1, 2, 3].map((i) => ({ scheduledFor: T0 + i * HOUR, readyAt: T0 }));
+        await store.executionCreateMany({ tenantId: "t1", jobId: nj.job.jobId, nodeId: "n1", now: T0, items });
+        const rows = await store.executionsInWindow({ tenantId: "t1", jobId: nj.job.jobId, from: T0 + HOUR, to: T0 + 2 * HOUR });
+        assert.deepEqual(rows.map((r) => r.scheduledFor), [T0 + HOUR, T0 + 2 * HOUR]);
+        assert.deepEqual(await store.executionsInWindow({ tenantId: "t2", jobId: nj.job.jobId, from: T0, to: T0 + 9 * HOUR }), []);
+      });
+    });
+
+    describe("executionCreateMany", () => {
+      storeTest("creates READY executions with the given scheduledFor and readyAt (trigger, backfill)", async (store) => {
         const nj = cronJob({ at: T0 + HOUR });
         await createOne(store, nj);
         const at = T0 + 5 * SECOND;
-        const row = await store.executionCreate({ tenantId: "t1", jobId: nj.job.jobId, scheduledFor: at, nodeId: "n7", now: at });
+        const [row] = await store.executionCreateMany({ tenantId: "t1", jobId: nj.job.jobId, nodeId: "n7", now: at, items: [{ scheduledFor: at, readyAt: at }] });
         assert.ok(row);
         assert.equal(row.executionId, executionIdFor(nj.job.jobId, at));
         assert.equal(row.jobId, nj.job.jobId);
@@ -932,11 +1018,26 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         assert.equal(job.state, "SCHEDULED");
       });
 
+      storeTest("an occurrence that has an execution already answers null; the others are created, ready when asked", async (store) => {
+        const nj = cronJob({ at: T0 + HOUR });
+        await createOne(store, nj);
+        const items = [1, 2, 3].map((i) => ({ scheduledFor: T0 - i * HOUR, readyAt: T0 + i * SECOND }));
+        const first = await store.executionCreateMany({ tenantId: "t1", jobId: nj.job.jobId, nodeId: "n1", now: T0, items: items.slice(0, 1) });
+        assert.ok(first[0]);
+        const again = await store.executionCreateMany({ tenantId: "t1", jobId: nj.job.jobId, nodeId: "n1", now: T0, items });
+        assert.equal(again[0], null);
+        assert.ok(again[1] && again[2]);
+        assert.equal(again[2]!.readyAt, T0 + 3 * SECOND);
+        assert.equal((await lease(store, T0 + 1 * SECOND)).length, 1, "only the first is ready at T0 + 1 s");
+        assert.equal((await lease(store, T0 + 3 * SECOND)).length, 2);
+      });
+
       storeTest("answers null for another tenant's job or an unknown job", async (store) => {
         const nj = newJob();
         await createOne(store, nj);
-        assert.equal(await store.executionCreate({ tenantId: "t2", jobId: nj.job.jobId, scheduledFor: T0, nodeId: "n1", now: T0 }), null);
-        assert.equal(await store.executionCreate({ tenantId: "t1", jobId: newId(T0), scheduledFor: T0, nodeId: "n1", now: T0 }), null);
+        const item = [{ scheduledFor: T0, readyAt: T0 }];
+        assert.deepEqual(await store.executionCreateMany({ tenantId: "t2", jobId: nj.job.jobId, nodeId: "n1", now: T0, items: item }), [null]);
+        assert.deepEqual(await store.executionCreateMany({ tenantId: "t1", jobId: newId(T0), nodeId: "n1", now: T0, items: item }), [null]);
         assert.deepEqual(await history(store, "t1", nj.job.jobId), []);
         assert.deepEqual(await lease(store, T0), []);
       });

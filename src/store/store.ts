@@ -256,8 +256,33 @@ export interface Store {
   }>;
 
   // ---- executions -------------------------------------------------------
-  /** An extra execution due now (trigger). */
-  executionCreate(params: { tenantId: string; jobId: string; scheduledFor: number; nodeId: string; now: number }): Promise<AttemptRow | null>;
+  /**
+   * Extra executions of a job outside its due index (trigger, backfill), in
+   * any job state, READY from each item's readyAt. An occurrence that has an
+   * execution already answers null; so does an unknown or another tenant's job.
+   */
+  executionCreateMany(params: {
+    tenantId: string;
+    jobId: string;
+    nodeId: string;
+    now: number;
+    items: { scheduledFor: number; readyAt: number }[];
+  }): Promise<(AttemptRow | null)[]>;
+  /** Every execution of a job with scheduledFor in [from, to], by scheduledFor (the run ledger). */
+  executionsInWindow(params: { tenantId: string; jobId: string; from: number; to: number }): Promise<AttemptRow[]>;
+  /**
+   * Compare-and-set of a job's definition at fromVersion (PATCH): replaces the
+   * given fields, bumps the version and replaces the due entry ("keep" leaves
+   * it). Null when the version moved.
+   */
+  jobUpdate(params: {
+    tenantId: string;
+    jobId: string;
+    fromVersion: number;
+    fields: Pick<JobRecord, "kind" | "name" | "target" | "payload" | "schedule" | "retry" | "timeoutSeconds" | "priority">;
+    due: NextOccurrence | null | "keep";
+    now: number;
+  }): Promise<JobRecord | null>;
   /**
    * Leases up to max READY executions of a pool (all tenants when tenantId is
    * absent) with readyAt <= now, higher priority first, then earlier readyAt;

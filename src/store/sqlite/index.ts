@@ -170,6 +170,11 @@ class SqliteStore implements Store {
     return { status: "created", job: record };
   }
 
+  private replaceDue(jobId: string, tenantId: string, shard: number, due: NextOccurrence | null | "keep"): void {
+    if (due === null) this.q("DELETE FROM due WHERE job_id = ?").run(jobId);
+    else if (due !== "keep") this.putDue(jobId, tenantId, shard, due);
+  }
+
   private putDue(jobId: string, tenantId: string, shard: number, due: NextOccurrence): void {
     this.q(
       "INSERT OR REPLACE INTO due (job_id, tenant_id, shard, scheduled_for, due_at) VALUES (?, ?, ?, ?, ?)",
@@ -228,14 +233,48 @@ class SqliteStore implements Store {
          WHERE id = ? AND tenant_id = ? AND version = ? RETURNING shard`,
       ).get(p.state, p.now, p.jobId, p.tenantId, p.fromVersion) as { shard: number } | undefined;
       if (!row) return null;
-      if (p.due === null) this.q("DELETE FROM due WHERE job_id = ?").run(p.jobId);
-      else if (p.due !== "keep") this.putDue(p.jobId, p.tenantId, row.shard, p.due);
+      this.replaceDue(p.jobId, p.tenantId, row.shard, p.due);
       if (p.cancelExecutions) {
         this.q(
           `UPDATE executions SET state = 'CANCELLED', finished_at = ? WHERE ${OF_JOB} AND state = 'READY'`,
         ).run(p.now, ...jobRange(p.jobId));
         this.q(`UPDATE executions SET cancel_requested = 1 WHERE ${OF_JOB} AND state = 'RUNNING'`).run(...jobRange(p.jobId));
       }
+      return this.getJob(p.tenantId, p.jobId);
+    });
+  }
+
+  async jobUpdate(p: {
+    tenantId: string;
+    jobId: string;
+    fromVersion: number;
+    fields: Pick<JobRecord, "kind" | "name" | "target" | "payload" | "schedule" | "retry" | "timeoutSeconds" | "priority">;
+    due: NextOccurrence | null | "keep";
+    now: number;
+  }): Promise<JobRecord | null> {
+    return this.tx(() => {
+      const f = p.fields;
+      const row = this.q(
+        `UPDATE jobs SET kind = @kind, name = @name, target = @target, pool = @pool, payload = @payload, schedule = @schedule,
+           retry = @retry, timeout_seconds = @timeout, priority = @priority, version = version + 1, updated_at = @now
+         WHERE id = @id AND tenant_id = @tenant AND version = @version RETURNING shard`,
+      ).get({
+        kind: f.kind,
+        name: f.name,
+        target: json(f.target),
+        pool: f.target.type === "queue" ? f.target.pool : HTTP_POOL,
+        payload: json(f.payload),
+        schedule: json(f.schedule),
+        retry: json(f.retry),
+        timeout: f.timeoutSeconds,
+        priority: f.priority,
+        now: p.now,
+        id: p.jobId,
+        tenant: p.tenantId,
+        version: p.fromVersion,
+      }) as { shard: number } | undefined;
+      if (!row) return null;
+      this.replaceDue(p.jobId, p.tenantId, row.shard, p.due);
       return this.getJob(p.tenantId, p.jobId);
     });
   }
@@ -330,7 +369,11 @@ class SqliteStore implements Store {
   }
 
   /** One INSERT for a batch of executions; one that exists already is left alone. Answers those inserted. */
-  private insertExecutions(rows: NewExecution[], now: number, nodeId: string) {
+  /**
+   * Without a tenant (dispatch), only SCHEDULED jobs get executions; with one
+   * (trigger, backfill), any state of that tenant's job does.
+   */
+  private insertExecutions(rows: NewExecution[], now: number, nodeId: string, only: { tenantId?: string } = {}) {
     if (rows.length === 0) return [];
     return (
       this.q(
@@ -342,10 +385,10 @@ class SqliteStore implements Store {
            j.timeout_seconds * 1000, x.value ->> 3, j.payload, j.target, @now, @node,
            x.value ->> 5, CASE WHEN x.value ->> 4 = 'SKIPPED' THEN @now END
          FROM json_each(@items) x JOIN jobs j ON j.id = x.value ->> 1
-         WHERE j.state = 'SCHEDULED'
+         WHERE (@tenant IS NULL AND j.state = 'SCHEDULED') OR j.tenant_id = @tenant
          ON CONFLICT (id) DO NOTHING
          RETURNING id, job_id, tenant_id, pool, state`,
-      ).all({ items: JSON.stringify(rows), now, node: nodeId }) as Row[]
+      ).all({ items: JSON.stringify(rows), now, node: nodeId, tenant: only.tenantId ?? null }) as Row[]
     ).map((r) => ({
       jobId: r.job_id as string,
       executionId: r.id as string,
@@ -357,21 +400,38 @@ class SqliteStore implements Store {
 
   // ---- executions --------------------------------------------------------------
 
-  async executionCreate(p: { tenantId: string; jobId: string; scheduledFor: number; nodeId: string; now: number }): Promise<AttemptRow | null> {
+  async executionCreateMany(p: {
+    tenantId: string;
+    jobId: string;
+    nodeId: string;
+    now: number;
+    items: { scheduledFor: number; readyAt: number }[];
+  }): Promise<(AttemptRow | null)[]> {
     return this.tx(() => {
-      const executionId = executionIdFor(p.jobId, p.scheduledFor);
-      const row = this.q(
-        `INSERT INTO executions (id, tenant_id, job_id, pool, name, scheduled_for, priority, state, max_attempts,
-           backoff_seconds, max_backoff_seconds, timeout_ms, ready_at, payload, target, dispatched_at, dispatched_by)
-         SELECT @id, tenant_id, id, pool, name, @scheduledFor, priority, 'READY',
-           json_extract(retry, '$.maxAttempts'), json_extract(retry, '$.backoffSeconds'),
-           json_extract(retry, '$.maxBackoffSeconds'), timeout_seconds * 1000, @now, payload, target, @now, @node
-         FROM jobs WHERE id = @jobId AND tenant_id = @tenant
-         ON CONFLICT (id) DO NOTHING
-         RETURNING id`,
-      ).get({ id: executionId, scheduledFor: p.scheduledFor, now: p.now, node: p.nodeId, jobId: p.jobId, tenant: p.tenantId });
-      return row ? this.attemptZero(executionId) : null;
+      const rows: NewExecution[] = p.items.map((i) => [executionIdFor(p.jobId, i.scheduledFor), p.jobId, i.scheduledFor, i.readyAt, "READY", null]);
+      const created = new Set(this.insertExecutions(rows, p.now, p.nodeId, { tenantId: p.tenantId }).map((r) => r.executionId));
+      return rows.map(([id]) => (created.has(id) ? this.attemptZero(id) : null));
     });
+  }
+
+  async executionsInWindow(p: { tenantId: string; jobId: string; from: number; to: number }): Promise<AttemptRow[]> {
+    const rows = this.q(
+      `SELECT * FROM executions WHERE ${OF_JOB} AND tenant_id = ? AND scheduled_for BETWEEN ? AND ? ORDER BY scheduled_for`,
+    ).all(...jobRange(p.jobId), p.tenantId, p.from, p.to) as Row[];
+    return rows.map((e) => ({
+      executionId: e.id as string,
+      jobId: e.job_id as string,
+      scheduledFor: e.scheduled_for as number,
+      attempt: e.attempt as number,
+      state: e.state as string,
+      readyAt: e.ready_at as number | null,
+      dispatchedAt: e.dispatched_at as number,
+      dispatchedBy: e.dispatched_by as string | null,
+      startedAt: e.started_at as number | null,
+      finishedAt: e.finished_at as number | null,
+      error: parse<ErrorRecord | null>(e.last_error),
+      workerId: e.worker_id as string | null,
+    }));
   }
 
   private attemptZero(executionId: string): AttemptRow {
