@@ -8,8 +8,8 @@
 //   ...
 //   await duetime.stop();   // drains the workers, then the engine
 
-import type { DuetimeApi, ErrorRecord, JobSpec } from "../core/api.js";
-import { validate, validateBatch } from "../core/validate.js";
+import type { BackfillRequest, DuetimeApi, ErrorRecord, JobPatch, JobSpec, OccurrencesQuery } from "../core/api.js";
+import { expectedVersion, validate, validateBatch } from "../core/validate.js";
 import { openEngine, type Engine, type EngineOptions } from "../engine/engine.js";
 import { DEFAULT_CONTEXT, type Service } from "../engine/service.js";
 import { Worker, type WorkerOptions } from "../sdk/worker.js";
@@ -87,6 +87,19 @@ export function embeddedClient(service: Service, ctx = DEFAULT_CONTEXT): Duetime
     async triggerJob(jobId) {
       id("jobIdParams", { jobId });
       return service.triggerJob(ctx, jobId);
+    },
+    async updateJob(jobId, patch, options) {
+      id("jobIdParams", { jobId });
+      const checked = validate<JobPatch>("updateJobBody", patch);
+      return service.updateJob(ctx, jobId, checked, expectedVersion(options?.ifMatch, checked.version));
+    },
+    async backfillJob(jobId, request) {
+      id("jobIdParams", { jobId });
+      return service.backfillJob(ctx, jobId, validate<BackfillRequest>("backfillBody", request));
+    },
+    async listOccurrences(jobId, query) {
+      id("jobIdParams", { jobId });
+      return service.listOccurrences(ctx, jobId, validate<OccurrencesQuery>("occurrencesQuery", query, "query"));
     },
     async listExecutions(jobId, query = {}) {
       id("jobIdParams", { jobId });

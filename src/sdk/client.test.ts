@@ -194,6 +194,72 @@ describe("DuetimeClient: retries", () => {
   });
 });
 
+describe("DuetimeClient: updateJob, backfillJob, listOccurrences", () => {
+  const unavailable = { status: 503, headers: { "retry-after": "0" }, body: envelope("UNAVAILABLE", "down") };
+
+  test("updateJob sends PATCH with the patch and If-Match, and answers the job", async () => {
+    const server = await serve((req) => ({ status: 200, headers: { etag: '"8"' }, body: { ...JOB, ...(req.body as object), version: 8 } }));
+    const c = client(server.url);
+    const job = await c.updateJob("a/b", { schedule: { cron: "0 10 * * *", tz: "Europe/London" } }, { ifMatch: 7 });
+    assert.equal(job.version, 8);
+    const sent = server.requests[0]!;
+    assert.equal(sent.method, "PATCH");
+    assert.equal(sent.url, "/v1/jobs/a%2Fb");
+    assert.equal(sent.headers["if-match"], '"7"');
+    assert.equal(sent.headers["content-type"], "application/json");
+    assert.deepEqual(sent.body, { schedule: { cron: "0 10 * * *", tz: "Europe/London" } });
+
+    await c.updateJob("j1", { name: "n", version: 3 });
+    assert.equal(server.requests[1]!.headers["if-match"], undefined);
+    assert.deepEqual(server.requests[1]!.body, { name: "n", version: 3 });
+  });
+
+  test("updateJob is retried only with a version (ifMatch or patch.version)", async () => {
+    const server = await serve(() => unavailable);
+    const c = client(server.url, { retries: 1 });
+    await assert.rejects(c.updateJob("j1", { name: "n" }), { code: "UNAVAILABLE", status: 503 });
+    assert.equal(server.requests.length, 1, "no version: not retried");
+    await assert.rejects(c.updateJob("j1", { name: "n" }, { ifMatch: 2 }), { code: "UNAVAILABLE" });
+    assert.equal(server.requests.length, 3, "ifMatch: retried once");
+    await assert.rejects(c.updateJob("j1", { name: "n", version: 2 }), { code: "UNAVAILABLE" });
+    assert.equal(server.requests.length, 5, "patch.version: retried once");
+
+    const reset = await serve(() => ({ status: 0, destroy: true }));
+    await assert.rejects(client(reset.url, { retries: 1 }).updateJob("j1", { priority: 1 }), { code: "UNAVAILABLE", status: 0 });
+    assert.equal(reset.requests.length, 1);
+  });
+
+  test("a stale version is 409 VERSION_CONFLICT, not retried", async () => {
+    const server = await serve(() => ({ status: 409, body: envelope("VERSION_CONFLICT", "job j1 is at version 9, not 7", { currentVersion: 9 }) }));
+    const err = await client(server.url).updateJob("j1", { name: "n" }, { ifMatch: 7 }).catch((e) => e);
+    assert.ok(err instanceof DuetimeApiError);
+    assert.equal(err.code, "VERSION_CONFLICT");
+    assert.equal(err.status, 409);
+    assert.deepEqual(err.details, { currentVersion: 9 });
+    assert.equal(server.requests.length, 1);
+  });
+
+  test("backfillJob posts the window to :backfill and is retried (a repeat adds nothing)", async () => {
+    const answer = { items: [{ scheduledFor: "2026-10-12T08:00:00.000Z", executionId: "e1", created: true, readyAt: "2026-10-16T09:00:00.000Z" }] };
+    let calls = 0;
+    const server = await serve(() => (++calls === 1 ? unavailable : { status: 201, body: answer }));
+    const window = { from: "2026-10-12T00:00:00Z", to: "2026-10-14T00:00:00Z" };
+    assert.deepEqual(await client(server.url).backfillJob("j:1", window), answer);
+    assert.deepEqual(server.requests.map((r) => `${r.method} ${r.url}`), ["POST /v1/jobs/j%3A1:backfill", "POST /v1/jobs/j%3A1:backfill"]);
+    assert.deepEqual(server.requests[1]!.body, window);
+  });
+
+  test("listOccurrences is a GET with from and to in the query, retried", async () => {
+    const items = [{ scheduledFor: "2026-03-29T01:00:00.000Z", local: "2026-03-29T01:30:00", status: "not_run", reason: "paused", dst: "gap" }];
+    let calls = 0;
+    const server = await serve(() => (++calls === 1 ? unavailable : { status: 200, body: { items } }));
+    const page = await client(server.url).listOccurrences("j1", { from: "2026-03-27T00:00:00+01:00", to: "2026-03-31T00:00:00Z" });
+    assert.deepEqual(page.items, items);
+    assert.equal(server.requests.length, 2);
+    assert.equal(server.requests[1]!.url, "/v1/jobs/j1/occurrences?from=2026-03-27T00%3A00%3A00%2B01%3A00&to=2026-03-31T00%3A00%3A00Z");
+  });
+});
+
 describe("DuetimeClient: routes", () => {
   test("encodes ids, uses the colon action routes literally and sends the token", async () => {
     const server = await serve((req) => {

@@ -11,12 +11,20 @@
 //   lease expires (then they run again as a new attempt); retrying does not
 //   make that worse, and not retrying would not undo it. Accepted and documented.
 // - createJob only with an idempotencyKey; createJobs only when every item has one.
+// - updateJob (PATCH) only with a version (options.ifMatch or patch.version):
+//   a repeat cannot apply twice or overwrite a newer change. If the first
+//   attempt was applied and its answer lost, the repeat answers 409
+//   VERSION_CONFLICT (the version moved on); getJob tells whether the change
+//   is there. Without a version it is never retried.
+// - :backfill (a repeated backfill adds nothing, by contract).
 // :trigger and dead-letter :replay create a new attempt each time: never retried.
 
 import { hostname } from "node:os";
 import type { Dispatcher } from "undici";
 import type {
   AckItem,
+  BackfillRequest,
+  BackfillResponse,
   BatchCreateItem,
   BatchCreateResult,
   CompleteItem,
@@ -31,10 +39,13 @@ import type {
   HeartbeatRequest,
   HeartbeatResponse,
   Job,
+  JobPatch,
   JobSpec,
   LeaseRequest,
   LeaseResponse,
   ListJobsQuery,
+  OccurrenceItem,
+  OccurrencesQuery,
   Page,
   PageQuery,
   PoolStats,
@@ -84,6 +95,11 @@ const CLIENT_OPTIONS = [
 export interface CreateJobOptions extends CallOptions {
   /** Sent as Idempotency-Key; makes the call safe to retry. */
   idempotencyKey?: string;
+}
+
+export interface UpdateJobOptions extends CallOptions {
+  /** The version the change applies to, sent as `If-Match: "<n>"`; another current version answers 409 VERSION_CONFLICT. Makes the call safe to retry. */
+  ifMatch?: number;
 }
 
 const id = encodeURIComponent;
@@ -171,6 +187,33 @@ export class DuetimeClient implements DuetimeApi {
   /** POST /v1/jobs/{id}:trigger: a new execution, due now. Never retried (each call creates one). */
   triggerJob(jobId: string, options?: CallOptions): Promise<ExecutionItem> {
     return this.json({ method: "POST", path: `/v1/jobs/${id(jobId)}:trigger`, body: {}, idempotent: false, options });
+  }
+
+  /**
+   * PATCH /v1/jobs/{id}: changes the given fields (a schedule is replaced
+   * whole). With options.ifMatch or patch.version it applies only to that
+   * version (else 409 VERSION_CONFLICT), and only then is it retried.
+   */
+  updateJob(jobId: string, patch: JobPatch, options: UpdateJobOptions = {}): Promise<Job> {
+    const { ifMatch, ...call } = options;
+    return this.json({
+      method: "PATCH",
+      path: `/v1/jobs/${id(jobId)}`,
+      body: patch,
+      ...(ifMatch !== undefined ? { headers: { "if-match": `"${ifMatch}"` } } : {}),
+      idempotent: ifMatch !== undefined || patch.version !== undefined,
+      options: call,
+    });
+  }
+
+  /** POST /v1/jobs/{id}:backfill: the occurrences of a past window of a recurring job. Retried: a repeat adds nothing. */
+  backfillJob(jobId: string, request: BackfillRequest, options?: CallOptions): Promise<BackfillResponse> {
+    return this.json({ method: "POST", path: `/v1/jobs/${id(jobId)}:backfill`, body: request, idempotent: true, options });
+  }
+
+  /** GET /v1/jobs/{id}/occurrences: every nominal fire time of the window and what became of it. */
+  listOccurrences(jobId: string, query: OccurrencesQuery, options?: CallOptions): Promise<{ items: OccurrenceItem[] }> {
+    return this.json({ method: "GET", path: `/v1/jobs/${id(jobId)}/occurrences`, query: { ...query }, idempotent: true, options });
   }
 
   listExecutions(jobId: string, query: PageQuery = {}, options?: CallOptions): Promise<Page<ExecutionItem>> {

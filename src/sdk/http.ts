@@ -7,7 +7,7 @@ import { ERROR_CODES, type ErrorDetails } from "../core/errors.js";
 import { backoffDelay, parseRetryAfter, sleep, type BackoffPolicy } from "./backoff.js";
 import { DuetimeApiError } from "./errors.js";
 
-export type HttpMethod = "GET" | "POST" | "DELETE";
+export type HttpMethod = "GET" | "POST" | "PATCH" | "DELETE";
 
 /** Per-call options every client method accepts as its last argument. */
 export interface CallOptions {

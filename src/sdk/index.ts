@@ -3,7 +3,7 @@
 
 export * from "../core/api.js";
 export { ERROR_CODES, type ErrorCode, type ErrorDetails } from "../core/errors.js";
-export { DuetimeClient, type ClientOptions, type CreateJobOptions, type CallOptions, type RetryInfo } from "./client.js";
+export { DuetimeClient, type ClientOptions, type CreateJobOptions, type UpdateJobOptions, type CallOptions, type RetryInfo } from "./client.js";
 export { Worker, type WorkerOptions, type Handler, type HandlerContext } from "./worker.js";
 export type { WorkerEvent, WorkerEventType, WorkerState } from "./events.js";
 export { AckBuffer, type AckBufferOptions, type AckSink, type PendingAcks } from "./acks.js";

@@ -182,6 +182,15 @@ export class FakePool implements DuetimeApi {
   triggerJob(): never {
     throw new Error("FakePool: triggerJob is not implemented");
   }
+  updateJob(): never {
+    throw new Error("FakePool: updateJob is not implemented");
+  }
+  backfillJob(): never {
+    throw new Error("FakePool: backfillJob is not implemented");
+  }
+  listOccurrences(): never {
+    throw new Error("FakePool: listOccurrences is not implemented");
+  }
   listExecutions(): never {
     throw new Error("FakePool: listExecutions is not implemented");
   }

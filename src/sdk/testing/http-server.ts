@@ -126,6 +126,13 @@ const ROUTES: Route[] = [
   ["POST", new RegExp(`^/v1/jobs/${segment}:pause$`), async (api, m) => ok(await api.pauseJob(m[0]!))],
   ["POST", new RegExp(`^/v1/jobs/${segment}:resume$`), async (api, m) => ok(await api.resumeJob(m[0]!))],
   ["POST", new RegExp(`^/v1/jobs/${segment}:trigger$`), async (api, m) => ok(await api.triggerJob(m[0]!), 201)],
+  ["PATCH", new RegExp(`^/v1/jobs/${segment}$`), async (api, m, req) => {
+    const ifMatch = /^(?:W\/)?"?(\d+)"?$/.exec(String(req.headers["if-match"] ?? ""));
+    const job = await api.updateJob(m[0]!, req.body as never, ifMatch ? { ifMatch: Number(ifMatch[1]) } : {});
+    return { status: 200, headers: { etag: `"${job.version}"` }, body: job };
+  }],
+  ["POST", new RegExp(`^/v1/jobs/${segment}:backfill$`), async (api, m, req) => ok(await api.backfillJob(m[0]!, req.body as never), 201)],
+  ["GET", new RegExp(`^/v1/jobs/${segment}/occurrences$`), async (api, m, req) => ok(await api.listOccurrences(m[0]!, query(req) as never))],
   ["GET", new RegExp(`^/v1/jobs/${segment}/executions$`), async (api, m, req) => ok(await api.listExecutions(m[0]!, num(query(req))))],
   ["GET", /^\/v1\/dead-letters$/, async (api, _m, req) => ok(await api.listDeadLetters(num(query(req))))],
   ["POST", new RegExp(`^/v1/dead-letters/${segment}:replay$`), async (api, m) => ok(await api.replayDeadLetter(m[0]!), 201)],
