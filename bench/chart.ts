@@ -7,6 +7,9 @@ export interface Series {
   name: string;
   /** Sorted start lags in ms, as evenly spaced quantiles from p0 to p100. */
   quantiles: number[];
+  /** The run's exact percentiles for the legend (the same figures as the table). */
+  p50?: number | undefined;
+  p99?: number | undefined;
 }
 
 const COLORS: Record<string, string> = {
@@ -80,7 +83,7 @@ export function lagChart(title: string, subtitle: string, series: Series[]): str
     out.push(`<line x1="${lx}" y1="${ly}" x2="${lx + 22}" y2="${ly}" stroke="${color}" stroke-width="3"/>`);
     out.push(`<text x="${lx + 28}" y="${ly + 4}" font-weight="600">${esc(s.name)}</text>`);
     out.push(
-      `<text x="${lx + 28}" y="${ly + 20}" fill="#555">p50 ${fmtMs(pctOf(q, 0.5))} · p99 ${fmtMs(pctOf(q, 0.99))}</text>`,
+      `<text x="${lx + 28}" y="${ly + 20}" fill="#555">p50 ${fmtMs(s.p50 ?? pctOf(q, 0.5))} · p99 ${fmtMs(s.p99 ?? pctOf(q, 0.99))}</text>`,
     );
   });
   series

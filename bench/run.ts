@@ -1,5 +1,5 @@
 // npm run bench -- <scenario> [--contenders a,b] [--runs N] [--concurrency N] [--jobs N[,N]] [--rate R[,R]]
-//                              [--duration S] [--timeout S] [--window S] [--out DIR]
+//                              [--duration S] [--timeout S] [--window S] [--out DIR] [--runs-of NAME=N,…]
 //
 // Scenarios: herd (20,000 and 100,000 jobs due in one second), steady (500/s
 // and 2,000/s for 30 s, due 1–5 s later), immediate (50,000 due now), idle
@@ -18,14 +18,15 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, release, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { lagChart } from "./chart.js";
+import { lagChart, type Series } from "./chart.js";
 import type { Contender } from "./contender.js";
 import { CONTENDERS } from "./contenders/index.js";
 import { NoiseGauge, Progress } from "./measure.js";
 import { herd, idle, immediate, steady, type Column, type RunOutput, type Scenario } from "./scenarios.js";
 
 const USAGE = `usage: npm run bench -- <herd|steady|immediate|idle|all|smoke> [--contenders ${Object.keys(CONTENDERS).join(",")}]
-       [--runs N] [--concurrency N] [--jobs N[,N…]] [--rate R[,R…]] [--duration S] [--timeout S] [--window S] [--out DIR]`;
+       [--runs N] [--concurrency N] [--jobs N[,N…]] [--rate R[,R…]] [--duration S] [--timeout S] [--window S] [--out DIR]
+       [--runs-of NAME=N[,NAME=N…]]   (fewer runs for a slow contender, e.g. pg-boss=1)`;
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -39,6 +40,7 @@ const { values, positionals } = parseArgs({
     timeout: { type: "string" },
     window: { type: "string" },
     out: { type: "string" },
+    "runs-of": { type: "string" },
     help: { type: "boolean", short: "h" },
   },
 });
@@ -65,6 +67,12 @@ const runsOverride = values.runs === undefined ? undefined : num(values.runs, 1)
 const timeoutMs = num(values.timeout, smoke ? 60 : 900) * 1000;
 const names = (values.contenders ?? Object.keys(CONTENDERS).join(",")).split(",").filter(Boolean);
 for (const name of names) if (!CONTENDERS[name]) usage(`unknown contender ${name}`);
+const runsOf = new Map<string, number>();
+for (const item of (values["runs-of"] ?? "").split(",").filter(Boolean)) {
+  const [name = "", count] = item.split("=");
+  if (!CONTENDERS[name]) usage(`--runs-of: unknown contender ${name}`);
+  runsOf.set(name, num(count, 1));
+}
 
 const herds = (sizes: number[], runs: number) =>
   sizes.map((jobs) => herd({ jobs, leadBaseMs: smoke ? 2_000 : 3_000, leadPerJobMs: 0.15, timeoutMs, runs }));
@@ -205,18 +213,18 @@ function header(): string[] {
 
 function scenarioReport(scenario: Scenario, outcomes: Outcome[]): { markdown: string; svg: string | null } {
   const cols = scenario.columns;
-  const runs = Math.max(...outcomes.map((o) => o.run));
   const lines = [
     `## ${scenario.title}`,
     "",
     `| contender | ${cols.map((c) => c.label).join(" | ")} | noise | runs |`,
     `| --- | ${cols.map(() => "---").join(" | ")} | --- | --- |`,
   ];
-  const series: { name: string; quantiles: number[] }[] = [];
+  const series: Series[] = [];
   for (const name of names) {
     const mine = outcomes.filter((o) => o.contender === name);
     const ok = mine.filter((o) => !o.output.failure);
     const failed = mine.length - ok.length;
+    const runs = mine.length;
     const vals = (key: string) => ok.map((o) => o.output.metrics[key] ?? NaN);
     lines.push(
       `| ${name} | ${cols.map((c) => (ok.length ? cell(c, vals(c.key)) : "failed")).join(" | ")} | ${cell({ unit: "percent" }, ok.map((o) => o.noise))} | ${ok.length}/${runs}${failed ? ` (${failed} failed)` : ""} |`,
@@ -224,7 +232,7 @@ function scenarioReport(scenario: Scenario, outcomes: Outcome[]): { markdown: st
     // The chart shows the run with the median p99 (the tail is what differs most).
     const withLags = ok.filter((o) => o.output.lagQuantiles?.length).sort((a, b) => (a.output.metrics.p99 ?? 0) - (b.output.metrics.p99 ?? 0));
     const pick = withLags[Math.floor((withLags.length - 1) / 2)];
-    series.push({ name, quantiles: pick?.output.lagQuantiles ?? [] });
+    series.push({ name, quantiles: pick?.output.lagQuantiles ?? [], p50: pick?.output.metrics.p50, p99: pick?.output.metrics.p99 });
   }
   lines.push("", ...scenario.notes.map((n) => `- ${n}`));
   for (const o of outcomes) {
@@ -244,7 +252,10 @@ for (const scenario of scenarios) {
   const runs = runsOverride ?? scenario.defaultRuns;
   const outcomes: Outcome[] = [];
   for (let r = 1; r <= runs; r++) {
-    for (const name of names) outcomes.push(await runOnce(scenario, name, r, runs));
+    for (const name of names) {
+      const mine = Math.min(runs, runsOf.get(name) ?? runs);
+      if (r <= mine) outcomes.push(await runOnce(scenario, name, r, mine));
+    }
   }
   const { markdown, svg } = scenarioReport(scenario, outcomes);
   const settingsBlock = ["", "Settings:", ...names.map((n) => `- ${n}: ${settings.get(n) ?? "(setup failed)"}`), ""].join("\n");
