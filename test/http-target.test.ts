@@ -1,57 +1,188 @@
 // HTTP targets: the server calls the URL itself under the same lease and
-// attempt rules as any worker. Real receivers on loopback.
+// attempt rules as any worker. Real receivers on loopback, a real server.
 
 import assert from "node:assert/strict";
-import { createHmac } from "node:crypto";
-import { createServer, type IncomingMessage, type Server } from "node:http";
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { test } from "node:test";
-import { startTestServer, waitFor } from "./helpers.js";
+import { verifySignature } from "../src/engine/signing.js";
+import { DuetimeClient } from "../src/sdk/client.js";
+import { startTestServer, waitFor, type TestServer } from "./helpers.js";
 
-interface Received {
+interface Hit {
+  at: number;
+  path: string;
   headers: IncomingMessage["headers"];
   body: string;
 }
 
-async function receiver(answer: (n: number) => { status: number; headers?: Record<string, string> }) {
-  const received: Received[] = [];
+type Handler = (req: IncomingMessage, res: ServerResponse, hit: Hit, n: number) => void;
+
+async function receiver(handler: Handler) {
+  const hits: Hit[] = [];
   const server: Server = createServer((req, res) => {
+    const at = Date.now();
     let body = "";
     req.on("data", (c) => (body += c));
     req.on("end", () => {
-      received.push({ headers: req.headers, body });
-      const a = answer(received.length);
-      res.writeHead(a.status, a.headers ?? {});
-      res.end("ok");
+      const hit = { at, path: req.url ?? "", headers: req.headers, body };
+      hits.push(hit);
+      handler(req, res, hit, hits.length);
     });
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
-  return { url, received, close: () => new Promise((r) => server.close(r)) };
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    base,
+    url: `${base}/hook`,
+    hits,
+    close: () => {
+      server.closeAllConnections();
+      return new Promise((r) => server.close(r));
+    },
+  };
 }
 
-test("a call carries the payload, the contract's headers and a verifiable signature", async () => {
-  const rx = await receiver(() => ({ status: 200 }));
-  const t = await startTestServer({ allowTargetHosts: ["127.0.0.1"], signingSecret: "s3cret" });
+const answer = (status: number, headers: Record<string, string> = {}): Handler => (_req, res) => {
+  res.writeHead(status, headers);
+  res.end("ok");
+};
+
+async function getJson<T>(t: TestServer, path: string): Promise<T> {
+  const res = await fetch(`${t.url}${path}`);
+  assert.equal(res.status, 200, path);
+  return (await res.json()) as T;
+}
+
+interface Target {
+  origin: string;
+  breaker: string;
+  inFlight: number;
+  waiting: number;
+  opened: number;
+}
+
+const ALLOW = { allowTargetHosts: ["127.0.0.1"] };
+const state = (t: TestServer, jobId: string, want: string) => async () => (await t.client.getJob(jobId)).state === want;
+
+test("a call carries the payload, every contract header and a signature per secret (rotation)", async () => {
+  const rx = await receiver(answer(200));
+  const t = await startTestServer({ ...ALLOW, signingSecret: ["new-secret", "old-secret"] });
   try {
     const job = await t.client.createJob({
       name: "hook",
-      target: { type: "http", url: rx.url, headers: { "x-custom": "yes" } },
+      target: { type: "http", url: rx.url, headers: { "x-custom": "yes", "Idempotency-Key": "forged", "Duetime-Attempt": "99" } },
       payload: { event: "ping" },
       schedule: { delaySeconds: 0 },
     });
-    await waitFor(async () => (await t.client.getJob(job.jobId)).state === "COMPLETED", "completed");
-    assert.equal(rx.received.length, 1);
-    const { headers, body } = rx.received[0]!;
+    await waitFor(state(t, job.jobId, "COMPLETED"), "completed");
+    assert.equal(rx.hits.length, 1);
+    const { headers, body } = rx.hits[0]!;
     const [execution] = (await t.client.listExecutions(job.jobId)).items;
     assert.deepEqual(JSON.parse(body), { event: "ping" });
+    assert.equal(headers["content-type"], "application/json");
     assert.equal(headers["idempotency-key"], `${job.jobId}:${execution!.scheduledFor}`);
     assert.equal(headers["duetime-execution-id"], execution!.executionId);
     assert.equal(headers["duetime-attempt"], "1");
     assert.equal(headers["duetime-scheduled-for"], execution!.scheduledFor);
+    assert.match(String(headers["duetime-timestamp"]), /^\d+$/);
+    assert.ok(Math.abs(Number(headers["duetime-timestamp"]) - Date.now() / 1000) < 60);
     assert.equal(headers["x-custom"], "yes");
-    const expected = createHmac("sha256", "s3cret").update(`${headers["duetime-timestamp"]}.${body}`).digest("hex");
-    assert.equal(headers["duetime-signature"], `v1=${expected}`);
+    const signatures = (headers["duetime-signature"] as string).split(",");
+    assert.equal(signatures.length, 2);
+    assert.ok(signatures.every((s) => /^v1=[0-9a-f]{64}$/.test(s)));
+    assert.equal(verifySignature({ secret: "new-secret", headers, body }), true);
+    assert.equal(verifySignature({ secret: "old-secret", headers, body }), true);
+    assert.equal(verifySignature({ secret: "another", headers, body }), false);
+  } finally {
+    await t.close();
+    await rx.close();
+  }
+});
+
+test("each tenant signs with its own secret; a tenant without one sends no signature", async () => {
+  const rx = await receiver(answer(204));
+  const t = await startTestServer({
+    ...ALLOW,
+    signingSecret: "default-secret",
+    signingSecrets: { acme: ["acme-secret"] },
+    apiKeys: [
+      { key: "k-default", tenantId: "default", role: "admin" },
+      { key: "k-acme", tenantId: "acme", role: "client" },
+      { key: "k-globex", tenantId: "globex", role: "client" },
+    ],
+  });
+  const clients = ["k-default", "k-acme", "k-globex"].map((token) => new DuetimeClient({ url: t.url, token, retries: 0 }));
+  try {
+    const jobs = await Promise.all(
+      clients.map((c, i) => c.createJob({ name: `t${i}`, target: { type: "http", url: `${rx.url}?t=${i}` }, payload: { i }, schedule: { delaySeconds: 0 } })),
+    );
+    await waitFor(() => rx.hits.length === 3, "three calls");
+    const by = (i: number) => rx.hits.find((h) => h.path.endsWith(`t=${i}`))!;
+    assert.equal(verifySignature({ secret: "default-secret", headers: by(0).headers, body: by(0).body }), true);
+    assert.equal(verifySignature({ secret: "acme-secret", headers: by(1).headers, body: by(1).body }), true);
+    assert.equal(verifySignature({ secret: "default-secret", headers: by(1).headers, body: by(1).body }), false);
+    assert.equal(by(2).headers["duetime-signature"], undefined);
+    for (const [i, job] of jobs.entries()) await waitFor(async () => (await clients[i]!.getJob(job.jobId)).state === "COMPLETED", `job ${i}`);
+  } finally {
+    await Promise.all(clients.map((c) => c.close()));
+    await t.close();
+    await rx.close();
+  }
+});
+
+test("a slow receiver: the call is aborted at timeoutSeconds, the attempt is TIMED_OUT, and the retry succeeds", async () => {
+  const rx = await receiver((_req, res, _hit, n) => {
+    if (n === 1) return; // never answers; the runner must give up on its own
+    res.writeHead(200);
+    res.end();
+  });
+  const t = await startTestServer(ALLOW);
+  try {
+    const job = await t.client.createJob({
+      name: "slow",
+      target: { type: "http", url: rx.url },
+      schedule: { delaySeconds: 0 },
+      timeoutSeconds: 1,
+      retry: { maxAttempts: 3, backoffSeconds: 0.1, maxBackoffSeconds: 1 },
+    });
+    await waitFor(state(t, job.jobId, "COMPLETED"), "completed after a timeout", 30_000);
+    assert.deepEqual(rx.hits.map((h) => h.headers["duetime-attempt"]), ["1", "2"]);
+    assert.equal(rx.hits[0]!.headers["idempotency-key"], rx.hits[1]!.headers["idempotency-key"]);
+    assert.ok(rx.hits[1]!.at - rx.hits[0]!.at >= 1000, "the retry came after the timeout");
+    const history = (await t.client.listExecutions(job.jobId)).items;
+    assert.deepEqual(history.map((i) => [i.attempt, i.state]), [[2, "SUCCEEDED"], [1, "TIMED_OUT"]]);
+    assert.match(history[1]!.error?.message ?? "", /timeoutSeconds \(1 s\)/);
+  } finally {
+    await t.close();
+    await rx.close();
+  }
+});
+
+test("503 with Retry-After: 3 is throttled: the next attempt comes no sooner than 3 s later", async () => {
+  const rx = await receiver((_req, res, _hit, n) => {
+    res.writeHead(n === 1 ? 503 : 200, n === 1 ? { "retry-after": "3" } : {});
+    res.end();
+  });
+  const t = await startTestServer(ALLOW);
+  try {
+    const job = await t.client.createJob({
+      name: "throttled",
+      target: { type: "http", url: rx.url },
+      schedule: { delaySeconds: 0 },
+      retry: { maxAttempts: 3, backoffSeconds: 0.1, maxBackoffSeconds: 1 },
+    });
+    await waitFor(state(t, job.jobId, "COMPLETED"), "completed", 30_000);
+    assert.equal(rx.hits.length, 2);
+    assert.ok(rx.hits[1]!.at - rx.hits[0]!.at >= 3000, `second attempt ${rx.hits[1]!.at - rx.hits[0]!.at} ms after the first`);
+    const failed = (await t.client.listExecutions(job.jobId)).items[1]!;
+    assert.equal(failed.error?.class, "throttled");
+    assert.equal(failed.error?.retryAfterSeconds, 3);
+    assert.equal(failed.error?.status, 503);
   } finally {
     await t.close();
     await rx.close();
@@ -59,8 +190,11 @@ test("a call carries the payload, the contract's headers and a verifiable signat
 });
 
 test("5xx is retried with the same Idempotency-Key and the next attempt; success completes", async () => {
-  const rx = await receiver((n) => ({ status: n < 3 ? 500 : 204 }));
-  const t = await startTestServer({ allowTargetHosts: ["127.0.0.1"] });
+  const rx = await receiver((_req, res, _hit, n) => {
+    res.writeHead(n < 3 ? 500 : 204);
+    res.end(n < 3 ? "database on fire" : undefined);
+  });
+  const t = await startTestServer(ALLOW);
   try {
     const job = await t.client.createJob({
       name: "retry",
@@ -68,13 +202,14 @@ test("5xx is retried with the same Idempotency-Key and the next attempt; success
       schedule: { delaySeconds: 0 },
       retry: { maxAttempts: 5, backoffSeconds: 0.1, maxBackoffSeconds: 1 },
     });
-    await waitFor(async () => (await t.client.getJob(job.jobId)).state === "COMPLETED", "completed");
-    assert.equal(rx.received.length, 3);
-    assert.deepEqual(rx.received.map((r) => r.headers["duetime-attempt"]), ["1", "2", "3"]);
-    assert.equal(new Set(rx.received.map((r) => r.headers["idempotency-key"])).size, 1);
-    const history = await t.client.listExecutions(job.jobId);
-    assert.deepEqual(history.items.map((i) => i.state), ["SUCCEEDED", "FAILED", "FAILED"]);
-    assert.equal(history.items[1]!.error?.status, 500);
+    await waitFor(state(t, job.jobId, "COMPLETED"), "completed");
+    assert.deepEqual(rx.hits.map((r) => r.headers["duetime-attempt"]), ["1", "2", "3"]);
+    assert.equal(new Set(rx.hits.map((r) => r.headers["idempotency-key"])).size, 1);
+    const history = (await t.client.listExecutions(job.jobId)).items;
+    assert.deepEqual(history.map((i) => i.state), ["SUCCEEDED", "FAILED", "FAILED"]);
+    assert.equal(history[1]!.error?.status, 500);
+    assert.equal(history[1]!.error?.body, "database on fire");
+    assert.equal(typeof history[1]!.error?.durationMs, "number");
   } finally {
     await t.close();
     await rx.close();
@@ -82,29 +217,277 @@ test("5xx is retried with the same Idempotency-Key and the next attempt; success
 });
 
 test("410 is dead at once", async () => {
-  const rx = await receiver(() => ({ status: 410 }));
-  const t = await startTestServer({ allowTargetHosts: ["127.0.0.1"] });
+  const rx = await receiver(answer(410));
+  const t = await startTestServer(ALLOW);
   try {
-    const job = await t.client.createJob({ name: "gone", target: { type: "http", url: rx.url }, schedule: { delaySeconds: 0 } });
-    await waitFor(async () => (await t.client.getJob(job.jobId)).state === "DEAD", "dead");
-    assert.equal(rx.received.length, 1);
-    assert.equal((await t.client.listDeadLetters()).items[0]!.lastError?.status, 410);
+    const job = await t.client.createJob({ name: "gone", target: { type: "http", url: rx.url }, schedule: { delaySeconds: 0 }, retry: { maxAttempts: 5 } });
+    await waitFor(state(t, job.jobId, "DEAD"), "dead");
+    assert.equal(rx.hits.length, 1);
+    const dead = (await t.client.listDeadLetters()).items[0]!;
+    assert.equal(dead.lastError?.status, 410);
+    assert.equal(dead.lastError?.class, "permanent");
+    assert.equal(dead.attempts, 1);
   } finally {
     await t.close();
     await rx.close();
   }
 });
 
-test("a loopback target is refused without the allowlist, permanently", async () => {
-  const rx = await receiver(() => ({ status: 200 }));
-  const t = await startTestServer();
+test("connection refused is transient: retried until the attempts run out", async () => {
+  const closed = await receiver(answer(200));
+  const url = closed.url;
+  await closed.close(); // nothing listens on that port any more
+  const t = await startTestServer(ALLOW);
   try {
-    const job = await t.client.createJob({ name: "ssrf", target: { type: "http", url: rx.url }, schedule: { delaySeconds: 0 } });
-    await waitFor(async () => (await t.client.getJob(job.jobId)).state === "DEAD", "dead");
-    assert.equal(rx.received.length, 0);
-    assert.match((await t.client.listDeadLetters()).items[0]!.lastError?.message ?? "", /allow-target-hosts/);
+    const job = await t.client.createJob({
+      name: "refused",
+      target: { type: "http", url },
+      schedule: { delaySeconds: 0 },
+      retry: { maxAttempts: 3, backoffSeconds: 0.05, maxBackoffSeconds: 0.2 },
+    });
+    await waitFor(state(t, job.jobId, "DEAD"), "dead after three attempts");
+    const history = (await t.client.listExecutions(job.jobId)).items;
+    assert.deepEqual(history.map((i) => i.attempt), [3, 2, 1]);
+    for (const item of history) {
+      assert.equal(item.error?.class, "transient");
+      assert.equal(item.error?.code, "ECONNREFUSED");
+    }
+  } finally {
+    await t.close();
+  }
+});
+
+test("a flapping origin opens its breaker: calls wait without spending attempts, and go once a probe succeeds", async () => {
+  let down = true;
+  const rx = await receiver((req, res) => {
+    res.writeHead(req.url === "/a" && down ? 500 : 200);
+    res.end();
+  });
+  const t = await startTestServer({ ...ALLOW, httpTarget: { breaker: { failureThreshold: 3, openSeconds: 3, maxOpenSeconds: 3 } } });
+  try {
+    const a = await t.client.createJob({
+      name: "flaky",
+      target: { type: "http", url: `${rx.base}/a` },
+      schedule: { delaySeconds: 0 },
+      retry: { maxAttempts: 50, backoffSeconds: 0.05, maxBackoffSeconds: 0.2 },
+    });
+    const origin = rx.base;
+    const target = async () => (await getJson<{ items: Target[] }>(t, "/v1/targets")).items.find((i) => i.origin === origin);
+    await waitFor(async () => (await target())?.breaker === "open", "breaker open");
+    const callsBefore = rx.hits.length;
+
+    // Jobs due while the origin is open, with one attempt each: spending an attempt would kill them.
+    const bs = await Promise.all(
+      [1, 2, 3, 4, 5].map((i) =>
+        t.client.createJob({ name: `b${i}`, target: { type: "http", url: `${rx.base}/b` }, payload: { i }, schedule: { delaySeconds: 0 }, retry: { maxAttempts: 1 } }),
+      ),
+    );
+    const held = await waitFor(async () => {
+      assert.equal(rx.hits.filter((h) => h.path === "/b").length, 0, "nothing is sent to an open origin");
+      const s = await target();
+      return s && s.breaker !== "closed" && s.waiting >= 5 ? s : null;
+    }, "the new calls held");
+    assert.ok(held.waiting >= 5);
+    const metrics = await (await fetch(`${t.url}/metrics`)).text();
+    assert.match(metrics, new RegExp(`duetime_http_breaker_state\\{origin="${origin}"\\} [12]`));
+    assert.match(metrics, /duetime_http_held [1-9]/);
+    for (const b of bs) {
+      const items = (await t.client.listExecutions(b.jobId)).items;
+      assert.deepEqual(items.map((i) => [i.attempt, i.state]), [[1, "RUNNING"]], "held under its first attempt");
+    }
+
+    down = false;
+    for (const b of bs) await waitFor(state(t, b.jobId, "COMPLETED"), `${b.name} completed`, 20_000);
+    await waitFor(state(t, a.jobId, "COMPLETED"), "the flaky job completed", 20_000);
+    for (const b of bs) {
+      const items = (await t.client.listExecutions(b.jobId)).items;
+      assert.deepEqual(items.map((i) => [i.attempt, i.state]), [[1, "SUCCEEDED"]], "one attempt, not one per pause");
+    }
+    assert.ok(rx.hits.filter((h) => h.path === "/b").every((h) => h.headers["duetime-attempt"] === "1"));
+    assert.ok(rx.hits.length > callsBefore);
+    const after = (await target())!;
+    assert.equal(after.breaker, "closed");
+    assert.ok(after.opened >= 1);
+    assert.equal((await t.client.listDeadLetters()).items.length, 0);
+    assert.match(await (await fetch(`${t.url}/metrics`)).text(), /duetime_http_breaker_transitions_total\{state="closed"\} [1-9]/);
   } finally {
     await t.close();
     await rx.close();
+  }
+});
+
+test("a 10 MB response is cut, not buffered: the call completes and the connection is closed early", async () => {
+  const TEN_MB = 10 * 1024 * 1024;
+  let written = 0;
+  let closedEarly: boolean | null = null;
+  const rx = await receiver((_req, res) => {
+    res.writeHead(200, { "content-type": "text/plain", "content-length": String(TEN_MB) });
+    const chunk = Buffer.alloc(64 * 1024, "x");
+    res.on("close", () => (closedEarly = written < TEN_MB));
+    const next = () => {
+      if (res.destroyed) return;
+      if (written >= TEN_MB) return void res.end();
+      written += chunk.length;
+      res.write(chunk);
+      setTimeout(next, 2); // paced, so the socket's close is seen long before 10 MB have gone
+    };
+    next();
+  });
+  const t = await startTestServer(ALLOW);
+  try {
+    const job = await t.client.createJob({ name: "big", target: { type: "http", url: rx.url }, schedule: { delaySeconds: 0 } });
+    await waitFor(state(t, job.jobId, "COMPLETED"), "completed");
+    await waitFor(() => closedEarly !== null, "the receiver saw the connection close");
+    assert.equal(closedEarly, true, `the runner stopped reading after ${written} bytes`);
+    assert.ok(written < TEN_MB);
+  } finally {
+    await t.close();
+    await rx.close();
+  }
+});
+
+test("a redirect is recorded with its status and location, and not followed", async () => {
+  const rx = await receiver((req, res) => {
+    if (req.url === "/hook") res.writeHead(302, { location: "/elsewhere" });
+    else res.writeHead(200);
+    res.end();
+  });
+  const t = await startTestServer(ALLOW);
+  try {
+    const job = await t.client.createJob({ name: "moved", target: { type: "http", url: rx.url }, schedule: { delaySeconds: 0 }, retry: { maxAttempts: 1 } });
+    await waitFor(state(t, job.jobId, "DEAD"), "dead after its one attempt");
+    assert.deepEqual(rx.hits.map((h) => h.path), ["/hook"]);
+    const [attempt] = (await t.client.listExecutions(job.jobId)).items;
+    assert.equal(attempt!.error?.status, 302);
+    assert.equal(attempt!.error?.location, "/elsewhere");
+    assert.match(attempt!.error?.message ?? "", /redirect to \/elsewhere not followed/);
+  } finally {
+    await t.close();
+    await rx.close();
+  }
+});
+
+test("loopback targets are refused without the allowlist, permanently: IP literal, mapped IPv6, and a name (checked at connect time)", async () => {
+  const rx = await receiver(answer(200));
+  const port = new URL(rx.url).port;
+  const t = await startTestServer();
+  try {
+    for (const url of [rx.url, `http://[::ffff:127.0.0.1]:${port}/hook`, `http://localhost:${port}/hook`]) {
+      const job = await t.client.createJob({ name: "ssrf", target: { type: "http", url }, schedule: { delaySeconds: 0 }, retry: { maxAttempts: 5 } });
+      await waitFor(state(t, job.jobId, "DEAD"), `${url} dead`);
+      const [attempt] = (await t.client.listExecutions(job.jobId)).items;
+      assert.equal(attempt!.attempt, 1, url);
+      assert.equal(attempt!.error?.class, "permanent", url);
+      assert.match(attempt!.error?.message ?? "", /restricted address.*--allow-target-hosts/, url);
+    }
+    assert.equal(rx.hits.length, 0);
+  } finally {
+    await t.close();
+    await rx.close();
+  }
+});
+
+test("per-origin limits: never more calls in flight than the cap, never faster than the rate", async () => {
+  let inFlight = 0;
+  let most = 0;
+  const rx = await receiver((_req, res) => {
+    most = Math.max(most, ++inFlight);
+    setTimeout(() => {
+      inFlight--;
+      res.writeHead(200);
+      res.end();
+    }, 50);
+  });
+  const slow = await receiver(answer(200));
+  const slowOrigin = new URL(slow.url).origin;
+  const t = await startTestServer({ ...ALLOW, httpTarget: { origin: { concurrency: 3 }, origins: { [slowOrigin]: { ratePerSecond: 4, burst: 2 } } } });
+  try {
+    await t.client.createJobs(
+      Array.from({ length: 20 }, (_, i) => ({ name: `capped-${i}`, target: { type: "http" as const, url: rx.url }, schedule: { delaySeconds: 0 } })),
+    );
+    await t.client.createJobs(
+      Array.from({ length: 8 }, (_, i) => ({ name: `rated-${i}`, target: { type: "http" as const, url: slow.url }, schedule: { delaySeconds: 0 } })),
+    );
+    await waitFor(() => rx.hits.length === 20 && slow.hits.length === 8, "every call made");
+    assert.ok(most <= 3, `${most} calls in flight at once`);
+    // A token bucket of rate 4/s and burst 2 allows at most 2 + 4 × (t_j − t_i) calls in [t_i, t_j].
+    const at = slow.hits.map((h) => h.at);
+    for (let i = 0; i < at.length; i++) {
+      for (let j = i + 1; j < at.length; j++) assert.ok(j - i + 1 <= 2 + (4 * (at[j]! - at[i]! + 50)) / 1000, `calls ${i}..${j} within ${at[j]! - at[i]!} ms`);
+    }
+    const targets = (await getJson<{ items: (Target & { limits: { concurrency: number; ratePerSecond: number | null } })[] }>(t, "/v1/targets")).items;
+    assert.deepEqual(targets.find((x) => x.origin === `${slowOrigin}`)?.limits, { concurrency: 3, ratePerSecond: 4 });
+  } finally {
+    await t.close();
+    await rx.close();
+    await slow.close();
+  }
+});
+
+const BIN = new URL("../bin/duetime.js", import.meta.url).pathname;
+
+async function serve(store: string): Promise<{ child: ChildProcess; url: string }> {
+  const args = [BIN, "serve", "--port", "0", "--store", store, "--allow-target-hosts", "127.0.0.1", "--log-level", "warn"];
+  const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "inherit"] });
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = "";
+    child.stdout!.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+      const m = /http:\/\/[^\s]+/.exec(out);
+      if (m) resolve(m[0]);
+    });
+    child.once("exit", (code) => reject(new Error(`duetime serve exited early with ${code}`)));
+  });
+  return { child, url };
+}
+
+test("SIGKILL mid-call: after a restart the receiver gets the same Idempotency-Key with the next attempt, and the job succeeds", { timeout: 60_000 }, async () => {
+  const rx = await receiver((_req, res, _hit, n) => {
+    if (n === 1) return; // the first call hangs until its server dies
+    res.writeHead(200);
+    res.end();
+  });
+  const dir = mkdtempSync(join(tmpdir(), "duetime-http-kill-"));
+  const store = `sqlite:${join(dir, "duetime.db")}`;
+  let second: { child: ChildProcess; url: string } | undefined;
+  try {
+    const first = await serve(store);
+    const client = new DuetimeClient({ url: first.url, retries: 0 });
+    const job = await client.createJob({
+      name: "mid-call",
+      target: { type: "http", url: rx.url },
+      payload: { charge: 42 },
+      schedule: { delaySeconds: 0 },
+      timeoutSeconds: 2, // the lease ends timeoutSeconds + 5 s after the call was sent
+      retry: { maxAttempts: 3, backoffSeconds: 0.1 },
+    });
+    await client.close();
+    await waitFor(() => rx.hits.length === 1, "the first call arrived");
+    first.child.kill("SIGKILL");
+    await new Promise((r) => first.child.once("exit", r));
+
+    second = await serve(store);
+    const again = new DuetimeClient({ url: second.url, retries: 0 });
+    try {
+      await waitFor(async () => (await again.getJob(job.jobId)).state === "COMPLETED", "completed after the restart", 30_000);
+      const history = (await again.listExecutions(job.jobId)).items;
+      assert.deepEqual(history.map((i) => [i.attempt, i.state]), [[2, "SUCCEEDED"], [1, "TIMED_OUT"]]);
+    } finally {
+      await again.close();
+    }
+    assert.equal(rx.hits.length, 2);
+    const [a, b] = rx.hits as [Hit, Hit];
+    assert.equal(b.headers["idempotency-key"], a.headers["idempotency-key"]);
+    assert.equal(b.headers["duetime-execution-id"], a.headers["duetime-execution-id"]);
+    assert.deepEqual([a.headers["duetime-attempt"], b.headers["duetime-attempt"]], ["1", "2"]);
+    assert.equal(b.body, a.body);
+    assert.ok(b.at - a.at >= 2000, "the lease was honoured before the call was sent again");
+  } finally {
+    if (second) {
+      second.child.kill("SIGTERM");
+      await new Promise((r) => second!.child.once("exit", r));
+    }
+    await rx.close();
+    rmSync(dir, { recursive: true, force: true });
   }
 });

@@ -2,8 +2,11 @@
 // validated before anything starts; then the server, loaded lazily so that
 // the other commands never load the engine or a store driver.
 
+import { readFileSync } from "node:fs";
 import { parseApiKeys } from "../core/api-keys.js";
 import { DuetimeError } from "../core/errors.js";
+import type { HttpTargetSettings } from "../engine/http-target.js";
+import type { OriginLimit } from "../engine/origin-limits.js";
 import type { RunningServer, ServerOptions } from "../server/index.js";
 import { UsageError, expectPositionals, integerOption, strictParse, type Env } from "./args.js";
 import type { Io } from "./output.js";
@@ -21,8 +24,18 @@ set from the environment variable shown; a flag wins over the environment.
   --host HOST                 DUETIME_HOST                 (default 127.0.0.1)
   --port PORT                 DUETIME_PORT                 0..65535, 0 picks a free port (default 8080)
   --store URL                 DUETIME_STORE                sqlite:PATH or postgres://... (default sqlite:./duetime.db)
-  --signing-secret S          DUETIME_SIGNING_SECRET       secret of the default tenant's callback signatures
-  --allow-target-hosts A,B    DUETIME_ALLOW_TARGET_HOSTS   HTTP targets may reach these hosts even on private addresses
+  --signing-secret S[,S2]     DUETIME_SIGNING_SECRET       the default tenant's callback signing secret; a second one
+                                                           during a rotation (newest first: both sign)
+  --signing-secrets-file F    DUETIME_SIGNING_SECRETS_FILE JSON {"tenant": "secret" | ["new", "old"], ...}
+  --allow-target-hosts A,B    DUETIME_ALLOW_TARGET_HOSTS   HTTP targets may reach these hosts, addresses or CIDR
+                                                           ranges even when they are loopback or private
+  --http-concurrency N        DUETIME_HTTP_CONCURRENCY     HTTP-target calls in flight, all origins (default 256)
+  --http-origin-concurrency N DUETIME_HTTP_ORIGIN_CONCURRENCY  calls in flight per origin (default 64)
+  --http-origin-rate R        DUETIME_HTTP_ORIGIN_RATE     calls per second per origin (default: no limit)
+  --http-origin-limits L      DUETIME_HTTP_ORIGIN_LIMITS   per origin: ORIGIN=CONCURRENCY[/RATE],...
+  --http-breaker-failures N   DUETIME_HTTP_BREAKER_FAILURES  consecutive failures that open an origin's breaker (default 5)
+  --http-breaker-open-seconds S  DUETIME_HTTP_BREAKER_OPEN_SECONDS  first open time; doubles per failed probe up to 60 s (default 5)
+  --http-hold-seconds S       DUETIME_HTTP_HOLD_SECONDS    longest a leased call waits for its origin before it is sent anyway (default 600)
   --api-keys K:T:R,...        DUETIME_API_KEYS             turn auth on: key:tenant:role, role admin|client|worker
   --body-limit BYTES          DUETIME_BODY_LIMIT           request body limit (default 1048576)
   --log-level LEVEL           DUETIME_LOG_LEVEL            fatal|error|warn|info|debug|trace|silent (default info)
@@ -35,7 +48,15 @@ const SERVE_OPTIONS = {
   port: { type: "string" },
   store: { type: "string" },
   "signing-secret": { type: "string" },
+  "signing-secrets-file": { type: "string" },
   "allow-target-hosts": { type: "string" },
+  "http-concurrency": { type: "string" },
+  "http-origin-concurrency": { type: "string" },
+  "http-origin-rate": { type: "string" },
+  "http-origin-limits": { type: "string" },
+  "http-breaker-failures": { type: "string" },
+  "http-breaker-open-seconds": { type: "string" },
+  "http-hold-seconds": { type: "string" },
   "api-keys": { type: "string" },
   "body-limit": { type: "string" },
   "log-level": { type: "string" },
@@ -67,13 +88,21 @@ export function parseServe(args: string[], env: Env): ServeCommand {
     store: store.value,
   };
   const secret = pick("signing-secret", "DUETIME_SIGNING_SECRET");
-  if (secret) options.signingSecret = secret.value;
+  if (secret) {
+    const list = secret.value.split(",").map((s) => s.trim());
+    if (list.some((s) => s === "")) throw new UsageError(`${secret.source}: expected a secret, or secrets separated by commas (newest first)`, usage);
+    options.signingSecret = list.length === 1 ? list[0]! : list;
+  }
+  const secretsFile = pick("signing-secrets-file", "DUETIME_SIGNING_SECRETS_FILE");
+  if (secretsFile) options.signingSecrets = readSecretsFile(secretsFile.value, secretsFile.source, usage);
   const hosts = pick("allow-target-hosts", "DUETIME_ALLOW_TARGET_HOSTS");
   if (hosts) {
     const list = hosts.value.split(",").map((h) => h.trim());
     if (list.some((h) => h === "")) throw new UsageError(`${hosts.source}: expected a comma-separated list of host names, got ${JSON.stringify(hosts.value)}`, usage);
     options.allowTargetHosts = list;
   }
+  const httpTarget = parseHttpTarget(pick, usage);
+  if (httpTarget) options.httpTarget = httpTarget;
   const keys = pick("api-keys", "DUETIME_API_KEYS");
   if (keys) options.apiKeys = parseKeys(keys.value, keys.source, usage);
   const bodyLimit = pick("body-limit", "DUETIME_BODY_LIMIT");
@@ -84,6 +113,93 @@ export function parseServe(args: string[], env: Env): ServeCommand {
     options.logLevel = logLevel.value;
   }
   return { command: "serve", options };
+}
+
+type PickOption = (flag: keyof typeof SERVE_OPTIONS, variable: string) => { value: string; source: string } | undefined;
+
+/** The --http-* flags; undefined when none is given. */
+function parseHttpTarget(pick: PickOption, usage: string): HttpTargetSettings | undefined {
+  const settings: HttpTargetSettings = {};
+  const int = (flag: keyof typeof SERVE_OPTIONS, variable: string, min: number, max: number): number | undefined => {
+    const got = pick(flag, variable);
+    return got ? integerOption(got.source.replace(/^--/, ""), got.value, min, max, usage) : undefined;
+  };
+  const num = (flag: keyof typeof SERVE_OPTIONS, variable: string, min: number, max: number): number | undefined => {
+    const got = pick(flag, variable);
+    if (!got) return undefined;
+    const value = Number(got.value);
+    if (got.value.trim() === "" || !Number.isFinite(value) || value < min || value > max) {
+      throw new UsageError(`${got.source}: expected a number from ${min} to ${max}, got ${JSON.stringify(got.value)}`, usage);
+    }
+    return value;
+  };
+  const concurrency = int("http-concurrency", "DUETIME_HTTP_CONCURRENCY", 1, 100_000);
+  if (concurrency !== undefined) settings.concurrency = concurrency;
+  const originConcurrency = int("http-origin-concurrency", "DUETIME_HTTP_ORIGIN_CONCURRENCY", 1, 10_000);
+  const originRate = num("http-origin-rate", "DUETIME_HTTP_ORIGIN_RATE", 0, 1_000_000);
+  if (originConcurrency !== undefined || originRate !== undefined) {
+    settings.origin = {
+      ...(originConcurrency !== undefined ? { concurrency: originConcurrency } : {}),
+      ...(originRate !== undefined ? { ratePerSecond: originRate > 0 ? originRate : null } : {}),
+    };
+  }
+  const limits = pick("http-origin-limits", "DUETIME_HTTP_ORIGIN_LIMITS");
+  if (limits) {
+    try {
+      settings.origins = parseOriginLimits(limits.value);
+    } catch (err) {
+      throw new UsageError(`${limits.source}: ${(err as Error).message}`, usage);
+    }
+  }
+  const failures = int("http-breaker-failures", "DUETIME_HTTP_BREAKER_FAILURES", 1, 10_000);
+  const openSeconds = num("http-breaker-open-seconds", "DUETIME_HTTP_BREAKER_OPEN_SECONDS", 0.1, 3600);
+  if (failures !== undefined || openSeconds !== undefined) {
+    settings.breaker = {
+      ...(failures !== undefined ? { failureThreshold: failures } : {}),
+      ...(openSeconds !== undefined ? { openSeconds, maxOpenSeconds: Math.max(60, openSeconds) } : {}),
+    };
+  }
+  const hold = num("http-hold-seconds", "DUETIME_HTTP_HOLD_SECONDS", 0, 86_400);
+  if (hold !== undefined) settings.holdSeconds = hold;
+  return Object.keys(settings).length > 0 ? settings : undefined;
+}
+
+/**
+ * "ORIGIN=CONCURRENCY[/RATE],..." (--http-origin-limits), e.g.
+ * "https://fragile.example=4/2,http://10.0.0.5:8080=16"; a rate of 0 means none.
+ * Parsed here rather than in the engine so that the CLI loads no engine code.
+ */
+export function parseOriginLimits(text: string): Record<string, OriginLimit> {
+  const out: Record<string, OriginLimit> = {};
+  for (const item of text.split(",").map((s) => s.trim()).filter(Boolean)) {
+    const m = /^(https?:\/\/[^=\s/]+)\/?=(\d+)(?:\/(\d+(?:\.\d+)?))?$/i.exec(item);
+    if (!m) throw new Error(`expected ORIGIN=CONCURRENCY[/RATE], e.g. https://api.example=8/5, got ${JSON.stringify(item)}`);
+    const concurrency = Number(m[2]);
+    if (concurrency < 1) throw new Error(`the concurrency of ${m[1]} must be at least 1`);
+    const limit: OriginLimit = { concurrency };
+    if (m[3] !== undefined) limit.ratePerSecond = Number(m[3]) > 0 ? Number(m[3]) : null;
+    out[m[1]!] = limit;
+  }
+  return out;
+}
+
+/** The JSON secrets file: {"tenant": "secret" | ["newest", "older"], ...}. */
+function readSecretsFile(path: string, source: string, usage: string): Record<string, string | string[]> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(path, "utf8"));
+  } catch (err) {
+    throw new UsageError(`${source}: cannot read ${JSON.stringify(path)} as JSON (${(err as Error).message})`, usage);
+  }
+  const valid =
+    typeof parsed === "object" &&
+    parsed !== null &&
+    !Array.isArray(parsed) &&
+    Object.values(parsed).every(
+      (v) => (typeof v === "string" && v !== "") || (Array.isArray(v) && v.length > 0 && v.every((s) => typeof s === "string" && s !== "")),
+    );
+  if (!valid) throw new UsageError(`${source}: expected {"tenant": "secret" or ["newest", "older"], ...} in ${JSON.stringify(path)}`, usage);
+  return parsed as Record<string, string | string[]>;
 }
 
 /** A mistake in the keys is a usage error (exit 2), found without loading the server. */

@@ -7,6 +7,7 @@
 import type { AddressInfo } from "node:net";
 import type { FastifyInstance } from "fastify";
 import type { Engine, EngineOptions } from "../engine/engine.js";
+import type { HttpTargetSettings } from "../engine/http-target.js";
 import { buildApp, type ApiKey } from "./app.js";
 
 export { buildApp, DEFAULT_BODY_LIMIT_BYTES, HTTP_TIMEOUTS, type AppOptions } from "./app.js";
@@ -18,8 +19,13 @@ export interface ServerOptions {
   port: number;
   /** Store URL, e.g. "sqlite:./duetime.db". */
   store: string;
-  signingSecret?: string;
+  /** The default tenant's callback signing secret; several (newest first) during a rotation. */
+  signingSecret?: string | string[];
+  /** Callback signing secrets by tenant id (--signing-secrets-file). */
+  signingSecrets?: Record<string, string | string[]>;
   allowTargetHosts?: string[];
+  /** HTTP-target executor tuning (concurrency, per-origin limits, breaker); see docs/http-targets.md. */
+  httpTarget?: HttpTargetSettings;
   /** "key1:tenantA:admin,key2:tenantB:worker" parsed into entries (parseApiKeys). */
   apiKeys?: ApiKey[];
   /** Request body limit in bytes (default 1 MiB). */
@@ -58,7 +64,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const open = options.openEngine ?? defaultOpenEngine;
   const engineOptions: EngineOptions = { store: options.store };
   if (options.signingSecret !== undefined) engineOptions.signingSecret = options.signingSecret;
+  if (options.signingSecrets !== undefined) engineOptions.signingSecrets = options.signingSecrets;
   if (options.allowTargetHosts !== undefined) engineOptions.allowTargetHosts = options.allowTargetHosts;
+  if (options.httpTarget !== undefined) engineOptions.httpTarget = options.httpTarget;
 
   const engine = await open(engineOptions);
   let app: FastifyInstance | undefined;
