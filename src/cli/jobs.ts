@@ -1,7 +1,8 @@
-// `duetime jobs create|get|list|cancel|pause|resume|trigger`: parsing (pure)
-// and running (against a DuetimeClient).
+// `duetime jobs create|get|list|update|cancel|pause|resume|trigger`: parsing
+// (pure) and running (against a DuetimeClient). backfill and occurrences live
+// in ledger.ts.
 
-import type { CronSchedule, ExecutionItem, Job, JobSpec, JobState, ListJobsQuery, Misfire, Overlap, ScheduleSpec, Target } from "../core/api.js";
+import type { CronSchedule, ExecutionItem, Job, JobPatch, JobSpec, JobState, ListJobsQuery, Misfire, Overlap, ScheduleSpec, Target } from "../core/api.js";
 import { JOB_STATES } from "../core/api.js";
 import type { DuetimeClient } from "../sdk/client.js";
 import {
@@ -19,12 +20,13 @@ import {
   type Env,
   type GlobalOptions,
 } from "./args.js";
-import { oneLine, utc, type Printer } from "./output.js";
+import { oneLine, utc, zoned, type Printer } from "./output.js";
 
 export type JobsCommand =
   | { command: "jobs create"; global: GlobalOptions; spec?: JobSpec; file?: string; idempotencyKey?: string }
   | { command: "jobs get" | "jobs cancel" | "jobs pause" | "jobs resume" | "jobs trigger"; global: GlobalOptions; jobId: string }
-  | { command: "jobs list"; global: GlobalOptions; query: ListJobsQuery };
+  | { command: "jobs list"; global: GlobalOptions; query: ListJobsQuery }
+  | { command: "jobs update"; global: GlobalOptions; jobId: string; patch?: JobPatch; file?: string; version?: number };
 
 export const JOBS_HELP = `Usage: duetime jobs <command> [options]
 
@@ -32,10 +34,13 @@ Commands:
   create              Create a job (from flags, --file or --data)
   get <jobId>         Show a job
   list                List jobs, newest first
+  update <jobId>      Change a job (from flags, --file or --data)
   cancel <jobId>      Cancel a job
   pause <jobId>       Pause a job
   resume <jobId>      Resume a paused job
   trigger <jobId>     Run a job now (a new execution)
+  backfill <jobId>    Create the occurrences of a past window (--from, --to)
+  occurrences <jobId> What became of each fire time of a window (--from, --to)
 
 Run "duetime jobs <command> --help" for a command's options.
 
@@ -69,6 +74,30 @@ Options:
   --idempotency-key K     Repeating the call with K answers the same job
   --file PATH             The job as JSON (API.md's POST /v1/jobs body; "-" reads stdin)
   --data JSON             The job as inline JSON
+
+${GLOBAL_HELP}`;
+
+export const UPDATE_HELP = `Usage: duetime jobs update <jobId> [--version N] [changes]
+       duetime jobs update <jobId> [--version N] --file patch.json | --data '<json>'
+
+Changes only what is given; a new schedule replaces the old one whole and
+moves the next occurrence.
+
+  --version N             Apply only if the job is still at version N (sent as
+                          If-Match; otherwise 409 VERSION_CONFLICT). Safe to retry.
+  --name NAME             New name
+  --queue POOL | --target-url URL [--method M] [--header "K: V"]...
+                          New target
+  --delay D | --at TIME | --cron EXPR [--tz ZONE] [--jitter D] [--misfire P] [--overlap P]
+                          New schedule (see "duetime jobs create --help")
+  --payload JSON          New payload
+  --max-attempts N        Attempts before the job is dead (1..1000)
+  --backoff D             First retry delay
+  --max-backoff D         Longest retry delay
+  --timeout D             Per-attempt timeout
+  --priority N            -100..100 (negative: --priority=-5)
+  --file PATH             The changes as JSON (API.md's PATCH /v1/jobs/{jobId} body; "-" reads stdin)
+  --data JSON             The changes as inline JSON
 
 ${GLOBAL_HELP}`;
 
@@ -142,24 +171,63 @@ export function parseJobsCreate(args: string[], env: Env): JobsCommand {
   }
 
   if (v.name === undefined || v.name === "") throw new UsageError("missing --name (or give the whole job with --file or --data)", usage);
-  const spec: JobSpec = { name: v.name, target: target(v, usage), schedule: schedule(v, usage) };
+  const spec: JobSpec = { name: v.name, target: target(v, usage), schedule: schedule(v, usage), ...optionalFields(v, usage) };
+  return { ...base, spec };
+}
+
+type CreateValues = ReturnType<typeof strictParse<typeof CREATE_OPTIONS>>["values"];
+
+/** payload, retry, timeoutSeconds and priority from their flags, when given. */
+function optionalFields(v: CreateValues, usage: string): Pick<JobSpec, "payload" | "retry" | "timeoutSeconds" | "priority"> {
+  const fields: Pick<JobSpec, "payload" | "retry" | "timeoutSeconds" | "priority"> = {};
   const payload = jsonOption("payload", v.payload, usage);
-  if (payload !== undefined) spec.payload = payload;
+  if (payload !== undefined) fields.payload = payload;
   const retry = {
     maxAttempts: integerOption("max-attempts", v["max-attempts"], 1, 1000, usage),
     backoffSeconds: durationOption("backoff", v.backoff, usage),
     maxBackoffSeconds: durationOption("max-backoff", v["max-backoff"], usage),
   };
   const setRetry = Object.fromEntries(Object.entries(retry).filter(([, x]) => x !== undefined));
-  if (Object.keys(setRetry).length > 0) spec.retry = setRetry;
+  if (Object.keys(setRetry).length > 0) fields.retry = setRetry;
   const timeoutSeconds = durationOption("timeout", v.timeout, usage);
-  if (timeoutSeconds !== undefined) spec.timeoutSeconds = timeoutSeconds;
+  if (timeoutSeconds !== undefined) fields.timeoutSeconds = timeoutSeconds;
   const priority = integerOption("priority", v.priority, -100, 100, usage);
-  if (priority !== undefined) spec.priority = priority;
-  return { ...base, spec };
+  if (priority !== undefined) fields.priority = priority;
+  return fields;
 }
 
-type CreateValues = ReturnType<typeof strictParse<typeof CREATE_OPTIONS>>["values"];
+const { "idempotency-key": _idempotencyKey, ...UPDATE_SPEC_OPTIONS } = CREATE_OPTIONS;
+const UPDATE_OPTIONS = { ...UPDATE_SPEC_OPTIONS, version: { type: "string" } } as const;
+
+export function parseJobsUpdate(args: string[], env: Env): JobsCommand {
+  const usage = UPDATE_HELP;
+  const { values: v, positionals } = strictParse(args, UPDATE_OPTIONS, usage);
+  const [jobId] = expectPositionals(positionals, ["jobId"], usage);
+  const global = globalOptions(v, env, usage);
+  const version = integerOption("version", v.version, 1, Number.MAX_SAFE_INTEGER, usage);
+  const base = { command: "jobs update" as const, global, jobId: jobId!, ...(version !== undefined ? { version } : {}) };
+
+  if (v.file !== undefined || v.data !== undefined) {
+    if (v.file !== undefined && v.data !== undefined) throw new UsageError("give either --file or --data, not both", usage);
+    const mixed = SPEC_FLAGS.filter((f) => v[f as keyof typeof v] !== undefined);
+    if (mixed.length > 0) throw new UsageError(`--${mixed[0]} cannot be combined with ${v.file !== undefined ? "--file" : "--data"}`, usage);
+    if (v.file !== undefined) return { ...base, file: v.file };
+    return { ...base, patch: objectFromJson<JobPatch>("--data", v.data!, "the changes", usage) };
+  }
+
+  const patch: JobPatch = {};
+  if (v.name !== undefined) {
+    if (v.name === "") throw new UsageError("--name: must not be empty", usage);
+    patch.name = v.name;
+  }
+  if ((["queue", "target-url", "method", "header"] as const).some((k) => v[k] !== undefined)) patch.target = target(v, usage);
+  if ((["delay", "at", "cron", "tz", "jitter", "misfire", "overlap"] as const).some((k) => v[k] !== undefined)) patch.schedule = schedule(v, usage);
+  Object.assign(patch, optionalFields(v, usage));
+  if (Object.keys(patch).length === 0) {
+    throw new UsageError("nothing to change: give at least one of --name, a target, a schedule, --payload, --max-attempts, --backoff, --max-backoff, --timeout, --priority, or --data/--file", usage);
+  }
+  return { ...base, patch };
+}
 
 function target(v: CreateValues, usage: string): Target {
   if ((v.queue === undefined) === (v["target-url"] === undefined)) throw new UsageError("give exactly one of --queue POOL and --target-url URL", usage);
@@ -205,14 +273,18 @@ function schedule(v: CreateValues, usage: string): ScheduleSpec {
 
 /** A job given as JSON: it must be an object; the server validates the rest. */
 export function specFromJson(source: string, text: string, usage: string): JobSpec {
+  return objectFromJson<JobSpec>(source, text, "one job", usage);
+}
+
+function objectFromJson<T>(source: string, text: string, what: string, usage: string): T {
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch (err) {
     throw new UsageError(`${source}: not valid JSON (${(err as Error).message})`, usage);
   }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new UsageError(`${source}: expected a JSON object (one job)`, usage);
-  return value as JobSpec;
+  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new UsageError(`${source}: expected a JSON object (${what})`, usage);
+  return value as T;
 }
 
 export function parseJobsList(args: string[], env: Env): JobsCommand {
@@ -242,7 +314,7 @@ export function parseJobById(verb: keyof typeof JOB_ID_HELP, args: string[], env
 export async function runJobs(cmd: JobsCommand, client: DuetimeClient, out: Printer, readFile: (path: string) => Promise<string>): Promise<void> {
   switch (cmd.command) {
     case "jobs create": {
-      const spec = cmd.spec ?? specFromJson(`--file ${cmd.file}`, await readJobFile(cmd.file!, readFile), CREATE_HELP);
+      const spec = cmd.spec ?? specFromJson(`--file ${cmd.file}`, await readJobFile(cmd.file!, readFile, CREATE_HELP), CREATE_HELP);
       const job = await client.createJob(spec, cmd.idempotencyKey !== undefined ? { idempotencyKey: cmd.idempotencyKey } : {});
       out.either(job, () =>
         out.line(
@@ -256,6 +328,15 @@ export async function runJobs(cmd: JobsCommand, client: DuetimeClient, out: Prin
     case "jobs get": {
       const job = await client.getJob(cmd.jobId);
       out.either(job, () => printJob(out, job));
+      return;
+    }
+    case "jobs update": {
+      const patch = cmd.patch ?? objectFromJson<JobPatch>(`--file ${cmd.file}`, await readJobFile(cmd.file!, readFile, UPDATE_HELP), "the changes", UPDATE_HELP);
+      const job = await client.updateJob(cmd.jobId, patch, cmd.version !== undefined ? { ifMatch: cmd.version } : {});
+      out.either(job, () => {
+        const local = nextRunLocal(job);
+        out.line(`updated job ${job.jobId} (version ${job.version}); next run ${utc(job.nextRunAt)}${local ? ` (${local})` : ""}`);
+      });
       return;
     }
     case "jobs list": {
@@ -290,12 +371,25 @@ export async function runJobs(cmd: JobsCommand, client: DuetimeClient, out: Prin
   }
 }
 
-async function readJobFile(path: string, readFile: (path: string) => Promise<string>): Promise<string> {
+async function readJobFile(path: string, readFile: (path: string) => Promise<string>, usage: string): Promise<string> {
   try {
     return await readFile(path);
   } catch (err) {
-    throw new UsageError(`--file: cannot read ${JSON.stringify(path)}: ${(err as Error).message}`, CREATE_HELP);
+    throw new UsageError(`--file: cannot read ${JSON.stringify(path)}: ${(err as Error).message}`, usage);
   }
+}
+
+/**
+ * A cron job's next run as wall time in its zone: the server's nextRunAtLocal,
+ * or (from a server that does not send it) computed here from nextRunAt.
+ * undefined for one-off jobs.
+ */
+export function nextRunLocal(job: Job): string | undefined {
+  if (!("cron" in job.schedule)) return undefined;
+  if (typeof job.nextRunAtLocal === "string") return job.nextRunAtLocal;
+  if (job.nextRunAt === null) return undefined;
+  const tz = job.schedule.tz ?? "UTC";
+  return `${zoned(job.nextRunAt, tz)}[${tz}]`;
 }
 
 export function describeExecution(verb: string, e: ExecutionItem): string {
@@ -310,6 +404,7 @@ function printJob(out: Printer, job: Job): void {
     ["target", describeTarget(job.target)],
     ["schedule", describeSchedule(job.schedule)],
     ["nextRunAt", utc(job.nextRunAt)],
+    ...("cron" in job.schedule ? [["nextRunAtLocal", nextRunLocal(job) ?? "-"] as [string, string]] : []),
     ["retry", `${job.retry.maxAttempts} attempts, backoff ${job.retry.backoffSeconds}s up to ${job.retry.maxBackoffSeconds}s`],
     ["timeout", `${job.timeoutSeconds}s`],
     ["priority", String(job.priority)],

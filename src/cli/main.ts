@@ -7,7 +7,20 @@ import { text } from "node:stream/consumers";
 import { DuetimeClient } from "../sdk/client.js";
 import { DuetimeApiError } from "../sdk/errors.js";
 import { GLOBAL_HELP, UsageError, type Env } from "./args.js";
-import { CREATE_HELP, JOBS_HELP, JOB_ID_HELP, LIST_HELP, parseJobById, parseJobsCreate, parseJobsList, runJobs, type JobsCommand } from "./jobs.js";
+import {
+  CREATE_HELP,
+  JOBS_HELP,
+  JOB_ID_HELP,
+  LIST_HELP,
+  UPDATE_HELP,
+  parseJobById,
+  parseJobsCreate,
+  parseJobsList,
+  parseJobsUpdate,
+  runJobs,
+  type JobsCommand,
+} from "./jobs.js";
+import { BACKFILL_HELP, OCCURRENCES_HELP, parseBackfill, parseOccurrences, runLedger, type LedgerCommand } from "./ledger.js";
 import {
   CRON_HELP,
   DLQ_HELP,
@@ -25,7 +38,7 @@ import { Printer, type Io } from "./output.js";
 import { SERVE_HELP, parseServe, runServe, type ServeCommand, type ServeDeps } from "./serve.js";
 import { closest } from "../sdk/options.js";
 
-export type Command = { command: "help"; text: string } | ServeCommand | JobsCommand | OpsCommand;
+export type Command = { command: "help"; text: string } | ServeCommand | JobsCommand | LedgerCommand | OpsCommand;
 
 export const TOP_HELP = `Usage: duetime <command> [options]
 
@@ -33,8 +46,11 @@ duetime: a durable scheduler for delayed and recurring jobs.
 
 Commands:
   serve                                  Run the server
-  jobs create|get|list|cancel|pause|resume|trigger
+  jobs create|get|list|update|cancel|pause|resume|trigger
                                          Manage jobs
+  jobs backfill|occurrences <jobId> --from T --to T
+                                         Backfill a past window; what became
+                                         of each fire time (the run ledger)
   executions <jobId>                     List a job's executions
   dlq list|replay <executionId>          Dead letters
   cron "<expr>" [--tz Z] [--from T] [--count N]
@@ -54,6 +70,9 @@ interface Leaf {
 const JOBS: Record<string, Leaf> = {
   create: { help: CREATE_HELP, parse: parseJobsCreate },
   list: { help: LIST_HELP, parse: parseJobsList },
+  update: { help: UPDATE_HELP, parse: parseJobsUpdate },
+  backfill: { help: BACKFILL_HELP, parse: parseBackfill },
+  occurrences: { help: OCCURRENCES_HELP, parse: parseOccurrences },
   ...Object.fromEntries(
     (Object.keys(JOB_ID_HELP) as (keyof typeof JOB_ID_HELP)[]).map((verb) => [
       verb,
@@ -137,7 +156,8 @@ export async function execute(cmd: Command, io: Io, deps: MainDeps = {}): Promis
   const client = new DuetimeClient({ url: cmd.global.url, ...(cmd.global.token ? { token: cmd.global.token } : {}) });
   const out = new Printer(io, cmd.global.json);
   try {
-    if (cmd.command.startsWith("jobs ")) await runJobs(cmd as JobsCommand, client, out, io.readFile);
+    if (cmd.command === "jobs backfill" || cmd.command === "jobs occurrences") await runLedger(cmd, client, out);
+    else if (cmd.command.startsWith("jobs ")) await runJobs(cmd as JobsCommand, client, out, io.readFile);
     else await runOps(cmd as OpsCommand, client, out);
     return 0;
   } catch (err) {

@@ -1,7 +1,8 @@
 // `duetime executions`, `duetime dlq list|replay` and `duetime cron`:
 // parsing (pure) and running (against a DuetimeClient).
 
-import type { PageQuery, PreviewQuery } from "../core/api.js";
+import type { PageQuery, PreviewQuery, PreviewResponse } from "../core/api.js";
+import { parseCron as parseCronExpression } from "../core/cron/index.js";
 import type { DuetimeClient } from "../sdk/client.js";
 import {
   GLOBAL_HELP,
@@ -15,7 +16,7 @@ import {
   type GlobalOptions,
 } from "./args.js";
 import { describeExecution } from "./jobs.js";
-import { oneLine, utc, type Printer } from "./output.js";
+import { oneLine, utc, zoned, type Printer } from "./output.js";
 
 export type OpsCommand =
   | { command: "executions"; global: GlobalOptions; jobId: string; query: PageQuery }
@@ -56,7 +57,13 @@ ${GLOBAL_HELP}`;
 
 export const CRON_HELP = `Usage: duetime cron "<expr>" [--tz ZONE] [--from TIME] [--count N]
 
-Prints the next fire times of a cron expression (UTC), computed by the server.
+Prints the next fire times of a cron expression, computed by the server with
+the scheduler's own code: local time in the zone (with its offset) and UTC.
+Daylight saving is marked: "moved: DST gap" when the wall time does not exist
+(spring forward) and the fire moves to the transition; "DST overlap: fires
+twice" when a wildcard schedule's wall time repeats (fall back), and "DST
+overlap: first of two only" for a fixed-time schedule, which fires only at the
+first. --json prints the API's answer (times, local, dst).
 
   --tz ZONE         IANA time zone of the expression (default UTC)
   --from TIME       Start after this RFC 3339 time (default now)
@@ -160,10 +167,48 @@ export async function runOps(cmd: OpsCommand, client: DuetimeClient, out: Printe
     }
     case "cron": {
       const preview = await client.previewSchedule(cmd.query);
-      out.either(preview, () => {
-        for (const time of preview.times) out.line(utc(time));
-      });
+      out.either(preview, () => printPreview(out, cmd.query, preview));
       return;
     }
   }
+}
+
+/** The preview answer with the marks the server adds beside `times` (docs/api.md, notes). */
+interface MarkedPreview extends PreviewResponse {
+  local?: string[];
+  dst?: ("gap" | "overlap" | null)[];
+}
+
+/**
+ * Whether the expression is fixed-time (neither minute nor hour starts with
+ * "*"), by the scheduler's own parser; undefined when it does not parse here
+ * (the server accepted it, so it may know more than this CLI).
+ */
+function isFixedTime(cron: string): boolean | undefined {
+  try {
+    return parseCronExpression(cron).fixedTime;
+  } catch {
+    return undefined;
+  }
+}
+
+function printPreview(out: Printer, query: PreviewQuery, preview: MarkedPreview): void {
+  if (preview.times.length === 0) return out.line("no fire times");
+  const tz = query.tz ?? "UTC";
+  const fixed = isFixedTime(query.cron);
+  const rows = preview.times.map((time, i) => {
+    const local = preview.local?.[i];
+    let note = "";
+    if (preview.dst?.[i] === "gap") {
+      const wall = local?.slice(11, local.endsWith(":00") ? 16 : 19);
+      note = `moved: DST gap${wall ? ` (${wall} does not exist)` : ""}`;
+    } else if (preview.dst?.[i] === "overlap") {
+      const repeats = local !== undefined && preview.local!.filter((l) => l === local).length > 1;
+      if (fixed === true) note = "DST overlap: first of two only";
+      else if (fixed === false || repeats) note = "DST overlap: fires twice";
+      else note = "DST overlap";
+    }
+    return [zoned(time, tz), utc(time), note];
+  });
+  out.table([`LOCAL (${tz})`, "UTC", "NOTE"], rows);
 }

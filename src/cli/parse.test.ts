@@ -26,6 +26,12 @@ describe("CLI parsing: help and usage errors", () => {
       [["cron", "--help"], /--count N/],
       [["executions", "--help"], /Usage: duetime executions <jobId>/],
       [["jobs", "create", "--bogus", "--help"], /Usage: duetime jobs create/],
+      [["jobs", "update", "--help"], /Usage: duetime jobs update <jobId> \[--version N\]/],
+      [["jobs", "backfill", "-h"], /Usage: duetime jobs backfill <jobId> --from TIME --to TIME/],
+      [["jobs", "occurrences", "--help"], /The run ledger/],
+      [["jobs", "--help"], /occurrences <jobId>/],
+      [["--help"], /jobs backfill\|occurrences/],
+      [["cron", "--help"], /DST overlap: fires\s+twice/],
     ];
     for (const [argv, pattern] of cases) {
       const io = captureIo();
@@ -162,6 +168,101 @@ describe("CLI parsing: jobs create", () => {
     usageError(["jobs", "create", "--data", "{}", "--name", "n"], /--name cannot be combined with --data/);
     usageError(["jobs", "create", "--data", "{}", "--file", "f"], /either --file or --data/);
     usageError(["jobs", "create", "--data", "[1]"], /expected a JSON object/);
+  });
+});
+
+describe("CLI parsing: jobs update", () => {
+  const global = { url: "http://127.0.0.1:8080", json: false };
+
+  test("builds the patch from the flags given, and only those", () => {
+    assert.deepEqual(parse(["jobs", "update", "j1", "--name", "renamed", "--priority=-5", "--version", "7"]), {
+      command: "jobs update",
+      global,
+      jobId: "j1",
+      version: 7,
+      patch: { name: "renamed", priority: -5 },
+    });
+    assert.deepEqual(parse(["jobs", "update", "j1", "--cron", "0 10 * * *", "--tz", "Europe/Paris", "--misfire", "skip"]), {
+      command: "jobs update",
+      global,
+      jobId: "j1",
+      patch: { schedule: { cron: "0 10 * * *", tz: "Europe/Paris", misfire: "skip" } },
+    });
+    const many = parse([
+      "jobs", "update", "j1", "--at", "2026-10-16T09:00:00Z", "--payload", '{"a":1}', "--max-attempts", "4", "--max-backoff", "1h",
+      "--timeout", "90s", "--target-url", "https://example.test/x", "--method", "put",
+    ]);
+    assert.deepEqual((many as { patch: unknown }).patch, {
+      schedule: { runAt: "2026-10-16T09:00:00Z" },
+      payload: { a: 1 },
+      retry: { maxAttempts: 4, maxBackoffSeconds: 3600 },
+      timeoutSeconds: 90,
+      target: { type: "http", url: "https://example.test/x", method: "PUT" },
+    });
+    assert.deepEqual((parse(["jobs", "update", "j1", "--delay", "0"]) as { patch: unknown }).patch, { schedule: { delaySeconds: 0 } });
+    assert.deepEqual((parse(["jobs", "update", "j1", "--queue", "other"]) as { patch: unknown }).patch, { target: { type: "queue", pool: "other" } });
+    assert.deepEqual((parse(["jobs", "update", "j1", "--payload", "null"]) as { patch: unknown }).patch, { payload: null });
+  });
+
+  test("--data and --file, with or without --version", () => {
+    assert.deepEqual(parse(["jobs", "update", "j1", "--data", '{"name":"n","version":3}']), {
+      command: "jobs update",
+      global,
+      jobId: "j1",
+      patch: { name: "n", version: 3 },
+    });
+    assert.deepEqual(parse(["jobs", "update", "j1", "--file", "patch.json", "--version", "3", "--json"]), {
+      command: "jobs update",
+      global: { ...global, json: true },
+      jobId: "j1",
+      version: 3,
+      file: "patch.json",
+    });
+  });
+
+  test("rejects an empty or contradictory update", () => {
+    usageError(["jobs", "update", "j1"], /nothing to change/);
+    usageError(["jobs", "update", "j1", "--version", "3"], /nothing to change/);
+    usageError(["jobs", "update"], /missing argument <jobId>/);
+    usageError(["jobs", "update", "j1", "--version", "0", "--name", "n"], /--version: must be between 1 and/);
+    usageError(["jobs", "update", "j1", "--version", "v7", "--name", "n"], /--version: expected an integer/);
+    usageError(["jobs", "update", "j1", "--name", ""], /--name: must not be empty/);
+    usageError(["jobs", "update", "j1", "--tz", "Europe/Paris"], /--tz applies to --cron only/);
+    usageError(["jobs", "update", "j1", "--jitter", "5m"], /--jitter applies to --cron only/);
+    usageError(["jobs", "update", "j1", "--at", "2026-10-16T09:00:00Z", "--delay", "5m"], /only one of --delay, --at and --cron/);
+    usageError(["jobs", "update", "j1", "--method", "PUT"], /exactly one of --queue POOL and --target-url URL/);
+    usageError(["jobs", "update", "j1", "--data", '{"name":"n"}', "--priority", "3"], /--priority cannot be combined with --data/);
+    usageError(["jobs", "update", "j1", "--data", '{"name":"n"}', "--file", "f"], /either --file or --data/);
+    usageError(["jobs", "update", "j1", "--data", "[]"], /expected a JSON object \(the changes\)/);
+    usageError(["jobs", "update", "j1", "--idempotency-key", "k", "--name", "n"], /Unknown option '--idempotency-key'/);
+  });
+});
+
+describe("CLI parsing: jobs backfill and occurrences", () => {
+  test("a window of two RFC 3339 times", () => {
+    assert.deepEqual(parse(["jobs", "backfill", "j1", "--from", "2026-10-12T00:00:00+02:00", "--to", "2026-10-14T00:00:00Z"]), {
+      command: "jobs backfill",
+      global: { url: "http://127.0.0.1:8080", json: false },
+      jobId: "j1",
+      request: { from: "2026-10-12T00:00:00+02:00", to: "2026-10-14T00:00:00Z" },
+    });
+    assert.deepEqual(parse(["jobs", "occurrences", "j1", "--to", "2026-10-14T00:00:00Z", "--from", "2026-10-13T00:00:00Z", "--json"]), {
+      command: "jobs occurrences",
+      global: { url: "http://127.0.0.1:8080", json: true },
+      jobId: "j1",
+      query: { from: "2026-10-13T00:00:00Z", to: "2026-10-14T00:00:00Z" },
+    });
+  });
+
+  test("rejects a missing, malformed or empty window", () => {
+    for (const verb of ["backfill", "occurrences"]) {
+      usageError(["jobs", verb, "j1", "--to", "2026-10-14T00:00:00Z"], /missing --from TIME/);
+      usageError(["jobs", verb, "j1", "--from", "2026-10-14T00:00:00Z"], /missing --to TIME/);
+      usageError(["jobs", verb, "j1", "--from", "last week", "--to", "2026-10-14T00:00:00Z"], /--from: expected an RFC 3339 time/);
+      usageError(["jobs", verb, "j1", "--from", "2026-10-14T00:00:00Z", "--to", "2026-10-14T02:00:00+02:00"], /--to: must be after --from/);
+      usageError(["jobs", verb, "--from", "2026-10-13T00:00:00Z", "--to", "2026-10-14T00:00:00Z"], /missing argument <jobId>/);
+      usageError(["jobs", verb, "j1", "--from", "2026-10-13T00:00:00Z", "--to", "2026-10-14T00:00:00Z", "--count", "3"], /Unknown option '--count'/);
+    }
   });
 });
 

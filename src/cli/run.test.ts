@@ -43,13 +43,35 @@ const EXECUTION = {
   workerId: "w1",
 };
 
+const BACKFILL = {
+  items: [
+    { scheduledFor: "2026-10-12T08:00:00.000Z", executionId: "ex_b1", created: true, readyAt: "2026-10-16T09:00:00.000Z" },
+    { scheduledFor: "2026-10-13T08:00:00.000Z", executionId: "ex_b2", created: false, readyAt: null },
+  ],
+};
+const OCCURRENCES = {
+  items: [
+    { scheduledFor: "2026-03-27T09:00:00.000Z", local: "2026-03-27T09:00:00", status: "dispatched", executionId: "ex_o1", executionState: "SUCCEEDED" },
+    { scheduledFor: "2026-03-28T09:00:00.000Z", local: "2026-03-28T09:00:00", status: "skipped", reason: "overlap", executionId: "ex_o2", executionState: "SKIPPED" },
+    { scheduledFor: "2026-03-29T01:00:00.000Z", local: "2026-03-29T01:30:00", status: "not_run", reason: "paused", dst: "gap" },
+    { scheduledFor: "2026-03-30T08:00:00.000Z", local: "2026-03-30T09:00:00", status: "due" },
+  ],
+};
+
 /** A server speaking the API.md routes the CLI uses, over canned data. */
 function route(req: RecordedRequest): TestReply {
   const url = new URL(req.url, "http://x");
   const notFound = (what: string): TestReply => ({ status: 404, body: { error: { code: "NOT_FOUND", message: `${what} not found` } } });
   const key = `${req.method} ${url.pathname}`;
   if (key === "GET /v1/jobs/job_1") return { status: 200, body: JOB };
-  if (key.startsWith("GET /v1/jobs/") && !key.endsWith("/executions")) return notFound(`job ${JSON.stringify(decodeURIComponent(url.pathname.slice(9)))}`);
+  if (key === "GET /v1/jobs/job_local") return { status: 200, body: { ...JOB, jobId: "job_local", nextRunAtLocal: "2026-10-16T09:00:00+01:00[Europe/London]" } };
+  if (key === "GET /v1/jobs/job_1/occurrences") return { status: 200, body: OCCURRENCES };
+  if (key === "PATCH /v1/jobs/job_1") {
+    if (req.headers["if-match"] === '"9"') return { status: 409, body: { error: { code: "VERSION_CONFLICT", message: "job job_1 is at version 1, not 9" } } };
+    return { status: 200, headers: { etag: '"2"' }, body: { ...JOB, ...(req.body as object), version: 2, nextRunAtLocal: "2026-10-16T10:00:00+02:00[Europe/Paris]" } };
+  }
+  if (key === "POST /v1/jobs/job_1:backfill") return { status: 201, body: BACKFILL };
+  if (key.startsWith("GET /v1/jobs/") && !key.endsWith("/executions") && !key.endsWith("/occurrences")) return notFound(`job ${JSON.stringify(decodeURIComponent(url.pathname.slice(9)))}`);
   if (key === "POST /v1/jobs") {
     const body = req.body as { schedule?: { cron?: string } };
     if (body.schedule?.cron === "bad") {
@@ -64,6 +86,30 @@ function route(req: RecordedRequest): TestReply {
   if (key === "GET /v1/jobs/job_1/executions") return { status: 200, body: { items: [EXECUTION], nextCursor: null } };
   if (key === "GET /v1/dead-letters") return { status: 200, body: { items: [], nextCursor: null } };
   if (key === "POST /v1/dead-letters/ex_1:replay") return { status: 403, body: { error: { code: "PERMISSION_DENIED", message: "role admin required" } } };
+  if (key === "GET /v1/schedules/preview" && url.searchParams.get("tz") === "America/New_York") {
+    // what the real server answers for "30 2 * * *" around the 2026 spring-forward, and "*/30 1 * * *" / "30 1 * * *" in the fall-back
+    const wildcard = url.searchParams.get("cron")!.startsWith("*");
+    if (url.searchParams.get("from")!.startsWith("2026-03")) {
+      return {
+        status: 200,
+        body: {
+          times: ["2026-03-07T07:30:00.000Z", "2026-03-08T07:00:00.000Z", "2026-03-09T06:30:00.000Z"],
+          local: ["2026-03-07T02:30:00", "2026-03-08T02:30:00", "2026-03-09T02:30:00"],
+          dst: [null, "gap", null],
+        },
+      };
+    }
+    return wildcard
+      ? {
+          status: 200,
+          body: {
+            times: ["2026-11-01T05:30:00.000Z", "2026-11-01T06:30:00.000Z", "2026-11-02T06:00:00.000Z"],
+            local: ["2026-11-01T01:30:00", "2026-11-01T01:30:00", "2026-11-02T01:00:00"],
+            dst: ["overlap", "overlap", null],
+          },
+        }
+      : { status: 200, body: { times: ["2026-11-01T05:30:00.000Z", "2026-11-02T06:30:00.000Z"], local: ["2026-11-01T01:30:00", "2026-11-02T01:30:00"], dst: ["overlap", null] } };
+  }
   if (key === "GET /v1/schedules/preview") {
     return { status: 200, body: { times: ["2026-03-30T08:00:00.000Z", "2026-03-31T08:00:00.000Z"], query: Object.fromEntries(url.searchParams) } };
   }
@@ -91,8 +137,85 @@ describe("CLI against an HTTP server", () => {
     assert.match(human.out, /^jobId: +job_1$/m);
     assert.match(human.out, /^schedule: +cron "0 9 \* \* MON-FRI" Europe\/London$/m);
     assert.match(human.out, /^nextRunAt: +2026-10-16T08:00:00\.000Z$/m);
+    // a server without nextRunAtLocal: computed from nextRunAt and the job's zone
+    assert.match(human.out, /^nextRunAtLocal: +2026-10-16T09:00:00\+01:00\[Europe\/London\]$/m);
     const json = await run(["jobs", "get", "job_1", "--json"]);
     assert.deepEqual(JSON.parse(json.out), JOB);
+    const local = await run(["jobs", "get", "job_local"]);
+    assert.match(local.out, /^nextRunAtLocal: +2026-10-16T09:00:00\+01:00\[Europe\/London\]$/m);
+  });
+
+  test("jobs update sends a PATCH with If-Match from --version, from flags or a file", async () => {
+    const updated = await run(["jobs", "update", "job_1", "--version", "1", "--cron", "0 10 * * *", "--tz", "Europe/Paris"]);
+    assert.equal(updated.code, 0, updated.err);
+    assert.equal(updated.out, "updated job job_1 (version 2); next run 2026-10-16T08:00:00.000Z (2026-10-16T10:00:00+02:00[Europe/Paris])\n");
+    const sent = server.requests.at(-1)!;
+    assert.equal(sent.method, "PATCH");
+    assert.equal(sent.url, "/v1/jobs/job_1");
+    assert.equal(sent.headers["if-match"], '"1"');
+    assert.deepEqual(sent.body, { schedule: { cron: "0 10 * * *", tz: "Europe/Paris" } });
+
+    const fromFile = await run(["jobs", "update", "job_1", "--file", "patch.json", "--json"], { "patch.json": '{"priority": 7, "version": 1}' });
+    assert.equal(fromFile.code, 0, fromFile.err);
+    assert.equal(JSON.parse(fromFile.out).priority, 7);
+    assert.deepEqual(server.requests.at(-1)!.body, { priority: 7, version: 1 });
+    assert.equal(server.requests.at(-1)!.headers["if-match"], undefined);
+
+    const stale = await run(["jobs", "update", "job_1", "--version", "9", "--name", "x"]);
+    assert.equal(stale.code, 1);
+    assert.equal(stale.err, "error: VERSION_CONFLICT: job job_1 is at version 1, not 9\n");
+    const badFile = await run(["jobs", "update", "job_1", "--file", "nope.json"]);
+    assert.equal(badFile.code, 2);
+    assert.match(badFile.err, /Usage: duetime jobs update/);
+  });
+
+  test("jobs backfill posts the window and prints what was created", async () => {
+    const human = await run(["jobs", "backfill", "job_1", "--from", "2026-10-12T00:00:00Z", "--to", "2026-10-14T00:00:00Z"]);
+    assert.equal(human.code, 0, human.err);
+    assert.deepEqual(server.requests.at(-1)!.body, { from: "2026-10-12T00:00:00Z", to: "2026-10-14T00:00:00Z" });
+    assert.equal(server.requests.at(-1)!.url, "/v1/jobs/job_1:backfill");
+    assert.match(human.out, /^SCHEDULED FOR \(UTC\) +EXECUTION +NEW +READY AT \(UTC\)$/m);
+    assert.match(human.out, /^2026-10-12T08:00:00\.000Z +ex_b1 +yes +2026-10-16T09:00:00\.000Z$/m);
+    assert.match(human.out, /^2026-10-13T08:00:00\.000Z +ex_b2 +no \(existed\) +-$/m);
+    assert.match(human.out, /^backfilled 2 occurrences of job job_1: 1 new, 1 already there$/m);
+    const json = await run(["jobs", "backfill", "job_1", "--from", "2026-10-12T00:00:00Z", "--to", "2026-10-14T00:00:00Z", "--json"]);
+    assert.deepEqual(JSON.parse(json.out), BACKFILL);
+  });
+
+  test("jobs occurrences prints the run ledger: status, reason, DST mark, execution state", async () => {
+    const human = await run(["jobs", "occurrences", "job_1", "--from", "2026-03-27T00:00:00Z", "--to", "2026-03-31T00:00:00Z"]);
+    assert.equal(human.code, 0, human.err);
+    assert.equal(server.requests.at(-1)!.url, "/v1/jobs/job_1/occurrences?from=2026-03-27T00%3A00%3A00Z&to=2026-03-31T00%3A00%3A00Z");
+    assert.match(human.out, /^SCHEDULED FOR \(UTC\) +LOCAL +STATUS +REASON +DST +EXECUTION +STATE$/m);
+    assert.match(human.out, /^2026-03-27T09:00:00\.000Z +2026-03-27T09:00:00 +dispatched +- +- +ex_o1 +SUCCEEDED$/m);
+    assert.match(human.out, /^2026-03-28T09:00:00\.000Z +2026-03-28T09:00:00 +skipped +overlap +- +ex_o2 +SKIPPED$/m);
+    assert.match(human.out, /^2026-03-29T01:00:00\.000Z +2026-03-29T01:30:00 +not_run +paused +moved: gap +- +-$/m);
+    assert.match(human.out, /^2026-03-30T08:00:00\.000Z +2026-03-30T09:00:00 +due +- +- +- +-$/m);
+    const json = await run(["jobs", "occurrences", "job_1", "--from", "2026-03-27T00:00:00Z", "--to", "2026-03-31T00:00:00Z", "--json"]);
+    assert.deepEqual(JSON.parse(json.out), OCCURRENCES);
+  });
+
+  test("cron prints local and UTC times with daylight-saving marks", async () => {
+    const gap = await run(["cron", "30 2 * * *", "--tz", "America/New_York", "--from", "2026-03-07T00:00:00Z", "--count", "3"]);
+    assert.equal(gap.code, 0, gap.err);
+    assert.equal(
+      gap.out,
+      [
+        "LOCAL (America/New_York)   UTC                       NOTE",
+        "2026-03-07T02:30:00-05:00  2026-03-07T07:30:00.000Z",
+        "2026-03-08T03:00:00-04:00  2026-03-08T07:00:00.000Z  moved: DST gap (02:30 does not exist)",
+        "2026-03-09T02:30:00-04:00  2026-03-09T06:30:00.000Z",
+        "",
+      ].join("\n"),
+    );
+    const twice = await run(["cron", "*/30 1 * * *", "--tz", "America/New_York", "--from", "2026-11-01T05:00:00Z", "--count", "3"]);
+    assert.match(twice.out, /^2026-11-01T01:30:00-04:00 +2026-11-01T05:30:00\.000Z +DST overlap: fires twice$/m);
+    assert.match(twice.out, /^2026-11-01T01:30:00-05:00 +2026-11-01T06:30:00\.000Z +DST overlap: fires twice$/m);
+    assert.match(twice.out, /^2026-11-02T01:00:00-05:00 +2026-11-02T06:00:00\.000Z$/m);
+    const once = await run(["cron", "30 1 * * *", "--tz", "America/New_York", "--from", "2026-10-31T12:00:00Z", "--count", "2"]);
+    assert.match(once.out, /^2026-11-01T01:30:00-04:00 +2026-11-01T05:30:00\.000Z +DST overlap: first of two only$/m);
+    const json = await run(["cron", "30 1 * * *", "--tz", "America/New_York", "--from", "2026-10-31T12:00:00Z", "--json"]);
+    assert.deepEqual(JSON.parse(json.out).dst, ["overlap", null]);
   });
 
   test("API errors exit 1 with code, message and field on stderr", async () => {
@@ -151,7 +274,7 @@ describe("CLI against an HTTP server", () => {
     assert.equal((await run(["dlq", "list"])).out, "no dead letters\n");
 
     const cron = await run(["cron", "0 9 * * MON-FRI", "--tz", "Europe/London", "--count", "2"]);
-    assert.equal(cron.out, "2026-03-30T08:00:00.000Z\n2026-03-31T08:00:00.000Z\n");
+    assert.equal(cron.out, "LOCAL (Europe/London)      UTC                       NOTE\n2026-03-30T09:00:00+01:00  2026-03-30T08:00:00.000Z\n2026-03-31T09:00:00+01:00  2026-03-31T08:00:00.000Z\n");
     assert.equal(server.requests.at(-1)!.url, "/v1/schedules/preview?cron=0+9+*+*+MON-FRI&tz=Europe%2FLondon&count=2");
   });
 });
