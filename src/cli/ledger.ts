@@ -79,7 +79,7 @@ export async function runLedger(cmd: LedgerCommand, client: DuetimeClient, out: 
         if (answer.items.length === 0) return out.line("no occurrences in the window");
         out.table(
           ["SCHEDULED FOR (UTC)", "LOCAL", "STATUS", "REASON", "DST", "EXECUTION", "STATE"],
-          answer.items.map((i) => [utc(i.scheduledFor), i.local, i.status, i.reason ?? "-", dstMark(i.dst), i.executionId ?? "-", i.executionState ?? "-"]),
+          answer.items.map((i) => [utc(i.scheduledFor), i.local || "-", i.status, i.reason ?? "-", dstMark(i.dst), i.executionId ?? "-", i.executionState ?? "-"]),
         );
       });
       return;
