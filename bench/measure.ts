@@ -141,3 +141,21 @@ export class NoiseGauge {
     return (foreign / (elapsed * cpus().length)) * 100;
   }
 }
+
+/**
+ * Waits (up to maxMs) until the machine has been quiet for a whole second:
+ * CPU busy under thresholdPct of all cores. Between runs nothing of ours is
+ * busy, so what is busy is someone else (tests, builds). Returns how long it
+ * waited and the last second's busy share.
+ */
+export async function waitForQuiet(maxMs: number, thresholdPct = 25): Promise<{ waitedMs: number; busyPct: number }> {
+  const t0 = Date.now();
+  let busyPct = 0;
+  for (;;) {
+    const b0 = machineBusyMs();
+    const s0 = Date.now();
+    await sleep(1_000);
+    busyPct = ((machineBusyMs() - b0) / ((Date.now() - s0) * cpus().length)) * 100;
+    if (busyPct < thresholdPct || Date.now() - t0 >= maxMs) return { waitedMs: Date.now() - t0, busyPct };
+  }
+}

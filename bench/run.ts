@@ -21,12 +21,13 @@ import { parseArgs } from "node:util";
 import { lagChart, type Series } from "./chart.js";
 import type { Contender } from "./contender.js";
 import { CONTENDERS } from "./contenders/index.js";
-import { NoiseGauge, Progress } from "./measure.js";
+import { NoiseGauge, Progress, waitForQuiet } from "./measure.js";
 import { herd, idle, immediate, steady, type Column, type RunOutput, type Scenario } from "./scenarios.js";
 
 const USAGE = `usage: npm run bench -- <herd|steady|immediate|idle|all|smoke> [--contenders ${Object.keys(CONTENDERS).join(",")}]
        [--runs N] [--concurrency N] [--jobs N[,N…]] [--rate R[,R…]] [--duration S] [--timeout S] [--window S] [--out DIR]
-       [--runs-of NAME=N[,NAME=N…]]   (fewer runs for a slow contender, e.g. pg-boss=1)`;
+       [--runs-of NAME=N[,NAME=N…]]   (fewer runs for a slow contender, e.g. pg-boss=1)
+       [--quiet-wait S]   (before each run, wait up to S s for the machine to be quiet; default 60, smoke 0)`;
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -41,6 +42,7 @@ const { values, positionals } = parseArgs({
     window: { type: "string" },
     out: { type: "string" },
     "runs-of": { type: "string" },
+    "quiet-wait": { type: "string" },
     help: { type: "boolean", short: "h" },
   },
 });
@@ -65,6 +67,7 @@ function usage(message: string): never {
 const concurrency = num(values.concurrency, 100);
 const runsOverride = values.runs === undefined ? undefined : num(values.runs, 1);
 const timeoutMs = num(values.timeout, smoke ? 60 : 900) * 1000;
+const quietWaitMs = values["quiet-wait"] === "0" ? 0 : num(values["quiet-wait"], smoke ? 0.001 : 60) * 1000;
 const names = (values.contenders ?? Object.keys(CONTENDERS).join(",")).split(",").filter(Boolean);
 for (const name of names) if (!CONTENDERS[name]) usage(`unknown contender ${name}`);
 const runsOf = new Map<string, number>();
@@ -127,6 +130,11 @@ async function runOnce(scenario: Scenario, name: string, run: number, runs: numb
   const dir = mkdtempSync(join(tmpdir(), "duetime-bench-"));
   const contender: Contender = CONTENDERS[name]!();
   const progress = new Progress(`${scenario.id} ${name} run ${run}/${runs}`);
+  if (quietWaitMs >= 1000) {
+    progress.set("waiting for the machine to be quiet");
+    const q = await waitForQuiet(quietWaitMs);
+    if (q.waitedMs > 1_500) process.stderr.write(`(waited ${Math.round(q.waitedMs / 1000)} s for quiet; last second ${Math.round(q.busyPct)}% busy)\n`);
+  }
   progress.set("setting up");
   // A run that hangs (a service that stopped answering) must not hang CI.
   const watchdog = setTimeout(() => {
