@@ -269,6 +269,10 @@ export interface PreviewQuery {
 }
 export interface PreviewResponse {
   times: string[];
+  /** Wall times in the zone, "YYYY-MM-DDTHH:mm:ss". */
+  local?: string[];
+  /** "gap": moved to the end of a spring-forward gap; "overlap": a wall time that occurs twice. */
+  dst?: ("gap" | "overlap" | null)[];
 }
 
 export interface AuditItem {

@@ -31,7 +31,8 @@ import { toIso } from "../core/time.js";
 import type { LeasedRow } from "../store/store.js";
 import { HTTP_POOL } from "../store/store.js";
 import { Agent } from "undici";
-import { AckBatcher } from "./ack-batcher.js";
+import { setMaxListeners } from "node:events";
+import { AckBuffer } from "./ack-buffer.js";
 import { CircuitBreaker, type BreakerSettings, type BreakerState } from "./circuit-breaker.js";
 import { EgressAllowList, guardedConnector, originOf, urlRefusal } from "./egress.js";
 import type { EngineEvents } from "./events.js";
@@ -97,6 +98,10 @@ const KEEPER_INTERVAL_MS = 1_000;
 /** An idle, healthy origin is forgotten after this long. */
 const IDLE_ORIGIN_MS = 10 * 60_000;
 const DEFAULT_TIMEOUT_MS = 300_000;
+/** Finished calls wait this long for company before their outcomes are written (unless a lease call takes them first). */
+const ACK_DELAY_MS = 10;
+/** While calls are queued for their origins anyway, lease only this many at a time or more: one commit per call is what makes a herd slow. */
+const LEASE_BATCH = 64;
 
 /** A leased execution from its lease until its outcome is handed to the ack batcher. */
 interface Slot {
@@ -133,7 +138,7 @@ export class HttpTargetRunner {
   private readonly o: HttpTargetOptions;
   private readonly clock: Clock;
   private readonly agent: Agent;
-  private readonly acks: AckBatcher;
+  private readonly acks: AckBuffer;
   private readonly allow: EgressAllowList;
   private readonly keys: SigningKeys;
   private readonly limits: OriginLimits;
@@ -142,6 +147,7 @@ export class HttpTargetRunner {
   private readonly maxHeld: number;
   private readonly origins = new Map<string, OriginState>();
   private readonly slots = new Map<string, Slot>();
+  private readonly urls = new Map<string, { origin: string; refusal: string | null }>();
   private inFlight = 0;
   private state: "idle" | "running" | "stopping" | "stopped" = "idle";
   private loop: Promise<void> | null = null;
@@ -170,7 +176,8 @@ export class HttpTargetRunner {
       bodyTimeout: 0,
       connect: guardedConnector(this.allow),
     });
-    this.acks = new AckBatcher(options.executor);
+    this.acks = new AckBuffer(options.executor, this.clock, ACK_DELAY_MS, 500, (error) => this.o.events.emit("error", { where: "http-target", error }));
+    setMaxListeners(0, this.callAbort.signal); // one listener per call in flight
   }
 
   start(): void {
@@ -253,11 +260,12 @@ export class HttpTargetRunner {
 
   private async run(): Promise<void> {
     while (this.state === "running") {
-      const budget = this.leaseBudget();
-      if (budget <= 0) {
+      const { budget, queued } = this.leaseBudget();
+      if (budget <= 0 || (budget < Math.min(LEASE_BATCH, Math.ceil(this.concurrency / 4)) && queued > 0)) {
         await new Promise<void>((resolve) => (this.roomFreed = resolve));
         continue;
       }
+      const acks = this.acks.take();
       try {
         const { leased } = await this.o.executor.lease({
           pool: HTTP_POOL,
@@ -267,12 +275,15 @@ export class HttpTargetRunner {
           graceMs: GRACE_MS + this.holdMs,
           waitMs: 5_000,
           signal: this.leaseAbort.signal,
+          complete: acks.complete,
+          fail: acks.fail,
         });
         const now = this.clock.now();
         for (const row of leased) this.admit(row, now);
         const last = leased[leased.length - 1];
         if (last) this.leaseMs = last.timeoutSeconds * 1000 + GRACE_MS;
       } catch (error) {
+        this.acks.restore(acks);
         if (this.state !== "running") break;
         this.o.events.emit("error", { where: "http-target", error });
         await new Promise<void>((resolve) => this.clock.setTimer(resolve, 500));
@@ -285,9 +296,10 @@ export class HttpTargetRunner {
    * waiting for a capped or rate-limited origin; executions held for an open
    * breaker count only beyond maxHeld.
    */
-  private leaseBudget(): number {
+  private leaseBudget(): { budget: number; queued: number } {
     const { waiting, held } = this.totals();
-    return this.concurrency - this.inFlight - (waiting - held) - Math.max(0, held - this.maxHeld);
+    const queued = waiting - held;
+    return { budget: this.concurrency - this.inFlight - queued - Math.max(0, held - this.maxHeld), queued };
   }
 
   private wakeLoop(): void {
@@ -298,12 +310,12 @@ export class HttpTargetRunner {
 
   private admit(row: LeasedRow, now: number): void {
     const target = row.target as HttpTarget;
-    const refusal = target.type !== "http" ? `not an http target (${String(target.type)})` : urlRefusal(target.url, this.allow);
-    if (refusal) {
+    const { origin: key, refusal } = target.type !== "http" ? { origin: "", refusal: `not an http target (${String(target.type)})` } : this.urlInfo(target.url);
+    if (refusal !== null) {
       this.acks.fail({ executionId: row.executionId, tenantId: row.tenantId, attempt: row.attempt, error: { message: refusal, class: "permanent", code: "EGRESS_REFUSED" } });
       return;
     }
-    const origin = this.originState(originOf(target.url), now);
+    const origin = this.originState(key, now);
     const slot: Slot = {
       row,
       target,
@@ -318,6 +330,18 @@ export class HttpTargetRunner {
     origin.queue.push(slot);
     origin.waiting++;
     this.pump(origin);
+  }
+
+  /** The URL's origin and whether it is refused, remembered: a herd calls the same few URLs thousands of times. */
+  private urlInfo(url: string): { origin: string; refusal: string | null } {
+    let info = this.urls.get(url);
+    if (!info) {
+      const refusal = urlRefusal(url, this.allow);
+      info = { origin: refusal === null ? originOf(url) : "", refusal };
+      if (this.urls.size >= 10_000) this.urls.clear();
+      this.urls.set(url, info);
+    }
+    return info;
   }
 
   private originState(key: string, now: number): OriginState {

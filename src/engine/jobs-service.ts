@@ -306,6 +306,8 @@ export class JobsService implements Service {
       timeoutSeconds: job.timeoutSeconds,
       priority: job.priority,
       ...changes,
+      // retry changes only the fields it names
+      ...(changes.retry ? { retry: { ...job.retry, ...changes.retry } } : {}),
     };
     const eff = effectiveJob(spec, jobId, now);
     // A new schedule moves the next occurrence; a dispatch of the old one still in flight finds its due entry gone.
@@ -382,7 +384,8 @@ export class JobsService implements Service {
     });
     // Executions at other times: triggers, or occurrences of an earlier schedule.
     for (const e of executions.values()) {
-      items.push({ scheduledFor: toIso(e.scheduledFor), local: "", status: "dispatched", ...this.ledgerExecution(e) });
+      const tz = isCron(job.schedule) ? job.schedule.tz : "UTC";
+      items.push({ scheduledFor: toIso(e.scheduledFor), local: localTime(e.scheduledFor, tz).slice(0, 19), status: "dispatched", ...this.ledgerExecution(e) });
     }
     items.sort((a, b) => a.scheduledFor.localeCompare(b.scheduledFor));
     return { items };
@@ -596,11 +599,7 @@ export class JobsService implements Service {
       throw err;
     }
     const times = fireTimes(expr, tz, from, query.count ?? 10);
-    return {
-      times: times.map((t) => toIso(t.at)),
-      local: times.map((t) => t.local),
-      dst: times.map((t) => t.dst ?? null),
-    } as PreviewResponse;
+    return { times: times.map((t) => toIso(t.at)), local: times.map((t) => t.local), dst: times.map((t) => t.dst ?? null) };
   }
 
   async cluster(): Promise<ClusterView> {

@@ -59,6 +59,14 @@ test("PATCH with a stale version is VERSION_CONFLICT and changes nothing", async
   await engine.stop();
 });
 
+test("PATCH of retry changes only the fields it names", async () => {
+  const { engine, job } = await setup({ cron: "*/5 * * * *" });
+  await engine.service.updateJob(ctx, job.jobId, { retry: { maxAttempts: 5, backoffSeconds: 60, maxBackoffSeconds: 600 } });
+  const updated = await engine.service.updateJob(ctx, job.jobId, { retry: { maxAttempts: 9 } });
+  assert.deepEqual(updated.retry, { maxAttempts: 9, backoffSeconds: 60, maxBackoffSeconds: 600 });
+  await engine.stop();
+});
+
 test("PATCH validates like create and refuses ended jobs", async () => {
   const { engine, job } = await setup({ cron: "*/5 * * * *" });
   await assert.rejects(
