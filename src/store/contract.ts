@@ -1702,47 +1702,6 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
       });
     });
 
-    describe("executionNextReadyAt", () => {
-      storeTest("answers the earliest future readyAt of the pool, null when none", async (store) => {
-        const epochs = await acquireAll(store, "n1");
-        assert.equal(await store.executionNextReadyAt({ pool: "p1", now: T0 }), null);
-        const a = await readyExecution(store, epochs);
-        const b = await readyExecution(store, epochs);
-        const c = await readyExecution(store, epochs, { tenantId: "t2" });
-        const other = await readyExecution(store, epochs, { target: { type: "queue", pool: "p2" } });
-        // Ready now is not in the future.
-        assert.equal(await store.executionNextReadyAt({ pool: "p1", now: T0 }), null);
-        await lease(store, T0, { max: 10 });
-        await lease(store, T0, { pool: "p2" });
-        await store.executionFailMany({
-          items: [
-            fail({ executionId: a.executionId, tenantId: "t1", attempt: 1 }),
-            fail({ executionId: b.executionId, tenantId: "t1", attempt: 1 }),
-            fail({ executionId: c.executionId, tenantId: "t2", attempt: 1 }),
-            fail({ executionId: other.executionId, tenantId: "t1", attempt: 1 }),
-          ],
-          now: T0 + SECOND,
-          plan: (_f, item) => ({
-            retryAt:
-              item.executionId === a.executionId
-                ? T0 + 30 * SECOND
-                : item.executionId === b.executionId
-                  ? T0 + 20 * SECOND
-                  : item.executionId === c.executionId
-                    ? T0 + 10 * SECOND
-                    : T0 + 5 * SECOND,
-          }),
-        });
-        assert.equal(await store.executionNextReadyAt({ pool: "p1", now: T0 + SECOND }), T0 + 10 * SECOND);
-        assert.equal(await store.executionNextReadyAt({ tenantId: "t1", pool: "p1", now: T0 + SECOND }), T0 + 20 * SECOND);
-        assert.equal(await store.executionNextReadyAt({ tenantId: "t2", pool: "p1", now: T0 + SECOND }), T0 + 10 * SECOND);
-        assert.equal(await store.executionNextReadyAt({ pool: "p2", now: T0 + SECOND }), T0 + 5 * SECOND);
-        assert.equal(await store.executionNextReadyAt({ pool: "p1", now: T0 + 20 * SECOND }), T0 + 30 * SECOND);
-        assert.equal(await store.executionNextReadyAt({ pool: "p1", now: T0 + 30 * SECOND }), null);
-        assert.equal(await store.executionNextReadyAt({ pool: "p3", now: T0 }), null);
-      });
-    });
-
     describe("dead letters", () => {
       async function deadExecution(store: Store, epochs: ReadonlyMap<number, number>, overrides: JobOverrides = {}, now = T0 + SECOND): Promise<Ready> {
         const r = await readyExecution(store, epochs, overrides);

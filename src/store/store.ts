@@ -333,7 +333,6 @@ export interface Store {
     after?: { scheduledFor: number; attempt: number };
   }): Promise<AttemptRow[]>;
   /** Earliest readyAt > now among READY executions of a pool, for waking long polls. */
-  executionNextReadyAt(params: { tenantId?: string; pool: string; now: number }): Promise<number | null>;
 
   // ---- dead letters -------------------------------------------------------
   deadLetterList(params: { tenantId: string; limit: number; after?: { deadAt: number; executionId: string } }): Promise<DeadLetterRow[]>;

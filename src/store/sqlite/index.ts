@@ -726,13 +726,6 @@ class SqliteStore implements Store {
     }));
   }
 
-  async executionNextReadyAt(p: { tenantId?: string; pool: string; now: number }): Promise<number | null> {
-    const row = this.q(
-      `SELECT min(ready_at) AS t FROM executions
-       WHERE pool = @pool AND state = 'READY' AND ready_at > @now AND (@tenant IS NULL OR tenant_id = @tenant)`,
-    ).get({ pool: p.pool, now: p.now, tenant: p.tenantId ?? null }) as Row;
-    return (row.t as number | null) ?? null;
-  }
 
   // ---- dead letters ---------------------------------------------------------------
 
