@@ -332,7 +332,6 @@ export interface Store {
     limit: number;
     after?: { scheduledFor: number; attempt: number };
   }): Promise<AttemptRow[]>;
-  /** Earliest readyAt > now among READY executions of a pool, for waking long polls. */
 
   // ---- dead letters -------------------------------------------------------
   deadLetterList(params: { tenantId: string; limit: number; after?: { deadAt: number; executionId: string } }): Promise<DeadLetterRow[]>;
