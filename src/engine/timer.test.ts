@@ -46,3 +46,22 @@ test("keeps heap order under random pushes", () => {
   const popped = t.popDue(Infinity, 10_000).map((e) => e.dueAt);
   assert.deepEqual(popped, times.map((x) => x.at).sort((a, b) => a - b));
 });
+
+test("due entries are taken round-robin across tenants: a big tenant does not starve a small one", () => {
+  const t = new DueTimer();
+  for (let i = 0; i < 1000; i++) t.push({ ...entry(`big${i}`, 10), tenantId: "big" });
+  t.push({ ...entry("small", 10), tenantId: "small" });
+  const first = t.popDue(10, 10);
+  assert.ok(first.some((e) => e.tenantId === "small"), "the small tenant waited behind the big one");
+  assert.equal(first.length, 10);
+  assert.equal(t.size, 991);
+});
+
+test("within a tenant, entries still come out earliest first", () => {
+  const t = new DueTimer();
+  for (const [id, at] of [["c", 30], ["a", 10], ["b", 20]] as const) t.push({ ...entry(id, at), tenantId: "x" });
+  t.push({ ...entry("z", 5), tenantId: "y" });
+  assert.equal(t.peekTime(), 5);
+  const out = t.popDue(100, 10);
+  assert.deepEqual(out.filter((e) => e.tenantId === "x").map((e) => e.jobId), ["a", "b", "c"]);
+});
