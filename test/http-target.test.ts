@@ -156,7 +156,7 @@ test("a slow receiver: the call is aborted at timeoutSeconds, the attempt is TIM
     assert.ok(rx.hits[1]!.at - rx.hits[0]!.at >= 1000, "the retry came after the timeout");
     const history = (await t.client.listExecutions(job.jobId)).items;
     assert.deepEqual(history.map((i) => [i.attempt, i.state]), [[2, "SUCCEEDED"], [1, "TIMED_OUT"]]);
-    assert.match(history[1]!.error?.message ?? "", /timeoutSeconds \(1 s\)/);
+    assert.match(history[1]!.error?.message ?? "", /ran past timeoutSeconds \(1 s\); aborted/);
   } finally {
     await t.close();
     await rx.close();
@@ -310,6 +310,40 @@ test("a flapping origin opens its breaker: calls wait without spending attempts,
     assert.ok(after.opened >= 1);
     assert.equal((await t.client.listDeadLetters()).items.length, 0);
     assert.match(await (await fetch(`${t.url}/metrics`)).text(), /duetime_http_breaker_transitions_total\{state="closed"\} [1-9]/);
+  } finally {
+    await t.close();
+    await rx.close();
+  }
+});
+
+test("a held call keeps its lease by heartbeats; past the hold budget it is sent anyway, and its success closes the breaker", async () => {
+  const rx = await receiver((req, res) => {
+    res.writeHead(req.url === "/a" ? 500 : 200);
+    res.end();
+  });
+  // Open for a minute after one failure; calls wait at most holdSeconds − 5 s = 8 s for it, longer
+  // than the 6 s lease (timeoutSeconds 1 + 5 s) of the held call: only heartbeats keep it.
+  const t = await startTestServer({ ...ALLOW, httpTarget: { breaker: { failureThreshold: 1, openSeconds: 60 }, holdSeconds: 13 } });
+  try {
+    const a = await t.client.createJob({ name: "a", target: { type: "http", url: `${rx.base}/a` }, schedule: { delaySeconds: 0 }, timeoutSeconds: 1, retry: { maxAttempts: 1 } });
+    await waitFor(state(t, a.jobId, "DEAD"), "the failing job dead (and the breaker open)");
+    const created = Date.now();
+    const b = await t.client.createJob({
+      name: "b",
+      target: { type: "http", url: `${rx.base}/b` },
+      schedule: { delaySeconds: 0 },
+      timeoutSeconds: 1,
+      retry: { maxAttempts: 1 },
+    });
+    await waitFor(state(t, b.jobId, "COMPLETED"), "the held call sent when its hold ran out", 20_000);
+    const hit = rx.hits.find((h) => h.path === "/b")!;
+    assert.ok(hit.at - created >= 7000, `sent ${hit.at - created} ms after it was due: it was held first`);
+    assert.equal(hit.headers["duetime-attempt"], "1");
+    const history = (await t.client.listExecutions(b.jobId)).items;
+    assert.deepEqual(history.map((i) => [i.attempt, i.state]), [[1, "SUCCEEDED"]], "the lease never lapsed while held");
+    const [target] = (await getJson<{ items: Target[] }>(t, "/v1/targets")).items;
+    assert.equal(target!.breaker, "closed");
+    assert.match(await (await fetch(`${t.url}/metrics`)).text(), /duetime_http_hold_expired_total 1/);
   } finally {
     await t.close();
     await rx.close();
