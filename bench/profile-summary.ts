@@ -1,10 +1,14 @@
 // Where the time goes, from a V8 CPU profile: self time by function and by
 // file, top N. Profile a benchmark run with
 //
-//   NODE_OPTIONS="--cpu-prof --cpu-prof-dir=/tmp/prof" npm run bench -- herd --jobs 100000 --contenders duetime-server --runs 1 --out /tmp/bench
+//   BENCH_SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof/server" \
+//     node --cpu-prof --cpu-prof-dir=/tmp/prof/bench --import tsx bench/run.ts herd --jobs 100000 --contenders duetime-server --runs 1 --lead 60 --out /tmp/bench
 //
-// (NODE_OPTIONS reaches the `duetime serve` child too: one profile per
-// process), then: node --import tsx bench/profile-summary.ts /tmp/prof/*.cpuprofile [--top 25]
+// (BENCH_SERVER_NODE_ARGS goes to the `duetime serve` children; Node 20
+// refuses --cpu-prof in NODE_OPTIONS), then: node --import tsx bench/profile-summary.ts /tmp/prof/*.cpuprofile [--top 25]
+// [--callers NAME]: also split NAME's self time by the nearest caller in src/
+// (e.g. --callers sqliteTransaction: which store operation's commits cost what),
+// passing over wrappers named in --skip (default "tx,(anonymous)").
 
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
@@ -23,7 +27,10 @@ interface Profile {
   timeDeltas?: number[];
 }
 
-const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: "string" } } });
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: { top: { type: "string" }, callers: { type: "string" }, skip: { type: "string" } },
+});
 const top = Number(values.top ?? 25);
 const ROOT = new URL("../", import.meta.url).href;
 
@@ -57,6 +64,20 @@ for (const file of positionals) {
     files.set(f, (files.get(f) ?? 0) + ms);
   }
   const busy = total - idle;
+  const callers = new Map<string, number>();
+  if (values.callers) {
+    const parent = new Map<number, number>();
+    for (const node of p.nodes) for (const c of node.children ?? []) parent.set(c, node.id);
+    for (const [id, ms] of self) {
+      if (byId.get(id)!.callFrame.functionName !== values.callers) continue;
+      let up = parent.get(id);
+      const skip = new Set((values.skip ?? "tx,(anonymous)").split(","));
+      const wrapper = (n: ProfileNode) => !n.callFrame.url.includes("/src/") || skip.has(n.callFrame.functionName || "(anonymous)");
+      while (up !== undefined && wrapper(byId.get(up)!)) up = parent.get(up);
+      const key = up === undefined ? "(no caller in src/)" : `${byId.get(up)!.callFrame.functionName || "(anonymous)"}  ${short(byId.get(up)!.callFrame.url)}`;
+      callers.set(key, (callers.get(key) ?? 0) + ms);
+    }
+  }
   const table = (m: Map<string, number>) =>
     [...m.entries()]
       .sort((a, b) => b[1] - a[1])
@@ -66,4 +87,5 @@ for (const file of positionals) {
   console.log(`\n== ${file}: ${total.toFixed(0)} ms profiled, ${busy.toFixed(0)} ms busy (${((busy / total) * 100).toFixed(0)}%)`);
   console.log(`-- self time by function (share of busy time)\n${table(fns)}`);
   console.log(`-- self time by file\n${table(files)}`);
+  if (values.callers) console.log(`-- self time of ${values.callers} by nearest caller in src/\n${table(callers)}`);
 }

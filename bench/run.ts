@@ -14,7 +14,7 @@
 // used by other processes during the run). Results go to bench/results/
 // (<scenario>.md, <scenario>.svg, and <command>.md for several at once).
 
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, release, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -27,6 +27,8 @@ import { herd, idle, immediate, steady, type Column, type RunOutput, type Scenar
 const USAGE = `usage: npm run bench -- <herd|steady|immediate|idle|all|smoke> [--contenders ${Object.keys(CONTENDERS).join(",")}]
        [--runs N] [--concurrency N] [--jobs N[,N…]] [--rate R[,R…]] [--duration S] [--timeout S] [--window S] [--out DIR]
        [--runs-of NAME=N[,NAME=N…]]   (fewer runs for a slow contender, e.g. pg-boss=1)
+       [--lead S]   (herd: seconds between the start of creation and the due second; default 3 + 0.15 ms per job)
+       [--merge]   (keep the rows of contenders not run now from the last results of the same scenario, marked †)
        [--quiet-wait S]   (before each run, wait up to S s for the machine to be quiet; default 60, smoke 0)`;
 
 const { values, positionals } = parseArgs({
@@ -43,6 +45,8 @@ const { values, positionals } = parseArgs({
     out: { type: "string" },
     "runs-of": { type: "string" },
     "quiet-wait": { type: "string" },
+    lead: { type: "string" },
+    merge: { type: "boolean" },
     help: { type: "boolean", short: "h" },
   },
 });
@@ -78,7 +82,11 @@ for (const item of (values["runs-of"] ?? "").split(",").filter(Boolean)) {
 }
 
 const herds = (sizes: number[], runs: number) =>
-  sizes.map((jobs) => herd({ jobs, leadBaseMs: smoke ? 2_000 : 3_000, leadPerJobMs: 0.15, timeoutMs, runs }));
+  sizes.map((jobs) =>
+    values.lead !== undefined
+      ? herd({ jobs, leadBaseMs: num(values.lead, 1) * 1000, leadPerJobMs: 0, timeoutMs, runs })
+      : herd({ jobs, leadBaseMs: smoke ? 2_000 : 3_000, leadPerJobMs: 0.15, timeoutMs, runs }),
+  );
 const steadies = (rates: number[], runs: number) =>
   rates.map((rate) =>
     steady({ rate, durationMs: num(values.duration, smoke ? 3 : 30) * 1000, graceMs: smoke ? 30_000 : 60_000, runs, seed: 42 }),
@@ -117,7 +125,13 @@ interface Outcome {
   run: number;
   output: RunOutput;
   noise: number;
+  /** When the run started and with what command, which version and settings (kept in <scenario>.json for --merge). */
+  at: string;
+  command: string;
+  version: string;
+  settings: string;
 }
+const commandLine = `npm run bench -- ${process.argv.slice(2).join(" ")}`;
 
 let runCounter = 0;
 const versions = new Map<string, string>();
@@ -127,6 +141,7 @@ const loadAtStart = loadavg()[0]!;
 
 async function runOnce(scenario: Scenario, name: string, run: number, runs: number): Promise<Outcome> {
   const runId = `${process.pid}_${++runCounter}`;
+  const at = new Date().toISOString();
   const dir = mkdtempSync(join(tmpdir(), "duetime-bench-"));
   const contender: Contender = CONTENDERS[name]!();
   const progress = new Progress(`${scenario.id} ${name} run ${run}/${runs}`);
@@ -164,7 +179,7 @@ async function runOnce(scenario: Scenario, name: string, run: number, runs: numb
   const summary = summarise(scenario, output);
   progress.done(output.failure ? `FAILED: ${output.failure}` : `${summary}; noise ${noise.toFixed(1)}%${output.note ? `; ${output.note}` : ""}`);
   if (output.failure) failures.push(`${scenario.id} ${name} run ${run}: ${output.failure}`);
-  return { contender: name, run, output, noise };
+  return { contender: name, run, output, noise, at, command: commandLine, version: contender.version, settings: contender.settings };
 }
 
 function summarise(scenario: Scenario, output: RunOutput): string {
@@ -208,10 +223,11 @@ function cell(c: Pick<Column, "unit">, xs: number[]): string {
   return `${format(c, median(finite))} (${format(c, Math.min(...finite))}–${format(c, Math.max(...finite))})`;
 }
 
-function header(): string[] {
+function header(shown: Outcome[] = []): string[] {
   const cpu = cpus();
+  for (const o of shown) versions.set(o.contender, o.version);
   return [
-    `- ${new Date().toISOString()}; command: \`npm run bench -- ${process.argv.slice(2).join(" ")}\``,
+    `- ${new Date().toISOString()}; command: \`${commandLine}\``,
     `- machine: ${cpu[0]?.model ?? "cpu"} × ${cpu.length} cores, ${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM, Linux ${release()}; load average ${loadAtStart.toFixed(2)} at start`,
     `- Node ${process.version}; ${[...new Set(versions.values())].join("; ")}`,
     `- every contender: worker concurrency ${concurrency} in total, a no-op handler that records when it started, a fresh store per run; ` +
@@ -228,14 +244,16 @@ function scenarioReport(scenario: Scenario, outcomes: Outcome[]): { markdown: st
     `| --- | ${cols.map(() => "---").join(" | ")} | --- | --- |`,
   ];
   const series: Series[] = [];
-  for (const name of names) {
+  const rows = Object.keys(CONTENDERS).filter((n) => outcomes.some((o) => o.contender === n));
+  const kept = new Set(rows.filter((n) => !names.includes(n)));
+  for (const name of rows) {
     const mine = outcomes.filter((o) => o.contender === name);
     const ok = mine.filter((o) => !o.output.failure);
     const failed = mine.length - ok.length;
     const runs = mine.length;
     const vals = (key: string) => ok.map((o) => o.output.metrics[key] ?? NaN);
     lines.push(
-      `| ${name} | ${cols.map((c) => (ok.length ? cell(c, vals(c.key)) : "failed")).join(" | ")} | ${cell({ unit: "percent" }, ok.map((o) => o.noise))} | ${ok.length}/${runs}${failed ? ` (${failed} failed)` : ""} |`,
+      `| ${name}${kept.has(name) ? " †" : ""} | ${cols.map((c) => (ok.length ? cell(c, vals(c.key)) : "failed")).join(" | ")} | ${cell({ unit: "percent" }, ok.map((o) => o.noise))} | ${ok.length}/${runs}${failed ? ` (${failed} failed)` : ""} |`,
     );
     // The chart shows the run with the median p99 (the tail is what differs most).
     const withLags = ok.filter((o) => o.output.lagQuantiles?.length).sort((a, b) => (a.output.metrics.p99 ?? 0) - (b.output.metrics.p99 ?? 0));
@@ -243,6 +261,10 @@ function scenarioReport(scenario: Scenario, outcomes: Outcome[]): { markdown: st
     series.push({ name, quantiles: pick?.output.lagQuantiles ?? [], p50: pick?.output.metrics.p50, p99: pick?.output.metrics.p99 });
   }
   lines.push("", ...scenario.notes.map((n) => `- ${n}`));
+  for (const name of kept) {
+    const o = outcomes.find((x) => x.contender === name)!;
+    lines.push(`- † ${name}: kept from an earlier run (${o.at.slice(0, 16).replace("T", " ")} UTC, \`${o.command}\`; ${o.version})`);
+  }
   for (const o of outcomes) {
     if (o.output.failure) lines.push(`- ${o.contender} run ${o.run} failed: ${o.output.failure.split("\n")[0]}`);
     if (o.output.note) lines.push(`- ${o.contender} run ${o.run}: ${o.output.note}`);
@@ -265,19 +287,32 @@ for (const scenario of scenarios) {
       if (r <= mine) outcomes.push(await runOnce(scenario, name, r, mine));
     }
   }
+  const jsonFile = join(outDir, `${scenario.id}.json`);
+  if (values.merge && existsSync(jsonFile)) {
+    const previous = (JSON.parse(readFileSync(jsonFile, "utf8")) as { outcomes: Outcome[] }).outcomes;
+    for (const o of previous) {
+      if (names.includes(o.contender) || !CONTENDERS[o.contender]) continue;
+      // JSON has no NaN ("—" cells): it comes back as null.
+      for (const [k, v] of Object.entries(o.output.metrics)) if (v === null) o.output.metrics[k] = NaN;
+      outcomes.push(o);
+      settings.set(o.contender, o.settings);
+    }
+  }
   const { markdown, svg } = scenarioReport(scenario, outcomes);
-  const settingsBlock = ["", "Settings:", ...names.map((n) => `- ${n}: ${settings.get(n) ?? "(setup failed)"}`), ""].join("\n");
-  const doc = [`# ${scenario.title}`, "", ...header(), "", markdown.replace(/^## .*\n\n/, ""), settingsBlock].join("\n");
+  const shownNames = Object.keys(CONTENDERS).filter((n) => outcomes.some((o) => o.contender === n));
+  const settingsBlock = ["", "Settings:", ...shownNames.map((n) => `- ${n}: ${settings.get(n) ?? "(setup failed)"}`), ""].join("\n");
+  const doc = [`# ${scenario.title}`, "", ...header(outcomes), "", markdown.replace(/^## .*\n\n/, ""), settingsBlock].join("\n");
   sections.push(markdown);
   console.log(`\n${markdown}`);
   if (!smoke) {
     mkdirSync(outDir, { recursive: true });
     writeFileSync(join(outDir, `${scenario.id}.md`), doc);
+    writeFileSync(jsonFile, JSON.stringify({ scenario: scenario.id, outcomes }, null, 1) + "\n");
     if (svg) writeFileSync(join(outDir, `${scenario.id}.svg`), svg);
     console.error(`written: ${join(outDir, `${scenario.id}.md`)}${svg ? ` and .svg` : ""}`);
   }
 }
-const settingsBlock = ["Settings:", ...names.map((n) => `- ${n} (${versions.get(n) ?? "?"}): ${settings.get(n) ?? "(setup failed)"}`)].join("\n");
+const settingsBlock = ["Settings:", ...Object.keys(CONTENDERS).filter((n) => settings.has(n)).map((n) => `- ${n} (${versions.get(n) ?? "?"}): ${settings.get(n) ?? "(setup failed)"}`)].join("\n");
 const all = [`# duetime benchmarks: ${command}`, "", ...header(), "", ...sections, settingsBlock, ""].join("\n");
 if (!smoke && scenarios.length > 1) {
   writeFileSync(join(outDir, `${command}.md`), all);

@@ -4,9 +4,12 @@ import { createDuetime, type Duetime } from "../../src/embedded/index.js";
 import type { BenchJob, Contender, ContenderContext, Started } from "../contender.js";
 import { assertCreated, BENCH_POOL, benchJobs, duetimeVersion, sqliteBytes } from "./duetime-jobs.js";
 
+/** The engine this process loaded (once, at import): later src/ edits reach only new processes. */
+const LOADED_VERSION = duetimeVersion();
+
 export class DuetimeEmbedded implements Contender {
   readonly name = "duetime-embedded";
-  version = duetimeVersion();
+  version = LOADED_VERSION;
   settings = "";
   private duetime: Duetime | null = null;
   private ctx!: ContenderContext;

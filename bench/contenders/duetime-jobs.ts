@@ -1,7 +1,9 @@
 // What every duetime contender shares: the job it creates (a queue job due at
 // the given time), the version string, and the size of a SQLite store.
 import { execFileSync } from "node:child_process";
-import { readFileSync, statSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
 import type { BatchCreateItem, BatchCreateResult } from "../../src/core/api.js";
 import type { BenchJob } from "../contender.js";
 
@@ -22,18 +24,37 @@ export function assertCreated(results: BatchCreateResult[]): void {
   if (failed) throw new Error(`createJobs failed: ${JSON.stringify(failed)}`);
 }
 
-/** "duetime 0.1.0 @ <commit>[+dirty]": the engine is measured as it is in the work tree at the moment of the run. */
+/**
+ * "duetime 0.1.0 @ <commit>[ + uncommitted src <hash>]": the engine is
+ * measured as it is in the work tree when each run starts (an embedded
+ * contender loads src/ once per benchmark process, a server contender once per
+ * run), so the work tree's src/ is fingerprinted too: two different
+ * fingerprints in one header mean src/ changed during the benchmark.
+ */
 export function duetimeVersion(): string {
   const pkg = JSON.parse(readFileSync(`${ROOT}package.json`, "utf8")) as { version: string };
   let rev = "";
   try {
     rev = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: ROOT, encoding: "utf8" }).trim();
     const dirty = execFileSync("git", ["status", "--porcelain", "--", "src"], { cwd: ROOT, encoding: "utf8" }).trim();
-    if (dirty) rev += "+src-changes";
+    if (dirty) rev += ` + uncommitted src ${srcFingerprint()}`;
   } catch {
-    // not a git checkout
+    rev = `src ${srcFingerprint()}`;
   }
-  return `duetime ${pkg.version}${rev ? ` @ ${rev}` : ""}`;
+  return `duetime ${pkg.version} @ ${rev}`;
+}
+
+function srcFingerprint(): string {
+  const hash = createHash("sha256");
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else if (entry.name.endsWith(".ts")) hash.update(path).update(readFileSync(path));
+    }
+  };
+  walk(join(ROOT, "src"));
+  return hash.digest("hex").slice(0, 8);
 }
 
 /** The database file with its WAL and shared-memory files. */

@@ -11,6 +11,8 @@ import { freshDatabase } from "../services.js";
 import { assertCreated, BENCH_POOL, benchJobs, duetimeVersion, sqliteBytes } from "./duetime-jobs.js";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
+/** Extra node flags for the `duetime serve` children, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" (Node 20 refuses --cpu-prof in NODE_OPTIONS). */
+const SERVER_NODE_ARGS = (process.env.BENCH_SERVER_NODE_ARGS ?? "").split(" ").filter(Boolean);
 
 /** Where the nodes keep their data for one run. */
 export interface ServerStore {
@@ -61,7 +63,7 @@ export class DuetimeServers implements Contender {
   private spawnNode(i: number): Promise<string> {
     const child = spawn(
       process.execPath,
-      [join(ROOT, "bin/duetime.js"), "serve", "--port", "0", "--store", this.store!.arg, "--log-level", "warn"],
+      [...SERVER_NODE_ARGS, join(ROOT, "bin/duetime.js"), "serve", "--port", "0", "--store", this.store!.arg, "--log-level", "warn"],
       { stdio: ["ignore", "pipe", "inherit"] },
     );
     this.children.push(child);
