@@ -13,6 +13,7 @@ import type {
   BatchCreateResult,
   ClusterView,
   CompleteItem,
+  CompleteResponse,
   CreatedJob,
   DeadLetter,
   ErrorRecord,
@@ -20,6 +21,7 @@ import type {
   FailItem,
   FailResponse,
   HeartbeatRequest,
+  HeartbeatResponse,
   Job,
   JobPatch,
   JobSpec,
@@ -39,14 +41,16 @@ import type {
 import type { Clock } from "../core/clock.js";
 import { CronSyntaxError, fireTimes, isValidTimeZone, parseCron } from "../core/cron/index.js";
 import { DuetimeError, invalidArgument, notFound } from "../core/errors.js";
-import { executionIdFor, isExecutionId, isJobId, newId, shardOf } from "../core/ids.js";
+import { isExecutionId, isJobId, newId, shardOf } from "../core/ids.js";
 import { canonicalJson, effectiveJob } from "../core/job-spec.js";
-import { fireTimesBetween, firstOccurrence, isCron, localTime, nextOccurrence, type Occurrence } from "../core/schedule.js";
+import { firstOccurrence, isCron, nextOccurrence, type Occurrence } from "../core/schedule.js";
 import { jobVerdict, type JobAction } from "../core/states.js";
-import { parseRfc3339, toIso, toIsoOrNull } from "../core/time.js";
-import type { AckOutcome, AttemptRow, JobRecord, NewJob, Store } from "../store/store.js";
-import { HTTP_POOL } from "../store/store.js";
+import { parseRfc3339, toIso } from "../core/time.js";
+import type { JobRecord, NewJob, Store } from "../store/store.js";
 import { decodeCursor, encodeCursor } from "./cursor.js";
+import { ScheduleLedger } from "./ledger.js";
+import { invalidState, poolOf, toExecution, toJob } from "./wire.js";
+import { WorkerProtocol } from "./worker-protocol.js";
 import type { Executor } from "./executor.js";
 import type { Scheduler } from "./scheduler.js";
 import type { RequestContext, Service } from "./service.js";
@@ -67,9 +71,14 @@ export class JobsService implements Service {
   private readonly store: Store;
   private readonly clock: Clock;
 
+  private readonly protocol: WorkerProtocol;
+  private readonly ledger: ScheduleLedger;
+
   constructor(private readonly o: JobsServiceOptions) {
     this.store = o.store;
     this.clock = o.clock;
+    this.protocol = new WorkerProtocol(o.store, o.clock, o.executor);
+    this.ledger = new ScheduleLedger(o.store, o.clock, o.executor, o.nodeId);
   }
 
   // ---- jobs ---------------------------------------------------------------------
@@ -282,7 +291,7 @@ export class JobsService implements Service {
       const [row] = await this.store.executionCreateMany({ tenantId: ctx.tenantId, jobId, nodeId: this.o.nodeId, now, items: [{ scheduledFor: at, readyAt: now }] });
       if (row) {
         this.o.executor.notify(ctx.tenantId, poolOf(job));
-        return this.toExecution(row);
+        return toExecution(row, this.clock.now());
       }
     }
     throw new DuetimeError("RESOURCE_EXHAUSTED", "too many triggers of this job in the same instant", undefined, 1);
@@ -335,69 +344,11 @@ export class JobsService implements Service {
   }
 
   async backfillJob(ctx: RequestContext, jobId: string, request: BackfillRequest): Promise<BackfillResponse> {
-    const job = await this.requireJob(ctx, jobId);
-    if (!isCron(job.schedule)) throw new DuetimeError("INVALID_STATE", "backfill applies to recurring (cron) jobs");
-    if (job.state === "CANCELLED") throw invalidState(job, "backfill");
-    const now = this.clock.now();
-    const { from, to } = window(request, now);
-    const times = fireTimesBetween(job.schedule, jobId, from, to, BACKFILL_MAX + 1).map((f) => f.at);
-    if (times.length > BACKFILL_MAX) {
-      throw invalidArgument("to", `the window holds more than ${BACKFILL_MAX} occurrences; backfill it in parts`);
-    }
-    const rows = await this.store.executionCreateMany({
-      tenantId: ctx.tenantId,
-      jobId,
-      nodeId: this.o.nodeId,
-      now,
-      // a bounded rate: one occurrence per BACKFILL_SPACING_MS
-      items: times.map((scheduledFor, i) => ({ scheduledFor, readyAt: now + i * BACKFILL_SPACING_MS })),
-    });
-    const pool = poolOf(job);
-    const items = times.map((scheduledFor, i) => {
-      const row = rows[i];
-      if (row) this.o.executor.notifyAt(ctx.tenantId, pool, row.readyAt ?? now);
-      return {
-        scheduledFor: toIso(scheduledFor),
-        executionId: executionIdFor(jobId, scheduledFor),
-        created: row !== null,
-        readyAt: row ? toIsoOrNull(row.readyAt) : null,
-      };
-    });
-    return { items };
+    return this.ledger.backfill(await this.requireJob(ctx, jobId), request);
   }
 
   async listOccurrences(ctx: RequestContext, jobId: string, query: OccurrencesQuery): Promise<{ items: OccurrenceItem[] }> {
-    const job = await this.requireJob(ctx, jobId);
-    const now = this.clock.now();
-    const { from, to } = window(query, Infinity);
-    const fires: { at: number; local: string; dst?: "gap" | "overlap" }[] = isCron(job.schedule)
-      ? fireTimesBetween(job.schedule, jobId, from, to, LEDGER_MAX + 1)
-      : [parseRfc3339(job.schedule.runAt)!].filter((t) => t > from && t <= to).map((at) => ({ at, local: toIso(at).slice(0, 19) }));
-    if (fires.length > LEDGER_MAX) throw invalidArgument("to", `the window holds more than ${LEDGER_MAX} occurrences; ask for a shorter one`);
-    const executions = new Map((await this.store.executionsInWindow({ tenantId: ctx.tenantId, jobId, from: from + 1, to })).map((e) => [e.scheduledFor, e]));
-    const items = fires.map((f): OccurrenceItem => {
-      const item: OccurrenceItem = { scheduledFor: toIso(f.at), local: f.local, status: "due", ...(f.dst ? { dst: f.dst } : {}) };
-      const execution = executions.get(f.at);
-      executions.delete(f.at);
-      if (execution) return { ...item, ...this.ledgerExecution(execution) };
-      return { ...item, ...notRun(job, f.at, now) };
-    });
-    // Executions at other times: triggers, or occurrences of an earlier schedule.
-    for (const e of executions.values()) {
-      const tz = isCron(job.schedule) ? job.schedule.tz : "UTC";
-      items.push({ scheduledFor: toIso(e.scheduledFor), local: localTime(e.scheduledFor, tz).slice(0, 19), status: "dispatched", ...this.ledgerExecution(e) });
-    }
-    items.sort((a, b) => a.scheduledFor.localeCompare(b.scheduledFor));
-    return { items };
-  }
-
-  private ledgerExecution(e: AttemptRow): Partial<OccurrenceItem> {
-    const executionState = this.toExecution({ ...e, attempt: 0 }).state;
-    if (e.state === "SKIPPED") {
-      const reason = (e.error?.reason as OccurrenceItem["reason"]) ?? "misfire";
-      return { status: "skipped", reason, executionId: e.executionId, executionState };
-    }
-    return { status: "dispatched", executionId: e.executionId, executionState };
+    return this.ledger.occurrences(await this.requireJob(ctx, jobId), query);
   }
 
   async listExecutions(ctx: RequestContext, jobId: string, query: PageQuery): Promise<Page<ExecutionItem>> {
@@ -412,25 +363,8 @@ export class JobsService implements Service {
     });
     const last = rows[rows.length - 1];
     return {
-      items: rows.map((r) => this.toExecution(r)),
+      items: rows.map((r) => toExecution(r, this.clock.now())),
       nextCursor: rows.length === limit && last ? encodeCursor({ s: last.scheduledFor, a: last.attempt }) : null,
-    };
-  }
-
-  private toExecution(r: AttemptRow): ExecutionItem {
-    const state = r.state === "READY" ? ((r.readyAt ?? 0) > this.clock.now() ? "PENDING" : "QUEUED") : r.state;
-    return {
-      executionId: r.executionId,
-      jobId: r.jobId,
-      scheduledFor: toIso(r.scheduledFor),
-      attempt: r.attempt,
-      state: state as ExecutionItem["state"],
-      dispatchedAt: toIso(r.dispatchedAt),
-      dispatchedBy: r.dispatchedBy,
-      startedAt: toIsoOrNull(r.startedAt),
-      finishedAt: toIsoOrNull(r.finishedAt),
-      error: r.error,
-      workerId: r.workerId,
     };
   }
 
@@ -471,7 +405,7 @@ export class JobsService implements Service {
     });
     if (!replayed) throw notFound("dead letter", executionId);
     this.o.executor.notify(ctx.tenantId, replayed.pool);
-    return { ...this.toExecution(replayed.row), attempt: replayed.row.attempt + 1 };
+    return { ...toExecution(replayed.row, this.clock.now()), attempt: replayed.row.attempt + 1 };
   }
 
   async listAudit(ctx: RequestContext, query: PageQuery): Promise<Page<AuditItem>> {
@@ -487,81 +421,30 @@ export class JobsService implements Service {
 
   // ---- worker protocol --------------------------------------------------------------------
 
-  async lease(ctx: RequestContext, pool: string, request: LeaseRequest): Promise<LeaseResponse> {
-    const complete = (request.complete ?? []).filter((i) => isExecutionId(i.executionId));
-    const fail = (request.fail ?? []).filter((i) => isExecutionId(i.executionId));
-    const result = await this.o.executor.lease({
-      tenantId: ctx.tenantId,
-      pool,
-      workerId: request.workerId,
-      max: request.max ?? 1,
-      leaseMs: (request.leaseSeconds ?? 30) * 1000,
-      waitMs: (request.waitSeconds ?? 0) * 1000,
-      ...(ctx.signal ? { signal: ctx.signal } : {}),
-      complete: complete.map((i) => ({ executionId: i.executionId, tenantId: ctx.tenantId, attempt: i.attempt, result: i.result })),
-      fail: fail.map((i) => ({ executionId: i.executionId, tenantId: ctx.tenantId, attempt: i.attempt, error: i.error })),
-    });
-    const items = result.leased.map((r) => ({
-      executionId: r.executionId,
-      jobId: r.jobId,
-      name: r.name,
-      attempt: r.attempt,
-      payload: r.payload,
-      scheduledFor: toIso(r.scheduledFor),
-      leaseUntil: toIso(r.leaseUntil),
-      timeoutSeconds: r.timeoutSeconds,
-    }));
-    if (!request.complete?.length && !request.fail?.length) return { items };
-    return {
-      items,
-      acks: [...mergeAcks(request.complete ?? [], complete, result.completed), ...mergeAcks(request.fail ?? [], fail, result.failed)],
-    };
+  // ---- worker protocol (worker-protocol.ts) --------------------------------------
+
+  lease(ctx: RequestContext, pool: string, request: LeaseRequest): Promise<LeaseResponse> {
+    return this.protocol.lease(ctx, pool, request);
   }
 
-  async heartbeat(ctx: RequestContext, executionId: string, request: HeartbeatRequest) {
-    const res = isExecutionId(executionId)
-      ? await this.store.executionHeartbeat({
-          tenantId: ctx.tenantId,
-          executionId,
-          attempt: request.attempt,
-          ...(request.leaseSeconds !== undefined ? { leaseMs: request.leaseSeconds * 1000 } : {}),
-          now: this.clock.now(),
-        })
-      : ({ status: "not_found" } as const);
-    if (res.status === "not_found") throw notFound("execution", executionId);
-    if (res.status === "lost") throw leaseLost(executionId, request.attempt);
-    return { leaseUntil: toIso(res.leaseUntil), cancelRequested: res.cancelRequested };
+  heartbeat(ctx: RequestContext, executionId: string, request: HeartbeatRequest): Promise<HeartbeatResponse> {
+    return this.protocol.heartbeat(ctx, executionId, request);
   }
 
-  async complete(ctx: RequestContext, executionId: string, attempt: number, result?: unknown) {
-    const [ack] = await this.completeMany(ctx, [{ executionId, attempt, result }]);
-    throwIfRejected(ack!);
-    return { state: "SUCCEEDED" as const };
+  complete(ctx: RequestContext, executionId: string, attempt: number, result?: unknown): Promise<CompleteResponse> {
+    return this.protocol.complete(ctx, executionId, attempt, result);
   }
 
-  async fail(ctx: RequestContext, executionId: string, attempt: number, error: ErrorRecord): Promise<FailResponse> {
-    const [ack] = await this.failMany(ctx, [{ executionId, attempt, error }]);
-    throwIfRejected(ack!);
-    const ok = ack as Extract<AckItem, { status: 200 }>;
-    if (ok.state === "DEAD") return { state: "DEAD", dead: true };
-    if (ok.state === "CANCELLED") return { state: "CANCELLED" };
-    return { state: "FAILED", retryAt: ok.retryAt! };
+  fail(ctx: RequestContext, executionId: string, attempt: number, error: ErrorRecord): Promise<FailResponse> {
+    return this.protocol.fail(ctx, executionId, attempt, error);
   }
 
-  async completeMany(ctx: RequestContext, items: CompleteItem[]): Promise<AckItem[]> {
-    const known = items.filter((i) => isExecutionId(i.executionId));
-    const outcomes = await this.o.executor.complete(
-      known.map((i) => ({ executionId: i.executionId, tenantId: ctx.tenantId, attempt: i.attempt, result: i.result })),
-    );
-    return mergeAcks(items, known, outcomes);
+  completeMany(ctx: RequestContext, items: CompleteItem[]): Promise<AckItem[]> {
+    return this.protocol.completeMany(ctx, items);
   }
 
-  async failMany(ctx: RequestContext, items: FailItem[]): Promise<AckItem[]> {
-    const known = items.filter((i) => isExecutionId(i.executionId));
-    const outcomes = await this.o.executor.fail(
-      known.map((i) => ({ executionId: i.executionId, tenantId: ctx.tenantId, attempt: i.attempt, error: i.error })),
-    );
-    return mergeAcks(items, known, outcomes);
+  failMany(ctx: RequestContext, items: FailItem[]): Promise<AckItem[]> {
+    return this.protocol.failMany(ctx, items);
   }
 
   // ---- stats, preview, health -------------------------------------------------------------
@@ -634,93 +517,7 @@ export class JobsService implements Service {
 
 class RetryTransition extends Error {}
 
-const BACKFILL_MAX = 1000;
-const BACKFILL_SPACING_MS = 100;
-const LEDGER_MAX = 1000;
-
-/** (from, to] of a backfill or ledger request, `to` capped at `cap`. */
-function window(request: { from: string; to: string }, cap: number): { from: number; to: number } {
-  const from = parseRfc3339(request.from);
-  if (from === null) throw invalidArgument("from", `${JSON.stringify(request.from)} is not an RFC 3339 time`);
-  const to = parseRfc3339(request.to);
-  if (to === null) throw invalidArgument("to", `${JSON.stringify(request.to)} is not an RFC 3339 time`);
-  if (to <= from) throw invalidArgument("to", "must be later than from");
-  return { from, to: Math.min(to, cap) };
-}
-
-/** Why a nominal fire time has no execution. */
-function notRun(job: JobRecord, at: number, now: number): Pick<OccurrenceItem, "status" | "reason"> {
-  const schedule = job.schedule as Partial<{ startAt: string; endAt: string }>;
-  if ((schedule.startAt && at < parseRfc3339(schedule.startAt)!) || (schedule.endAt && at > parseRfc3339(schedule.endAt)!)) {
-    return { status: "not_run", reason: "outside_window" };
-  }
-  if (at < job.createdAt) return { status: "not_run", reason: "before_creation" };
-  if (at > now || at === job.nextRunAt) {
-    if (job.state === "SCHEDULED") return { status: "due" };
-    return { status: "not_run", reason: job.state === "PAUSED" ? "paused" : "cancelled" };
-  }
-  if (job.state === "PAUSED" && at >= job.updatedAt) return { status: "not_run", reason: "paused" };
-  if (job.state === "CANCELLED" && at >= job.updatedAt) return { status: "not_run", reason: "cancelled" };
-  return { status: "not_run", reason: "misfire" };
-}
-
-function invalidState(job: JobRecord, action: string): DuetimeError {
-  return new DuetimeError("INVALID_STATE", `cannot ${action} a ${job.state} job`, { state: job.state });
-}
-
-function leaseLost(executionId: string, attempt: number): DuetimeError {
-  return new DuetimeError("LEASE_LOST", `attempt ${attempt} of execution ${executionId} no longer holds the lease`);
-}
-
-function throwIfRejected(ack: AckItem): void {
-  if (ack.status === 200) return;
-  if (ack.status === 404) throw notFound("execution", ack.executionId);
-  throw leaseLost(ack.executionId, ack.attempt);
-}
-
-/** One answer per input item, in order; malformed ids answer 404 without reaching the store. */
-function mergeAcks(items: { executionId: string; attempt: number }[], known: unknown[], outcomes: AckOutcome[]): AckItem[] {
-  const byItem = new Map(known.map((k, i) => [k, outcomes[i]!]));
-  return items.map((item) => {
-    const o = byItem.get(item) ?? ({ status: "not_found" } as const);
-    const { executionId, attempt } = item;
-    if (o.status === "not_found") {
-      return { executionId, attempt, status: 404, error: { code: "NOT_FOUND", message: `execution ${executionId} not found` } };
-    }
-    if (o.status === "lost") {
-      return { executionId, attempt, status: 409, error: { code: "LEASE_LOST", message: `attempt ${attempt} no longer holds the lease` } };
-    }
-    if (o.state === "DEAD") return { executionId, attempt, status: 200, state: "DEAD", dead: true };
-    if (o.state === "CANCELLED") return { executionId, attempt, status: 200, state: "CANCELLED" };
-    if (o.state === "READY") return { executionId, attempt, status: 200, state: "FAILED", retryAt: toIso(o.readyAt!) };
-    return { executionId, attempt, status: 200, state: "SUCCEEDED" };
-  });
-}
-
 function addCounts(a: PoolStats | undefined, b: PoolStats): PoolStats {
   return { pending: (a?.pending ?? 0) + b.pending, queued: (a?.queued ?? 0) + b.queued, running: (a?.running ?? 0) + b.running };
 }
 
-function poolOf(job: JobRecord): string {
-  return job.target.type === "queue" ? job.target.pool : HTTP_POOL;
-}
-
-
-export function toJob(r: JobRecord): Job {
-  return {
-    jobId: r.jobId,
-    name: r.name,
-    state: r.state,
-    target: r.target,
-    payload: r.payload,
-    schedule: r.schedule,
-    retry: r.retry,
-    timeoutSeconds: r.timeoutSeconds,
-    priority: r.priority,
-    nextRunAt: toIsoOrNull(r.nextRunAt),
-    ...(isCron(r.schedule) ? { nextRunAtLocal: r.nextRunAt === null ? null : localTime(r.nextRunAt, r.schedule.tz) } : {}),
-    version: r.version,
-    createdAt: toIso(r.createdAt),
-    updatedAt: toIso(r.updatedAt),
-  };
-}

@@ -1539,7 +1539,7 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
             fail({ executionId: a.executionId, tenantId: "t1", attempt: 1 }),
           ],
           now: T0 + SECOND,
-          plan: (facts, item) => (item.executionId === a.executionId ? { retryAt: T0 + MINUTE } : { dead: true }),
+          plan: (_facts, item) => (item.executionId === a.executionId ? { retryAt: T0 + MINUTE } : { dead: true }),
         });
         assert.equal(outcomes.length, 4);
         assertOk(outcomes[0], "READY");

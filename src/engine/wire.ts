@@ -1,0 +1,54 @@
+// Records of the store as the API's wire types, and the errors every part
+// of the service words the same way.
+
+import type { ExecutionItem, Job } from "../core/api.js";
+import { DuetimeError } from "../core/errors.js";
+import { isCron, localTime } from "../core/schedule.js";
+import { toIso, toIsoOrNull } from "../core/time.js";
+import type { AttemptRow, JobRecord } from "../store/store.js";
+import { HTTP_POOL } from "../store/store.js";
+
+export function toJob(r: JobRecord): Job {
+  return {
+    jobId: r.jobId,
+    name: r.name,
+    state: r.state,
+    target: r.target,
+    payload: r.payload,
+    schedule: r.schedule,
+    retry: r.retry,
+    timeoutSeconds: r.timeoutSeconds,
+    priority: r.priority,
+    nextRunAt: toIsoOrNull(r.nextRunAt),
+    ...(isCron(r.schedule) ? { nextRunAtLocal: r.nextRunAt === null ? null : localTime(r.nextRunAt, r.schedule.tz) } : {}),
+    version: r.version,
+    createdAt: toIso(r.createdAt),
+    updatedAt: toIso(r.updatedAt),
+  };
+}
+
+/** One history row; attempt 0 of a READY execution is PENDING until due, QUEUED after. */
+export function toExecution(r: AttemptRow, now: number): ExecutionItem {
+  const state = r.state === "READY" ? ((r.readyAt ?? 0) > now ? "PENDING" : "QUEUED") : r.state;
+  return {
+    executionId: r.executionId,
+    jobId: r.jobId,
+    scheduledFor: toIso(r.scheduledFor),
+    attempt: r.attempt,
+    state: state as ExecutionItem["state"],
+    dispatchedAt: toIso(r.dispatchedAt),
+    dispatchedBy: r.dispatchedBy,
+    startedAt: toIsoOrNull(r.startedAt),
+    finishedAt: toIsoOrNull(r.finishedAt),
+    error: r.error,
+    workerId: r.workerId,
+  };
+}
+
+export function poolOf(job: JobRecord): string {
+  return job.target.type === "queue" ? job.target.pool : HTTP_POOL;
+}
+
+export function invalidState(job: JobRecord, action: string): DuetimeError {
+  return new DuetimeError("INVALID_STATE", `cannot ${action} a ${job.state} job`, { state: job.state });
+}
