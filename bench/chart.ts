@@ -7,6 +7,8 @@ export interface Series {
   name: string;
   /** Sorted start lags in ms, as evenly spaced quantiles from p0 to p100. */
   quantiles: number[];
+  /** How many steps a full curve has (quantiles.length − 1 when every job started). */
+  points?: number;
   /** The run's exact percentiles for the legend (the same figures as the table). */
   p50?: number | undefined;
   p99?: number | undefined;
@@ -37,6 +39,7 @@ function pctOf(q: number[], p: number): number {
 }
 
 function fmtMs(ms: number): string {
+  if (ms === Infinity) return "∞ (never started)";
   if (ms >= 10_000) return `${(ms / 1000).toFixed(0)} s`;
   if (ms >= 1000) return `${(ms / 1000).toFixed(1)} s`;
   return `${Math.round(ms)} ms`;
@@ -73,8 +76,10 @@ export function lagChart(title: string, subtitle: string, series: Series[]): str
     const color = COLORS[s.name] ?? SPARE[i % SPARE.length]!;
     const q = s.quantiles;
     const pts: string[] = [`${x(q[0]!).toFixed(1)},${y(0).toFixed(1)}`];
+    // A curve that ends below 100% (jobs that never started) has fewer than POINTS + 1 quantiles.
+    const steps = Math.max(q.length - 1, s.points ?? q.length - 1);
     for (let j = 0; j < q.length; j++) {
-      const share = q.length === 1 ? 1 : j / (q.length - 1);
+      const share = steps === 0 ? 1 : j / steps;
       pts.push(`${x(q[j]!).toFixed(1)},${y(share).toFixed(1)}`);
     }
     out.push(`<polyline points="${pts.join(" ")}" fill="none" stroke="${color}" stroke-width="2.2" stroke-linejoin="round"/>`);

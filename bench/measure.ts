@@ -43,12 +43,14 @@ export class StartTracker {
     });
   }
 
-  /** Sorted lags (start − due) of the started jobs. */
-  lags(dueAt: (seq: number) => number, filter: (seq: number) => boolean = () => true): Float64Array {
+  /** Sorted lags (start − due); a job that never started counts as Infinity when `unstarted` says so, else is left out. */
+  lags(dueAt: (seq: number) => number, filter: (seq: number) => boolean = () => true, unstarted = false): Float64Array {
     const out: number[] = [];
     for (let seq = 0; seq < this.total; seq++) {
       const s = this.starts[seq]!;
-      if (!Number.isNaN(s) && filter(seq)) out.push(s - dueAt(seq));
+      if (!filter(seq)) continue;
+      if (!Number.isNaN(s)) out.push(s - dueAt(seq));
+      else if (unstarted) out.push(Infinity);
     }
     return Float64Array.from(out).sort();
   }
@@ -62,7 +64,13 @@ export function pct(sorted: Float64Array, p: number): number {
 
 /** The distribution in `points` quantiles (for the chart), from p=0 to p=1. */
 export function quantiles(sorted: Float64Array, points = 200): number[] {
-  if (sorted.length === 0) return [];
+  // Jobs that never started (Infinity) are left off the curve: it ends below 100%.
+  const finite = sorted.filter((x) => Number.isFinite(x));
+  if (finite.length === 0) return [];
+  if (finite.length < sorted.length) {
+    const shown = Math.round((points * finite.length) / sorted.length);
+    return Array.from({ length: shown + 1 }, (_, i) => finite[Math.min(finite.length - 1, Math.round((i / points) * (sorted.length - 1)))]!);
+  }
   return Array.from({ length: points + 1 }, (_, i) => sorted[Math.min(sorted.length - 1, Math.round((i / points) * (sorted.length - 1)))]!);
 }
 

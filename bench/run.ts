@@ -191,6 +191,7 @@ function summarise(scenario: Scenario, output: RunOutput): string {
 
 function format(c: Pick<Column, "unit">, x: number): string {
   if (Number.isNaN(x)) return "—";
+  if (x === Infinity) return "∞";
   switch (c.unit) {
     case "ms":
       return Math.abs(x) >= 10_000 ? `${(x / 1000).toFixed(1)} s` : `${Math.round(x)} ms`;
@@ -258,7 +259,7 @@ function scenarioReport(scenario: Scenario, outcomes: Outcome[]): { markdown: st
     // The chart shows the run with the median p99 (the tail is what differs most).
     const withLags = ok.filter((o) => o.output.lagQuantiles?.length).sort((a, b) => (a.output.metrics.p99 ?? 0) - (b.output.metrics.p99 ?? 0));
     const pick = withLags[Math.floor((withLags.length - 1) / 2)];
-    series.push({ name, quantiles: pick?.output.lagQuantiles ?? [], p50: pick?.output.metrics.p50, p99: pick?.output.metrics.p99 });
+    series.push({ name, quantiles: pick?.output.lagQuantiles ?? [], points: 200, p50: pick?.output.metrics.p50, p99: pick?.output.metrics.p99 });
   }
   lines.push("", ...scenario.notes.map((n) => `- ${n}`));
   for (const name of kept) {
@@ -292,8 +293,11 @@ for (const scenario of scenarios) {
     const previous = (JSON.parse(readFileSync(jsonFile, "utf8")) as { outcomes: Outcome[] }).outcomes;
     for (const o of previous) {
       if (names.includes(o.contender) || !CONTENDERS[o.contender]) continue;
-      // JSON has no NaN ("—" cells): it comes back as null.
-      for (const [k, v] of Object.entries(o.output.metrics)) if (v === null) o.output.metrics[k] = NaN;
+      // JSON has no NaN ("—" cells): it comes back as null; Infinity was written as a string.
+      for (const [k, v] of Object.entries(o.output.metrics) as [string, unknown][]) {
+        if (v === null) o.output.metrics[k] = NaN;
+        if (v === "Infinity") o.output.metrics[k] = Infinity;
+      }
       outcomes.push(o);
       settings.set(o.contender, o.settings);
     }
@@ -307,7 +311,7 @@ for (const scenario of scenarios) {
   if (!smoke) {
     mkdirSync(outDir, { recursive: true });
     writeFileSync(join(outDir, `${scenario.id}.md`), doc);
-    writeFileSync(jsonFile, JSON.stringify({ scenario: scenario.id, outcomes }, null, 1) + "\n");
+    writeFileSync(jsonFile, JSON.stringify({ scenario: scenario.id, outcomes }, (_, v) => (v === Infinity ? "Infinity" : v), 1) + "\n");
     if (svg) writeFileSync(join(outDir, `${scenario.id}.svg`), svg);
     console.error(`written: ${join(outDir, `${scenario.id}.md`)}${svg ? ` and .svg` : ""}`);
   }
