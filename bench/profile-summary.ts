@@ -9,6 +9,8 @@
 // [--callers NAME]: also split NAME's self time by the nearest caller in src/
 // (e.g. --callers sqliteTransaction: which store operation's commits cost what),
 // passing over wrappers named in --skip (default "tx,(anonymous)").
+// [--since NAME]: count only samples from the first one in function NAME on
+// (e.g. --since dispatchMany: the herd's drain, from its first dispatch).
 
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
@@ -29,7 +31,7 @@ interface Profile {
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { top: { type: "string" }, callers: { type: "string" }, skip: { type: "string" } },
+  options: { top: { type: "string" }, callers: { type: "string" }, skip: { type: "string" }, since: { type: "string" } },
 });
 const top = Number(values.top ?? 25);
 const ROOT = new URL("../", import.meta.url).href;
@@ -46,8 +48,23 @@ for (const file of positionals) {
   const self = new Map<number, number>();
   const samples = p.samples ?? [];
   const deltas = p.timeDeltas ?? [];
-  for (let i = 0; i < samples.length; i++) self.set(samples[i]!, (self.get(samples[i]!) ?? 0) + (deltas[i] ?? 0) / 1000);
-  const total = (p.endTime - p.startTime) / 1000;
+  const parentOf = new Map<number, number>();
+  for (const node of p.nodes) for (const c of node.children ?? []) parentOf.set(c, node.id);
+  const within = (id: number, name: string) => {
+    for (let n: number | undefined = id; n !== undefined; n = parentOf.get(n)) if (byId.get(n)!.callFrame.functionName === name) return true;
+    return false;
+  };
+  let from = 0;
+  if (values.since) {
+    from = samples.findIndex((id) => within(id, values.since!));
+    if (from < 0) throw new Error(`no sample in ${values.since}`);
+  }
+  let total = 0;
+  for (let i = from; i < samples.length; i++) {
+    const ms = (deltas[i] ?? 0) / 1000;
+    total += ms;
+    self.set(samples[i]!, (self.get(samples[i]!) ?? 0) + ms);
+  }
   let idle = 0;
   const fns = new Map<string, number>();
   const files = new Map<string, number>();
@@ -66,8 +83,7 @@ for (const file of positionals) {
   const busy = total - idle;
   const callers = new Map<string, number>();
   if (values.callers) {
-    const parent = new Map<number, number>();
-    for (const node of p.nodes) for (const c of node.children ?? []) parent.set(c, node.id);
+    const parent = parentOf;
     for (const [id, ms] of self) {
       if (byId.get(id)!.callFrame.functionName !== values.callers) continue;
       let up = parent.get(id);
