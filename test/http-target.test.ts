@@ -483,9 +483,10 @@ test("SIGKILL mid-call: after a restart the receiver gets the same Idempotency-K
   });
   const dir = mkdtempSync(join(tmpdir(), "duetime-http-kill-"));
   const store = `sqlite:${join(dir, "duetime.db")}`;
+  let first: { child: ChildProcess; url: string } | undefined;
   let second: { child: ChildProcess; url: string } | undefined;
   try {
-    const first = await serve(store);
+    first = await serve(store);
     const client = new DuetimeClient({ url: first.url, retries: 0 });
     const job = await client.createJob({
       name: "mid-call",
@@ -496,9 +497,10 @@ test("SIGKILL mid-call: after a restart the receiver gets the same Idempotency-K
       retry: { maxAttempts: 3, backoffSeconds: 0.1 },
     });
     await client.close();
-    await waitFor(() => rx.hits.length === 1, "the first call arrived");
-    first.child.kill("SIGKILL");
-    await new Promise((r) => first.child.once("exit", r));
+    await waitFor(() => rx.hits.length === 1, "the first call arrived", 30_000);
+    const killed = first.child;
+    killed.kill("SIGKILL");
+    await new Promise((r) => killed.once("exit", r));
 
     second = await serve(store);
     const again = new DuetimeClient({ url: second.url, retries: 0 });
@@ -517,9 +519,10 @@ test("SIGKILL mid-call: after a restart the receiver gets the same Idempotency-K
     assert.equal(b.body, a.body);
     assert.ok(b.at - a.at >= 2000, "the lease was honoured before the call was sent again");
   } finally {
-    if (second) {
-      second.child.kill("SIGTERM");
-      await new Promise((r) => second!.child.once("exit", r));
+    for (const node of [first, second]) {
+      if (!node || node.child.exitCode !== null || node.child.signalCode !== null) continue;
+      node.child.kill("SIGKILL");
+      await new Promise((r) => node.child.once("exit", r));
     }
     await rx.close();
     rmSync(dir, { recursive: true, force: true });

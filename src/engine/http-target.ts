@@ -100,7 +100,11 @@ const IDLE_ORIGIN_MS = 10 * 60_000;
 const DEFAULT_TIMEOUT_MS = 300_000;
 /** Finished calls wait this long for company before their outcomes are written (unless a lease call takes them first). */
 const ACK_DELAY_MS = 10;
-/** While calls are queued for their origins anyway, lease only this many at a time or more: one commit per call is what makes a herd slow. */
+/**
+ * While the store has a backlog and calls are queued for their origins anyway,
+ * lease at least this many at a time: one commit per call is what makes a herd
+ * slow. Without a backlog, a call that becomes ready is leased at once.
+ */
 const LEASE_BATCH = 64;
 
 /** A leased execution from its lease until its outcome is handed to the ack batcher. */
@@ -158,6 +162,8 @@ export class HttpTargetRunner {
   private callsDone: (() => void) | null = null;
   /** The lease asked for: the last timeoutSeconds seen plus the grace, so most leases need no correcting heartbeat. */
   private leaseMs = DEFAULT_TIMEOUT_MS + GRACE_MS;
+  /** The last lease got all it asked for: more is probably ready. */
+  private backlog = false;
 
   constructor(options: HttpTargetOptions) {
     this.o = options;
@@ -261,7 +267,7 @@ export class HttpTargetRunner {
   private async run(): Promise<void> {
     while (this.state === "running") {
       const { budget, queued } = this.leaseBudget();
-      if (budget <= 0 || (budget < Math.min(LEASE_BATCH, Math.ceil(this.concurrency / 4)) && queued > 0)) {
+      if (budget <= 0 || (this.backlog && queued > 0 && budget < Math.min(LEASE_BATCH, Math.ceil(this.concurrency / 4)))) {
         await new Promise<void>((resolve) => (this.roomFreed = resolve));
         continue;
       }
@@ -280,6 +286,7 @@ export class HttpTargetRunner {
         });
         const now = this.clock.now();
         for (const row of leased) this.admit(row, now);
+        this.backlog = leased.length === budget;
         const last = leased[leased.length - 1];
         if (last) this.leaseMs = last.timeoutSeconds * 1000 + GRACE_MS;
       } catch (error) {
