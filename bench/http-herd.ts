@@ -133,7 +133,7 @@ async function main(): Promise<void> {
     const lags = rx.arrivals.map((a) => a.at - a.scheduledFor).sort((a, b) => a - b);
     const firstCall = Math.min(...rx.arrivals.map((a) => a.at));
     const duplicates = rx.arrivals.length - new Set(rx.arrivals.map((a) => a.key)).size;
-    const rows = [
+    const rows: [string, string][] = [
       ["jobs", String(JOBS)],
       ["receiver delay", `${DELAY_MS} ms`],
       ["created in", `${created - createStart} ms (${Math.round(JOBS / ((created - createStart) / 1000))} jobs/s)`],
