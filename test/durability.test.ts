@@ -2,38 +2,19 @@
 // is SIGKILLed at once; a new process on the same file runs every one.
 
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { DuetimeClient } from "../src/sdk/client.js";
 import { Worker } from "../src/sdk/worker.js";
-import { waitFor } from "./helpers.js";
-
-const BIN = new URL("../bin/duetime.js", import.meta.url).pathname;
-
-async function serve(store: string): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, [BIN, "serve", "--port", "0", "--store", store, "--log-level", "warn"], {
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = "";
-    child.stdout!.on("data", (chunk: Buffer) => {
-      out += chunk.toString();
-      const m = /http:\/\/[^\s]+/.exec(out);
-      if (m) resolve(m[0]);
-    });
-    child.once("exit", (code) => reject(new Error(`duetime serve exited early with ${code}`)));
-  });
-  return { child, url };
-}
+import { spawnServer, waitFor } from "./helpers.js";
 
 test("500 accepted jobs survive SIGKILL of the server and all run after a restart", { timeout: 180_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), "duetime-durable-"));
   const store = `sqlite:${join(dir, "duetime.db")}`;
   try {
-    const first = await serve(store);
+    const first = await spawnServer(store);
     const client = new DuetimeClient({ url: first.url, retries: 0 });
     const accepted = new Set<string>();
     // Concurrent creates, due now or within two seconds: some are dispatched,
@@ -54,11 +35,10 @@ test("500 accepted jobs survive SIGKILL of the server and all run after a restar
     assert.equal(accepted.size, 500);
     // a worker that takes some jobs and never finishes them: the kill strands their leases
     await client.lease("durable", { workerId: "doomed", max: 20, leaseSeconds: 2 });
-    first.child.kill("SIGKILL");
-    await new Promise((r) => first.child.once("exit", r));
+    await first.stop("SIGKILL");
     await client.close();
 
-    const second = await serve(store);
+    const second = await spawnServer(store);
     const runs = new Map<string, number>();
     const worker = new Worker({
       url: second.url,
@@ -77,8 +57,7 @@ test("500 accepted jobs survive SIGKILL of the server and all run after a restar
     const duplicates = [...runs.values()].filter((n) => n > 1).length;
     console.log(`# durability: ${accepted.size} accepted, ${runs.size} ran after restart, ${duplicates} ran more than once`);
     assert.equal([...runs.keys()].filter((id) => !accepted.has(id)).length, 0);
-    second.child.kill("SIGTERM");
-    await new Promise((r) => second.child.once("exit", r));
+    await second.stop();
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

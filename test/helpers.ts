@@ -1,6 +1,7 @@
 // Shared test helpers: a real server on an ephemeral loopback port with its
 // own SQLite file, and waiting on conditions instead of sleeping.
 
+import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -58,3 +59,38 @@ export const queueJob = (pool: string, extra: Record<string, unknown> = {}) => (
   schedule: { delaySeconds: 0 },
   ...extra,
 });
+
+const BIN = new URL("../bin/duetime.js", import.meta.url).pathname;
+
+export interface ServerProcess {
+  child: ChildProcess;
+  url: string;
+  /** SIGTERM (a clean stop) or SIGKILL (a crash); resolves when the process is gone. */
+  stop(signal?: "SIGTERM" | "SIGKILL"): Promise<void>;
+}
+
+/** `duetime serve` as a child process on an ephemeral port; resolves once it listens. */
+export async function spawnServer(store: string, extraArgs: string[] = []): Promise<ServerProcess> {
+  const child = spawn(process.execPath, [BIN, "serve", "--port", "0", "--store", store, "--log-level", "warn", ...extraArgs], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = "";
+    child.stdout!.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+      const m = /http:\/\/[^\s]+/.exec(out);
+      if (m) resolve(m[0]);
+    });
+    child.once("exit", (code) => reject(new Error(`duetime serve exited early with ${code}`)));
+  });
+  return {
+    child,
+    url,
+    async stop(signal = "SIGTERM") {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const gone = new Promise((r) => child.once("exit", r));
+      child.kill(signal);
+      await gone;
+    },
+  };
+}

@@ -38,6 +38,7 @@ set from the environment variable shown; a flag wins over the environment.
   --http-hold-seconds S       DUETIME_HTTP_HOLD_SECONDS    longest a leased call waits for its origin before it is sent anyway (default 600)
   --api-keys K:T:R,...        DUETIME_API_KEYS             turn auth on: key:tenant:role, role admin|client|worker
   --body-limit BYTES          DUETIME_BODY_LIMIT           request body limit (default 1048576)
+  --misfire-threshold S       DUETIME_MISFIRE_THRESHOLD    a recurring occurrence later than this is a misfire (default 60)
   --log-level LEVEL           DUETIME_LOG_LEVEL            fatal|error|warn|info|debug|trace|silent (default info)
   -h, --help                  Show this help
 
@@ -58,6 +59,7 @@ const SERVE_OPTIONS = {
   "http-breaker-open-seconds": { type: "string" },
   "http-hold-seconds": { type: "string" },
   "api-keys": { type: "string" },
+  "misfire-threshold": { type: "string" },
   "body-limit": { type: "string" },
   "log-level": { type: "string" },
 } as const;
@@ -107,6 +109,8 @@ export function parseServe(args: string[], env: Env): ServeCommand {
   if (keys) options.apiKeys = parseKeys(keys.value, keys.source, usage);
   const bodyLimit = pick("body-limit", "DUETIME_BODY_LIMIT");
   if (bodyLimit) options.bodyLimitBytes = integerOption(bodyLimit.source.replace(/^--/, ""), bodyLimit.value, 1, 2 ** 31 - 1, usage)!;
+  const misfire = pick("misfire-threshold", "DUETIME_MISFIRE_THRESHOLD");
+  if (misfire) options.misfireThresholdSeconds = integerOption(misfire.source.replace(/^--/, ""), misfire.value, 1, 86_400, usage)!;
   const logLevel = pick("log-level", "DUETIME_LOG_LEVEL");
   if (logLevel) {
     if (!LOG_LEVELS.includes(logLevel.value)) throw new UsageError(`${logLevel.source}: expected one of ${LOG_LEVELS.join(", ")}, got ${JSON.stringify(logLevel.value)}`, usage);

@@ -55,7 +55,7 @@ export class Scheduler {
       reloadMs: options.reloadMs ?? 15_000,
       batchSize: options.batchSize ?? 1000,
       loadLimit: options.loadLimit ?? 50_000,
-      shardLeaseMs: options.shardLeaseMs ?? 30_000,
+      shardLeaseMs: options.shardLeaseMs ?? 15_000,
       misfireThresholdMs: options.misfireThresholdMs ?? MISFIRE_THRESHOLD_MS,
     };
   }
@@ -73,11 +73,14 @@ export class Scheduler {
     await this.runOnce();
   }
 
+  /** Stops dispatching and hands the shards back, so a restarted node takes them at once. */
   async stop(): Promise<void> {
     this.stopped = true;
     this.armed?.handle.cancel();
     this.armed = null;
     await this.running;
+    if (this.epochs.size > 0) await this.store.shardRelease({ owner: this.options.nodeId });
+    this.epochs.clear();
   }
 
   /**

@@ -32,6 +32,8 @@ export interface ServerOptions {
   bodyLimitBytes?: number;
   /** pino level: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent" (default "info"). */
   logLevel?: string;
+  /** A recurring occurrence dispatched later than this after its due time is a misfire (default 60). */
+  misfireThresholdSeconds?: number;
   /**
    * Opens the engine; defaults to engine.ts's openEngine, loaded lazily so
    * that importing the server module loads no store driver. Tests pass a fake.
@@ -67,6 +69,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   if (options.signingSecrets !== undefined) engineOptions.signingSecrets = options.signingSecrets;
   if (options.allowTargetHosts !== undefined) engineOptions.allowTargetHosts = options.allowTargetHosts;
   if (options.httpTarget !== undefined) engineOptions.httpTarget = options.httpTarget;
+  if (options.misfireThresholdSeconds !== undefined) engineOptions.scheduler = { misfireThresholdMs: options.misfireThresholdSeconds * 1000 };
 
   const engine = await open(engineOptions);
   let app: FastifyInstance | undefined;

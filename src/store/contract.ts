@@ -1947,6 +1947,16 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
       });
     });
 
+    describe("shardRelease", () => {
+      storeTest("a released shard is free for the next owner at once, with a higher epoch", async (store) => {
+        const a = await acquireAll(store, "node-a", T0, HOUR);
+        await store.shardRelease({ owner: "node-a" });
+        const b = await store.shardAcquire({ owner: "node-b", shards: [0, 1], leaseMs: HOUR, now: T0 + SECOND });
+        assert.deepEqual(b.map((l) => l.owner), ["node-b", "node-b"]);
+        assert.ok(b.every((l) => l.epoch > a.get(l.shard)!));
+      });
+    });
+
     describe("poolCounts", () => {
       async function scenario(store: Store): Promise<void> {
         const epochs = await acquireAll(store, "n1");

@@ -346,6 +346,8 @@ export interface Store {
   // ---- shards, stats, audit --------------------------------------------------
   /** Takes these shards for owner when free or expired (or already owned), bumping the epoch on a change of owner. */
   shardAcquire(params: { owner: string; shards: readonly number[]; leaseMs: number; now: number }): Promise<ShardLease[]>;
+  /** Gives up this owner's shards (a clean stop) so the next owner need not wait for the leases to expire. */
+  shardRelease(params: { owner: string }): Promise<void>;
   shardList(): Promise<ShardLease[]>;
   poolCounts(params: { tenantId?: string; pool?: string; now: number }): Promise<PoolCounts[]>;
   auditList(params: { tenantId: string; limit: number; after?: { at: number; id: number } }): Promise<(AuditEntry & { id: number })[]>;

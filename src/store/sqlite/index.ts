@@ -796,6 +796,10 @@ class SqliteStore implements Store {
     });
   }
 
+  async shardRelease({ owner }: { owner: string }): Promise<void> {
+    this.q("UPDATE shards SET owner = NULL, lease_until = 0 WHERE owner = ?").run(owner);
+  }
+
   async shardList(): Promise<ShardLease[]> {
     return (this.q("SELECT * FROM shards ORDER BY shard").all() as Row[]).map(toShard);
   }
