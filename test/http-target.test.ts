@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { test } from "node:test";
-import { verifySignature } from "../src/engine/signing.js";
+import { verifySignature } from "../src/sdk/index.js";
 import { DuetimeClient } from "../src/sdk/client.js";
 import { startTestServer, waitFor, type TestServer } from "./helpers.js";
 

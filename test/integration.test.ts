@@ -46,6 +46,7 @@ test("a delayed job runs at its time, not before, and completes", async () => {
     assert.equal(history.items[0]!.state, "SUCCEEDED");
     assert.equal(history.items[0]!.attempt, 1);
     assert.equal(history.items[0]!.scheduledFor, job.nextRunAt);
+    assert.deepEqual(history.items[0]!.result, { ok: 1 }, "the handler's result is in the history");
   } finally {
     await t.close();
   }

@@ -175,6 +175,8 @@ export interface ExecutionItem {
   finishedAt: string | null;
   error: ErrorRecord | null;
   workerId: string | null;
+  /** What a succeeded attempt returned (a worker's result; an HTTP target's status and timing). */
+  result?: unknown;
 }
 
 export interface DeadLetter {

@@ -39,7 +39,7 @@ import type { EngineEvents } from "./events.js";
 import type { Executor } from "./executor.js";
 import { callTarget, type CallOutcome, type FailRecord } from "./http-call.js";
 import { OriginLimits, TokenBucket, type OriginLimit, type ResolvedLimit } from "./origin-limits.js";
-import { SigningKeys, signatureHeader } from "./signing.js";
+import { SigningKeys, signatureHeader } from "../core/signing.js";
 
 /** Tuning of the HTTP-target executor; every field has a default. */
 export interface HttpTargetSettings {

@@ -42,6 +42,7 @@ export function toExecution(r: AttemptRow, now: number): ExecutionItem {
     finishedAt: toIsoOrNull(r.finishedAt),
     error: r.error,
     workerId: r.workerId,
+    ...(r.result !== undefined ? { result: r.result } : {}),
   };
 }
 

@@ -52,6 +52,7 @@ import type {
   PreviewQuery,
   PreviewResponse,
   Stats,
+  TargetStatus,
 } from "../core/api.js";
 import { Transport, type CallOptions, type HttpCall, type RetryInfo } from "./http.js";
 import { rejectUnknownOptions, requireInteger } from "./options.js";
@@ -239,6 +240,11 @@ export class DuetimeClient implements DuetimeApi {
   /** GET /v1/cluster (role admin). */
   cluster(options?: CallOptions): Promise<ClusterView> {
     return this.json({ method: "GET", path: "/v1/cluster", idempotent: true, options });
+  }
+
+  /** GET /v1/targets (admin): the origins HTTP targets call on this node, with their breaker state. */
+  listTargets(options?: CallOptions): Promise<{ items: TargetStatus[] }> {
+    return this.json({ method: "GET", path: "/v1/targets", idempotent: true, options });
   }
 
   poolStats(pool: string, options?: CallOptions): Promise<PoolStats> {

@@ -16,3 +16,5 @@ export {
   hasErrorCode,
   type AbortReason,
 } from "./errors.js";
+// Receivers of HTTP callbacks check Duetime-Signature with this.
+export { verifySignature, type VerifyOptions } from "../core/signing.js";

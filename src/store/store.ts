@@ -86,6 +86,8 @@ export interface AttemptRow {
   finishedAt: number | null;
   error: ErrorRecord | null;
   workerId: string | null;
+  /** What a succeeded attempt returned (a worker's result; an HTTP target's status and timing). */
+  result?: unknown;
 }
 
 export interface LeasedRow {

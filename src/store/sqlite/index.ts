@@ -696,16 +696,16 @@ class SqliteStore implements Store {
     const rows = this.q(
       `SELECT * FROM (
          SELECT e.id, e.job_id, e.scheduled_for, a.attempt, a.state, e.ready_at, e.dispatched_at, e.dispatched_by,
-                a.started_at, a.finished_at, a.error, a.worker_id
+                a.started_at, a.finished_at, a.error, a.worker_id, NULL AS result
          FROM executions e JOIN attempts a ON a.execution_id = e.id
          WHERE ${OF_JOB_NAMED} AND e.tenant_id = @tenant
          UNION ALL
          SELECT e.id, e.job_id, e.scheduled_for, e.attempt, e.state, e.ready_at, e.dispatched_at, e.dispatched_by,
-                e.started_at, e.finished_at, NULL, e.worker_id
+                e.started_at, e.finished_at, NULL, e.worker_id, e.result
          FROM executions e WHERE ${OF_JOB_NAMED} AND e.tenant_id = @tenant AND e.state IN ('RUNNING', 'SUCCEEDED')
          UNION ALL
          SELECT e.id, e.job_id, e.scheduled_for, 0, e.state, e.ready_at, e.dispatched_at, e.dispatched_by,
-                NULL, e.finished_at, CASE WHEN e.state IN ('SKIPPED', 'CANCELLED') THEN e.last_error END, NULL
+                NULL, e.finished_at, CASE WHEN e.state IN ('SKIPPED', 'CANCELLED') THEN e.last_error END, NULL, NULL
          FROM executions e WHERE ${OF_JOB_NAMED} AND e.tenant_id = @tenant AND e.attempt = 0
        ) WHERE 1 = 1 ${cursor}
        ORDER BY scheduled_for DESC, attempt DESC LIMIT @limit`,
@@ -723,6 +723,7 @@ class SqliteStore implements Store {
       finishedAt: r.finished_at as number | null,
       error: parse<ErrorRecord | null>(r.error),
       workerId: r.worker_id as string | null,
+      ...(r.result !== null && r.result !== undefined ? { result: parse(r.result) } : {}),
     }));
   }
 
