@@ -2,7 +2,6 @@
 // attempt rules as any worker. Real receivers on loopback, a real server.
 
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,7 +10,7 @@ import type { AddressInfo } from "node:net";
 import { test } from "node:test";
 import { verifySignature } from "../src/sdk/index.js";
 import { DuetimeClient } from "../src/sdk/client.js";
-import { startTestServer, waitFor, type TestServer } from "./helpers.js";
+import { spawnServer, startTestServer, waitFor, type ServerProcess, type TestServer } from "./helpers.js";
 
 interface Hit {
   at: number;
@@ -458,22 +457,7 @@ test("per-origin limits: never more calls in flight than the cap, never faster t
   }
 });
 
-const BIN = new URL("../bin/duetime.js", import.meta.url).pathname;
-
-async function serve(store: string): Promise<{ child: ChildProcess; url: string }> {
-  const args = [BIN, "serve", "--port", "0", "--store", store, "--allow-target-hosts", "127.0.0.1", "--log-level", "warn"];
-  const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "inherit"] });
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = "";
-    child.stdout!.on("data", (chunk: Buffer) => {
-      out += chunk.toString();
-      const m = /http:\/\/[^\s]+/.exec(out);
-      if (m) resolve(m[0]);
-    });
-    child.once("exit", (code) => reject(new Error(`duetime serve exited early with ${code}`)));
-  });
-  return { child, url };
-}
+const serve = (store: string) => spawnServer(store, ["--allow-target-hosts", "127.0.0.1"]);
 
 test("SIGKILL mid-call: after a restart the receiver gets the same Idempotency-Key with the next attempt, and the job succeeds", { timeout: 60_000 }, async () => {
   const rx = await receiver((_req, res, _hit, n) => {
@@ -483,8 +467,8 @@ test("SIGKILL mid-call: after a restart the receiver gets the same Idempotency-K
   });
   const dir = mkdtempSync(join(tmpdir(), "duetime-http-kill-"));
   const store = `sqlite:${join(dir, "duetime.db")}`;
-  let first: { child: ChildProcess; url: string } | undefined;
-  let second: { child: ChildProcess; url: string } | undefined;
+  let first: ServerProcess | undefined;
+  let second: ServerProcess | undefined;
   try {
     first = await serve(store);
     const client = new DuetimeClient({ url: first.url, retries: 0 });
@@ -498,9 +482,7 @@ test("SIGKILL mid-call: after a restart the receiver gets the same Idempotency-K
     });
     await client.close();
     await waitFor(() => rx.hits.length === 1, "the first call arrived", 30_000);
-    const killed = first.child;
-    killed.kill("SIGKILL");
-    await new Promise((r) => killed.once("exit", r));
+    await first.stop("SIGKILL");
 
     second = await serve(store);
     const again = new DuetimeClient({ url: second.url, retries: 0 });
@@ -519,11 +501,7 @@ test("SIGKILL mid-call: after a restart the receiver gets the same Idempotency-K
     assert.equal(b.body, a.body);
     assert.ok(b.at - a.at >= 2000, "the lease was honoured before the call was sent again");
   } finally {
-    for (const node of [first, second]) {
-      if (!node || node.child.exitCode !== null || node.child.signalCode !== null) continue;
-      node.child.kill("SIGKILL");
-      await new Promise((r) => node.child.once("exit", r));
-    }
+    for (const node of [first, second]) await node?.stop("SIGKILL");
     await rx.close();
     rmSync(dir, { recursive: true, force: true });
   }
