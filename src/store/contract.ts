@@ -1947,6 +1947,32 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
       });
     });
 
+    describe("executionRelease", () => {
+      storeTest("a released lease is READY again from readyAt, without spending an attempt; the next grant is the next attempt", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        await readyExecution(store, epochs, { retry: { maxAttempts: 1, backoffSeconds: 10, maxBackoffSeconds: 3600 } });
+        const first = await leaseOne(store, T0);
+        assert.deepEqual(
+          await store.executionRelease({ items: [{ executionId: first.executionId, tenantId: "t1", attempt: 1, readyAt: T0 + MINUTE }], now: T0 + SECOND }),
+          ["ok"],
+        );
+        assert.deepEqual(await lease(store, T0 + 2 * SECOND), [], "leasable before readyAt");
+        const second = await leaseOne(store, T0 + MINUTE);
+        assert.equal(second.attempt, 2);
+        // maxAttempts 1: had the released attempt counted, this failure would not be the first
+        const [outcome] = await store.executionFailMany({
+          items: [fail({ executionId: second.executionId, tenantId: "t1", attempt: 2 })],
+          now: T0 + MINUTE + SECOND,
+          plan: (facts) => (facts.attempt < 1 ? { retryAt: 0 } : facts.attempt === 1 ? { dead: true } : { retryAt: -1 }),
+        });
+        assert.equal(outcome?.status === "ok" && outcome.state, "DEAD");
+        assert.deepEqual(
+          await store.executionRelease({ items: [{ executionId: first.executionId, tenantId: "t1", attempt: 1, readyAt: T0 }], now: T0 + 2 * MINUTE }),
+          ["lost"],
+        );
+      });
+    });
+
     describe("shardRelease", () => {
       storeTest("a released shard is free for the next owner at once, with a higher epoch", async (store) => {
         const a = await acquireAll(store, "node-a", T0, HOUR);

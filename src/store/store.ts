@@ -318,6 +318,17 @@ export interface Store {
    */
   executionFailMany(params: { items: FailInput[]; now: number; plan: FailurePlanner }): Promise<AckOutcome[]>;
   /**
+   * Hands leases back unused (an HTTP target whose origin's breaker is open):
+   * READY again from readyAt, and the attempt does not count toward
+   * maxAttempts. The next grant still carries the next attempt number, so
+   * fencing holds. Answers per item: ok, or lost when the attempt no longer
+   * holds its lease.
+   */
+  executionRelease(params: {
+    items: { executionId: string; tenantId: string; attempt: number; readyAt: number }[];
+    now: number;
+  }): Promise<("ok" | "lost")[]>;
+  /**
    * Ends attempts whose lease expired (leaseUntil < now; a lease holds up to
    * and including leaseUntil) as TIMED_OUT: ready again at once, DEAD when
    * attempts since the last replay reach maxAttempts, CANCELLED when the job

@@ -648,6 +648,22 @@ class SqliteStore implements Store {
     ).run(now, now, json(error), executionId);
   }
 
+  async executionRelease(p: {
+    items: { executionId: string; tenantId: string; attempt: number; readyAt: number }[];
+    now: number;
+  }): Promise<("ok" | "lost")[]> {
+    return this.tx(() =>
+      p.items.map((i) =>
+        this.q(
+          `UPDATE executions SET state = 'READY', ready_at = @readyAt, lease_until = NULL, attempt_base = attempt_base + 1
+           WHERE id = @id AND tenant_id = @tenant AND attempt = @attempt AND state = 'RUNNING' AND lease_until >= @now`,
+        ).run({ readyAt: i.readyAt, id: i.executionId, tenant: i.tenantId, attempt: i.attempt, now: p.now }).changes === 1
+          ? "ok"
+          : "lost",
+      ),
+    );
+  }
+
   async executionReap({ now, limit }: { now: number; limit: number }) {
     return this.tx(() => {
       const rows = this.q(
