@@ -1,5 +1,5 @@
 // The serve flags of HTTP targets: signing secrets (rotation, per-tenant file)
-// and per-origin limits, breaker and hold settings.
+// and per-origin limits and breaker settings.
 
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -40,7 +40,6 @@ test("the --http-* flags become the engine's HTTP-target settings; none given, n
       "--http-origin-limits", "https://fragile.example=2/0.5,http://10.0.0.5:8080=128",
       "--http-breaker-failures", "3",
       "--http-breaker-open-seconds", "10",
-      "--http-hold-seconds", "120",
     ],
     {},
   );
@@ -49,11 +48,11 @@ test("the --http-* flags become the engine's HTTP-target settings; none given, n
     origin: { concurrency: 16, ratePerSecond: 50 },
     origins: { "https://fragile.example": { concurrency: 2, ratePerSecond: 0.5 }, "http://10.0.0.5:8080": { concurrency: 128 } },
     breaker: { failureThreshold: 3, openSeconds: 10, maxOpenSeconds: 60 },
-    holdSeconds: 120,
   });
   assert.deepEqual(parseServe([], { DUETIME_HTTP_ORIGIN_RATE: "0" }).options.httpTarget, { origin: { ratePerSecond: null } });
   assert.throws(() => parseServe(["--http-origin-concurrency", "0"], {}), /must be between 1/);
   assert.throws(() => parseServe(["--http-origin-rate", "fast"], {}), /expected a number/);
   assert.throws(() => parseServe(["--http-origin-limits", "fragile.example=2"], {}), /--http-origin-limits: expected ORIGIN=CONCURRENCY/);
   assert.throws(() => parseOriginLimits("https://a.example=0"), /at least 1/);
+  assert.throws(() => parseServe(["--http-hold-seconds", "120"], {}), UsageError, "no hold budget any more: calls of an open origin are released");
 });

@@ -10,6 +10,7 @@ import type { AddressInfo } from "node:net";
 import { test } from "node:test";
 import { verifySignature } from "../src/sdk/index.js";
 import { DuetimeClient } from "../src/sdk/client.js";
+import { startServer } from "../src/server/index.js";
 import { spawnServer, startTestServer, waitFor, type ServerProcess, type TestServer } from "./helpers.js";
 
 interface Hit {
@@ -63,6 +64,7 @@ interface Target {
   inFlight: number;
   waiting: number;
   opened: number;
+  released: number;
 }
 
 const ALLOW = { allowTargetHosts: ["127.0.0.1"] };
@@ -256,24 +258,25 @@ test("connection refused is transient: retried until the attempts run out", asyn
   }
 });
 
-test("a flapping origin opens its breaker: calls wait without spending attempts, and go once a probe succeeds", async () => {
+test("a flapping origin opens its breaker: its calls are released without spending attempts, and sent once a probe succeeds", async () => {
   let down = true;
-  const rx = await receiver((req, res) => {
-    res.writeHead(req.url === "/a" && down ? 500 : 200);
+  const rx = await receiver((_req, res) => {
+    res.writeHead(down ? 500 : 200);
     res.end();
   });
-  const t = await startTestServer({ ...ALLOW, httpTarget: { breaker: { failureThreshold: 3, openSeconds: 3, maxOpenSeconds: 3 } } });
+  const t = await startTestServer({ ...ALLOW, httpTarget: { breaker: { failureThreshold: 3, openSeconds: 1, maxOpenSeconds: 1 } } });
   try {
+    // Higher priority: leased ahead of the others, the flaky job is the probe each time the breaker half-opens.
     const a = await t.client.createJob({
       name: "flaky",
       target: { type: "http", url: `${rx.base}/a` },
+      priority: 10,
       schedule: { delaySeconds: 0 },
-      retry: { maxAttempts: 50, backoffSeconds: 0.05, maxBackoffSeconds: 0.2 },
+      retry: { maxAttempts: 100, backoffSeconds: 0.05, maxBackoffSeconds: 0.2 },
     });
     const origin = rx.base;
     const target = async () => (await getJson<{ items: Target[] }>(t, "/v1/targets")).items.find((i) => i.origin === origin);
     await waitFor(async () => (await target())?.breaker === "open", "breaker open");
-    const callsBefore = rx.hits.length;
 
     // Jobs due while the origin is open, with one attempt each: spending an attempt would kill them.
     const bs = await Promise.all(
@@ -281,32 +284,35 @@ test("a flapping origin opens its breaker: calls wait without spending attempts,
         t.client.createJob({ name: `b${i}`, target: { type: "http", url: `${rx.base}/b` }, payload: { i }, schedule: { delaySeconds: 0 }, retry: { maxAttempts: 1 } }),
       ),
     );
-    const held = await waitFor(async () => {
-      assert.equal(rx.hits.filter((h) => h.path === "/b").length, 0, "nothing is sent to an open origin");
+    // Released each time they are leased while the breaker is open, ready again when it half-opens: round after round.
+    const paused = await waitFor(async () => {
+      assert.equal(rx.hits.filter((h) => h.path === "/b").length, 0, "nothing but the probe is sent to an open origin");
       const s = await target();
-      return s && s.breaker !== "closed" && s.waiting >= 5 ? s : null;
-    }, "the new calls held");
-    assert.ok(held.waiting >= 5);
+      return s && s.released >= 15 ? s : null;
+    }, "the new calls released, several times");
+    assert.ok(paused.opened >= 2, `opened ${paused.opened} times`);
     const metrics = await (await fetch(`${t.url}/metrics`)).text();
-    assert.match(metrics, new RegExp(`duetime_http_breaker_state\\{origin="${origin}"\\} [12]`));
-    assert.match(metrics, /duetime_http_held [1-9]/);
+    assert.match(metrics, new RegExp(`duetime_http_breaker_state\\{origin="${origin}"\\} [012]`));
+    assert.match(metrics, /duetime_http_released_total\{reason="breaker"\} [1-9]/);
     for (const b of bs) {
+      assert.notEqual((await t.client.getJob(b.jobId)).state, "DEAD", b.name);
       const items = (await t.client.listExecutions(b.jobId)).items;
-      assert.deepEqual(items.map((i) => [i.attempt, i.state]), [[1, "RUNNING"]], "held under its first attempt");
+      assert.deepEqual(items.filter((i) => i.state !== "RUNNING"), [], `${b.name}: a released lease leaves no attempt behind`);
     }
 
     down = false;
-    for (const b of bs) await waitFor(state(t, b.jobId, "COMPLETED"), `${b.name} completed`, 20_000);
-    await waitFor(state(t, a.jobId, "COMPLETED"), "the flaky job completed", 20_000);
+    for (const b of bs) await waitFor(state(t, b.jobId, "COMPLETED"), `${b.name} completed`);
+    await waitFor(state(t, a.jobId, "COMPLETED"), "the flaky job completed");
+    const sent = rx.hits.filter((h) => h.path === "/b");
+    assert.equal(sent.length, 5, "each released call sent once");
     for (const b of bs) {
       const items = (await t.client.listExecutions(b.jobId)).items;
-      assert.deepEqual(items.map((i) => [i.attempt, i.state]), [[1, "SUCCEEDED"]], "one attempt, not one per pause");
+      assert.deepEqual(items.map((i) => i.state), ["SUCCEEDED"], `${b.name}: one attempt, not one per pause`);
+      const hit = sent.find((h) => h.headers["duetime-execution-id"] === items[0]!.executionId)!;
+      assert.equal(hit.headers["duetime-attempt"], String(items[0]!.attempt), "the call carries the attempt that holds the lease");
     }
-    assert.ok(rx.hits.filter((h) => h.path === "/b").every((h) => h.headers["duetime-attempt"] === "1"));
-    assert.ok(rx.hits.length > callsBefore);
     const after = (await target())!;
     assert.equal(after.breaker, "closed");
-    assert.ok(after.opened >= 1);
     assert.equal((await t.client.listDeadLetters()).items.length, 0);
     assert.match(await (await fetch(`${t.url}/metrics`)).text(), /duetime_http_breaker_transitions_total\{state="closed"\} [1-9]/);
   } finally {
@@ -315,37 +321,67 @@ test("a flapping origin opens its breaker: calls wait without spending attempts,
   }
 });
 
-test("a held call keeps its lease by heartbeats; past the hold budget it is sent anyway, and its success closes the breaker", async () => {
-  const rx = await receiver((req, res) => {
-    res.writeHead(req.url === "/a" ? 500 : 200);
-    res.end();
+test("an outage longer than the open time keeps releasing, never spending attempts; a stop releases the calls waiting for a probe, and after a restart they are sent", { timeout: 60_000 }, async () => {
+  let down = true;
+  const rx = await receiver((_req, res) => {
+    // Down, the origin answers 500 after a second: the calls behind a probe wait for its verdict in memory.
+    if (!down) return void res.writeHead(200).end();
+    setTimeout(() => res.writeHead(500).end(), 1000);
   });
-  // Open for a minute after one failure; calls wait at most holdSeconds − 5 s = 8 s for it, longer
-  // than the 6 s lease (timeoutSeconds 1 + 5 s) of the held call: only heartbeats keep it.
-  const t = await startTestServer({ ...ALLOW, httpTarget: { breaker: { failureThreshold: 1, openSeconds: 60 }, holdSeconds: 13 } });
+  const dir = mkdtempSync(join(tmpdir(), "duetime-http-outage-"));
+  const store = `sqlite:${join(dir, "duetime.db")}`;
+  const open = () =>
+    startServer({ host: "127.0.0.1", port: 0, store, logLevel: "silent", ...ALLOW, httpTarget: { breaker: { failureThreshold: 1, openSeconds: 1, maxOpenSeconds: 1 } } });
+  let server = await open();
+  let client = new DuetimeClient({ url: server.url, retries: 0 });
+  const target = async () => (await getJson<{ items: Target[] }>({ url: server.url } as TestServer, "/v1/targets")).items.find((i) => i.origin === rx.base);
   try {
-    const a = await t.client.createJob({ name: "a", target: { type: "http", url: `${rx.base}/a` }, schedule: { delaySeconds: 0 }, timeoutSeconds: 1, retry: { maxAttempts: 1 } });
-    await waitFor(state(t, a.jobId, "DEAD"), "the failing job dead (and the breaker open)");
-    const created = Date.now();
-    const b = await t.client.createJob({
-      name: "b",
-      target: { type: "http", url: `${rx.base}/b` },
+    const a = await client.createJob({
+      name: "probe",
+      target: { type: "http", url: `${rx.base}/a` },
+      priority: 10,
       schedule: { delaySeconds: 0 },
-      timeoutSeconds: 1,
-      retry: { maxAttempts: 1 },
+      timeoutSeconds: 5,
+      retry: { maxAttempts: 100, backoffSeconds: 0.05, maxBackoffSeconds: 0.2 },
     });
-    await waitFor(state(t, b.jobId, "COMPLETED"), "the held call sent when its hold ran out", 20_000);
-    const hit = rx.hits.find((h) => h.path === "/b")!;
-    assert.ok(hit.at - created >= 7000, `sent ${hit.at - created} ms after it was due: it was held first`);
-    assert.equal(hit.headers["duetime-attempt"], "1");
-    const history = (await t.client.listExecutions(b.jobId)).items;
-    assert.deepEqual(history.map((i) => [i.attempt, i.state]), [[1, "SUCCEEDED"]], "the lease never lapsed while held");
-    const [target] = (await getJson<{ items: Target[] }>(t, "/v1/targets")).items;
-    assert.equal(target!.breaker, "closed");
-    assert.match(await (await fetch(`${t.url}/metrics`)).text(), /duetime_http_hold_expired_total 1/);
+    await waitFor(async () => (await target())?.breaker === "open", "breaker open");
+    const bs = await Promise.all(
+      [1, 2, 3, 4, 5].map((i) =>
+        client.createJob({ name: `b${i}`, target: { type: "http", url: `${rx.base}/b` }, payload: { i }, schedule: { delaySeconds: 0 }, retry: { maxAttempts: 1 } }),
+      ),
+    );
+    await waitFor(async () => ((await target())?.opened ?? 0) >= 3, "three open periods of 1 s", 30_000);
+    assert.equal(rx.hits.filter((h) => h.path === "/b").length, 0);
+    for (const b of bs) {
+      const items = (await client.listExecutions(b.jobId)).items;
+      assert.deepEqual(items.filter((i) => i.state !== "RUNNING"), [], `${b.name}: no attempt spent by the outage`);
+    }
+
+    // Stop while the calls wait for a probe's verdict: they are handed back, not failed.
+    await waitFor(async () => {
+      const s = await target();
+      return s?.breaker === "half_open" && s.waiting >= 5;
+    }, "the calls waiting for a probe");
+    await client.close();
+    await server.close();
+    assert.match(await server.engine.metricsText(), /duetime_http_released_total\{reason="stop"\} [1-9]/);
+
+    down = false;
+    server = await open();
+    client = new DuetimeClient({ url: server.url, retries: 0 });
+    for (const b of bs) await waitFor(async () => (await client.getJob(b.jobId)).state === "COMPLETED", `${b.name} completed after the restart`);
+    await waitFor(async () => (await client.getJob(a.jobId)).state === "COMPLETED", "the probe job completed");
+    for (const b of bs) {
+      const items = (await client.listExecutions(b.jobId)).items;
+      assert.deepEqual(items.map((i) => i.state), ["SUCCEEDED"], `${b.name}: one attempt`);
+    }
+    assert.equal(rx.hits.filter((h) => h.path === "/b").length, 5);
+    assert.equal((await client.listDeadLetters()).items.length, 0);
   } finally {
-    await t.close();
+    await client.close();
+    await server.close();
     await rx.close();
+    rmSync(dir, { recursive: true, force: true });
   }
 });
 

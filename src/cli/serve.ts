@@ -35,7 +35,6 @@ set from the environment variable shown; a flag wins over the environment.
   --http-origin-limits L      DUETIME_HTTP_ORIGIN_LIMITS   per origin: ORIGIN=CONCURRENCY[/RATE],...
   --http-breaker-failures N   DUETIME_HTTP_BREAKER_FAILURES  consecutive failures that open an origin's breaker (default 5)
   --http-breaker-open-seconds S  DUETIME_HTTP_BREAKER_OPEN_SECONDS  first open time; doubles per failed probe up to 60 s (default 5)
-  --http-hold-seconds S       DUETIME_HTTP_HOLD_SECONDS    longest a leased call waits for its origin before it is sent anyway (default 600)
   --api-keys K:T:R,...        DUETIME_API_KEYS             turn auth on: key:tenant:role, role admin|client|worker
   --body-limit BYTES          DUETIME_BODY_LIMIT           request body limit (default 1048576)
   --misfire-threshold S       DUETIME_MISFIRE_THRESHOLD    a recurring occurrence later than this is a misfire (default 60)
@@ -57,7 +56,6 @@ const SERVE_OPTIONS = {
   "http-origin-limits": { type: "string" },
   "http-breaker-failures": { type: "string" },
   "http-breaker-open-seconds": { type: "string" },
-  "http-hold-seconds": { type: "string" },
   "api-keys": { type: "string" },
   "misfire-threshold": { type: "string" },
   "body-limit": { type: "string" },
@@ -163,8 +161,6 @@ function parseHttpTarget(pick: PickOption, usage: string): HttpTargetSettings | 
       ...(openSeconds !== undefined ? { openSeconds, maxOpenSeconds: Math.max(60, openSeconds) } : {}),
     };
   }
-  const hold = num("http-hold-seconds", "DUETIME_HTTP_HOLD_SECONDS", 0, 86_400);
-  if (hold !== undefined) settings.holdSeconds = hold;
   return Object.keys(settings).length > 0 ? settings : undefined;
 }
 

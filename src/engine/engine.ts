@@ -31,7 +31,7 @@ export interface EngineOptions {
   signingSecret?: string | string[];
   /** Callback signing secrets by tenant id, newest first; a tenant listed here overrides signingSecret. */
   signingSecrets?: Record<string, string | string[]>;
-  /** HTTP-target executor tuning: concurrency, per-origin limits, circuit breaker, hold budget. */
+  /** HTTP-target executor tuning: concurrency, per-origin limits, circuit breaker. */
   httpTarget?: HttpTargetSettings;
   /** Run the in-server HTTP-target executor (default true). */
   httpTargets?: boolean;

@@ -42,6 +42,15 @@ export interface ExecutorOptions {
   pollIntervalMs?: number;
 }
 
+/** A lease to hand back unused: READY again from readyAt; pool is whose long polls to wake then. */
+export interface ReleaseInput {
+  executionId: string;
+  tenantId: string;
+  attempt: number;
+  readyAt: number;
+  pool: string;
+}
+
 interface Waiter {
   wake: () => void;
 }
@@ -163,6 +172,25 @@ export class Executor {
     if (items.length === 0) return [];
     const outcomes = await this.store.executionFailMany({ items, now: this.clock.now(), plan: this.planner });
     this.reportAcks([], [], items, outcomes);
+    return outcomes;
+  }
+
+  /**
+   * Hands leases back unused (an HTTP target whose origin's breaker is open):
+   * READY again from readyAt, without counting the attempt toward maxAttempts.
+   * The pool's long polls are woken at readyAt. Answers per item: ok, or lost
+   * when the attempt no longer held its lease.
+   */
+  async release(items: ReleaseInput[]): Promise<("ok" | "lost")[]> {
+    if (items.length === 0) return [];
+    const outcomes = await this.store.executionRelease({
+      items: items.map(({ executionId, tenantId, attempt, readyAt }) => ({ executionId, tenantId, attempt, readyAt })),
+      now: this.clock.now(),
+    });
+    outcomes.forEach((o, i) => {
+      const item = items[i]!;
+      if (o === "ok") this.notifyAt(item.tenantId, item.pool, item.readyAt);
+    });
     return outcomes;
   }
 

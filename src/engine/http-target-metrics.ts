@@ -27,9 +27,10 @@ export function httpTargetMetrics(registry: Registry, runner: () => HttpTargetRu
     labelNames: ["state"],
     registers: [registry],
   });
-  const holdExpired = new Counter({
-    name: "duetime_http_hold_expired_total",
-    help: "Calls held for an open breaker past the hold budget and sent anyway",
+  const released = new Counter({
+    name: "duetime_http_released_total",
+    help: "Leased HTTP-target calls handed back unused, without spending an attempt, by reason: breaker (origin's breaker open), wait (waited too long for a cap, rate limit or probe), stop (the server stopped)",
+    labelNames: ["reason"],
     registers: [registry],
   });
   new Gauge({
@@ -54,7 +55,7 @@ export function httpTargetMetrics(registry: Registry, runner: () => HttpTargetRu
   });
   new Gauge({
     name: "duetime_http_waiting",
-    help: "Leased HTTP-target calls waiting for their origin (breaker open, concurrency cap or rate limit), by origin",
+    help: "Leased HTTP-target calls waiting in memory for their origin (concurrency cap, rate limit or a half-open breaker's probe), by origin",
     labelNames: ["origin"],
     registers: [registry],
     collect() {
@@ -63,11 +64,11 @@ export function httpTargetMetrics(registry: Registry, runner: () => HttpTargetRu
     },
   });
   new Gauge({
-    name: "duetime_http_held",
-    help: "Leased HTTP-target calls held because their origin's breaker is open",
+    name: "duetime_http_waiting_probe",
+    help: "Leased HTTP-target calls waiting in memory for the verdict of their origin's probe (breaker half-open)",
     registers: [registry],
     collect() {
-      this.set(runner()?.totals().held ?? 0);
+      this.set(runner()?.totals().waitingProbe ?? 0);
     },
   });
   return {
@@ -78,8 +79,8 @@ export function httpTargetMetrics(registry: Registry, runner: () => HttpTargetRu
     breaker(_origin, state) {
       transitions.inc({ state });
     },
-    holdExpired() {
-      holdExpired.inc();
+    released(_origin, reason) {
+      released.inc({ reason });
     },
   };
 }

@@ -6,24 +6,23 @@
 //
 // Between the lease and the call, each leased execution waits in its
 // origin's queue (scheme://host:port) for three gates:
-// - the origin's circuit breaker (circuit-breaker.ts): while it is open the
-//   execution is *held*: kept leased in memory, its lease renewed by
-//   heartbeats, and sent once a probe has closed the breaker. No attempt is
-//   spent and nothing is dead-lettered because of the pause;
+// - the origin's circuit breaker (circuit-breaker.ts): while it is open, the
+//   origin's leased executions are *released*: handed back to the store
+//   unused (executionRelease), READY again when the breaker will let its next
+//   probe through. A released lease does not count toward maxAttempts, so no
+//   attempt is spent and nothing is dead-lettered because of the pause; the
+//   pool's long polls are woken at that time (executor.notifyAt);
 // - the origin's cap on calls in flight (default 64);
 // - the origin's rate limit (a token bucket, off by default).
 //
-// Why hold rather than hand back: the store has no way to return a leased
-// execution to READY without counting its attempt (every lease is a new
-// attempt number and counts toward maxAttempts, and a fail or an expired
-// lease records one). So we lease with a deadline stretched by the hold
-// budget (graceMs = GRACE_MS + holdSeconds; the store caps heartbeats at
-// timeoutSeconds + graceMs after the lease) and keep each lease short with
-// heartbeats: about timeoutSeconds + 5 s once the call is sent, as the
-// contract says. An execution still held when its hold budget runs out
-// (default 10 minutes) is sent anyway, as a real attempt; held executions
-// beyond maxHeld slow leasing down. Both limits go away once the store can
-// release a lease without counting it (see docs/http-targets.md).
+// A call waits in memory for a cap, a rate limit or a half-open breaker's
+// probe at most MAX_WAIT_MS (3 s), well inside its lease (timeoutSeconds +
+// GRACE_MS, the store's hard deadline), so waiting leases need no heartbeat
+// and every call goes out with its full timeoutSeconds still covered. A call
+// that would wait longer is released too, ready again shortly (or, for a rate
+// limit, about when its token would come). At stop(), calls still waiting are
+// released rather than failed. Releases are written in batches, one store
+// call for many.
 
 import type { ErrorRecord, HttpTarget, TargetStatus } from "../core/api.js";
 import type { Clock, TimerHandle } from "../core/clock.js";
@@ -36,7 +35,7 @@ import { AckBuffer } from "./ack-buffer.js";
 import { CircuitBreaker, type BreakerSettings, type BreakerState } from "./circuit-breaker.js";
 import { EgressAllowList, guardedConnector, originOf, urlRefusal } from "./egress.js";
 import type { EngineEvents } from "./events.js";
-import type { Executor } from "./executor.js";
+import type { Executor, ReleaseInput } from "./executor.js";
 import { callTarget, type CallOutcome, type FailRecord } from "./http-call.js";
 import { OriginLimits, TokenBucket, type OriginLimit, type ResolvedLimit } from "./origin-limits.js";
 import { SigningKeys, signatureHeader } from "../core/signing.js";
@@ -51,10 +50,6 @@ export interface HttpTargetSettings {
   origins?: Record<string, OriginLimit>;
   /** When an origin's breaker opens, how long it stays open, how it backs off. */
   breaker?: BreakerSettings;
-  /** Longest a leased call waits in memory for its origin before it is sent anyway (default 600 s). */
-  holdSeconds?: number;
-  /** Calls held for open breakers beyond which leasing slows down (default 10,000). */
-  maxHeld?: number;
   /** Response bytes read before the connection is cut (default 64 KiB). */
   maxResponseBytes?: number;
   /** Response body bytes kept in the attempt's record (default 4 KiB). */
@@ -83,17 +78,26 @@ export interface HttpTargetOptions extends HttpTargetSettings {
 export interface HttpTargetObserver {
   call?(outcome: CallOutcome): void;
   breaker?(origin: string, state: BreakerState): void;
-  holdExpired?(origin: string): void;
+  /** A leased call handed back unused: its origin's breaker was open, it waited too long, or the runner stopped. */
+  released?(origin: string, reason: ReleaseReason): void;
 }
+
+export type ReleaseReason = "breaker" | "wait" | "stop";
 
 /** Past timeoutSeconds, the lease of a call in flight lasts this much longer (the time to record its outcome). */
 export const GRACE_MS = 5_000;
 /** A call goes out only with at least timeoutSeconds + this left on its lease; a longer lease is cut back to timeoutSeconds + GRACE_MS. */
 const MIN_MARGIN_MS = 1_000;
 const MAX_EXCESS_MS = 5_000;
-/** Waiting executions are renewed for at least this long, and when less than RENEW_BEFORE_MS is left. */
-const WAIT_LEASE_MS = 30_000;
-const RENEW_BEFORE_MS = 10_000;
+/**
+ * The longest a leased call waits in memory for its origin's cap, rate limit
+ * or probe. Its lease lasts at least GRACE_MS from the lease (and its hard
+ * deadline is timeoutSeconds + GRACE_MS), so a call sent within this still has
+ * its whole timeoutSeconds and MIN_MARGIN_MS to spare.
+ */
+const MAX_WAIT_MS = GRACE_MS - 2 * MIN_MARGIN_MS;
+/** A call released after waiting for a cap or a probe is ready again this much later. */
+const WAIT_RELEASE_MS = 1_000;
 const KEEPER_INTERVAL_MS = 1_000;
 /** An idle, healthy origin is forgotten after this long. */
 const IDLE_ORIGIN_MS = 10 * 60_000;
@@ -112,12 +116,10 @@ interface Slot {
   row: LeasedRow;
   target: HttpTarget;
   origin: OriginState;
-  leasedAt: number;
   leaseUntil: number;
-  /** Past this, a held execution is sent even though its origin's breaker is open. */
-  holdUntil: number;
+  /** Past this, a waiting execution is released rather than sent (MAX_WAIT_MS after its lease). */
+  sendBy: number;
   phase: "waiting" | "calling" | "done";
-  renewing: boolean;
 }
 
 interface OriginState {
@@ -136,6 +138,8 @@ interface OriginState {
   lastStatus: number | null;
   lastError: string | null;
   lastCallAt: number | null;
+  /** Leased calls handed back unused (open breaker, too long a wait, stop). */
+  released: number;
 }
 
 export class HttpTargetRunner {
@@ -143,12 +147,11 @@ export class HttpTargetRunner {
   private readonly clock: Clock;
   private readonly agent: Agent;
   private readonly acks: AckBuffer;
+  private readonly releases: ReleaseBuffer;
   private readonly allow: EgressAllowList;
   private readonly keys: SigningKeys;
   private readonly limits: OriginLimits;
   private readonly concurrency: number;
-  private readonly holdMs: number;
-  private readonly maxHeld: number;
   private readonly origins = new Map<string, OriginState>();
   private readonly slots = new Map<string, Slot>();
   private readonly urls = new Map<string, { origin: string; refusal: string | null }>();
@@ -169,8 +172,6 @@ export class HttpTargetRunner {
     this.o = options;
     this.clock = options.clock;
     this.concurrency = options.concurrency ?? 256;
-    this.holdMs = (options.holdSeconds ?? 600) * 1000;
-    this.maxHeld = options.maxHeld ?? 10_000;
     this.allow = new EgressAllowList(options.allowTargetHosts ?? []);
     this.keys = new SigningKeys(options.signingSecrets ?? {});
     this.limits = new OriginLimits(options.origin ?? {}, options.origins ?? {});
@@ -182,7 +183,9 @@ export class HttpTargetRunner {
       bodyTimeout: 0,
       connect: guardedConnector(this.allow),
     });
-    this.acks = new AckBuffer(options.executor, this.clock, ACK_DELAY_MS, 500, (error) => this.o.events.emit("error", { where: "http-target", error }));
+    const onError = (error: unknown) => this.o.events.emit("error", { where: "http-target", error });
+    this.acks = new AckBuffer(options.executor, this.clock, ACK_DELAY_MS, 500, onError);
+    this.releases = new ReleaseBuffer(options.executor, this.clock, ACK_DELAY_MS, 500, onError);
     setMaxListeners(0, this.callAbort.signal); // one listener per call in flight
   }
 
@@ -194,9 +197,10 @@ export class HttpTargetRunner {
   }
 
   /**
-   * Stops leasing; executions still waiting for their origin are failed as
-   * transient ("not sent") so their history says why; calls in flight get
-   * drainSeconds to finish, then are aborted; outcomes are written.
+   * Stops leasing; executions still waiting for their origin are released
+   * (ready again at once, or when an open breaker would probe next) without
+   * spending an attempt; calls in flight get drainSeconds to finish, then are
+   * aborted; outcomes are written.
    */
   async stop(): Promise<void> {
     if (this.state === "stopped" || this.state === "stopping") return;
@@ -208,11 +212,13 @@ export class HttpTargetRunner {
     await this.loop;
     for (const origin of this.origins.values()) origin.wake?.handle.cancel();
     if (wasRunning) {
+      const now = this.clock.now();
       for (const slot of this.slots.values()) {
         if (slot.phase !== "waiting") continue;
-        this.leaveQueue(slot);
-        this.fail(slot, { message: "not sent: the server stopped while the call waited for its origin", class: "transient" });
+        const breaker = slot.origin.breaker.snapshot(now);
+        this.release(slot, breaker.openUntil ?? now, "stop");
       }
+      await this.releases.flush().catch(() => {});
       if (this.inFlight > 0) {
         const drained = new Promise<void>((resolve) => (this.callsDone = resolve));
         let timer: TimerHandle | null = null;
@@ -223,6 +229,8 @@ export class HttpTargetRunner {
       }
     }
     await this.acks.flush().catch(() => {});
+    await this.releases.flush().catch(() => {});
+    this.releases.close();
     await this.agent.close().catch(() => {});
     this.state = "stopped";
   }
@@ -247,19 +255,21 @@ export class HttpTargetRunner {
         lastStatus: o.lastStatus,
         lastError: o.lastError,
         lastCallAt: o.lastCallAt === null ? null : toIso(o.lastCallAt),
+        released: o.released,
       };
     });
   }
 
-  /** Totals for metrics. */
-  totals(): { inFlight: number; waiting: number; held: number } {
+  /** Totals for metrics: calls in flight, waiting in memory, and of those, waiting for a half-open breaker's probe. */
+  totals(): { inFlight: number; waiting: number; waitingProbe: number } {
     let waiting = 0;
-    let held = 0;
+    let waitingProbe = 0;
+    const now = this.clock.now();
     for (const o of this.origins.values()) {
       waiting += o.waiting;
-      if (o.breaker.snapshot(this.clock.now()).state !== "closed") held += o.waiting;
+      if (o.breaker.snapshot(now).state === "half_open") waitingProbe += o.waiting;
     }
-    return { inFlight: this.inFlight, waiting, held };
+    return { inFlight: this.inFlight, waiting, waitingProbe };
   }
 
   // ---- leasing ----------------------------------------------------------------
@@ -273,19 +283,20 @@ export class HttpTargetRunner {
       }
       const acks = this.acks.take();
       try {
+        const leaseMs = this.leaseMs;
         const { leased } = await this.o.executor.lease({
           pool: HTTP_POOL,
           workerId: this.o.nodeId,
           max: budget,
-          leaseMs: this.leaseMs,
-          graceMs: GRACE_MS + this.holdMs,
+          leaseMs,
+          graceMs: GRACE_MS,
           waitMs: 5_000,
           signal: this.leaseAbort.signal,
           complete: acks.complete,
           fail: acks.fail,
         });
         const now = this.clock.now();
-        for (const row of leased) this.admit(row, now);
+        for (const row of leased) this.admit(row, now, leaseMs);
         this.backlog = leased.length === budget;
         const last = leased[leased.length - 1];
         if (last) this.leaseMs = last.timeoutSeconds * 1000 + GRACE_MS;
@@ -298,15 +309,11 @@ export class HttpTargetRunner {
     }
   }
 
-  /**
-   * How many more executions to lease: free call slots, less those already
-   * waiting for a capped or rate-limited origin; executions held for an open
-   * breaker count only beyond maxHeld.
-   */
+  /** How many more executions to lease: free call slots, less those already waiting in memory for their origin. */
   private leaseBudget(): { budget: number; queued: number } {
-    const { waiting, held } = this.totals();
-    const queued = waiting - held;
-    return { budget: this.concurrency - this.inFlight - queued - Math.max(0, held - this.maxHeld), queued };
+    let queued = 0;
+    for (const o of this.origins.values()) queued += o.waiting;
+    return { budget: this.concurrency - this.inFlight - queued, queued };
   }
 
   private wakeLoop(): void {
@@ -315,7 +322,8 @@ export class HttpTargetRunner {
     wake?.();
   }
 
-  private admit(row: LeasedRow, now: number): void {
+  /** leaseMs: what the lease asked for, from which the store's lease time (and so the slot's sendBy) follows. */
+  private admit(row: LeasedRow, now: number, leaseMs: number): void {
     const target = row.target as HttpTarget;
     const { origin: key, refusal } = target.type !== "http" ? { origin: "", refusal: `not an http target (${String(target.type)})` } : this.urlInfo(target.url);
     if (refusal !== null) {
@@ -323,16 +331,9 @@ export class HttpTargetRunner {
       return;
     }
     const origin = this.originState(key, now);
-    const slot: Slot = {
-      row,
-      target,
-      origin,
-      leasedAt: now,
-      leaseUntil: row.leaseUntil,
-      holdUntil: now + Math.max(0, this.holdMs - GRACE_MS),
-      phase: "waiting",
-      renewing: false,
-    };
+    // The store granted leaseUntil = min(leasedAt + leaseMs, leasedAt + timeout + GRACE_MS).
+    const leasedAt = row.leaseUntil - Math.min(leaseMs, row.timeoutSeconds * 1000 + GRACE_MS);
+    const slot: Slot = { row, target, origin, leaseUntil: row.leaseUntil, sendBy: leasedAt + MAX_WAIT_MS, phase: "waiting" };
     this.slots.set(row.executionId, slot);
     origin.queue.push(slot);
     origin.waiting++;
@@ -370,6 +371,7 @@ export class HttpTargetRunner {
         lastStatus: null,
         lastError: null,
         lastCallAt: null,
+        released: 0,
       };
       this.origins.set(key, o);
     }
@@ -379,44 +381,88 @@ export class HttpTargetRunner {
 
   // ---- the gates --------------------------------------------------------------
 
-  /** Sends as many of the origin's waiting executions as its breaker, cap and rate allow. */
+  /**
+   * Sends as many of the origin's waiting executions as its breaker, cap and
+   * rate allow; releases them all while its breaker is open, and those that
+   * have waited MAX_WAIT_MS.
+   */
   private pump(origin: OriginState): void {
     if (this.state !== "running") return;
     const now = this.clock.now();
-    for (;;) {
-      const head = origin.queue.peek((s) => s.phase === "waiting");
-      if (!head) return;
-      if (origin.inFlight >= origin.limit.concurrency) return; // a finishing call pumps again
-      const permit = origin.breaker.permit(now);
-      let generation: number;
-      let probe = false;
-      if (permit.kind === "wait") {
-        if (head.holdUntil > now) {
-          this.wakeAt(origin, Math.min(permit.until ?? Infinity, head.holdUntil));
+    const released = this.releaseStale(origin, now);
+    try {
+      for (;;) {
+        const head = origin.queue.peek(isWaiting);
+        if (!head) return;
+        const breaker = origin.breaker.snapshot(now);
+        if (breaker.state === "open") {
+          // Hand them all back, ready when the breaker lets its next probe through.
+          const until = breaker.openUntil ?? now;
+          for (let slot = head as Slot | undefined; slot; slot = origin.queue.peek(isWaiting)) {
+            origin.queue.shift();
+            this.release(slot, until, "breaker");
+          }
+          this.wakeLoop();
           return;
         }
-        // Held for the whole hold budget: sent anyway, as a real attempt.
-        generation = origin.breaker.currentGeneration();
-        this.o.observer?.holdExpired?.(origin.origin);
-      } else {
-        generation = permit.generation;
-        probe = permit.kind === "probe";
+        if (origin.inFlight >= origin.limit.concurrency) {
+          this.wakeAt(origin, head.sendBy); // a finishing call pumps again; else the wait ends at sendBy
+          return;
+        }
+        const permit = origin.breaker.permit(now);
+        if (permit.kind === "wait") {
+          this.wakeAt(origin, head.sendBy); // half-open: the probe's end pumps again
+          return;
+        }
         if (origin.bucket) {
           const token = origin.bucket.take(now);
           if (!token.ok) {
-            if (probe) origin.breaker.record(generation, "unknown", now); // give the probe back
-            this.wakeAt(origin, token.at);
+            if (permit.kind === "probe") origin.breaker.record(permit.generation, "unknown", now); // give the probe back
+            this.wakeAt(origin, Math.min(token.at, head.sendBy));
             return;
           }
         }
+        origin.queue.shift();
+        this.leaveQueue(head);
+        head.phase = "calling";
+        origin.inFlight++;
+        this.inFlight++;
+        void this.execute(head, permit.generation);
       }
-      origin.queue.shift();
-      this.leaveQueue(head);
-      head.phase = "calling";
-      origin.inFlight++;
-      this.inFlight++;
-      void this.execute(head, generation);
+    } finally {
+      if (released) this.wakeLoop();
     }
+  }
+
+  /**
+   * Releases the calls at the head of the queue that have waited MAX_WAIT_MS
+   * (for the cap, the rate limit or a probe): ready again a little later, or
+   * for a rate-limited origin about when their turn would come. True when any.
+   */
+  private releaseStale(origin: OriginState, now: number): boolean {
+    const perCallMs = origin.limit.ratePerSecond ? 1000 / origin.limit.ratePerSecond : 0;
+    let n = 0;
+    for (let head = origin.queue.peek(isWaiting); head && head.sendBy <= now; head = origin.queue.peek(isWaiting)) {
+      origin.queue.shift();
+      n++;
+      // The calls still queued go first: these come after them.
+      this.release(head, now + Math.max(WAIT_RELEASE_MS, (origin.waiting - 1 + n) * perCallMs), "wait");
+    }
+    return n > 0;
+  }
+
+  /** Hands a waiting call back to the store unused (batched); it no longer counts against the lease budget. */
+  private release(slot: Slot, readyAt: number, reason: ReleaseReason): void {
+    const { row, origin } = slot;
+    this.leaveQueue(slot);
+    slot.phase = "done";
+    this.slots.delete(row.executionId);
+    origin.released++;
+    this.releases.push(
+      { executionId: row.executionId, tenantId: row.tenantId, attempt: row.attempt, readyAt: Math.max(readyAt, this.clock.now()), pool: HTTP_POOL },
+      slot.leaseUntil,
+    );
+    this.o.observer?.released?.(origin.origin, reason);
   }
 
   private leaveQueue(slot: Slot): void {
@@ -424,7 +470,6 @@ export class HttpTargetRunner {
   }
 
   private wakeAt(origin: OriginState, at: number): void {
-    if (!Number.isFinite(at)) return; // a probe in flight wakes the origin when it ends
     if (origin.wake && origin.wake.at <= at) return;
     origin.wake?.handle.cancel();
     const handle = this.clock.setTimer(() => {
@@ -517,7 +562,6 @@ export class HttpTargetRunner {
    */
   private async renew(slot: Slot, leaseMs: number): Promise<boolean> {
     const { row } = slot;
-    slot.renewing = true;
     try {
       const r = await this.o.heartbeat({ tenantId: row.tenantId, executionId: row.executionId, attempt: row.attempt, leaseMs });
       if (r.status !== "ok") {
@@ -534,9 +578,7 @@ export class HttpTargetRunner {
       return true;
     } catch (error) {
       this.o.events.emit("error", { where: "http-target", error });
-      return slot.leaseUntil > this.clock.now() + MIN_MARGIN_MS; // try again on the next tick
-    } finally {
-      slot.renewing = false;
+      return slot.leaseUntil > this.clock.now() + MIN_MARGIN_MS; // the lease we have may still do
     }
   }
 
@@ -564,7 +606,7 @@ export class HttpTargetRunner {
     return headers;
   }
 
-  // ---- the keeper: renews waiting leases, releases expired holds, forgets idle origins
+  // ---- the keeper: releases calls that waited too long, forgets idle origins
 
   private scheduleKeeper(): void {
     if (this.state !== "running") return;
@@ -580,22 +622,90 @@ export class HttpTargetRunner {
 
   private keep(): void {
     const now = this.clock.now();
-    for (const slot of this.slots.values()) {
-      if (slot.phase === "waiting" && !slot.renewing && slot.leaseUntil - now < RENEW_BEFORE_MS) {
-        void this.renew(slot, Math.max(WAIT_LEASE_MS, slot.row.timeoutSeconds * 1000 + GRACE_MS)).then((ok) => {
-          if (!ok) this.wakeLoop();
-        });
-      }
-    }
     for (const [key, origin] of this.origins) {
-      const head = origin.queue.peek((s) => s.phase === "waiting");
-      if (head && head.holdUntil <= now) this.pump(origin);
+      const head = origin.queue.peek(isWaiting);
+      if (head && head.sendBy <= now) this.pump(origin); // a backstop: the origin's wake timer should have done it
       const idle = !head && origin.inFlight === 0 && now - origin.lastActiveAt > IDLE_ORIGIN_MS;
-      if (idle && origin.breaker.snapshot(now).state === "closed") {
+      if (idle && origin.breaker.snapshot(now).state !== "open") {
         origin.wake?.handle.cancel();
         this.origins.delete(key);
       }
     }
+  }
+}
+
+const isWaiting = (slot: Slot): boolean => slot.phase === "waiting";
+
+/**
+ * Releases waiting to be written: many share one store call (executor.release).
+ * A failed write is tried again while the leases last; after close() nothing
+ * is written any more (the leases then expire).
+ */
+class ReleaseBuffer {
+  private items: { item: ReleaseInput; leaseUntil: number }[] = [];
+  private timer: TimerHandle | null = null;
+  private writing: Promise<void> = Promise.resolve();
+  private closed = false;
+
+  constructor(
+    private readonly executor: Executor,
+    private readonly clock: Clock,
+    private readonly delayMs: number,
+    private readonly maxBatch: number,
+    private readonly onError: (error: unknown) => void,
+  ) {}
+
+  push(item: ReleaseInput, leaseUntil: number): void {
+    if (this.closed) return;
+    this.items.push({ item, leaseUntil });
+    this.schedule(this.delayMs);
+  }
+
+  /** Writes everything buffered; resolves when it is written (or a write failed, and is to be tried again). */
+  flush(): Promise<void> {
+    this.timer?.cancel();
+    this.timer = null;
+    const items = this.items;
+    this.items = [];
+    this.writing = this.writing
+      .catch(() => {})
+      .then(async () => {
+        for (let i = 0; i < items.length; i += this.maxBatch) {
+          const part = items.slice(i, i + this.maxBatch);
+          try {
+            await this.executor.release(part.map((p) => p.item));
+          } catch (error) {
+            this.onError(error);
+            const now = this.clock.now();
+            const live = items.slice(i).filter((p) => p.leaseUntil > now + MIN_MARGIN_MS);
+            if (!this.closed && live.length > 0) {
+              this.items.unshift(...live);
+              this.schedule(500);
+            }
+            return;
+          }
+        }
+      });
+    return this.writing;
+  }
+
+  close(): void {
+    this.closed = true;
+    this.timer?.cancel();
+    this.timer = null;
+    this.items = [];
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.items.length >= this.maxBatch) {
+      void this.flush();
+      return;
+    }
+    if (this.timer) return;
+    this.timer = this.clock.setTimer(() => {
+      this.timer = null;
+      void this.flush();
+    }, delayMs);
   }
 }
 
