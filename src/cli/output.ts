@@ -1,6 +1,9 @@
 // Human output of the CLI: compact tables and lines, times in UTC ISO.
 // With --json the commands print the API's JSON instead (see Printer.json).
 
+import { isValidTimeZone } from "../core/cron/index.js";
+import { localTime } from "../core/schedule.js";
+
 export interface Io {
   stdout(text: string): void;
   stderr(text: string): void;
@@ -61,39 +64,15 @@ export function oneLine(text: string, max = 60): string {
   return flat.length <= max ? flat : `${flat.slice(0, max - 1)}…`;
 }
 
-const zoneFormats = new Map<string, Intl.DateTimeFormat>();
-
 /**
  * An RFC 3339 time as wall time in an IANA zone with its offset then,
  * "2026-10-16T10:00:00+01:00"; "-" for null; unparsable text (or an unknown
- * zone) falls back to utc().
+ * zone) falls back to utc(). The scheduler's own zone code does the work.
  */
 export function zoned(time: string | null | undefined, tz: string): string {
   if (time === null || time === undefined) return "-";
   const ms = Date.parse(time);
   if (Number.isNaN(ms)) return time;
-  let format = zoneFormats.get(tz);
-  if (!format) {
-    try {
-      format = new Intl.DateTimeFormat("en-US", {
-        timeZone: tz,
-        hourCycle: "h23",
-        year: "numeric",
-        month: "2-digit",
-        day: "2-digit",
-        hour: "2-digit",
-        minute: "2-digit",
-        second: "2-digit",
-        timeZoneName: "longOffset",
-      });
-    } catch {
-      return utc(time);
-    }
-    zoneFormats.set(tz, format);
-  }
-  const part: Record<string, string> = {};
-  for (const p of format.formatToParts(ms)) part[p.type] = p.value;
-  // "GMT+05:30", "GMT-04:00", or "GMT" for a zero offset
-  const offset = part.timeZoneName === "GMT" ? "+00:00" : (part.timeZoneName ?? "").replace(/^GMT/, "");
-  return `${part.year}-${part.month}-${part.day}T${part.hour}:${part.minute}:${part.second}${offset}`;
+  if (!isValidTimeZone(tz)) return utc(time);
+  return localTime(ms, tz).replace(/\[.*\]$/, "");
 }

@@ -1,9 +1,8 @@
 // Finished HTTP-target attempts, buffered for a few milliseconds so that many
 // share one store transaction: either the runner's next lease call takes them
 // along (executionAckAndLease: acknowledge and lease in one commit), or the
-// timer writes them. Unlike ack-batcher.ts (flush on the next turn of the
-// event loop), the short delay is what lets calls finishing a few ms apart
-// share a commit; a commit per call is what made the herd slow.
+// timer writes them. The short delay is what lets calls finishing a few ms
+// apart share a commit; a commit per call is what made the herd slow.
 
 import type { Clock, TimerHandle } from "../core/clock.js";
 import type { CompleteInput, FailInput } from "../store/store.js";

@@ -141,24 +141,17 @@ export class JobsService implements Service {
 
   private newJob(ctx: RequestContext, spec: JobSpec, idempotencyKey: string | undefined, now: number, prefix: string): NewJob {
     const jobId = newId(now);
-    const eff = effectiveJob(spec, jobId, now, prefix);
+    const { first, ...fields } = effectiveJob(spec, jobId, now, prefix);
     return {
       job: {
         tenantId: ctx.tenantId,
         jobId,
         shard: shardOf(jobId),
-        kind: eff.kind,
-        name: eff.name,
-        state: eff.first || eff.kind === "once" ? "SCHEDULED" : "COMPLETED",
-        target: eff.target,
-        payload: eff.payload,
-        schedule: eff.schedule,
-        retry: eff.retry,
-        timeoutSeconds: eff.timeoutSeconds,
-        priority: eff.priority,
+        ...fields,
+        state: first || fields.kind === "once" ? "SCHEDULED" : "COMPLETED",
         createdAt: now,
       },
-      due: eff.first,
+      due: first,
       ...(idempotencyKey !== undefined
         ? { idempotency: { key: idempotencyKey, requestHash: createHash("sha256").update(canonicalJson(spec)).digest("hex") } }
         : {}),
@@ -318,26 +311,10 @@ export class JobsService implements Service {
       // retry changes only the fields it names
       ...(changes.retry ? { retry: { ...job.retry, ...changes.retry } } : {}),
     };
-    const eff = effectiveJob(spec, jobId, now);
+    const { first, ...fields } = effectiveJob(spec, jobId, now);
     // A new schedule moves the next occurrence; a dispatch of the old one still in flight finds its due entry gone.
-    const due = patch.schedule === undefined ? "keep" : job.state === "SCHEDULED" ? eff.first : null;
-    const updated = await this.store.jobUpdate({
-      tenantId: ctx.tenantId,
-      jobId,
-      fromVersion: job.version,
-      fields: {
-        kind: eff.kind,
-        name: eff.name,
-        target: eff.target,
-        payload: eff.payload,
-        schedule: eff.schedule,
-        retry: eff.retry,
-        timeoutSeconds: eff.timeoutSeconds,
-        priority: eff.priority,
-      },
-      due,
-      now,
-    });
+    const due = patch.schedule === undefined ? "keep" : job.state === "SCHEDULED" ? first : null;
+    const updated = await this.store.jobUpdate({ tenantId: ctx.tenantId, jobId, fromVersion: job.version, fields, due, now });
     if (!updated) throw new DuetimeError("VERSION_CONFLICT", "the job changed concurrently; GET it and retry");
     this.offer(updated);
     return toJob(updated);

@@ -6,10 +6,11 @@
 // batch atomically.
 
 import Database from "better-sqlite3";
-import type { ErrorRecord, JobState } from "../../core/api.js";
+import type { ErrorRecord, JobState, Role } from "../../core/api.js";
 import { executionIdFor, SHARD_COUNT } from "../../core/ids.js";
 import type {
   AckOutcome,
+  ApiKeyRecord,
   AttemptRow,
   AuditEntry,
   CompleteInput,
@@ -418,39 +419,15 @@ class SqliteStore implements Store {
     const rows = this.q(
       `SELECT * FROM executions WHERE ${OF_JOB} AND tenant_id = ? AND scheduled_for BETWEEN ? AND ? ORDER BY scheduled_for`,
     ).all(...jobRange(p.jobId), p.tenantId, p.from, p.to) as Row[];
-    return rows.map((e) => ({
-      executionId: e.id as string,
-      jobId: e.job_id as string,
-      scheduledFor: e.scheduled_for as number,
-      attempt: e.attempt as number,
-      state: e.state as string,
-      readyAt: e.ready_at as number | null,
-      dispatchedAt: e.dispatched_at as number,
-      dispatchedBy: e.dispatched_by as string | null,
-      startedAt: e.started_at as number | null,
-      finishedAt: e.finished_at as number | null,
-      error: parse<ErrorRecord | null>(e.last_error),
-      workerId: e.worker_id as string | null,
-    }));
+    return rows.map((e) => toAttemptRow({ ...e, error: e.last_error, result: null }));
   }
 
+  /** An execution as it waits for its next attempt (trigger, backfill, replay). */
   private attemptZero(executionId: string): AttemptRow {
     const e = this.q("SELECT * FROM executions WHERE id = ?").get(executionId) as Row;
-    return {
-      executionId,
-      jobId: e.job_id as string,
-      scheduledFor: e.scheduled_for as number,
-      attempt: e.attempt as number,
-      state: e.state as string,
-      readyAt: e.ready_at as number | null,
-      dispatchedAt: e.dispatched_at as number,
-      dispatchedBy: e.dispatched_by as string | null,
-      startedAt: null,
-      finishedAt: null,
-      error: null,
-      workerId: null,
-    };
+    return toAttemptRow({ ...e, started_at: null, finished_at: null, error: null, worker_id: null, result: null });
   }
+
 
   async executionLease(p: {
     tenantId?: string;
@@ -726,21 +703,7 @@ class SqliteStore implements Store {
        ) WHERE 1 = 1 ${cursor}
        ORDER BY scheduled_for DESC, attempt DESC LIMIT @limit`,
     ).all({ from: jobRange(p.jobId)[0], to: jobRange(p.jobId)[1], tenant: p.tenantId, sf: p.after?.scheduledFor ?? null, att: p.after?.attempt ?? null, limit: p.limit }) as Row[];
-    return rows.map((r) => ({
-      executionId: r.id as string,
-      jobId: r.job_id as string,
-      scheduledFor: r.scheduled_for as number,
-      attempt: r.attempt as number,
-      state: r.state as string,
-      readyAt: r.ready_at as number | null,
-      dispatchedAt: r.dispatched_at as number,
-      dispatchedBy: r.dispatched_by as string | null,
-      startedAt: r.started_at as number | null,
-      finishedAt: r.finished_at as number | null,
-      error: parse<ErrorRecord | null>(r.error),
-      workerId: r.worker_id as string | null,
-      ...(r.result !== null && r.result !== undefined ? { result: parse(r.result) } : {}),
-    }));
+    return rows.map(toAttemptRow);
   }
 
 
@@ -855,6 +818,65 @@ class SqliteStore implements Store {
       details: parse(r.details),
     }));
   }
+
+  // ---- API keys -------------------------------------------------------------------
+
+  async apiKeyCreate(p: { id: string; tenantId: string; role: Role; digest: string; name?: string; now: number; audit?: AuditEntry }) {
+    return this.tx(() => {
+      const row = this.q(
+        `INSERT INTO api_keys (id, tenant_id, role, digest, name, created_at) VALUES (?, ?, ?, ?, ?, ?)
+         ON CONFLICT DO NOTHING RETURNING *`,
+      ).get(p.id, p.tenantId, p.role, p.digest, p.name ?? null, p.now) as Row | undefined;
+      if (!row) return null;
+      if (p.audit) this.appendAudit(p.audit);
+      return toApiKey(row);
+    });
+  }
+
+  async apiKeyList(p: { tenantId?: string; limit: number; after?: { createdAt: number; id: string } }): Promise<ApiKeyRecord[]> {
+    const tenant = p.tenantId !== undefined ? "tenant_id = @tenant" : "1";
+    const cursor = p.after ? "AND (created_at < @createdAt OR (created_at = @createdAt AND id < @id))" : "";
+    const rows = this.q(
+      `SELECT * FROM api_keys WHERE ${tenant} ${cursor} ORDER BY created_at DESC, id DESC LIMIT @limit`,
+    ).all({ tenant: p.tenantId ?? null, createdAt: p.after?.createdAt ?? null, id: p.after?.id ?? null, limit: p.limit }) as Row[];
+    return rows.map(toApiKey);
+  }
+
+  async apiKeyRevoke(p: { id: string; tenantId?: string; now: number; audit?: Omit<AuditEntry, "tenantId"> }) {
+    return this.tx(() => {
+      const revoked = this.q(
+        `UPDATE api_keys SET revoked_at = @now WHERE id = @id AND (@tenant IS NULL OR tenant_id = @tenant) AND revoked_at IS NULL
+         RETURNING *`,
+      ).get({ id: p.id, tenant: p.tenantId ?? null, now: p.now }) as Row | undefined;
+      if (revoked) {
+        const key = toApiKey(revoked);
+        if (p.audit) this.appendAudit({ ...p.audit, tenantId: key.tenantId });
+        return key;
+      }
+      const row = this.q("SELECT * FROM api_keys WHERE id = @id AND (@tenant IS NULL OR tenant_id = @tenant)").get({
+        id: p.id,
+        tenant: p.tenantId ?? null,
+      }) as Row | undefined;
+      return row ? toApiKey(row) : null;
+    });
+  }
+
+  async apiKeyFind({ digest }: { digest: string }): Promise<ApiKeyRecord | null> {
+    const row = this.q("SELECT * FROM api_keys WHERE digest = ? AND revoked_at IS NULL").get(digest) as Row | undefined;
+    return row ? toApiKey(row) : null;
+  }
+}
+
+function toApiKey(r: Row): ApiKeyRecord {
+  return {
+    id: r.id as string,
+    tenantId: r.tenant_id as string,
+    role: r.role as Role,
+    digest: r.digest as string,
+    name: (r.name as string | null) ?? null,
+    createdAt: r.created_at as number,
+    revokedAt: (r.revoked_at as number | null) ?? null,
+  };
 }
 
 function toJob(r: Row): JobRecord {
@@ -876,6 +898,25 @@ function toJob(r: Row): JobRecord {
     updatedAt: r.updated_at as number,
     nextRunAt: (r.next_run_at as number | null) ?? null,
     nextDueAt: (r.next_due_at as number | null) ?? null,
+  };
+}
+
+/** A history row (columns of executions, or of attempts, named alike); a succeeded attempt carries its result. */
+function toAttemptRow(r: Row): AttemptRow {
+  return {
+    executionId: r.id as string,
+    jobId: r.job_id as string,
+    scheduledFor: r.scheduled_for as number,
+    attempt: r.attempt as number,
+    state: r.state as string,
+    readyAt: r.ready_at as number | null,
+    dispatchedAt: r.dispatched_at as number,
+    dispatchedBy: r.dispatched_by as string | null,
+    startedAt: r.started_at as number | null,
+    finishedAt: r.finished_at as number | null,
+    error: parse<ErrorRecord | null>(r.error),
+    workerId: r.worker_id as string | null,
+    ...(r.result !== null && r.result !== undefined ? { result: parse(r.result) } : {}),
   };
 }
 
