@@ -6,7 +6,7 @@
 // longer holds. Times are epoch milliseconds chosen by the engine's clock;
 // a networked driver may judge leases by its own clock instead.
 
-import type { ErrorRecord, Job, JobState, RetryPolicy, Target } from "../core/api.js";
+import type { ErrorRecord, Job, JobState, RetryPolicy, Role, Target } from "../core/api.js";
 
 /** Executions of http targets wait in this pool; user pool names cannot contain "$". */
 export const HTTP_POOL = "$http";
@@ -194,6 +194,19 @@ export interface AuditEntry {
   details?: unknown;
 }
 
+/** An API key kept in the store: only the SHA-256 digest of its secret, never the secret. */
+export interface ApiKeyRecord {
+  id: string;
+  tenantId: string;
+  role: Role;
+  /** Hex SHA-256 of the secret; unique among all keys, active or revoked. */
+  digest: string;
+  name: string | null;
+  createdAt: number;
+  /** When it was revoked; null while active. */
+  revokedAt: number | null;
+}
+
 export interface Store {
   readonly kind: string;
   /** Creates or migrates the schema. */
@@ -364,4 +377,32 @@ export interface Store {
   shardList(): Promise<ShardLease[]>;
   poolCounts(params: { tenantId?: string; pool?: string; now: number }): Promise<PoolCounts[]>;
   auditList(params: { tenantId: string; limit: number; after?: { at: number; id: number } }): Promise<(AuditEntry & { id: number })[]>;
+
+  // ---- API keys ---------------------------------------------------------------
+  /**
+   * Stores a new active key, and the audit entry (if given) in the same
+   * transaction. Null, writing nothing, when the id or the digest is taken
+   * (by any key, active or revoked).
+   */
+  apiKeyCreate(params: {
+    id: string;
+    tenantId: string;
+    role: Role;
+    digest: string;
+    name?: string;
+    now: number;
+    audit?: AuditEntry;
+  }): Promise<ApiKeyRecord | null>;
+  /** Keys of one tenant (absent: every tenant), revoked ones included; newest first (createdAt desc, id desc), strictly after the cursor. */
+  apiKeyList(params: { tenantId?: string; limit: number; after?: { createdAt: number; id: string } }): Promise<ApiKeyRecord[]>;
+  /**
+   * Revokes a key (only one of tenantId when given). Idempotent: a revoked
+   * key keeps its first revokedAt. Answers the key as it now is, or null
+   * when there is no such key (of that tenant). The audit entry, if given, is
+   * recorded under the key's tenant in the same transaction, and only when
+   * this call revoked it.
+   */
+  apiKeyRevoke(params: { id: string; tenantId?: string; now: number; audit?: Omit<AuditEntry, "tenantId"> }): Promise<ApiKeyRecord | null>;
+  /** The active key with this digest; null when unknown or revoked. */
+  apiKeyFind(params: { digest: string }): Promise<ApiKeyRecord | null>;
 }

@@ -116,4 +116,22 @@ CREATE TABLE audit (
 CREATE INDEX audit_by_tenant ON audit (tenant_id, at DESC, id DESC);
 `,
   },
+  {
+    version: 2,
+    sql: `
+-- API keys managed at run time (duetime keys create|list|revoke): only the
+-- SHA-256 digest of each secret is kept. Revoked keys stay, for the record.
+CREATE TABLE api_keys (
+  id         TEXT PRIMARY KEY,
+  tenant_id  TEXT NOT NULL,
+  role       TEXT NOT NULL,               -- admin | client | worker
+  digest     TEXT NOT NULL UNIQUE,        -- hex SHA-256 of the secret
+  name       TEXT,
+  created_at INTEGER NOT NULL,
+  revoked_at INTEGER
+);
+CREATE INDEX api_keys_by_tenant_created ON api_keys (tenant_id, created_at DESC, id DESC);
+CREATE INDEX api_keys_by_created ON api_keys (created_at DESC, id DESC);
+`,
+  },
 ];
