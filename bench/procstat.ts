@@ -60,9 +60,19 @@ export function pidsNamed(prefixes: string[]): number[] {
   return pids;
 }
 
-/** CPU time of a set of processes, summed, as a sampler: call it again for the time used since. */
+/**
+ * CPU time of a set of processes as a sampler: call it again for the CPU they
+ * used since. The set is read again at the end: a process born meanwhile
+ * counts whole, one that ended meanwhile is left out (its CPU is lost with it).
+ */
 export function cpuSampler(pids: () => number[]): () => number {
-  const total = () => pids().reduce((sum, pid) => sum + cpuMs(pid), 0);
-  const start = total();
-  return () => total() - start;
+  const start = new Map(pids().map((pid) => [pid, cpuMs(pid)]));
+  return () => {
+    let used = 0;
+    for (const pid of new Set(pids())) {
+      const now = cpuMs(pid);
+      if (now > 0) used += Math.max(0, now - (start.get(pid) ?? 0));
+    }
+    return used;
+  };
 }

@@ -323,8 +323,7 @@ export function idle(o: IdleOptions): Scenario {
       const children = contender.schedulerPids();
       const serverCpu = cpuSampler(() => children);
       const selfCpu0 = cpuMs(process.pid);
-      const services = pidsNamed(["postgres", "redis-server"]);
-      const serviceCpu = cpuSampler(() => services);
+      const serviceCpu = cpuSampler(() => pidsNamed(["postgres", "redis-server"]));
       const t0 = Date.now();
       const ticker = setInterval(() => progress.set(`idle: measuring, ${Math.round((Date.now() - t0) / 1000)}/${o.windowMs / 1000} s`), 500);
       await sleep(o.windowMs);
