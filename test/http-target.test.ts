@@ -493,6 +493,31 @@ test("per-origin limits: never more calls in flight than the cap, never faster t
   }
 });
 
+test("a call that would wait more than a few seconds for a rate limit is released, not kept: no attempt spent, the rate still holds", async () => {
+  const rx = await receiver(answer(200));
+  const t = await startTestServer({ ...ALLOW, httpTarget: { origins: { [rx.base]: { ratePerSecond: 2, burst: 1 } } } });
+  try {
+    const jobs = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        t.client.createJob({ name: `rated-${i}`, target: { type: "http", url: rx.url }, payload: { i }, schedule: { delaySeconds: 0 }, retry: { maxAttempts: 1 } }),
+      ),
+    );
+    for (const job of jobs) await waitFor(state(t, job.jobId, "COMPLETED"), `${job.name} completed`);
+    assert.equal(rx.hits.length, 12);
+    const at = rx.hits.map((h) => h.at);
+    for (let i = 0; i < at.length; i++) {
+      for (let j = i + 1; j < at.length; j++) assert.ok(j - i + 1 <= 1 + (2 * (at[j]! - at[i]! + 50)) / 1000, `calls ${i}..${j} within ${at[j]! - at[i]!} ms`);
+    }
+    for (const job of jobs) {
+      assert.deepEqual((await t.client.listExecutions(job.jobId)).items.map((i) => i.state), ["SUCCEEDED"], job.name);
+    }
+    assert.match(await (await fetch(`${t.url}/metrics`)).text(), /duetime_http_released_total\{reason="wait"\} [1-9]/);
+  } finally {
+    await t.close();
+    await rx.close();
+  }
+});
+
 const serve = (store: string) => spawnServer(store, ["--allow-target-hosts", "127.0.0.1"]);
 
 test("SIGKILL mid-call: after a restart the receiver gets the same Idempotency-Key with the next attempt, and the job succeeds", { timeout: 60_000 }, async () => {

@@ -440,15 +440,17 @@ export class HttpTargetRunner {
    * for a rate-limited origin about when their turn would come. True when any.
    */
   private releaseStale(origin: OriginState, now: number): boolean {
-    const perCallMs = origin.limit.ratePerSecond ? 1000 / origin.limit.ratePerSecond : 0;
-    let n = 0;
+    const stale: Slot[] = [];
     for (let head = origin.queue.peek(isWaiting); head && head.sendBy <= now; head = origin.queue.peek(isWaiting)) {
       origin.queue.shift();
-      n++;
-      // The calls still queued go first: these come after them.
-      this.release(head, now + Math.max(WAIT_RELEASE_MS, (origin.waiting - 1 + n) * perCallMs), "wait");
+      this.leaveQueue(head);
+      head.phase = "done";
+      stale.push(head);
     }
-    return n > 0;
+    // The calls still queued go first; at the origin's rate, the k-th released one comes (queued + k) calls later.
+    const perCallMs = origin.limit.ratePerSecond ? 1000 / origin.limit.ratePerSecond : 0;
+    stale.forEach((slot, k) => this.release(slot, now + Math.max(WAIT_RELEASE_MS, (origin.waiting + k + 1) * perCallMs), "wait"));
+    return stale.length > 0;
   }
 
   /** Hands a waiting call back to the store unused (batched); it no longer counts against the lease budget. */
