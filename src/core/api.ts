@@ -285,6 +285,41 @@ export interface AuditItem {
   details: unknown;
 }
 
+/** POST /v1/keys: a key for a tenant (default: the caller's) with one role. */
+export interface CreateKeyRequest {
+  tenantId?: string;
+  role: Role;
+  /** A label for people ("ci deploy", "worker eu-1"); not secret. */
+  name?: string;
+}
+
+/** An API key as GET /v1/keys lists it: never its secret. */
+export interface ApiKeyInfo {
+  keyId: string;
+  tenantId: string;
+  role: Role;
+  name: string | null;
+  createdAt: string;
+  /** null while the key is active. */
+  revokedAt: string | null;
+}
+
+/** The answer to POST /v1/keys: the only time the secret `key` is shown. */
+export interface CreatedKey {
+  keyId: string;
+  /** The secret, sent as `Authorization: Bearer <key>`. Only its SHA-256 digest is stored. */
+  key: string;
+  tenantId: string;
+  role: Role;
+  name: string | null;
+  createdAt: string;
+}
+
+export interface ListKeysQuery extends PageQuery {
+  /** Only this tenant's keys. An admin of a store key sees only its own tenant's. */
+  tenantId?: string;
+}
+
 /** One origin (scheme://host:port) that HTTP targets call, as GET /v1/targets shows it. */
 export interface TargetStatus {
   origin: string;

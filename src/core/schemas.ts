@@ -21,6 +21,8 @@ export const LIMITS = {
   nameMaxLength: 200,
   idMaxLength: 200,
   poolMaxLength: 200,
+  tenantIdMaxLength: 200,
+  keyNameMaxLength: 200,
   urlMaxLength: 2048,
   headerNameMaxLength: 256,
   headerValueMaxLength: 8192,
@@ -71,6 +73,9 @@ export const HTTP_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
 
 const dateTime = { type: "string", format: "date-time", maxLength: 64 } as const;
 const idString = { type: "string", minLength: 1, maxLength: LIMITS.idMaxLength, pattern: ID_PATTERN } as const;
+/** Tenant ids of keys created at run time: URL-safe, since they travel in query strings. */
+const tenantString = { type: "string", minLength: 1, maxLength: LIMITS.tenantIdMaxLength, pattern: POOL_PATTERN } as const;
+const roleString = { type: "string", enum: ["admin", "client", "worker"] } as const;
 const poolString = { type: "string", minLength: 1, maxLength: LIMITS.poolMaxLength, pattern: POOL_PATTERN } as const;
 const attempt = { type: "integer", minimum: 1, maximum: LIMITS.attemptMax } as const;
 /** Free-form JSON: any value. */
@@ -257,6 +262,18 @@ export const emptyBody = {
   properties: {},
 } as const;
 
+/** POST /v1/keys */
+export const createKeyBody = {
+  type: "object",
+  additionalProperties: false,
+  required: ["role"],
+  properties: {
+    tenantId: { ...tenantString, description: "The key's tenant; default the caller's. Another tenant needs a bootstrap (--api-keys) admin key." },
+    role: roleString,
+    name: { type: "string", minLength: 1, maxLength: LIMITS.keyNameMaxLength, description: "A label for people; not secret." },
+  },
+} as const;
+
 export const errorRecordSchema = {
   type: "object",
   description: "Free-form: extra keys are kept.",
@@ -386,6 +403,13 @@ export const occurrencesQuery = {
   },
 } as const;
 
+/** GET /v1/keys */
+export const listKeysQuery = {
+  type: "object",
+  additionalProperties: false,
+  properties: { limit: limitQuery, cursor: cursorQuery, tenantId: tenantString },
+} as const;
+
 /** An empty querystring (routes without query parameters still reject unknown ones). */
 export const noQuery = { type: "object", additionalProperties: false, properties: {} } as const;
 
@@ -401,6 +425,13 @@ export const executionIdParams = {
   additionalProperties: false,
   required: ["executionId"],
   properties: { executionId: idString },
+} as const;
+
+export const keyIdParams = {
+  type: "object",
+  additionalProperties: false,
+  required: ["keyId"],
+  properties: { keyId: idString },
 } as const;
 
 export const poolParams = {
@@ -434,6 +465,9 @@ export const REQUEST_SCHEMAS = {
   jobIdParams,
   executionIdParams,
   poolParams,
+  createKeyBody,
+  listKeysQuery,
+  keyIdParams,
 } as const satisfies Record<string, JsonSchema>;
 
 export type SchemaId = keyof typeof REQUEST_SCHEMAS;
@@ -755,6 +789,37 @@ export const auditPageResponse = {
     },
     nextCursor: { type: ["string", "null"] },
   },
+} as const;
+
+const apiKeyProperties = {
+  keyId: { type: "string" },
+  tenantId: { type: "string" },
+  role: roleString,
+  name: { type: ["string", "null"] },
+  createdAt: dateTime,
+} as const;
+
+/** GET /v1/keys items: never the secret. */
+export const apiKeyResponse = {
+  type: "object",
+  required: ["keyId", "tenantId", "role", "name", "createdAt", "revokedAt"],
+  properties: { ...apiKeyProperties, revokedAt: nullableDateTime },
+} as const;
+
+/** POST /v1/keys: the secret `key`, shown this once. */
+export const createdKeyResponse = {
+  type: "object",
+  required: ["keyId", "key", "tenantId", "role", "name", "createdAt"],
+  properties: {
+    ...apiKeyProperties,
+    key: { type: "string", description: "The secret, shown only in this answer: send it as Authorization: Bearer <key>." },
+  },
+} as const;
+
+export const keyPageResponse = {
+  type: "object",
+  required: ["items", "nextCursor"],
+  properties: { items: { type: "array", items: apiKeyResponse }, nextCursor: { type: ["string", "null"] } },
 } as const;
 
 export const clusterResponse = {

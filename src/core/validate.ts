@@ -76,6 +76,7 @@ function compile(schema: JsonSchema, part: RequestPart): ValidateFunction {
 const ID_PARAMS: Partial<Record<SchemaId, { name: string; what: string }>> = {
   jobIdParams: { name: "jobId", what: "job" },
   executionIdParams: { name: "executionId", what: "execution" },
+  keyIdParams: { name: "keyId", what: "API key" },
 };
 
 /** Cross-field rules ajv cannot word well; run after the schema passed. */

@@ -6,6 +6,7 @@
 import { createHash } from "node:crypto";
 import type {
   AckItem,
+  ApiKeyInfo,
   AuditItem,
   BackfillRequest,
   BackfillResponse,
@@ -15,6 +16,8 @@ import type {
   CompleteItem,
   CompleteResponse,
   CreatedJob,
+  CreatedKey,
+  CreateKeyRequest,
   DeadLetter,
   ErrorRecord,
   ExecutionItem,
@@ -28,6 +31,7 @@ import type {
   LeaseRequest,
   LeaseResponse,
   ListJobsQuery,
+  ListKeysQuery,
   OccurrenceItem,
   OccurrencesQuery,
   Page,
@@ -48,12 +52,13 @@ import { jobVerdict, type JobAction } from "../core/states.js";
 import { parseRfc3339, toIso } from "../core/time.js";
 import type { JobRecord, NewJob, Store } from "../store/store.js";
 import { decodeCursor, encodeCursor } from "./cursor.js";
+import { KeyManager } from "./keys.js";
 import { ScheduleLedger } from "./ledger.js";
 import { invalidState, poolOf, toExecution, toJob } from "./wire.js";
 import { WorkerProtocol } from "./worker-protocol.js";
 import type { Executor } from "./executor.js";
 import type { Scheduler } from "./scheduler.js";
-import type { RequestContext, Service } from "./service.js";
+import type { RequestContext, Service, StoredKey } from "./service.js";
 
 export interface JobsServiceOptions {
   store: Store;
@@ -73,12 +78,14 @@ export class JobsService implements Service {
 
   private readonly protocol: WorkerProtocol;
   private readonly ledger: ScheduleLedger;
+  private readonly keys: KeyManager;
 
   constructor(private readonly o: JobsServiceOptions) {
     this.store = o.store;
     this.clock = o.clock;
     this.protocol = new WorkerProtocol(o.store, o.clock, o.executor);
     this.ledger = new ScheduleLedger(o.store, o.clock, o.executor, o.nodeId);
+    this.keys = new KeyManager(o.store, o.clock);
   }
 
   // ---- jobs ---------------------------------------------------------------------
@@ -396,7 +403,27 @@ export class JobsService implements Service {
     };
   }
 
-  // ---- worker protocol --------------------------------------------------------------------
+  // ---- API keys (keys.ts) ----------------------------------------------------------------
+
+  createKey(ctx: RequestContext, request: CreateKeyRequest): Promise<CreatedKey> {
+    return this.keys.create(ctx, request);
+  }
+
+  listKeys(ctx: RequestContext, query: ListKeysQuery): Promise<Page<ApiKeyInfo>> {
+    return this.keys.list(ctx, query);
+  }
+
+  revokeKey(ctx: RequestContext, keyId: string): Promise<void> {
+    return this.keys.revoke(ctx, keyId);
+  }
+
+  findKey(digest: string): Promise<StoredKey | null> {
+    return this.keys.find(digest);
+  }
+
+  hasStoredKeys(): Promise<boolean> {
+    return this.keys.any();
+  }
 
   // ---- worker protocol (worker-protocol.ts) --------------------------------------
 

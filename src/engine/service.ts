@@ -6,6 +6,7 @@
 
 import type {
   AckItem,
+  ApiKeyInfo,
   AuditItem,
   BackfillRequest,
   BackfillResponse,
@@ -18,6 +19,8 @@ import type {
   CompleteItem,
   CompleteResponse,
   CreatedJob,
+  CreatedKey,
+  CreateKeyRequest,
   DeadLetter,
   ErrorRecord,
   ExecutionItem,
@@ -30,6 +33,7 @@ import type {
   LeaseRequest,
   LeaseResponse,
   ListJobsQuery,
+  ListKeysQuery,
   Page,
   PageQuery,
   PoolStats,
@@ -47,6 +51,19 @@ export interface RequestContext {
   actor?: string;
   /** Aborted when the HTTP client goes away (ends a long poll early). */
   signal?: AbortSignal;
+  /**
+   * A bootstrap caller: a key given in the server's configuration
+   * (--api-keys), or anyone when the server has no keys at all (development
+   * mode). Only a bootstrap admin manages other tenants' API keys.
+   */
+  bootstrap?: boolean;
+}
+
+/** An active API key kept in the store, as authentication sees it. */
+export interface StoredKey {
+  keyId: string;
+  tenantId: string;
+  role: Role;
 }
 
 export const ALL_ROLES: ReadonlySet<Role> = new Set<Role>(["admin", "client", "worker"]);
@@ -83,6 +100,20 @@ export interface Service {
   cluster(ctx: RequestContext): Promise<ClusterView>;
   /** The origins HTTP targets call on this node, with their breaker state. */
   listTargets(ctx: RequestContext): Promise<{ items: TargetStatus[] }>;
+  /**
+   * A new API key (role admin). The secret is in the answer only; the store
+   * keeps its SHA-256 digest. Another tenant than the caller's needs a
+   * bootstrap admin (PERMISSION_DENIED otherwise). Audited.
+   */
+  createKey(ctx: RequestContext, request: CreateKeyRequest): Promise<CreatedKey>;
+  /** API keys, newest first, revoked ones included, never their secrets (role admin): the caller's tenant, or every tenant for a bootstrap admin. */
+  listKeys(ctx: RequestContext, query: ListKeysQuery): Promise<Page<ApiKeyInfo>>;
+  /** Revokes a key (role admin); repeating it is a no-op. Another tenant's key is NOT_FOUND unless the caller is a bootstrap admin. Audited. */
+  revokeKey(ctx: RequestContext, keyId: string): Promise<void>;
+  /** For authentication (no API route): the active stored key whose secret has this SHA-256 digest (hex), or null. */
+  findKey(digest: string): Promise<StoredKey | null>;
+  /** For authentication (no API route): whether the store has ever held a key (active or revoked); if so, authentication is on. */
+  hasStoredKeys(): Promise<boolean>;
   /** True when the store answers and this node has joined the shard assignment. */
   ready(): Promise<boolean>;
 }

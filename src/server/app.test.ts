@@ -10,9 +10,11 @@ import { DuetimeError, ERROR_CODES } from "../core/errors.js";
 import * as schemas from "../core/schemas.js";
 import { validate } from "../core/validate.js";
 import type { JsonSchema } from "../core/schemas.js";
+import type { StoredKey } from "../engine/service.js";
 import { buildApp, type AppOptions } from "./app.js";
 import { displayPath } from "./routes.js";
-import { RecordingService, SAMPLE_BACKFILL, SAMPLE_DEAD_LETTER, SAMPLE_EXECUTION, SAMPLE_JOB, SAMPLE_OCCURRENCES } from "./test-support.js";
+import { createHash } from "node:crypto";
+import { RecordingService, SAMPLE_BACKFILL, SAMPLE_DEAD_LETTER, SAMPLE_EXECUTION, SAMPLE_JOB, SAMPLE_KEY, SAMPLE_OCCURRENCES } from "./test-support.js";
 
 const apps: FastifyInstance[] = [];
 after(async () => {
@@ -350,6 +352,43 @@ const routeCases: RouteCase[] = [
   { name: "GET /v1/audit", request: { method: "GET", url: "/v1/audit?limit=3" }, status: 200, method: "listAudit", args: [{ limit: 3 }] },
   { name: "GET /v1/cluster", request: { method: "GET", url: "/v1/cluster" }, status: 200, method: "cluster", args: [] },
   {
+    name: "POST /v1/keys",
+    request: { method: "POST", url: "/v1/keys", payload: { tenantId: "acme", role: "worker", name: "worker eu-1" } },
+    status: 201,
+    method: "createKey",
+    args: [{ tenantId: "acme", role: "worker", name: "worker eu-1" }],
+    body: {
+      keyId: SAMPLE_KEY.keyId,
+      key: "dtk_secretsecretsecretsecretsecret",
+      tenantId: "acme",
+      role: "worker",
+      name: "worker eu-1",
+      createdAt: SAMPLE_KEY.createdAt,
+    },
+  },
+  {
+    name: "POST /v1/keys with the role only",
+    request: { method: "POST", url: "/v1/keys", payload: { role: "admin" } },
+    status: 201,
+    method: "createKey",
+    args: [{ role: "admin" }],
+  },
+  {
+    name: "GET /v1/keys",
+    request: { method: "GET", url: "/v1/keys?limit=2&cursor=abc&tenantId=acme" },
+    status: 200,
+    method: "listKeys",
+    args: [{ limit: 2, cursor: "abc", tenantId: "acme" }],
+    body: { items: [SAMPLE_KEY], nextCursor: null },
+  },
+  {
+    name: "DELETE /v1/keys/{keyId}",
+    request: { method: "DELETE", url: `/v1/keys/${SAMPLE_KEY.keyId}` },
+    status: 204,
+    method: "revokeKey",
+    args: [SAMPLE_KEY.keyId],
+  },
+  {
     name: "GET /v1/schedules/preview",
     request: {
       method: "GET",
@@ -579,6 +618,15 @@ const badCases: BadCase[] = [
   { name: "replay with fields", request: { method: "POST", url: "/v1/dead-letters/exe_9:replay", payload: { attempt: 1 } }, field: "attempt" },
   { name: "audit limit=abc", request: { method: "GET", url: "/v1/audit?limit=abc" }, field: "limit" },
   { name: "cluster with a query", request: { method: "GET", url: "/v1/cluster?node=a" }, field: "node" },
+  // API keys
+  { name: "create key without a role", request: { method: "POST", url: "/v1/keys", payload: { name: "x" } }, field: "role" },
+  { name: "create key with an unknown role", request: { method: "POST", url: "/v1/keys", payload: { role: "root" } }, field: "role" },
+  { name: "create key with a bad tenant", request: { method: "POST", url: "/v1/keys", payload: { role: "client", tenantId: "a b" } }, field: "tenantId" },
+  { name: "create key with an empty name", request: { method: "POST", url: "/v1/keys", payload: { role: "client", name: "" } }, field: "name" },
+  { name: "create key with a secret of your own", request: { method: "POST", url: "/v1/keys", payload: { role: "client", key: "mine" } }, field: "key" },
+  { name: "list keys limit=501", request: { method: "GET", url: "/v1/keys?limit=501" }, field: "limit" },
+  { name: "list keys with an unknown filter", request: { method: "GET", url: "/v1/keys?role=admin" }, field: "role" },
+  { name: "revoke with a body", request: { method: "DELETE", url: `/v1/keys/${SAMPLE_KEY.keyId}`, payload: { now: true } }, field: "now" },
   { name: "preview without cron", request: { method: "GET", url: "/v1/schedules/preview" }, field: "cron" },
   { name: "preview count=0", request: { method: "GET", url: "/v1/schedules/preview?cron=x&count=0" }, field: "count" },
   { name: "preview count=1001", request: { method: "GET", url: "/v1/schedules/preview?cron=x&count=1001" }, field: "count" },
@@ -685,6 +733,7 @@ describe("404 NOT_FOUND with the envelope", () => {
     ["an id with a colon on GET", { method: "GET", url: "/v1/jobs/job_1:pause" }],
     ["an empty job id", { method: "GET", url: "/v1/jobs/" }],
     ["a malformed execution id", { method: "POST", url: "/v1/executions/e~1/heartbeat", payload: { attempt: 1 } }],
+    ["a malformed key id", { method: "DELETE", url: "/v1/keys/a.b" }],
     ["an id longer than the router allows", { method: "GET", url: `/v1/jobs/${"a".repeat(600)}` }],
     ["an id longer than ids are", { method: "GET", url: `/v1/jobs/${"a".repeat(201)}` }],
     ["wrong method", { method: "PUT", url: "/v1/jobs" }],
@@ -867,6 +916,9 @@ describe("API keys and roles", () => {
     ["worker", "wrk-key", { method: "GET", url: "/v1/dead-letters" }],
     ["worker", "wrk-key", { method: "POST", url: "/v1/dead-letters/exe_9:replay" }],
     ["worker", "wrk-key", { method: "GET", url: "/v1/cluster" }],
+    ["client", "cli-key", { method: "POST", url: "/v1/keys", payload: { role: "client" } }],
+    ["client", "cli-key", { method: "GET", url: "/v1/keys" }],
+    ["worker", "wrk-key", { method: "DELETE", url: `/v1/keys/${SAMPLE_KEY.keyId}` }],
   ];
   for (const [role, key, request] of forbidden) {
     test(`${role} may not ${request.method} ${request.url}: 403`, async () => {
@@ -895,6 +947,9 @@ describe("API keys and roles", () => {
     ["admin", "adm-key", { method: "GET", url: "/v1/cluster" }],
     ["admin", "adm-key", { method: "POST", url: "/v1/pools/p/lease", payload: { workerId: "w" } }],
     ["admin", "adm-key", { method: "POST", url: "/v1/jobs", payload: QUEUE_JOB }],
+    ["admin", "adm-key", { method: "POST", url: "/v1/keys", payload: { role: "worker" } }],
+    ["admin", "adm-key", { method: "GET", url: "/v1/keys" }],
+    ["admin", "adm-key", { method: "DELETE", url: `/v1/keys/${SAMPLE_KEY.keyId}` }],
   ];
   for (const [role, key, request] of allowed) {
     test(`${role} may ${request.method} ${request.url}`, async () => {
@@ -914,6 +969,137 @@ describe("API keys and roles", () => {
       const res = await app.inject({ method: "GET", url });
       assert.equal(res.statusCode, 200, url);
     }
+  });
+});
+
+// ---------------------------------------------------------------- API keys kept in the store
+
+describe("API keys kept in the store", () => {
+  const sha = (secret: string): string => createHash("sha256").update(secret).digest("hex");
+  const bearer = (key: string): Record<string, string> => ({ authorization: `Bearer ${key}` });
+  const STORED = { keyId: "ak_0000000000000000000001", tenantId: "acme", role: "worker" as const };
+
+  /** An app over a RecordingService whose store holds the given keys, with a clock the test moves. */
+  function storedApp(keys: Record<string, StoredKey>, apiKeys: AppOptions["apiKeys"] = []) {
+    const clock = { now: 1_000_000 };
+    const svc = new RecordingService();
+    for (const [secret, key] of Object.entries(keys)) svc.storedKeys.set(sha(secret), key);
+    const app = buildApp({ service: svc, apiKeys, keyCache: { now: () => clock.now } });
+    apps.push(app);
+    return { app, svc, clock };
+  }
+
+  test("a stored key authenticates with its tenant, role and id as the actor; it is not a bootstrap caller", async () => {
+    const { app, svc } = storedApp({ "dtk_w": STORED });
+    const res = await app.inject({ method: "POST", url: "/v1/pools/p/lease", payload: { workerId: "w" }, headers: bearer("dtk_w") });
+    assert.equal(res.statusCode, 200, res.body);
+    const ctx = svc.last().ctx;
+    assert.equal(ctx?.tenantId, "acme");
+    assert.deepEqual([...(ctx?.roles ?? [])], ["worker"]);
+    assert.equal(ctx?.actor, STORED.keyId);
+    assert.equal(ctx?.bootstrap, undefined);
+    assert.deepEqual(svc.findKeyCalls, [sha("dtk_w")], "looked up by its SHA-256 digest, never the secret");
+  });
+
+  test("with keys in the store, auth is on even without configured keys", async () => {
+    const { app, svc } = storedApp({ "dtk_w": STORED });
+    assertEnvelope(await app.inject({ method: "GET", url: "/v1/stats" }), 401, "UNAUTHENTICATED");
+    assertEnvelope(await app.inject({ method: "GET", url: "/v1/stats", headers: bearer("dtk_nope") }), 401, "UNAUTHENTICATED");
+    assertEnvelope(await app.inject({ method: "GET", url: "/v1/jobs", headers: bearer("dtk_w") }), 403, "PERMISSION_DENIED");
+    assert.equal(svc.calls.length, 0);
+  });
+
+  test("configured keys are checked first and are bootstrap callers; stored keys work beside them", async () => {
+    const { app, svc } = storedApp({ "dtk_w": STORED }, [{ key: "root", tenantId: "ops", role: "admin" }]);
+    const res = await app.inject({ method: "GET", url: "/v1/keys", headers: bearer("root") });
+    assert.equal(res.statusCode, 200);
+    assert.equal(svc.last().ctx?.bootstrap, true);
+    assert.equal(svc.last().ctx?.tenantId, "ops");
+    assert.deepEqual(svc.findKeyCalls, [], "a configured key needs no store lookup");
+    assert.equal((await app.inject({ method: "GET", url: "/v1/stats", headers: bearer("dtk_w") })).statusCode, 200);
+  });
+
+  test("a found key is cached for 30 s; an unknown one is asked about every time", async () => {
+    const { app, svc, clock } = storedApp({ "dtk_w": STORED });
+    const stats = (key: string) => app.inject({ method: "GET", url: "/v1/stats", headers: bearer(key) });
+    await stats("dtk_w");
+    clock.now += 29_000;
+    await stats("dtk_w");
+    assert.equal(svc.findKeyCalls.length, 1);
+    clock.now += 2_000;
+    await stats("dtk_w");
+    assert.equal(svc.findKeyCalls.length, 2, "asked again after 30 s");
+    await stats("dtk_x");
+    await stats("dtk_x");
+    assert.equal(svc.findKeyCalls.length, 4);
+  });
+
+  test("a key revoked through this node stops working at once; one revoked elsewhere within 30 s", async () => {
+    const admin = { keyId: "ak_0000000000000000000002", tenantId: "acme", role: "admin" as const };
+    const { app, svc, clock } = storedApp({ "dtk_w": STORED, "dtk_w2": { ...STORED, keyId: "ak_0000000000000000000003" }, "dtk_a": admin });
+    const stats = (key: string) => app.inject({ method: "GET", url: "/v1/stats", headers: bearer(key) });
+    assert.equal((await stats("dtk_w")).statusCode, 200);
+    assert.equal((await stats("dtk_w2")).statusCode, 200);
+
+    const revoked = await app.inject({ method: "DELETE", url: `/v1/keys/${STORED.keyId}`, headers: bearer("dtk_a") });
+    assert.equal(revoked.statusCode, 204);
+    assertEnvelope(await stats("dtk_w"), 401, "UNAUTHENTICATED");
+
+    // revoked by another node: the store forgets it, this node's cache does not yet
+    svc.storedKeys.delete(sha("dtk_w2"));
+    svc.revokedKeys++;
+    assert.equal((await stats("dtk_w2")).statusCode, 200);
+    clock.now += 30_001;
+    assertEnvelope(await stats("dtk_w2"), 401, "UNAUTHENTICATED");
+  });
+
+  test("no keys anywhere: open development mode, as a bootstrap caller; the first stored key turns auth on at once", async () => {
+    const { app, svc } = storedApp({});
+    assert.equal((await app.inject({ method: "GET", url: "/v1/stats" })).statusCode, 200);
+    svc.override.createKey = async () => {
+      svc.storedKeys.set(sha("dtk_new"), { ...STORED, role: "admin" });
+      return { keyId: STORED.keyId, key: "dtk_new", tenantId: "default", role: "admin", name: null, createdAt: SAMPLE_KEY.createdAt };
+    };
+    const open = await app.inject({ method: "POST", url: "/v1/keys", payload: { role: "admin" } });
+    assert.equal(open.statusCode, 201);
+    assert.equal(svc.last().ctx?.bootstrap, true);
+    assert.equal(svc.last().ctx?.actor, "anonymous");
+    // no waiting for the one-second recheck: the route tells the key ring to ask the store again
+    assertEnvelope(await app.inject({ method: "GET", url: "/v1/stats" }), 401, "UNAUTHENTICATED");
+    assert.equal((await app.inject({ method: "GET", url: "/v1/keys", headers: bearer("dtk_new") })).statusCode, 200);
+  });
+
+  test("a key created through another node turns auth on here within a second", async () => {
+    const { app, svc, clock } = storedApp({});
+    assert.equal((await app.inject({ method: "GET", url: "/v1/stats" })).statusCode, 200);
+    svc.storedKeys.set(sha("dtk_w"), STORED);
+    assert.equal((await app.inject({ method: "GET", url: "/v1/stats" })).statusCode, 200, "the empty answer is trusted for a second");
+    clock.now += 1_001;
+    assertEnvelope(await app.inject({ method: "GET", url: "/v1/stats" }), 401, "UNAUTHENTICATED");
+    assert.equal((await app.inject({ method: "GET", url: "/v1/stats", headers: bearer("dtk_w") })).statusCode, 200);
+  });
+
+  test("revoking every key does not reopen the server", async () => {
+    const { app, svc } = storedApp({});
+    svc.revokedKeys = 1; // the store holds only revoked keys
+    assertEnvelope(await app.inject({ method: "GET", url: "/v1/stats" }), 401, "UNAUTHENTICATED");
+  });
+
+  test("a store that cannot answer is 503 UNAVAILABLE, never open and never a 500", async () => {
+    const { app, svc } = storedApp({ "dtk_w": STORED });
+    svc.keyStoreDown = true;
+    const anonymous = await app.inject({ method: "GET", url: "/v1/stats" });
+    assertEnvelope(anonymous, 503, "UNAVAILABLE");
+    assert.doesNotMatch(anonymous.body, /store unreachable"/);
+    const withKey = await app.inject({ method: "GET", url: "/v1/stats", headers: bearer("dtk_w") });
+    assertEnvelope(withKey, 503, "UNAVAILABLE");
+    assert.match(String(withKey.headers["retry-after"]), /^\d+$/);
+  });
+
+  test("OpenAPI marks the bearer optional when only the store may hold keys", async () => {
+    const { app } = storedApp({});
+    const doc = (await app.inject({ method: "GET", url: "/openapi.json" })).json() as { paths: Record<string, Record<string, { security?: unknown[] }>> };
+    assert.deepEqual(doc.paths["/v1/keys"]?.post?.security, [{ bearerAuth: [] }, {}]);
   });
 });
 
@@ -986,6 +1172,9 @@ describe("/openapi.json", () => {
     ["post", "/v1/dead-letters/{executionId}:replay"],
     ["get", "/v1/audit"],
     ["get", "/v1/cluster"],
+    ["post", "/v1/keys"],
+    ["get", "/v1/keys"],
+    ["delete", "/v1/keys/{keyId}"],
     ["get", "/v1/schedules/preview"],
     ["get", "/healthz"],
     ["get", "/readyz"],
@@ -1059,6 +1248,7 @@ describe("the documented response schemas accept the service's answers", () => {
     ["occurrences", schemas.occurrencesResponse, { items: SAMPLE_OCCURRENCES }],
     ["batch", schemas.batchCreateResponse, { items: [{ jobId: "j", nextRunAt: null, created: true }, { error: { code: "INVALID_ARGUMENT", message: "m", details: { field: "jobs.1.name" } } }] }],
     ["error envelope", schemas.errorEnvelopeSchema, { error: { code: "NOT_FOUND", message: "m" } }],
+    ["key page", schemas.keyPageResponse, { items: [SAMPLE_KEY, { ...SAMPLE_KEY, name: null, revokedAt: "2026-10-17T00:00:00.000Z" }], nextCursor: "n" }],
   ];
   for (const [name, schema, value] of pairs) {
     test(name, () => {

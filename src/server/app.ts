@@ -14,7 +14,7 @@ import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions
 import swagger from "@fastify/swagger";
 import { DuetimeError } from "../core/errors.js";
 import { statusResponse } from "../core/schemas.js";
-import { KeyRing, type ApiKey } from "./auth.js";
+import { KeyRing, type ApiKey, type KeyRingOptions } from "./auth.js";
 import {
   makeClientErrorHandler,
   makeErrorHandler,
@@ -45,8 +45,10 @@ export interface AppOptions {
   service: Service;
   /** Request body limit (default 1 MiB); larger bodies answer 413 PAYLOAD_TOO_LARGE. */
   bodyLimitBytes?: number;
-  /** When non-empty, every /v1 call needs a Bearer key (see auth.ts). */
+  /** When non-empty, every /v1 call needs a Bearer key (see auth.ts); so it does once the store holds a key. */
   apiKeys?: readonly ApiKey[];
+  /** Caching of stored keys' lookups (tests shorten it); see auth.ts. */
+  keyCache?: KeyRingOptions;
   /** Fastify's logger option: false (default), true, or pino options such as { level }. */
   logger?: FastifyServerOptions["logger"];
   /** The engine's Prometheus text; the HTTP layer's own metrics are appended. */
@@ -59,7 +61,7 @@ export interface AppOptions {
 
 export function buildApp(options: AppOptions): FastifyInstance {
   const bodyLimitBytes = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
-  const keyRing = new KeyRing(options.apiKeys ?? []);
+  const keyRing = new KeyRing(options.apiKeys ?? [], options.service, options.keyCache ?? {});
   const inflight = new Set<AbortController>();
   const metrics = new HttpMetrics();
   const ready = options.ready ?? (() => options.service.ready());

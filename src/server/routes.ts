@@ -23,13 +23,14 @@
 //   schedules preview;
 // - worker: lease, heartbeat, complete, fail (single and batch), pool stats,
 //   /v1/stats, schedules preview;
-// - admin only: dead-letter replay, audit, cluster, targets.
+// - admin only: dead-letter replay, audit, cluster, targets, API keys.
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type {
   BackfillRequest,
   BatchCreateItem,
   CompleteItem,
+  CreateKeyRequest,
   ErrorRecord,
   FailItem,
   HeartbeatRequest,
@@ -38,6 +39,7 @@ import type {
   JobSpec,
   LeaseRequest,
   ListJobsQuery,
+  ListKeysQuery,
   OccurrencesQuery,
   PageQuery,
   PreviewQuery,
@@ -62,6 +64,8 @@ import {
   occurrencesResponse,
   auditPageResponse,
   clusterResponse,
+  createdKeyResponse,
+  keyPageResponse,
   targetsResponse,
   poolStatsResponse,
   previewResponse,
@@ -111,7 +115,7 @@ function withETag(reply: FastifyReply, job: Job): Job {
   return job;
 }
 
-function routeTable(service: Service): RouteDef[] {
+function routeTable(service: Service, runtime: RouteRuntime): RouteDef[] {
   return [
     // ------------------------------------------------------------ jobs
     {
@@ -439,6 +443,51 @@ function routeTable(service: Service): RouteDef[] {
       handle: ({ ctx }) => service.listTargets(ctx),
     },
     {
+      method: "POST",
+      url: "/v1/keys",
+      operationId: "createKey",
+      summary: "Create an API key; its secret is in this answer only (audited)",
+      tag: "keys",
+      roles: [],
+      body: "createKeyBody",
+      status: 201,
+      responses: { 201: createdKeyResponse },
+      async handle({ ctx, body }) {
+        const created = await service.createKey(ctx, body as CreateKeyRequest);
+        runtime.keyRing.storedKeyCreated();
+        return created;
+      },
+    },
+    {
+      method: "GET",
+      url: "/v1/keys",
+      operationId: "listKeys",
+      summary: "API keys, newest first, revoked ones included; never their secrets",
+      tag: "keys",
+      roles: [],
+      query: "listKeysQuery",
+      responses: { 200: keyPageResponse },
+      handle: ({ ctx, query }) => service.listKeys(ctx, query as ListKeysQuery),
+    },
+    {
+      method: "DELETE",
+      url: "/v1/keys/:keyId",
+      operationId: "revokeKey",
+      summary: "Revoke an API key (audited); repeating it answers 204 again",
+      tag: "keys",
+      roles: [],
+      params: "keyIdParams",
+      body: "emptyBody",
+      bodyOptional: true,
+      status: 204,
+      responses: { 204: { type: "null", description: "Revoked" } },
+      async handle({ ctx, params }) {
+        await service.revokeKey(ctx, params.keyId as string);
+        runtime.keyRing.forget(params.keyId as string);
+        return undefined;
+      },
+    },
+    {
       method: "GET",
       url: "/v1/schedules/preview",
       operationId: "previewSchedule",
@@ -471,13 +520,14 @@ export function registerRoutes(app: FastifyInstance, service: Service, runtime: 
   const principals = new WeakMap<FastifyRequest, Principal>();
   const errorResponse = { ...errorEnvelopeSchema, description: "Error envelope; see docs/errors.md" };
 
-  for (const def of routeTable(service)) {
+  for (const def of routeTable(service, runtime)) {
     const label = `${def.method} ${displayPath(def.url)}`;
     const schema: Record<string, unknown> = {
       operationId: def.operationId,
       summary: def.summary,
       tags: [def.tag],
-      security: runtime.keyRing.enabled ? [{ bearerAuth: [] }] : [],
+      // Without configured keys, auth is on only once the store holds a key: the bearer is optional ({}).
+      security: runtime.keyRing.configured ? [{ bearerAuth: [] }] : [{ bearerAuth: [] }, {}],
       querystring: REQUEST_SCHEMAS[def.query ?? "noQuery"],
       response: { ...def.responses, "4xx": errorResponse, "5xx": errorResponse },
     };
@@ -491,7 +541,7 @@ export function registerRoutes(app: FastifyInstance, service: Service, runtime: 
       // Fastify and its plugins may annotate schemas; keep ours pristine.
       schema: structuredClone(schema),
       onRequest: async (request) => {
-        const principal = runtime.keyRing.authenticate(request.headers.authorization);
+        const principal = await runtime.keyRing.authenticate(request.headers.authorization);
         authorize(principal, def.roles, label);
         principals.set(request, principal);
       },
@@ -514,6 +564,7 @@ export function registerRoutes(app: FastifyInstance, service: Service, runtime: 
           roles: principal.roles,
           actor: principal.actor,
           signal: controller.signal,
+          ...(principal.bootstrap ? { bootstrap: true } : {}),
         };
 
         // A malformed jobId or executionId is NOT_FOUND (validate.ts), a bad pool name INVALID_ARGUMENT.

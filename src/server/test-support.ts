@@ -5,6 +5,7 @@
 
 import type {
   AckItem,
+  ApiKeyInfo,
   AuditItem,
   BackfillRequest,
   BackfillResponse,
@@ -14,6 +15,8 @@ import type {
   BatchCreateResult,
   CompleteItem,
   CreatedJob,
+  CreatedKey,
+  CreateKeyRequest,
   DeadLetter,
   ErrorRecord,
   ExecutionItem,
@@ -27,6 +30,7 @@ import type {
   LeaseRequest,
   LeaseResponse,
   ListJobsQuery,
+  ListKeysQuery,
   OccurrenceItem,
   OccurrencesQuery,
   Page,
@@ -36,7 +40,7 @@ import type {
   PreviewResponse,
   Stats,
 } from "../core/api.js";
-import type { RequestContext, Service } from "../engine/service.js";
+import type { RequestContext, Service, StoredKey } from "../engine/service.js";
 
 export const SAMPLE_JOB: Job = {
   jobId: "job_1",
@@ -99,6 +103,15 @@ export const SAMPLE_OCCURRENCES: OccurrenceItem[] = [
   { scheduledFor: "2026-03-30T08:00:00.000Z", local: "2026-03-30T09:00:00", status: "due" },
 ];
 
+export const SAMPLE_KEY: ApiKeyInfo = {
+  keyId: "ak_0000000000aaaaaaaaaaaa",
+  tenantId: "default",
+  role: "worker",
+  name: "worker eu-1",
+  createdAt: "2026-10-16T09:00:00.000Z",
+  revokedAt: null,
+};
+
 export interface Call {
   method: string;
   ctx: RequestContext | undefined;
@@ -112,6 +125,14 @@ export class RecordingService implements Service {
   readonly calls: Call[] = [];
   readonly override: Partial<Record<string, Override>> = {};
   isReady = true;
+  /** Stored keys by hex SHA-256 digest, for authentication (findKey and hasStoredKeys are not recorded in calls). */
+  readonly storedKeys = new Map<string, StoredKey>();
+  /** Digests findKey was asked about, in order. */
+  readonly findKeyCalls: string[] = [];
+  /** Keys revoked through revokeKey: the store still holds them, so auth stays on. */
+  revokedKeys = 0;
+  /** Makes findKey and hasStoredKeys fail (the store is down). */
+  keyStoreDown = false;
 
   last(): Call {
     const call = this.calls.at(-1);
@@ -249,6 +270,34 @@ export class RecordingService implements Service {
       nodes: [{ nodeId: "node-a", address: null, shards: [0, 1], lastHeartbeatAt: "2026-10-16T09:00:00.000Z" }],
       shards: [{ shard: 0, owner: "node-a", epoch: 3, leaseUntil: "2026-10-16T09:00:10.000Z" }],
     }));
+  }
+  createKey(ctx: RequestContext, request: CreateKeyRequest): Promise<CreatedKey> {
+    return this.answer("createKey", ctx, [request], () => {
+      const { revokedAt: _r, ...info } = SAMPLE_KEY;
+      return { ...info, key: "dtk_secretsecretsecretsecretsecret", tenantId: request.tenantId ?? ctx.tenantId, role: request.role, name: request.name ?? null };
+    });
+  }
+  listKeys(ctx: RequestContext, query: ListKeysQuery): Promise<Page<ApiKeyInfo>> {
+    return this.answer("listKeys", ctx, [query], () => ({ items: [SAMPLE_KEY], nextCursor: null }));
+  }
+  revokeKey(ctx: RequestContext, keyId: string): Promise<void> {
+    return this.answer("revokeKey", ctx, [keyId], () => {
+      for (const [digest, key] of this.storedKeys) {
+        if (key.keyId === keyId) {
+          this.storedKeys.delete(digest);
+          this.revokedKeys++;
+        }
+      }
+    });
+  }
+  async findKey(digest: string): Promise<StoredKey | null> {
+    this.findKeyCalls.push(digest);
+    if (this.keyStoreDown) throw new Error("store unreachable");
+    return this.storedKeys.get(digest) ?? null;
+  }
+  async hasStoredKeys(): Promise<boolean> {
+    if (this.keyStoreDown) throw new Error("store unreachable");
+    return this.storedKeys.size > 0 || this.revokedKeys > 0;
   }
   async ready(): Promise<boolean> {
     return this.isReady;

@@ -1,0 +1,137 @@
+// API keys kept in the store (POST/GET/DELETE /v1/keys, `duetime keys`):
+// created with a random secret that is shown once, stored as its SHA-256
+// digest only, listed without secrets, revoked (never deleted). Every create
+// and revoke is written to the audit log of the key's tenant, in the same
+// store transaction.
+//
+// Who manages what: an admin key of tenant T (a stored key) manages T's keys
+// only: creating or listing another tenant's is PERMISSION_DENIED, revoking
+// one is NOT_FOUND (other tenants' ids are never visible). A bootstrap admin
+// (a key from the server's --api-keys, or anyone while the server has no key
+// at all) manages every tenant's keys.
+
+import { createHash, randomBytes } from "node:crypto";
+import type { ApiKeyInfo, CreatedKey, CreateKeyRequest, ListKeysQuery, Page } from "../core/api.js";
+import type { Clock } from "../core/clock.js";
+import { DuetimeError, notFound } from "../core/errors.js";
+import { newId } from "../core/ids.js";
+import { toIso, toIsoOrNull } from "../core/time.js";
+import type { ApiKeyRecord, Store } from "../store/store.js";
+import { decodeCursor, encodeCursor } from "./cursor.js";
+import type { RequestContext, StoredKey } from "./service.js";
+
+/** Secrets look like `dtk_` + 32 base64url characters (192 random bits). */
+export const KEY_PREFIX = "dtk_";
+const KEY_ID_PATTERN = /^ak_[0-9a-z]{22}$/;
+const DEFAULT_LIMIT = 50;
+
+/** Hex SHA-256 of a secret: what the store keeps and looks keys up by. */
+export function keyDigest(secret: string): string {
+  return createHash("sha256").update(secret, "utf8").digest("hex");
+}
+
+export function newKeySecret(): string {
+  return KEY_PREFIX + randomBytes(24).toString("base64url");
+}
+
+export class KeyManager {
+  constructor(
+    private readonly store: Store,
+    private readonly clock: Clock,
+  ) {}
+
+  async create(ctx: RequestContext, request: CreateKeyRequest): Promise<CreatedKey> {
+    requireAdmin(ctx, "POST /v1/keys");
+    const tenantId = request.tenantId ?? ctx.tenantId;
+    if (tenantId !== ctx.tenantId && !ctx.bootstrap) {
+      throw new DuetimeError(
+        "PERMISSION_DENIED",
+        `tenantId: an admin key of tenant ${JSON.stringify(ctx.tenantId)} creates keys for its own tenant only; another tenant's needs a bootstrap admin key (--api-keys)`,
+        { field: "tenantId" },
+      );
+    }
+    // A collision of 192 random bits (or of the time-sortable id) does not happen; retry once anyway rather than answer 500.
+    for (let tries = 0; tries < 3; tries++) {
+      const now = this.clock.now();
+      const keyId = `ak_${newId(now)}`;
+      const key = newKeySecret();
+      const stored = await this.store.apiKeyCreate({
+        id: keyId,
+        tenantId,
+        role: request.role,
+        digest: keyDigest(key),
+        ...(request.name !== undefined ? { name: request.name } : {}),
+        now,
+        audit: {
+          tenantId,
+          at: now,
+          actor: actorOf(ctx),
+          action: "api-key.create",
+          subject: keyId,
+          details: { role: request.role, name: request.name ?? null },
+        },
+      });
+      if (stored) return { keyId, key, tenantId, role: stored.role, name: stored.name, createdAt: toIso(stored.createdAt) };
+    }
+    throw new DuetimeError("INTERNAL", "could not pick an unused key id");
+  }
+
+  async list(ctx: RequestContext, query: ListKeysQuery): Promise<Page<ApiKeyInfo>> {
+    requireAdmin(ctx, "GET /v1/keys");
+    if (query.tenantId !== undefined && query.tenantId !== ctx.tenantId && !ctx.bootstrap) {
+      throw new DuetimeError(
+        "PERMISSION_DENIED",
+        `tenantId: an admin key of tenant ${JSON.stringify(ctx.tenantId)} lists its own tenant's keys only`,
+        { field: "tenantId" },
+      );
+    }
+    // A bootstrap admin sees every tenant unless it names one.
+    const tenantId = query.tenantId ?? (ctx.bootstrap ? undefined : ctx.tenantId);
+    const limit = query.limit ?? DEFAULT_LIMIT;
+    const after = query.cursor ? decodeCursor(query.cursor, { c: "number", i: "string" }) : undefined;
+    const rows = await this.store.apiKeyList({
+      ...(tenantId !== undefined ? { tenantId } : {}),
+      limit,
+      ...(after ? { after: { createdAt: after.c, id: after.i } } : {}),
+    });
+    const last = rows[rows.length - 1];
+    return {
+      items: rows.map(toInfo),
+      nextCursor: rows.length === limit && last ? encodeCursor({ c: last.createdAt, i: last.id }) : null,
+    };
+  }
+
+  async revoke(ctx: RequestContext, keyId: string): Promise<void> {
+    requireAdmin(ctx, "DELETE /v1/keys/{keyId}");
+    if (!KEY_ID_PATTERN.test(keyId)) throw notFound("API key", keyId);
+    const now = this.clock.now();
+    const key = await this.store.apiKeyRevoke({
+      id: keyId,
+      ...(ctx.bootstrap ? {} : { tenantId: ctx.tenantId }),
+      now,
+      audit: { at: now, actor: actorOf(ctx), action: "api-key.revoke", subject: keyId },
+    });
+    if (!key) throw notFound("API key", keyId);
+  }
+
+  async find(digest: string): Promise<StoredKey | null> {
+    const key = await this.store.apiKeyFind({ digest });
+    return key ? { keyId: key.id, tenantId: key.tenantId, role: key.role } : null;
+  }
+
+  async any(): Promise<boolean> {
+    return (await this.store.apiKeyList({ limit: 1 })).length > 0;
+  }
+}
+
+function requireAdmin(ctx: RequestContext, what: string): void {
+  if (!ctx.roles.has("admin")) throw new DuetimeError("PERMISSION_DENIED", `${what} needs the role admin`, { requiredRoles: ["admin"] });
+}
+
+function actorOf(ctx: RequestContext): string {
+  return ctx.actor ?? "anonymous";
+}
+
+function toInfo(k: ApiKeyRecord): ApiKeyInfo {
+  return { keyId: k.id, tenantId: k.tenantId, role: k.role, name: k.name, createdAt: toIso(k.createdAt), revokedAt: toIsoOrNull(k.revokedAt) };
+}
