@@ -310,6 +310,30 @@ describe("DuetimeClient: routes", () => {
     assert.equal(server.requests[4]!.headers["content-type"], "application/json");
   });
 
+  test("createKey, listKeys and revokeKey: routes, bodies, and only the revoke is retried", async () => {
+    const KEY = { keyId: "ak_1", tenantId: "acme", role: "worker", name: null, createdAt: "2026-10-16T09:00:00.000Z" };
+    let fail = true;
+    const server = await serve((req) => {
+      if (fail) return { status: 503, headers: { "retry-after": "0" }, body: envelope("UNAVAILABLE", "down") };
+      if (req.method === "POST") return { status: 201, body: { ...KEY, key: "dtk_s" } };
+      if (req.method === "DELETE") return { status: 204 };
+      return { status: 200, body: { items: [{ ...KEY, revokedAt: null }], nextCursor: null } };
+    });
+    const c = client(server.url, { token: "root", retries: 1 });
+    await assert.rejects(c.createKey({ role: "worker" }));
+    assert.equal(server.requests.length, 1, "a create is never retried");
+    await assert.rejects(c.revokeKey("ak_1"));
+    assert.equal(server.requests.length, 3, "a revoke is retried");
+    fail = false;
+    assert.deepEqual(await c.createKey({ tenantId: "acme", role: "worker", name: "w" }), { ...KEY, key: "dtk_s" });
+    assert.equal((await c.listKeys({ tenantId: "acme", limit: 5 })).items[0]?.keyId, "ak_1");
+    assert.equal(await c.revokeKey("ak/1"), undefined);
+    const seen = server.requests.slice(3).map((r) => `${r.method} ${r.url}`);
+    assert.deepEqual(seen, ["POST /v1/keys", "GET /v1/keys?tenantId=acme&limit=5", "DELETE /v1/keys/ak%2F1"]);
+    assert.deepEqual(server.requests[3]!.body, { tenantId: "acme", role: "worker", name: "w" });
+    assert.ok(server.requests.every((r) => r.headers.authorization === "Bearer root"));
+  });
+
   test("rejects unknown options with a suggestion, and bad URLs", () => {
     assert.throws(() => new DuetimeClient({ url: "http://x", retires: 2 } as never), /unknown option "retires" \(did you mean "retries"\?\)/);
     assert.throws(() => new DuetimeClient({ url: "ftp://x" }), /http or https/);

@@ -17,7 +17,9 @@
 //   VERSION_CONFLICT (the version moved on); getJob tells whether the change
 //   is there. Without a version it is never retried.
 // - :backfill (a repeated backfill adds nothing, by contract).
-// :trigger and dead-letter :replay create a new attempt each time: never retried.
+// - DELETE /v1/keys/{id} (revoking a revoked key answers 204 again).
+// :trigger and dead-letter :replay create a new attempt each time, POST
+// /v1/keys a new key each time: never retried.
 
 import { hostname } from "node:os";
 import type { Dispatcher } from "undici";
@@ -56,7 +58,7 @@ import type {
 } from "../core/api.js";
 import { Transport, type CallOptions, type HttpCall, type RetryInfo } from "./http.js";
 import { rejectUnknownOptions, requireInteger } from "./options.js";
-import type { AuditItem, ClusterView } from "../core/api.js";
+import type { ApiKeyInfo, AuditItem, ClusterView, CreatedKey, CreateKeyRequest, ListKeysQuery } from "../core/api.js";
 
 export type { CallOptions, RetryInfo } from "./http.js";
 
@@ -245,6 +247,27 @@ export class DuetimeClient implements DuetimeApi {
   /** GET /v1/targets (admin): the origins HTTP targets call on this node, with their breaker state. */
   listTargets(options?: CallOptions): Promise<{ items: TargetStatus[] }> {
     return this.json({ method: "GET", path: "/v1/targets", idempotent: true, options });
+  }
+
+  // ---- API keys (role admin)
+
+  /**
+   * POST /v1/keys: a new API key. The answer's `key` is the secret, shown
+   * this once (only its digest is stored): keep it. Never retried (a repeat
+   * would create a second key).
+   */
+  createKey(request: CreateKeyRequest, options?: CallOptions): Promise<CreatedKey> {
+    return this.json({ method: "POST", path: "/v1/keys", body: request, idempotent: false, options });
+  }
+
+  /** GET /v1/keys: keys newest first, revoked ones included, never their secrets. */
+  listKeys(query: ListKeysQuery = {}, options?: CallOptions): Promise<Page<ApiKeyInfo>> {
+    return this.json({ method: "GET", path: "/v1/keys", query: { ...query }, idempotent: true, options });
+  }
+
+  /** DELETE /v1/keys/{keyId}: revokes a key (204; repeating it answers 204 again). Other nodes stop accepting it within 30 s. */
+  async revokeKey(keyId: string, options?: CallOptions): Promise<void> {
+    await this.http.send({ method: "DELETE", path: `/v1/keys/${id(keyId)}`, idempotent: true, options });
   }
 
   poolStats(pool: string, options?: CallOptions): Promise<PoolStats> {
