@@ -1972,6 +1972,15 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
           ["lost"],
         );
       });
+      storeTest("releasing the lease of a job cancelled meanwhile ends the execution CANCELLED; it is never leased again", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const { nj } = await readyExecution(store, epochs);
+        const leased = await leaseOne(store, T0);
+        const job = await getJob(store, nj);
+        await store.jobTransition({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: job.version, state: "CANCELLED", due: null, cancelExecutions: true, now: T0 + SECOND });
+        assert.deepEqual(await store.executionRelease({ items: [{ executionId: leased.executionId, tenantId: "t1", attempt: 1, readyAt: T0 }], now: T0 + SECOND }), ["ok"]);
+        assert.deepEqual(await lease(store, T0 + HOUR), []);
+      });
     });
 
     describe("shardRelease", () => {

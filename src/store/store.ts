@@ -334,8 +334,9 @@ export interface Store {
    * Hands leases back unused (an HTTP target whose origin's breaker is open):
    * READY again from readyAt, and the attempt does not count toward
    * maxAttempts. The next grant still carries the next attempt number, so
-   * fencing holds. Answers per item: ok, or lost when the attempt no longer
-   * holds its lease.
+   * fencing holds; an execution whose job was cancelled meanwhile ends
+   * CANCELLED instead. Answers per item: ok, or lost when the attempt no
+   * longer holds its lease.
    */
   executionRelease(params: {
     items: { executionId: string; tenantId: string; attempt: number; readyAt: number }[];

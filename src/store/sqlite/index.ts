@@ -629,10 +629,14 @@ class SqliteStore implements Store {
     items: { executionId: string; tenantId: string; attempt: number; readyAt: number }[];
     now: number;
   }): Promise<("ok" | "lost")[]> {
+    // A job cancelled while its call waited ends here, CANCELLED, rather than going back to READY.
     return this.tx(() =>
       p.items.map((i) =>
         this.q(
-          `UPDATE executions SET state = 'READY', ready_at = @readyAt, lease_until = NULL, attempt_base = attempt_base + 1
+          `UPDATE executions SET
+             state = CASE WHEN cancel_requested = 1 THEN 'CANCELLED' ELSE 'READY' END,
+             finished_at = CASE WHEN cancel_requested = 1 THEN @now END,
+             ready_at = @readyAt, lease_until = NULL, attempt_base = attempt_base + 1
            WHERE id = @id AND tenant_id = @tenant AND attempt = @attempt AND state = 'RUNNING' AND lease_until >= @now`,
         ).run({ readyAt: i.readyAt, id: i.executionId, tenant: i.tenantId, attempt: i.attempt, now: p.now }).changes === 1
           ? "ok"
