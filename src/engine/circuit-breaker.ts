@@ -8,8 +8,7 @@
 // timeout, a 5xx, 408, 429 or 503. Any other answer (2xx, 3xx, 4xx) shows the
 // origin is up. Results of calls that started under an earlier state
 // (generation) are ignored, so stragglers of a burst cannot flip a fresh
-// state; a healthy answer to a call made while open (a held call whose hold
-// ran out, see http-target.ts) closes the breaker at once.
+// state.
 
 export interface BreakerSettings {
   /** Consecutive unhealthy calls that open the breaker (default 5). */
@@ -61,11 +60,6 @@ export class CircuitBreaker {
     if (this.probing) return { kind: "wait", until: null }; // the probe's result decides
     this.probing = true;
     return { kind: "probe", generation: this.generation };
-  }
-
-  /** The generation to tag a call that goes out without a permit (a held call whose hold ran out). */
-  currentGeneration(): number {
-    return this.generation;
   }
 
   /** Records a finished call; returns the new state when it changed. */
