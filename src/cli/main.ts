@@ -20,6 +20,17 @@ import {
   runJobs,
   type JobsCommand,
 } from "./jobs.js";
+import {
+  KEYS_CREATE_HELP,
+  KEYS_HELP,
+  KEYS_LIST_HELP,
+  KEYS_REVOKE_HELP,
+  parseKeysCreate,
+  parseKeysList,
+  parseKeysRevoke,
+  runKeys,
+  type KeysCommand,
+} from "./keys.js";
 import { BACKFILL_HELP, OCCURRENCES_HELP, parseBackfill, parseOccurrences, runLedger, type LedgerCommand } from "./ledger.js";
 import {
   CRON_HELP,
@@ -38,7 +49,7 @@ import { Printer, type Io } from "./output.js";
 import { SERVE_HELP, parseServe, runServe, type ServeCommand, type ServeDeps } from "./serve.js";
 import { closest } from "../sdk/options.js";
 
-export type Command = { command: "help"; text: string } | ServeCommand | JobsCommand | LedgerCommand | OpsCommand;
+export type Command = { command: "help"; text: string } | ServeCommand | JobsCommand | LedgerCommand | OpsCommand | KeysCommand;
 
 export const TOP_HELP = `Usage: duetime <command> [options]
 
@@ -55,6 +66,8 @@ Commands:
   dlq list|replay <executionId>          Dead letters
   cron "<expr>" [--tz Z] [--from T] [--count N]
                                          Preview a cron expression
+  keys create|list|revoke                API keys kept hashed in the store
+                                         (role admin)
 
 Run "duetime <command> --help" for a command's options.
 
@@ -86,6 +99,12 @@ const DLQ: Record<string, Leaf> = {
   replay: { help: DLQ_REPLAY_HELP, parse: parseDlqReplay },
 };
 
+const KEYS: Record<string, Leaf> = {
+  create: { help: KEYS_CREATE_HELP, parse: parseKeysCreate },
+  list: { help: KEYS_LIST_HELP, parse: parseKeysList },
+  revoke: { help: KEYS_REVOKE_HELP, parse: parseKeysRevoke },
+};
+
 /** Top-level commands: a leaf, or a group of leaves with its own help. */
 const COMMANDS: Record<string, Leaf | { help: string; group: Record<string, Leaf> }> = {
   serve: { help: SERVE_HELP, parse: parseServe },
@@ -93,6 +112,7 @@ const COMMANDS: Record<string, Leaf | { help: string; group: Record<string, Leaf
   executions: { help: EXECUTIONS_HELP, parse: parseExecutions },
   dlq: { help: DLQ_HELP, group: DLQ },
   cron: { help: CRON_HELP, parse: parseCron },
+  keys: { help: KEYS_HELP, group: KEYS },
 };
 
 /** Global flags that take a value, so that `duetime --url U jobs list` finds the command after U. */
@@ -158,6 +178,7 @@ export async function execute(cmd: Command, io: Io, deps: MainDeps = {}): Promis
   try {
     if (cmd.command === "jobs backfill" || cmd.command === "jobs occurrences") await runLedger(cmd, client, out);
     else if (cmd.command.startsWith("jobs ")) await runJobs(cmd as JobsCommand, client, out, io.readFile);
+    else if (cmd.command.startsWith("keys ")) await runKeys(cmd as KeysCommand, client, out);
     else await runOps(cmd as OpsCommand, client, out);
     return 0;
   } catch (err) {

@@ -27,6 +27,11 @@ export class Printer {
     this.io.stdout(`${text}\n`);
   }
 
+  /** A warning for people, on standard error (so it never mixes with --json output). */
+  warn(text: string): void {
+    this.io.stderr(`${text}\n`);
+  }
+
   /** Prints a value as JSON in --json mode, or calls human() otherwise. */
   either(value: unknown, human: () => void): void {
     if (this.jsonMode) this.json(value);

@@ -32,6 +32,11 @@ describe("CLI parsing: help and usage errors", () => {
       [["jobs", "--help"], /occurrences <jobId>/],
       [["--help"], /jobs backfill\|occurrences/],
       [["cron", "--help"], /DST overlap: fires\s+twice/],
+      [["--help"], /keys create\|list\|revoke/],
+      [["keys", "--help"], /Usage: duetime keys <command>/],
+      [["keys", "create", "-h"], /shown only this once/],
+      [["keys", "list", "--help"], /Usage: duetime keys list \[--tenant TENANT\]/],
+      [["keys", "revoke", "--help"], /Usage: duetime keys revoke <keyId>/],
     ];
     for (const [argv, pattern] of cases) {
       const io = captureIo();
@@ -54,6 +59,13 @@ describe("CLI parsing: help and usage errors", () => {
       [["jobs", "list", "--url"], /--url/, /Usage: duetime jobs list/],
       [["serve", "--port", "http"], /--port: expected an integer/, /Usage: duetime serve/],
       [["cron"], /missing argument <expr>/, /Usage: duetime cron/],
+      [["keys"], /missing keys command/, /Usage: duetime keys <command>/],
+      [["keys", "delete"], /unknown command "keys delete"/, /Usage: duetime keys <command>/],
+      [["keys", "create"], /missing --role/, /Usage: duetime keys create/],
+      [["keys", "create", "--role", "root"], /--role: expected one of admin, client, worker/, /Usage: duetime keys create/],
+      [["keys", "create", "--role", "client", "--tenant", ""], /--tenant: must not be empty/, /Usage: duetime keys create/],
+      [["keys", "revoke"], /missing argument <keyId>/, /Usage: duetime keys revoke/],
+      [["keys", "list", "--limit", "501"], /--limit: must be between 1 and 500/, /Usage: duetime keys list/],
     ];
     for (const [argv, message, usage] of cases) {
       const io = captureIo();
@@ -284,6 +296,28 @@ describe("CLI parsing: other commands", () => {
     });
     usageError(["cron", "* * * * *", "--count", "1001"], /--count: must be between 1 and 1000/);
     usageError(["cron", "* * * * *", "--from", "yesterday"], /--from: expected an RFC 3339 time/);
+  });
+});
+
+describe("CLI parsing: keys", () => {
+  test("create, list and revoke", () => {
+    const global = { url: "http://127.0.0.1:8080", token: "root", json: false };
+    const env = { DUETIME_TOKEN: "root" };
+    assert.deepEqual(parse(["keys", "create", "--tenant", "acme", "--role", "worker", "--name", "worker eu-1"], env), {
+      command: "keys create",
+      global,
+      request: { tenantId: "acme", role: "worker", name: "worker eu-1" },
+    });
+    assert.deepEqual(parse(["keys", "create", "--role=admin"], env), { command: "keys create", global, request: { role: "admin" } });
+    assert.deepEqual(parse(["keys", "list", "--tenant", "acme", "--limit", "5", "--cursor", "c1"], env), {
+      command: "keys list",
+      global,
+      query: { tenantId: "acme", limit: 5, cursor: "c1" },
+    });
+    assert.deepEqual(parse(["keys", "list", "--json"], env), { command: "keys list", global: { ...global, json: true }, query: {} });
+    assert.deepEqual(parse(["keys", "revoke", "ak_1"], env), { command: "keys revoke", global, keyId: "ak_1" });
+    usageError(["keys", "revoke", "ak_1", "ak_2"], /unexpected argument "ak_2"/);
+    usageError(["keys", "create", "--role", "worker", "extra"], /unexpected argument "extra"/);
   });
 });
 

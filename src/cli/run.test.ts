@@ -58,6 +58,8 @@ const OCCURRENCES = {
   ],
 };
 
+const API_KEY = { keyId: "ak_1", tenantId: "acme", role: "worker", name: "worker eu-1", createdAt: "2026-10-16T09:00:00.000Z" };
+
 /** A server speaking the API.md routes the CLI uses, over canned data. */
 function route(req: RecordedRequest): TestReply {
   const url = new URL(req.url, "http://x");
@@ -86,6 +88,14 @@ function route(req: RecordedRequest): TestReply {
   if (key === "GET /v1/jobs/job_1/executions") return { status: 200, body: { items: [EXECUTION], nextCursor: null } };
   if (key === "GET /v1/dead-letters") return { status: 200, body: { items: [], nextCursor: null } };
   if (key === "POST /v1/dead-letters/ex_1:replay") return { status: 403, body: { error: { code: "PERMISSION_DENIED", message: "role admin required" } } };
+  if (key === "POST /v1/keys") {
+    const body = req.body as { tenantId?: string; role: string; name?: string };
+    if (body.tenantId === "other") return { status: 403, body: { error: { code: "PERMISSION_DENIED", message: "tenantId: another tenant needs a bootstrap admin key", details: { field: "tenantId" } } } };
+    return { status: 201, body: { ...API_KEY, tenantId: body.tenantId ?? "default", role: body.role, name: body.name ?? null, key: "dtk_s3cr3t" } };
+  }
+  if (key === "GET /v1/keys") return { status: 200, body: { items: [{ ...API_KEY, revokedAt: "2026-10-16T10:00:00.000Z" }, { ...API_KEY, keyId: "ak_2", name: null, revokedAt: null }], nextCursor: "k2" } };
+  if (key === "DELETE /v1/keys/ak_1") return { status: 204 };
+  if (key.startsWith("DELETE /v1/keys/")) return notFound("API key");
   if (key === "GET /v1/schedules/preview" && url.searchParams.get("tz") === "America/New_York") {
     // what the real server answers for "30 2 * * *" around the 2026 spring-forward, and "*/30 1 * * *" / "30 1 * * *" in the fall-back
     const wildcard = url.searchParams.get("cron")!.startsWith("*");
@@ -193,6 +203,44 @@ describe("CLI against an HTTP server", () => {
     assert.match(human.out, /^2026-03-30T08:00:00\.000Z +2026-03-30T09:00:00 +due +- +- +- +-$/m);
     const json = await run(["jobs", "occurrences", "job_1", "--from", "2026-03-27T00:00:00Z", "--to", "2026-03-31T00:00:00Z", "--json"]);
     assert.deepEqual(JSON.parse(json.out), OCCURRENCES);
+  });
+
+  test("keys create prints the secret once with a warning on stderr; list shows no secret; revoke", async () => {
+    const created = await run(["keys", "create", "--tenant", "acme", "--role", "worker", "--name", "worker eu-1", "--token", "root"]);
+    assert.equal(created.code, 0, created.err);
+    assert.deepEqual(server.requests.at(-1)!.body, { tenantId: "acme", role: "worker", name: "worker eu-1" });
+    assert.equal(server.requests.at(-1)!.headers.authorization, "Bearer root");
+    assert.match(created.out, /^keyId: +ak_1$/m);
+    assert.match(created.out, /^tenant: +acme$/m);
+    assert.match(created.out, /^role: +worker$/m);
+    assert.match(created.out, /^key: +dtk_s3cr3t$/m);
+    assert.match(created.err, /^warning: store this key now.*shown only once/m);
+    const json = await run(["keys", "create", "--role", "admin", "--json"]);
+    assert.equal(json.code, 0, json.err);
+    assert.equal(JSON.parse(json.out).key, "dtk_s3cr3t");
+    assert.match(json.err, /^warning: /, "the warning never mixes with the JSON");
+
+    const denied = await run(["keys", "create", "--tenant", "other", "--role", "admin"]);
+    assert.equal(denied.code, 1);
+    assert.equal(denied.err, "error: PERMISSION_DENIED: tenantId: another tenant needs a bootstrap admin key\n  field: tenantId\n");
+
+    const list = await run(["keys", "list", "--tenant", "acme"]);
+    assert.equal(list.code, 0, list.err);
+    assert.equal(server.requests.at(-1)!.url, "/v1/keys?tenantId=acme");
+    assert.match(list.out, /^KEY ID +TENANT +ROLE +NAME +CREATED \(UTC\) +REVOKED \(UTC\)$/m);
+    assert.match(list.out, /^ak_1 +acme +worker +worker eu-1 +2026-10-16T09:00:00\.000Z +2026-10-16T10:00:00\.000Z$/m);
+    assert.match(list.out, /^ak_2 +acme +worker +- +2026-10-16T09:00:00\.000Z +-$/m);
+    assert.match(list.out, /^next page: --cursor k2$/m);
+    assert.equal(JSON.parse((await run(["keys", "list", "--json"])).out).nextCursor, "k2");
+
+    const revoked = await run(["keys", "revoke", "ak_1"]);
+    assert.equal(revoked.code, 0, revoked.err);
+    assert.equal(server.requests.at(-1)!.method, "DELETE");
+    assert.match(revoked.out, /^revoked API key ak_1/);
+    assert.equal((await run(["keys", "revoke", "ak_1", "--json"])).out, "");
+    const unknown = await run(["keys", "revoke", "ak_9"]);
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.err, /^error: NOT_FOUND: /);
   });
 
   test("cron prints local and UTC times with daylight-saving marks", async () => {
