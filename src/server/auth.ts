@@ -77,6 +77,7 @@ export class KeyRing {
   private storeHasKeys = false;
   private storeEmptyUntil = 0;
   private storeCheck: Promise<boolean> | undefined;
+  private storeGeneration = 0;
 
   constructor(
     keys: readonly ApiKey[],
@@ -105,6 +106,9 @@ export class KeyRing {
   /** A key was just stored through this node: ask the store again at the next request (auth is on from then). */
   storedKeyCreated(): void {
     this.storeEmptyUntil = 0;
+    // an answer asked for before the key was stored must not count
+    this.storeGeneration++;
+    this.storeCheck = undefined;
   }
 
   /** A stored key was just revoked through this node: stop trusting its cached lookup at once. */
@@ -150,10 +154,16 @@ export class KeyRing {
   private async enabledByStore(): Promise<boolean> {
     if (this.storeHasKeys) return true;
     if (!this.stored || this.now() < this.storeEmptyUntil) return false;
-    this.storeCheck ??= unavailableOnError(() => this.stored!.hasStoredKeys()).finally(() => (this.storeCheck = undefined));
-    const any = await this.storeCheck;
+    const generation = this.storeGeneration;
+    let check = this.storeCheck;
+    if (!check) {
+      check = this.storeCheck = unavailableOnError(() => this.stored!.hasStoredKeys()).finally(() => {
+        if (this.storeCheck === check) this.storeCheck = undefined;
+      });
+    }
+    const any = await check;
     if (any) this.storeHasKeys = true;
-    else this.storeEmptyUntil = this.now() + this.emptyRecheckMs;
+    else if (generation === this.storeGeneration) this.storeEmptyUntil = this.now() + this.emptyRecheckMs;
     return any;
   }
 }
