@@ -36,6 +36,9 @@ set from the environment variable shown; a flag wins over the environment.
   --http-breaker-failures N   DUETIME_HTTP_BREAKER_FAILURES  consecutive failures that open an origin's breaker (default 5)
   --http-breaker-open-seconds S  DUETIME_HTTP_BREAKER_OPEN_SECONDS  first open time; doubles per failed probe up to 60 s (default 5)
   --api-keys K:T:R,...        DUETIME_API_KEYS             turn auth on: key:tenant:role, role admin|client|worker
+                                                           (development and bootstrap; production keys are kept in
+                                                           the store: duetime keys create. Auth is on, with or
+                                                           without this flag, once the store holds a key)
   --body-limit BYTES          DUETIME_BODY_LIMIT           request body limit (default 1048576)
   --misfire-threshold S       DUETIME_MISFIRE_THRESHOLD    a recurring occurrence later than this is a misfire (default 60)
   --log-level LEVEL           DUETIME_LOG_LEVEL            fatal|error|warn|info|debug|trace|silent (default info)
