@@ -29,6 +29,7 @@ const USAGE = `usage: npm run bench -- <herd|steady|immediate|idle|all|smoke> [-
        [--runs-of NAME=N[,NAME=N…]]   (fewer runs for a slow contender, e.g. pg-boss=1)
        [--lead S]   (herd: seconds between the start of creation and the due second; default 3 + 0.15 ms per job)
        [--merge]   (keep the rows of contenders not run now from the last results of the same scenario, marked †)
+       [--render-only]   (run nothing: rebuild <scenario>.md and .svg from <scenario>.json; rows of contenders not in --contenders are marked †)
        [--quiet-wait S]   (before each run, wait up to S s for the machine to be quiet; default 60, smoke 0)`;
 
 const { values, positionals } = parseArgs({
@@ -47,6 +48,7 @@ const { values, positionals } = parseArgs({
     "quiet-wait": { type: "string" },
     lead: { type: "string" },
     merge: { type: "boolean" },
+    "render-only": { type: "boolean" },
     help: { type: "boolean", short: "h" },
   },
 });
@@ -282,17 +284,17 @@ const sections: string[] = [];
 for (const scenario of scenarios) {
   const runs = runsOverride ?? scenario.defaultRuns;
   const outcomes: Outcome[] = [];
-  for (let r = 1; r <= runs; r++) {
+  for (let r = 1; r <= runs && !values["render-only"]; r++) {
     for (const name of names) {
       const mine = Math.min(runs, runsOf.get(name) ?? runs);
       if (r <= mine) outcomes.push(await runOnce(scenario, name, r, mine));
     }
   }
   const jsonFile = join(outDir, `${scenario.id}.json`);
-  if (values.merge && existsSync(jsonFile)) {
+  if ((values.merge || values["render-only"]) && existsSync(jsonFile)) {
     const previous = (JSON.parse(readFileSync(jsonFile, "utf8")) as { outcomes: Outcome[] }).outcomes;
     for (const o of previous) {
-      if (names.includes(o.contender) || !CONTENDERS[o.contender]) continue;
+      if ((names.includes(o.contender) && !values["render-only"]) || !CONTENDERS[o.contender]) continue;
       // JSON has no NaN ("—" cells): it comes back as null; Infinity was written as a string.
       for (const [k, v] of Object.entries(o.output.metrics) as [string, unknown][]) {
         if (v === null) o.output.metrics[k] = NaN;
@@ -300,6 +302,7 @@ for (const scenario of scenarios) {
       }
       outcomes.push(o);
       settings.set(o.contender, o.settings);
+      versions.set(o.contender, o.version);
     }
   }
   const { markdown, svg } = scenarioReport(scenario, outcomes);
