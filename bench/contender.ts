@@ -48,6 +48,12 @@ export interface Contender {
    * everything runs in this process.
    */
   schedulerPids(): number[];
+  /**
+   * Processes of the shared services working for this run: the PostgreSQL
+   * backends connected to its database, or the Redis server. Their CPU while
+   * idle is part of what holding far-future jobs costs.
+   */
+  servicePids(): number[];
   /** Stops workers and servers, drops the database; must not throw if setup failed half-way. */
   teardown(): Promise<void>;
 }

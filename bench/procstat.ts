@@ -60,6 +60,20 @@ export function pidsNamed(prefixes: string[]): number[] {
   return pids;
 }
 
+/** Pids of processes whose command line contains `text` (a PostgreSQL backend shows its database name there). */
+export function pidsWithCmdline(text: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/cmdline`, "utf8").includes(text)) pids.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}
+
 /**
  * CPU time of a set of processes as a sampler: call it again for the CPU they
  * used since. The set is read again at the end: a process born meanwhile

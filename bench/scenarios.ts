@@ -6,7 +6,7 @@
 
 import type { BenchJob, Contender } from "./contender.js";
 import { pct, Progress, quantiles, sleep, StartTracker } from "./measure.js";
-import { cpuMs, cpuSampler, pidsNamed, rssBytes } from "./procstat.js";
+import { cpuMs, cpuSampler, rssBytes } from "./procstat.js";
 
 /** Jobs per enqueue call: the largest batch every contender accepts (duetime's HTTP batch limit). */
 export const BATCH = 1_000;
@@ -299,7 +299,7 @@ export function idle(o: IdleOptions): Scenario {
       "Workers run from the start; jobs are due 7 days ahead, spread over one day; created in bulk (batches of 1,000).",
       `Then ${o.settleMs / 1000} s to settle, then ${o.windowMs / 1000} s of measurement while nothing is due.`,
       "scheduler = the process holding the scheduler (duetime-server: the `duetime serve` child; others: the benchmark process, which also runs the workers); worker process = the benchmark process where it is separate.",
-      "CPU = share of one core over the window; DB/Redis CPU = the PostgreSQL and Redis server processes over the window (shared with anything else using them).",
+      "CPU = share of one core over the window; DB/Redis CPU = the PostgreSQL backends connected to the run's database, or the Redis server, over the window.",
     ],
     columns: [
       { key: "createMs", label: "create time", unit: "ms" },
@@ -323,7 +323,7 @@ export function idle(o: IdleOptions): Scenario {
       const children = contender.schedulerPids();
       const serverCpu = cpuSampler(() => children);
       const selfCpu0 = cpuMs(process.pid);
-      const serviceCpu = cpuSampler(() => pidsNamed(["postgres", "redis-server"]));
+      const serviceCpu = cpuSampler(() => contender.servicePids());
       const t0 = Date.now();
       const ticker = setInterval(() => progress.set(`idle: measuring, ${Math.round((Date.now() - t0) / 1000)}/${o.windowMs / 1000} s`), 500);
       await sleep(o.windowMs);

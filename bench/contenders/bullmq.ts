@@ -7,6 +7,7 @@ import { Queue, Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import type { BenchJob, Contender, ContenderContext, Started } from "../contender.js";
 import { redisAdmin, redisInfo, redisTarget } from "../services.js";
+import { pidsNamed } from "../procstat.js";
 import { packageVersion } from "../versions.js";
 
 export class BullMQ implements Contender {
@@ -66,6 +67,10 @@ export class BullMQ implements Contender {
   /** Redis keeps everything in memory: the growth of used_memory since the run began. */
   async storeBytes(): Promise<number> {
     return Math.max(0, Number(await redisInfo(this.admin!, "used_memory")) - this.baseMemory);
+  }
+
+  servicePids(): number[] {
+    return pidsNamed(["redis-server"]);
   }
 
   schedulerPids(): number[] {

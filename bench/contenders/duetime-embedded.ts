@@ -49,6 +49,10 @@ export class DuetimeEmbedded implements Contender {
     return sqliteBytes(this.file);
   }
 
+  servicePids(): number[] {
+    return [];
+  }
+
   schedulerPids(): number[] {
     return [];
   }

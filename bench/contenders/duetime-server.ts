@@ -110,6 +110,10 @@ export class DuetimeServers implements Contender {
     return this.store!.bytes();
   }
 
+  servicePids(): number[] {
+    return [];
+  }
+
   schedulerPids(): number[] {
     return this.children.flatMap((c) => (c.pid !== undefined && c.exitCode === null ? [c.pid] : []));
   }

@@ -8,6 +8,7 @@ import { makeWorkerUtils, run, type Runner, type WorkerUtils } from "graphile-wo
 import pg from "pg";
 import type { BenchJob, Contender, ContenderContext, Started } from "../contender.js";
 import { freshDatabase, postgresVersion, type FreshDatabase } from "../services.js";
+import { pidsWithCmdline } from "../procstat.js";
 import { packageVersion } from "../versions.js";
 
 const POLL_MS = Number(process.env.BENCH_GRAPHILE_POLL_MS ?? 100);
@@ -84,6 +85,10 @@ export class GraphileWorker implements Contender {
 
   async storeBytes(): Promise<number> {
     return this.db!.sizeBytes();
+  }
+
+  servicePids(): number[] {
+    return this.db ? pidsWithCmdline(` ${this.db.name} `) : [];
   }
 
   schedulerPids(): number[] {

@@ -8,6 +8,7 @@
 import PgBoss from "pg-boss";
 import type { BenchJob, Contender, ContenderContext, Started } from "../contender.js";
 import { freshDatabase, postgresVersion, type FreshDatabase } from "../services.js";
+import { pidsWithCmdline } from "../procstat.js";
 import { packageVersion } from "../versions.js";
 
 const QUEUE = "bench";
@@ -56,6 +57,10 @@ export class PgBossContender implements Contender {
 
   async storeBytes(): Promise<number> {
     return this.db!.sizeBytes();
+  }
+
+  servicePids(): number[] {
+    return this.db ? pidsWithCmdline(` ${this.db.name} `) : [];
   }
 
   schedulerPids(): number[] {
