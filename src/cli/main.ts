@@ -46,10 +46,11 @@ import {
   type OpsCommand,
 } from "./ops.js";
 import { Printer, type Io } from "./output.js";
+import { SECRETS_HELP, SECRETS_SHOW_HELP, parseSecretsShow, runSecrets, type SecretsCommand } from "./secrets.js";
 import { SERVE_HELP, parseServe, runServe, type ServeCommand, type ServeDeps } from "./serve.js";
 import { closest } from "../sdk/options.js";
 
-export type Command = { command: "help"; text: string } | ServeCommand | JobsCommand | LedgerCommand | OpsCommand | KeysCommand;
+export type Command = { command: "help"; text: string } | ServeCommand | JobsCommand | LedgerCommand | OpsCommand | KeysCommand | SecretsCommand;
 
 export const TOP_HELP = `Usage: duetime <command> [options]
 
@@ -68,6 +69,8 @@ Commands:
                                          Preview a cron expression
   keys create|list|revoke                API keys kept hashed in the store
                                          (role admin)
+  secrets show                           The callback signing secret(s) of
+                                         your tenant (role admin)
 
 Run "duetime <command> --help" for a command's options.
 
@@ -105,6 +108,10 @@ const KEYS: Record<string, Leaf> = {
   revoke: { help: KEYS_REVOKE_HELP, parse: parseKeysRevoke },
 };
 
+const SECRETS: Record<string, Leaf> = {
+  show: { help: SECRETS_SHOW_HELP, parse: parseSecretsShow },
+};
+
 /** Top-level commands: a leaf, or a group of leaves with its own help. */
 const COMMANDS: Record<string, Leaf | { help: string; group: Record<string, Leaf> }> = {
   serve: { help: SERVE_HELP, parse: parseServe },
@@ -113,6 +120,7 @@ const COMMANDS: Record<string, Leaf | { help: string; group: Record<string, Leaf
   dlq: { help: DLQ_HELP, group: DLQ },
   cron: { help: CRON_HELP, parse: parseCron },
   keys: { help: KEYS_HELP, group: KEYS },
+  secrets: { help: SECRETS_HELP, group: SECRETS },
 };
 
 /** Global flags that take a value, so that `duetime --url U jobs list` finds the command after U. */
@@ -179,6 +187,7 @@ export async function execute(cmd: Command, io: Io, deps: MainDeps = {}): Promis
     if (cmd.command === "jobs backfill" || cmd.command === "jobs occurrences") await runLedger(cmd, client, out);
     else if (cmd.command.startsWith("jobs ")) await runJobs(cmd as JobsCommand, client, out, io.readFile);
     else if (cmd.command.startsWith("keys ")) await runKeys(cmd as KeysCommand, client, out);
+    else if (cmd.command === "secrets show") await runSecrets(cmd, client, out);
     else await runOps(cmd as OpsCommand, client, out);
     return 0;
   } catch (err) {

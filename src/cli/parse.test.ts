@@ -37,6 +37,9 @@ describe("CLI parsing: help and usage errors", () => {
       [["keys", "create", "-h"], /shown only this once/],
       [["keys", "list", "--help"], /Usage: duetime keys list \[--tenant TENANT\]/],
       [["keys", "revoke", "--help"], /Usage: duetime keys revoke <keyId>/],
+      [["--help"], /secrets show/],
+      [["secrets", "--help"], /Usage: duetime secrets <command>/],
+      [["secrets", "show", "--help"], /Usage: duetime secrets show[\s\S]*one per line/],
     ];
     for (const [argv, pattern] of cases) {
       const io = captureIo();
@@ -66,6 +69,9 @@ describe("CLI parsing: help and usage errors", () => {
       [["keys", "create", "--role", "client", "--tenant", ""], /--tenant: must not be empty/, /Usage: duetime keys create/],
       [["keys", "revoke"], /missing argument <keyId>/, /Usage: duetime keys revoke/],
       [["keys", "list", "--limit", "501"], /--limit: must be between 1 and 500/, /Usage: duetime keys list/],
+      [["secrets"], /missing secrets command/, /Usage: duetime secrets <command>/],
+      [["secrets", "rotate"], /unknown command "secrets rotate"/, /Usage: duetime secrets <command>/],
+      [["secrets", "show", "extra"], /unexpected argument "extra"/, /Usage: duetime secrets show/],
     ];
     for (const [argv, message, usage] of cases) {
       const io = captureIo();

@@ -95,6 +95,10 @@ function route(req: RecordedRequest): TestReply {
   }
   if (key === "GET /v1/keys") return { status: 200, body: { items: [{ ...API_KEY, revokedAt: "2026-10-16T10:00:00.000Z" }, { ...API_KEY, keyId: "ak_2", name: null, revokedAt: null }], nextCursor: "k2" } };
   if (key === "DELETE /v1/keys/ak_1") return { status: 204 };
+  if (key === "GET /v1/secrets/signing") {
+    if (req.headers.authorization === "Bearer acme") return notFound("signing secret");
+    return { status: 200, body: { tenantId: "default", secrets: ["whsec_new", "whsec_old"], source: "store" } };
+  }
   if (key.startsWith("DELETE /v1/keys/")) return notFound("API key");
   if (key === "GET /v1/schedules/preview" && url.searchParams.get("tz") === "America/New_York") {
     // what the real server answers for "30 2 * * *" around the 2026 spring-forward, and "*/30 1 * * *" / "30 1 * * *" in the fall-back
@@ -241,6 +245,21 @@ describe("CLI against an HTTP server", () => {
     const unknown = await run(["keys", "revoke", "ak_9"]);
     assert.equal(unknown.code, 1);
     assert.match(unknown.err, /^error: NOT_FOUND: /);
+  });
+
+  test("secrets show prints the secrets one per line; --json the whole answer; a tenant without one exits 1", async () => {
+    const shown = await run(["secrets", "show", "--token", "root"]);
+    assert.equal(shown.code, 0, shown.err);
+    assert.equal(server.requests.at(-1)!.url, "/v1/secrets/signing");
+    assert.equal(server.requests.at(-1)!.headers.authorization, "Bearer root");
+    assert.equal(shown.out, "whsec_new\nwhsec_old\n");
+    const json = await run(["secrets", "show", "--json"]);
+    assert.equal(json.code, 0, json.err);
+    assert.deepEqual(JSON.parse(json.out), { tenantId: "default", secrets: ["whsec_new", "whsec_old"], source: "store" });
+    const none = await run(["secrets", "show", "--token", "acme"]);
+    assert.equal(none.code, 1);
+    assert.equal(none.out, "");
+    assert.match(none.err, /^error: NOT_FOUND: /);
   });
 
   test("cron prints local and UTC times with daylight-saving marks", async () => {

@@ -25,7 +25,9 @@ set from the environment variable shown; a flag wins over the environment.
   --port PORT                 DUETIME_PORT                 0..65535, 0 picks a free port (default 8080)
   --store URL                 DUETIME_STORE                sqlite:PATH or postgres://... (default sqlite:./duetime.db)
   --signing-secret S[,S2]     DUETIME_SIGNING_SECRET       the default tenant's callback signing secret; a second one
-                                                           during a rotation (newest first: both sign)
+                                                           during a rotation (newest first: both sign). Without it,
+                                                           one is generated once and kept in the store
+                                                           (duetime secrets show)
   --signing-secrets-file F    DUETIME_SIGNING_SECRETS_FILE JSON {"tenant": "secret" | ["new", "old"], ...}
   --allow-target-hosts A,B    DUETIME_ALLOW_TARGET_HOSTS   HTTP targets may reach these hosts, addresses or CIDR
                                                            ranges even when they are loopback or private

@@ -320,6 +320,15 @@ export interface ListKeysQuery extends PageQuery {
   tenantId?: string;
 }
 
+/** GET /v1/secrets/signing: the caller's tenant's callback signing secrets. */
+export interface SigningSecrets {
+  tenantId: string;
+  /** Newest first; during a rotation every one signs each call. */
+  secrets: string[];
+  /** "config": given to the server (--signing-secret, signingSecrets); "store": generated once and kept in the store. */
+  source: "config" | "store";
+}
+
 /** One origin (scheme://host:port) that HTTP targets call, as GET /v1/targets shows it. */
 export interface TargetStatus {
   origin: string;

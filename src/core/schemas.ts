@@ -855,6 +855,17 @@ export const clusterResponse = {
   },
 } as const;
 
+/** GET /v1/secrets/signing: the caller's tenant's callback signing secrets, newest first. */
+export const signingSecretsResponse = {
+  type: "object",
+  required: ["tenantId", "secrets", "source"],
+  properties: {
+    tenantId: { type: "string" },
+    secrets: { type: "array", items: { type: "string" }, description: "Newest first; every one signs each call (Duetime-Signature)." },
+    source: { type: "string", enum: ["config", "store"], description: "config: --signing-secret / DUETIME_SIGNING_SECRET; store: generated once and kept in the store." },
+  },
+} as const;
+
 /** GET /v1/targets: the origins HTTP targets call on this node (extra facts beside the required ones are kept). */
 export const targetsResponse = {
   type: "object",

@@ -18,6 +18,7 @@ import { JobsService } from "./jobs-service.js";
 import { createMetrics } from "./metrics.js";
 import { Scheduler } from "./scheduler.js";
 import type { Service } from "./service.js";
+import { newSigningSecret, SigningSecretReader, STORED_SECRET_TENANT } from "./signing-secrets.js";
 
 export interface EngineOptions {
   /** "sqlite:./duetime.db", "sqlite::memory:", or later "postgres://...". */
@@ -27,7 +28,11 @@ export interface EngineOptions {
   clock?: Clock;
   /** HTTP targets may reach these hosts even when they resolve to loopback or private addresses. */
   allowTargetHosts?: string[];
-  /** The default tenant's callback signing secret; several (newest first) during a rotation. */
+  /**
+   * The default tenant's callback signing secret; several (newest first)
+   * during a rotation. Without one, the default tenant signs with a secret
+   * generated once and kept in the store (GET /v1/secrets/signing shows it).
+   */
   signingSecret?: string | string[];
   /** Callback signing secrets by tenant id, newest first; a tenant listed here overrides signingSecret. */
   signingSecrets?: Record<string, string | string[]>;
@@ -89,10 +94,22 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
       }
     },
   });
-  const signingSecrets: Record<string, string | string[]> = {
-    ...(options.signingSecret !== undefined ? { default: options.signingSecret } : {}),
+  // Configured secrets win; the default tenant without one signs with the stored secret (created once, shared by every node).
+  const configured = configuredSecrets({
+    ...(options.signingSecret !== undefined ? { [STORED_SECRET_TENANT]: options.signingSecret } : {}),
     ...options.signingSecrets,
-  };
+  });
+  const signingSecrets: Record<string, readonly string[]> = Object.fromEntries(configured);
+  if (!configured.has(STORED_SECRET_TENANT)) {
+    try {
+      signingSecrets[STORED_SECRET_TENANT] = [
+        await store.signingSecretEnsure({ tenantId: STORED_SECRET_TENANT, generate: newSigningSecret, now: clock.now() }),
+      ];
+    } catch (err) {
+      await store.close().catch(() => {});
+      throw err;
+    }
+  }
   const registry = createMetrics(events, () => scheduler.loaded);
   let http: HttpTargetRunner | null = null;
   if (options.httpTargets !== false) {
@@ -110,7 +127,15 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     });
   }
   const runner = http;
-  const service = new JobsService({ store, clock, scheduler, executor, nodeId, ...(runner ? { targets: () => runner.targets() } : {}) });
+  const service = new JobsService({
+    store,
+    clock,
+    scheduler,
+    executor,
+    nodeId,
+    signingSecrets: new SigningSecretReader(store, configured),
+    ...(runner ? { targets: () => runner.targets() } : {}),
+  });
   let state: "open" | "running" | "stopped" = "open";
 
   return {
@@ -136,4 +161,14 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     },
     metricsText: () => registry.metrics(),
   };
+}
+
+/** Each tenant's configured secrets, newest first; empty secrets and lists dropped (as SigningKeys does). */
+function configuredSecrets(secrets: Record<string, string | readonly string[]>): Map<string, readonly string[]> {
+  const map = new Map<string, readonly string[]>();
+  for (const [tenant, value] of Object.entries(secrets)) {
+    const list = (typeof value === "string" ? [value] : value).filter((s) => s.length > 0);
+    if (list.length > 0) map.set(tenant, list);
+  }
+  return map;
 }

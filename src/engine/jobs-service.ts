@@ -40,6 +40,7 @@ import type {
   PreviewQuery,
   PreviewResponse,
   Stats,
+  SigningSecrets,
   TargetStatus,
 } from "../core/api.js";
 import type { Clock } from "../core/clock.js";
@@ -53,6 +54,7 @@ import { parseRfc3339, toIso } from "../core/time.js";
 import type { JobRecord, NewJob, Store } from "../store/store.js";
 import { decodeCursor, encodeCursor } from "./cursor.js";
 import { KeyManager } from "./keys.js";
+import { SigningSecretReader } from "./signing-secrets.js";
 import { ScheduleLedger } from "./ledger.js";
 import { invalidState, poolOf, toExecution, toJob } from "./wire.js";
 import { WorkerProtocol } from "./worker-protocol.js";
@@ -68,6 +70,8 @@ export interface JobsServiceOptions {
   nodeId: string;
   /** The HTTP-target runner's view of its origins (empty without the runner). */
   targets?: () => TargetStatus[];
+  /** Reads each tenant's signing secrets (GET /v1/secrets/signing); without it, only the stored ones are shown. */
+  signingSecrets?: SigningSecretReader;
 }
 
 const DEFAULT_LIMIT = 50;
@@ -79,6 +83,7 @@ export class JobsService implements Service {
   private readonly protocol: WorkerProtocol;
   private readonly ledger: ScheduleLedger;
   private readonly keys: KeyManager;
+  private readonly secrets: SigningSecretReader;
 
   constructor(private readonly o: JobsServiceOptions) {
     this.store = o.store;
@@ -86,6 +91,7 @@ export class JobsService implements Service {
     this.protocol = new WorkerProtocol(o.store, o.clock, o.executor);
     this.ledger = new ScheduleLedger(o.store, o.clock, o.executor, o.nodeId);
     this.keys = new KeyManager(o.store, o.clock);
+    this.secrets = o.signingSecrets ?? new SigningSecretReader(o.store, new Map());
   }
 
   // ---- jobs ---------------------------------------------------------------------
@@ -423,6 +429,12 @@ export class JobsService implements Service {
 
   hasStoredKeys(): Promise<boolean> {
     return this.keys.any();
+  }
+
+  // ---- signing secrets (signing-secrets.ts) ------------------------------------------
+
+  signingSecrets(ctx: RequestContext): Promise<SigningSecrets> {
+    return this.secrets.show(ctx);
   }
 
   // ---- worker protocol (worker-protocol.ts) --------------------------------------

@@ -40,6 +40,7 @@ import type {
   PreviewQuery,
   PreviewResponse,
   Role,
+  SigningSecrets,
   Stats,
   TargetStatus,
 } from "../core/api.js";
@@ -110,6 +111,13 @@ export interface Service {
   listKeys(ctx: RequestContext, query: ListKeysQuery): Promise<Page<ApiKeyInfo>>;
   /** Revokes a key (role admin); repeating it is a no-op. Another tenant's key is NOT_FOUND unless the caller is a bootstrap admin. Audited. */
   revokeKey(ctx: RequestContext, keyId: string): Promise<void>;
+  /**
+   * The caller's tenant's callback signing secrets, newest first (role
+   * admin): the configured ones (source "config"), else the one generated
+   * and kept in the store (source "store"). NOT_FOUND when the tenant has
+   * none (its calls go unsigned).
+   */
+  signingSecrets(ctx: RequestContext): Promise<SigningSecrets>;
   /** For authentication (no API route): the active stored key whose secret has this SHA-256 digest (hex), or null. */
   findKey(digest: string): Promise<StoredKey | null>;
   /** For authentication (no API route): whether the store has ever held a key (active or revoked); if so, authentication is on. */

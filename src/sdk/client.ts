@@ -54,6 +54,7 @@ import type {
   PreviewQuery,
   PreviewResponse,
   Stats,
+  SigningSecrets,
   TargetStatus,
 } from "../core/api.js";
 import { Transport, type CallOptions, type HttpCall, type RetryInfo } from "./http.js";
@@ -247,6 +248,15 @@ export class DuetimeClient implements DuetimeApi {
   /** GET /v1/targets (admin): the origins HTTP targets call on this node, with their breaker state. */
   listTargets(options?: CallOptions): Promise<{ items: TargetStatus[] }> {
     return this.json({ method: "GET", path: "/v1/targets", idempotent: true, options });
+  }
+
+  /**
+   * GET /v1/secrets/signing (admin): the caller's tenant's callback signing
+   * secrets, newest first, for verifySignature; `source` says whether they
+   * were configured or generated and kept in the store.
+   */
+  signingSecrets(options?: CallOptions): Promise<SigningSecrets> {
+    return this.json({ method: "GET", path: "/v1/secrets/signing", idempotent: true, options });
   }
 
   // ---- API keys (role admin)

@@ -352,6 +352,14 @@ const routeCases: RouteCase[] = [
   { name: "GET /v1/audit", request: { method: "GET", url: "/v1/audit?limit=3" }, status: 200, method: "listAudit", args: [{ limit: 3 }] },
   { name: "GET /v1/cluster", request: { method: "GET", url: "/v1/cluster" }, status: 200, method: "cluster", args: [] },
   {
+    name: "GET /v1/secrets/signing",
+    request: { method: "GET", url: "/v1/secrets/signing" },
+    status: 200,
+    method: "signingSecrets",
+    args: [],
+    body: { tenantId: "default", secrets: ["whsec_new", "whsec_old"], source: "config" },
+  },
+  {
     name: "POST /v1/keys",
     request: { method: "POST", url: "/v1/keys", payload: { tenantId: "acme", role: "worker", name: "worker eu-1" } },
     status: 201,
@@ -919,6 +927,8 @@ describe("API keys and roles", () => {
     ["client", "cli-key", { method: "POST", url: "/v1/keys", payload: { role: "client" } }],
     ["client", "cli-key", { method: "GET", url: "/v1/keys" }],
     ["worker", "wrk-key", { method: "DELETE", url: `/v1/keys/${SAMPLE_KEY.keyId}` }],
+    ["client", "cli-key", { method: "GET", url: "/v1/secrets/signing" }],
+    ["worker", "wrk-key", { method: "GET", url: "/v1/secrets/signing" }],
   ];
   for (const [role, key, request] of forbidden) {
     test(`${role} may not ${request.method} ${request.url}: 403`, async () => {
@@ -950,6 +960,7 @@ describe("API keys and roles", () => {
     ["admin", "adm-key", { method: "POST", url: "/v1/keys", payload: { role: "worker" } }],
     ["admin", "adm-key", { method: "GET", url: "/v1/keys" }],
     ["admin", "adm-key", { method: "DELETE", url: `/v1/keys/${SAMPLE_KEY.keyId}` }],
+    ["admin", "adm-key", { method: "GET", url: "/v1/secrets/signing" }],
   ];
   for (const [role, key, request] of allowed) {
     test(`${role} may ${request.method} ${request.url}`, async () => {
@@ -1175,6 +1186,7 @@ describe("/openapi.json", () => {
     ["post", "/v1/keys"],
     ["get", "/v1/keys"],
     ["delete", "/v1/keys/{keyId}"],
+    ["get", "/v1/secrets/signing"],
     ["get", "/v1/schedules/preview"],
     ["get", "/healthz"],
     ["get", "/readyz"],

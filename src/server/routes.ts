@@ -23,7 +23,8 @@
 //   schedules preview;
 // - worker: lease, heartbeat, complete, fail (single and batch), pool stats,
 //   /v1/stats, schedules preview;
-// - admin only: dead-letter replay, audit, cluster, targets, API keys.
+// - admin only: dead-letter replay, audit, cluster, targets, API keys,
+//   signing secrets.
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type {
@@ -67,6 +68,7 @@ import {
   createdKeyResponse,
   keyPageResponse,
   targetsResponse,
+  signingSecretsResponse,
   poolStatsResponse,
   previewResponse,
   statsResponse,
@@ -441,6 +443,16 @@ function routeTable(service: Service, runtime: RouteRuntime): RouteDef[] {
       roles: [],
       responses: { 200: targetsResponse },
       handle: ({ ctx }) => service.listTargets(ctx),
+    },
+    {
+      method: "GET",
+      url: "/v1/secrets/signing",
+      operationId: "signingSecrets",
+      summary: "The caller's tenant's callback signing secrets, newest first, and where they come from (config or store)",
+      tag: "operations",
+      roles: [],
+      responses: { 200: signingSecretsResponse },
+      handle: ({ ctx }) => service.signingSecrets(ctx),
     },
     {
       method: "POST",

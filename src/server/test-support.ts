@@ -10,6 +10,7 @@ import type {
   BackfillRequest,
   BackfillResponse,
   ClusterView,
+  SigningSecrets,
   TargetStatus,
   BatchCreateItem,
   BatchCreateResult,
@@ -263,6 +264,10 @@ export class RecordingService implements Service {
   }
   listTargets(ctx: RequestContext): Promise<{ items: TargetStatus[] }> {
     return this.answer("listTargets", ctx, [], () => ({ items: [{ origin: "https://example.test", breaker: "closed" as const, inFlight: 0 }] }));
+  }
+
+  signingSecrets(ctx: RequestContext): Promise<SigningSecrets> {
+    return this.answer("signingSecrets", ctx, [], () => ({ tenantId: ctx.tenantId, secrets: ["whsec_new", "whsec_old"], source: "config" as const }));
   }
 
   cluster(ctx: RequestContext): Promise<ClusterView> {

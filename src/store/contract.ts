@@ -2159,5 +2159,40 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         assert.equal((await store.apiKeyFind({ digest: hex(1) }))?.id, "ak_a");
       });
     });
+
+    describe("signing secrets", () => {
+      storeTest("get is null until ensure creates the secret; ensure then answers it without generating again", async (store) => {
+        assert.equal(await store.signingSecretGet({ tenantId: "t1" }), null);
+        let calls = 0;
+        const generate = (): string => `whsec_${++calls}`;
+        assert.equal(await store.signingSecretEnsure({ tenantId: "t1", generate, now: T0 }), "whsec_1");
+        assert.equal(await store.signingSecretGet({ tenantId: "t1" }), "whsec_1");
+        assert.equal(await store.signingSecretEnsure({ tenantId: "t1", generate, now: T0 + 1000 }), "whsec_1");
+        assert.equal(await store.signingSecretGet({ tenantId: "t1" }), "whsec_1");
+      });
+
+      storeTest("each tenant has its own secret", async (store) => {
+        assert.equal(await store.signingSecretEnsure({ tenantId: "t1", generate: () => "a", now: T0 }), "a");
+        assert.equal(await store.signingSecretEnsure({ tenantId: "t2", generate: () => "b", now: T0 }), "b");
+        assert.equal(await store.signingSecretGet({ tenantId: "t1" }), "a");
+        assert.equal(await store.signingSecretGet({ tenantId: "t2" }), "b");
+        assert.equal(await store.signingSecretGet({ tenantId: "t3" }), null);
+      });
+
+      storeTest("concurrent first ensures all answer the same secret", async (store) => {
+        let n = 0;
+        const results = await Promise.all(
+          Array.from({ length: 8 }, () => store.signingSecretEnsure({ tenantId: "t1", generate: () => `s${++n}`, now: T0 })),
+        );
+        assert.equal(new Set(results).size, 1, `one secret for all: ${results.join(", ")}`);
+        assert.equal(await store.signingSecretGet({ tenantId: "t1" }), results[0]);
+      });
+
+      storeTest("the secret survives a repeated migrate", async (store) => {
+        await store.signingSecretEnsure({ tenantId: "t1", generate: () => "kept", now: T0 });
+        await store.migrate();
+        assert.equal(await store.signingSecretGet({ tenantId: "t1" }), "kept");
+      });
+    });
   });
 }

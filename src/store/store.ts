@@ -406,4 +406,14 @@ export interface Store {
   apiKeyRevoke(params: { id: string; tenantId?: string; now: number; audit?: Omit<AuditEntry, "tenantId"> }): Promise<ApiKeyRecord | null>;
   /** The active key with this digest; null when unknown or revoked. */
   apiKeyFind(params: { digest: string }): Promise<ApiKeyRecord | null>;
+
+  // ---- Signing secrets ----------------------------------------------------------
+  /**
+   * The tenant's stored callback signing secret, created with generate() on
+   * the first call. Atomic: of concurrent first calls (on any node) one
+   * secret wins and every caller answers it; a later call never replaces it.
+   */
+  signingSecretEnsure(params: { tenantId: string; generate: () => string; now: number }): Promise<string>;
+  /** The tenant's stored signing secret, or null when none was ever created. */
+  signingSecretGet(params: { tenantId: string }): Promise<string | null>;
 }

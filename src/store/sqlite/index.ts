@@ -869,6 +869,29 @@ class SqliteStore implements Store {
     const row = this.q("SELECT * FROM api_keys WHERE digest = ? AND revoked_at IS NULL").get(digest) as Row | undefined;
     return row ? toApiKey(row) : null;
   }
+
+  // ---- Signing secrets -------------------------------------------------------------
+
+  async signingSecretEnsure(p: { tenantId: string; generate: () => string; now: number }): Promise<string> {
+    const existing = await this.signingSecretGet({ tenantId: p.tenantId });
+    if (existing !== null) return existing;
+    const secret = p.generate();
+    return this.tx(() => {
+      // Another connection (node) may have created it meanwhile: the first insert wins.
+      this.q("INSERT INTO signing_secrets (tenant_id, secret, created_at) VALUES (?, ?, ?) ON CONFLICT (tenant_id) DO NOTHING").run(
+        p.tenantId,
+        secret,
+        p.now,
+      );
+      const row = this.q("SELECT secret FROM signing_secrets WHERE tenant_id = ?").get(p.tenantId) as Row;
+      return row.secret as string;
+    });
+  }
+
+  async signingSecretGet({ tenantId }: { tenantId: string }): Promise<string | null> {
+    const row = this.q("SELECT secret FROM signing_secrets WHERE tenant_id = ?").get(tenantId) as Row | undefined;
+    return row ? (row.secret as string) : null;
+  }
 }
 
 function toApiKey(r: Row): ApiKeyRecord {
