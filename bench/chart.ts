@@ -39,7 +39,7 @@ function pctOf(q: number[], p: number): number {
 }
 
 function fmtMs(ms: number): string {
-  if (ms === Infinity) return "∞ (never started)";
+  if (ms === Infinity) return "∞";
   if (ms >= 10_000) return `${(ms / 1000).toFixed(0)} s`;
   if (ms >= 1000) return `${(ms / 1000).toFixed(1)} s`;
   return `${Math.round(ms)} ms`;
