@@ -132,6 +132,9 @@ export class Scheduler {
       const batch = this.timer.popDue(this.clock.now(), this.opts.batchSize);
       if (batch.length === 0) return;
       await this.dispatch(batch);
+      // The SQLite store answers synchronously: without a turn of the event
+      // loop here, no lease is served until a whole herd is dispatched.
+      await new Promise<void>((resolve) => setImmediate(resolve));
     }
   }
 
