@@ -545,11 +545,16 @@ export const jobResponse = {
   },
 } as const;
 
-export const jobPageResponse = {
-  type: "object",
-  required: ["items", "nextCursor"],
-  properties: { items: { type: "array", items: jobResponse }, nextCursor: { type: ["string", "null"] } },
-} as const;
+/** The envelope of every paginated list: {"items": [...], "nextCursor": "..." | null}. */
+function pageOf<const Item>(item: Item) {
+  return {
+    type: "object",
+    required: ["items", "nextCursor"],
+    properties: { items: { type: "array", items: item }, nextCursor: { type: ["string", "null"] } },
+  } as const;
+}
+
+export const jobPageResponse = pageOf(jobResponse);
 
 export const executionItemResponse = {
   type: "object",
@@ -572,36 +577,22 @@ export const executionItemResponse = {
   },
 } as const;
 
-export const executionPageResponse = {
-  type: "object",
-  required: ["items", "nextCursor"],
-  properties: { items: { type: "array", items: executionItemResponse }, nextCursor: { type: ["string", "null"] } },
-} as const;
+export const executionPageResponse = pageOf(executionItemResponse);
 
-export const deadLetterPageResponse = {
+export const deadLetterPageResponse = pageOf({
   type: "object",
-  required: ["items", "nextCursor"],
+  required: ["executionId", "jobId", "name", "scheduledFor", "attempts", "deadAt"],
   properties: {
-    items: {
-      type: "array",
-      items: {
-        type: "object",
-        required: ["executionId", "jobId", "name", "scheduledFor", "attempts", "deadAt"],
-        properties: {
-          executionId: { type: "string" },
-          jobId: { type: "string" },
-          name: { type: "string" },
-          scheduledFor: dateTime,
-          attempts: { type: "integer" },
-          lastError: recordedError,
-          deadAt: dateTime,
-          payload: anyJson,
-        },
-      },
-    },
-    nextCursor: { type: ["string", "null"] },
+    executionId: { type: "string" },
+    jobId: { type: "string" },
+    name: { type: "string" },
+    scheduledFor: dateTime,
+    attempts: { type: "integer" },
+    lastError: recordedError,
+    deadAt: dateTime,
+    payload: anyJson,
   },
-} as const;
+});
 
 export const batchCreateResponse = {
   type: "object",
@@ -769,27 +760,17 @@ export const occurrencesResponse = {
   },
 } as const;
 
-export const auditPageResponse = {
+export const auditPageResponse = pageOf({
   type: "object",
-  required: ["items", "nextCursor"],
+  required: ["at", "actor", "action", "subject"],
   properties: {
-    items: {
-      type: "array",
-      items: {
-        type: "object",
-        required: ["at", "actor", "action", "subject"],
-        properties: {
-          at: dateTime,
-          actor: { type: "string" },
-          action: { type: "string" },
-          subject: { type: "string" },
-          details: anyJson,
-        },
-      },
-    },
-    nextCursor: { type: ["string", "null"] },
+    at: dateTime,
+    actor: { type: "string" },
+    action: { type: "string" },
+    subject: { type: "string" },
+    details: anyJson,
   },
-} as const;
+});
 
 const apiKeyProperties = {
   keyId: { type: "string" },
@@ -816,11 +797,7 @@ export const createdKeyResponse = {
   },
 } as const;
 
-export const keyPageResponse = {
-  type: "object",
-  required: ["items", "nextCursor"],
-  properties: { items: { type: "array", items: apiKeyResponse }, nextCursor: { type: ["string", "null"] } },
-} as const;
+export const keyPageResponse = pageOf(apiKeyResponse);
 
 export const clusterResponse = {
   type: "object",
