@@ -134,7 +134,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     executor,
     nodeId,
     signingSecrets: new SigningSecretReader(store, configured),
-    ...(runner ? { targets: () => runner.targets() } : {}),
+    ...(runner ? { targets: (view) => runner.targets(view) } : {}),
   });
   let state: "open" | "running" | "stopped" = "open";
 

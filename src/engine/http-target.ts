@@ -122,17 +122,11 @@ interface Slot {
   phase: "waiting" | "calling" | "done";
 }
 
-interface OriginState {
-  origin: string;
-  breaker: CircuitBreaker;
-  limit: ResolvedLimit;
-  bucket: TokenBucket | null;
-  queue: Fifo<Slot>;
+/** What calls to one origin did: for the origin as a whole, and for each tenant (GET /v1/targets shows a tenant only its own). */
+interface OriginUsage {
   /** Slots in the queue still waiting (the queue drops finished ones lazily). */
   waiting: number;
   inFlight: number;
-  wake: { at: number; handle: TimerHandle } | null;
-  lastActiveAt: number;
   calls: number;
   failures: number;
   lastStatus: number | null;
@@ -140,6 +134,20 @@ interface OriginState {
   lastCallAt: number | null;
   /** Leased calls handed back unused (open breaker, too long a wait, stop). */
   released: number;
+}
+
+const newUsage = (): OriginUsage => ({ waiting: 0, inFlight: 0, calls: 0, failures: 0, lastStatus: null, lastError: null, lastCallAt: null, released: 0 });
+
+interface OriginState extends OriginUsage {
+  origin: string;
+  breaker: CircuitBreaker;
+  limit: ResolvedLimit;
+  bucket: TokenBucket | null;
+  queue: Fifo<Slot>;
+  wake: { at: number; handle: TimerHandle } | null;
+  lastActiveAt: number;
+  /** Forgotten with the origin, so bounded by the tenants that called it in the last IDLE_ORIGIN_MS. */
+  tenants: Map<string, OriginUsage>;
 }
 
 export class HttpTargetRunner {
@@ -235,29 +243,46 @@ export class HttpTargetRunner {
     this.state = "stopped";
   }
 
-  /** The origins this node calls, for GET /v1/targets. */
-  targets(): TargetStatus[] {
+  /**
+   * The origins this node calls, for GET /v1/targets: with tenantId, only the
+   * origins that tenant's jobs called, with its own counts (the breaker and
+   * limits are the origin's, shared by every tenant); without, every origin
+   * with the counts of all tenants together.
+   */
+  targets(view: { tenantId?: string } = {}): TargetStatus[] {
     const now = this.clock.now();
-    return [...this.origins.values()].map((o) => {
+    const items: TargetStatus[] = [];
+    for (const o of this.origins.values()) {
+      const usage = view.tenantId === undefined ? o : o.tenants.get(view.tenantId);
+      if (!usage) continue;
       const b = o.breaker.snapshot(now);
-      return {
+      items.push({
         origin: o.origin,
         breaker: b.state,
-        inFlight: o.inFlight,
-        waiting: o.waiting,
+        inFlight: usage.inFlight,
+        waiting: usage.waiting,
         consecutiveFailures: b.consecutiveFailures,
         openUntil: b.openUntil === null ? null : toIso(b.openUntil),
         opened: b.opened,
         lastOpenedAt: b.lastOpenedAt === null ? null : toIso(b.lastOpenedAt),
         limits: { concurrency: o.limit.concurrency, ratePerSecond: o.limit.ratePerSecond },
-        calls: o.calls,
-        failures: o.failures,
-        lastStatus: o.lastStatus,
-        lastError: o.lastError,
-        lastCallAt: o.lastCallAt === null ? null : toIso(o.lastCallAt),
-        released: o.released,
-      };
-    });
+        calls: usage.calls,
+        failures: usage.failures,
+        lastStatus: usage.lastStatus,
+        lastError: usage.lastError,
+        lastCallAt: usage.lastCallAt === null ? null : toIso(usage.lastCallAt),
+        released: usage.released,
+      });
+    }
+    return items;
+  }
+
+  /** The origin's usage and its tenant's: every count is kept in both. */
+  private usages(slot: Slot): [OriginUsage, OriginUsage] {
+    const { origin } = slot;
+    let tenant = origin.tenants.get(slot.row.tenantId);
+    if (!tenant) origin.tenants.set(slot.row.tenantId, (tenant = newUsage()));
+    return [origin, tenant];
   }
 
   /** Totals for metrics: calls in flight, waiting in memory, and of those, waiting for a half-open breaker's probe. */
@@ -336,7 +361,7 @@ export class HttpTargetRunner {
     const slot: Slot = { row, target, origin, leaseUntil: row.leaseUntil, sendBy: leasedAt + MAX_WAIT_MS, phase: "waiting" };
     this.slots.set(row.executionId, slot);
     origin.queue.push(slot);
-    origin.waiting++;
+    for (const u of this.usages(slot)) u.waiting++;
     this.pump(origin);
   }
 
@@ -362,16 +387,10 @@ export class HttpTargetRunner {
         limit,
         bucket: limit.ratePerSecond === null ? null : new TokenBucket(limit.ratePerSecond, limit.burst, now),
         queue: new Fifo<Slot>(),
-        waiting: 0,
-        inFlight: 0,
         wake: null,
         lastActiveAt: now,
-        calls: 0,
-        failures: 0,
-        lastStatus: null,
-        lastError: null,
-        lastCallAt: null,
-        released: 0,
+        tenants: new Map(),
+        ...newUsage(),
       };
       this.origins.set(key, o);
     }
@@ -425,7 +444,7 @@ export class HttpTargetRunner {
         origin.queue.shift();
         this.leaveQueue(head);
         head.phase = "calling";
-        origin.inFlight++;
+        for (const u of this.usages(head)) u.inFlight++;
         this.inFlight++;
         void this.execute(head, permit.generation);
       }
@@ -459,7 +478,7 @@ export class HttpTargetRunner {
     this.leaveQueue(slot);
     slot.phase = "done";
     this.slots.delete(row.executionId);
-    origin.released++;
+    for (const u of this.usages(slot)) u.released++;
     this.releases.push(
       { executionId: row.executionId, tenantId: row.tenantId, attempt: row.attempt, readyAt: Math.max(readyAt, this.clock.now()), pool: HTTP_POOL },
       slot.leaseUntil,
@@ -468,7 +487,7 @@ export class HttpTargetRunner {
   }
 
   private leaveQueue(slot: Slot): void {
-    if (slot.phase === "waiting") slot.origin.waiting--;
+    if (slot.phase === "waiting") for (const u of this.usages(slot)) u.waiting--;
   }
 
   private wakeAt(origin: OriginState, at: number): void {
@@ -513,15 +532,17 @@ export class HttpTargetRunner {
       });
       health = outcome.health;
       retryAfterMs = outcome.retryAfterMs;
-      origin.calls++;
-      origin.lastCallAt = this.clock.now();
-      origin.lastStatus = outcome.status;
+      const calledAt = this.clock.now();
+      for (const u of this.usages(slot)) {
+        u.calls++;
+        u.lastCallAt = calledAt;
+        u.lastStatus = outcome.status;
+        if (outcome.error && outcome.health === "unhealthy") u.failures++;
+        u.lastError = outcome.error ? outcome.error.message : null;
+      }
       if (outcome.error) {
-        if (outcome.health === "unhealthy") origin.failures++;
-        origin.lastError = outcome.error.message;
         this.fail(slot, outcome.error);
       } else {
-        origin.lastError = null;
         slot.phase = "done";
         this.slots.delete(row.executionId);
         this.acks.complete({ executionId: row.executionId, tenantId: row.tenantId, attempt: row.attempt, result: outcome.result ?? undefined });
@@ -533,7 +554,7 @@ export class HttpTargetRunner {
     } finally {
       const changed = origin.breaker.record(generation, health, this.clock.now(), retryAfterMs);
       if (changed) this.o.observer?.breaker?.(origin.origin, changed);
-      origin.inFlight--;
+      for (const u of this.usages(slot)) u.inFlight--;
       this.inFlight--;
       origin.lastActiveAt = this.clock.now();
       slot.phase = "done";

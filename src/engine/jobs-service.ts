@@ -68,8 +68,8 @@ export interface JobsServiceOptions {
   scheduler: Scheduler;
   executor: Executor;
   nodeId: string;
-  /** The HTTP-target runner's view of its origins (empty without the runner). */
-  targets?: () => TargetStatus[];
+  /** The HTTP-target runner's view of its origins, all tenants' or one's (empty without the runner). */
+  targets?: (view: { tenantId?: string }) => TargetStatus[];
   /** Reads each tenant's signing secrets (GET /v1/secrets/signing); without it, only the stored ones are shown. */
   signingSecrets?: SigningSecretReader;
 }
@@ -517,8 +517,9 @@ export class JobsService implements Service {
     };
   }
 
-  async listTargets(): Promise<{ items: TargetStatus[] }> {
-    return { items: this.o.targets?.() ?? [] };
+  /** A tenant's admin sees the origins its own jobs call; a bootstrap admin sees every tenant's, counted together. */
+  async listTargets(ctx: RequestContext): Promise<{ items: TargetStatus[] }> {
+    return { items: this.o.targets?.(ctx.bootstrap ? {} : { tenantId: ctx.tenantId }) ?? [] };
   }
 
   async ready(): Promise<boolean> {
