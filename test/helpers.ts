@@ -50,7 +50,6 @@ export async function waitFor<T>(check: () => Promise<T> | T, message: string, t
   }
 }
 
-
 export const queueJob = (pool: string, extra: Record<string, unknown> = {}) => ({
   name: "test-job",
   target: { type: "queue" as const, pool },

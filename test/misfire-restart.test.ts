@@ -13,8 +13,7 @@ import { DuetimeClient } from "../src/sdk/client.js";
 import { spawnServer, waitFor } from "./helpers.js";
 
 const EVERY_2S = "*/2 * * * * *";
-
-const EVERY_2S_MS = 2_000;
+const EVERY_2S_MS = 2_000; // its occurrences fall on multiples of this, in epoch milliseconds
 
 async function missedAcrossRestart(misfire: Misfire) {
   const dir = mkdtempSync(join(tmpdir(), `duetime-misfire-${misfire}-`));
