@@ -50,8 +50,6 @@ export async function waitFor<T>(check: () => Promise<T> | T, message: string, t
   }
 }
 
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 export const queueJob = (pool: string, extra: Record<string, unknown> = {}) => ({
   name: "test-job",
   target: { type: "queue" as const, pool },

@@ -7,7 +7,7 @@ import { DuetimeApiError } from "../src/sdk/errors.js";
 import { NonRetryableError } from "../src/sdk/errors.js";
 import { Worker } from "../src/sdk/worker.js";
 import type { LeasedExecution } from "../src/core/api.js";
-import { queueJob, sleep, startTestServer, waitFor } from "./helpers.js";
+import { queueJob, startTestServer, waitFor } from "./helpers.js";
 
 async function apiError(promise: Promise<unknown>): Promise<DuetimeApiError> {
   try {
@@ -157,11 +157,14 @@ test("a job cancelled while queued never runs", async () => {
     await waitFor(async () => (await t.client.listExecutions(job.jobId)).items[0]?.state === "QUEUED", "queued");
     await t.client.cancelJob(job.jobId);
     await t.client.cancelJob(job.jobId); // repeating answers 204 again
-    let ran = 0;
-    const w = worker(t.url, "cancel-race", async () => void ran++);
-    await sleep(1500);
+    // a control job queued after it: once the worker ran that, it has leased
+    // everything that was ready before, so the cancelled one had its chance
+    const control = await t.client.createJob(queueJob("cancel-race"));
+    const ran: string[] = [];
+    const w = worker(t.url, "cancel-race", async (leased) => void ran.push(leased.jobId));
+    await waitFor(() => ran.includes(control.jobId), "the control job ran");
     await w.shutdown();
-    assert.equal(ran, 0);
+    assert.deepEqual(ran, [control.jobId]);
     assert.equal((await t.client.getJob(job.jobId)).state, "CANCELLED");
     assert.equal((await t.client.listExecutions(job.jobId)).items[0]!.state, "CANCELLED");
   } finally {
@@ -190,7 +193,10 @@ test("pause stops new executions; resuming a one-off whose time passed runs it a
     assert.equal(paused.state, "PAUSED");
     assert.equal(paused.nextRunAt, null);
     assert.equal((await t.client.pauseJob(job.jobId)).state, "PAUSED"); // no-op
-    await sleep(1500);
+    // a control job due just after it: once that is dispatched, the scheduler
+    // has passed the paused job's due time
+    const control = await t.client.createJob(queueJob("pause-control", { schedule: { delaySeconds: 1 } }));
+    await waitFor(async () => (await t.client.listExecutions(control.jobId)).items.length > 0, "the control job dispatched", 5_000);
     assert.equal((await t.client.listExecutions(job.jobId)).items.length, 0);
     const resumed = await t.client.resumeJob(job.jobId);
     assert.equal(resumed.state, "SCHEDULED");

@@ -8,11 +8,12 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import type { ExecutionItem, Misfire } from "../src/core/api.js";
+import type { Misfire } from "../src/core/api.js";
 import { DuetimeClient } from "../src/sdk/client.js";
-import { sleep, spawnServer, waitFor } from "./helpers.js";
+import { spawnServer, waitFor } from "./helpers.js";
 
 const EVERY_2S = "*/2 * * * * *";
+const EVERY_2S_MS = 2_000; // its occurrences fall on multiples of this, in epoch milliseconds
 
 async function missedAcrossRestart(misfire: Misfire) {
   const dir = mkdtempSync(join(tmpdir(), `duetime-misfire-${misfire}-`));
@@ -25,18 +26,21 @@ async function missedAcrossRestart(misfire: Misfire) {
     await first.stop("SIGTERM");
     const stoppedAt = Date.now();
     await client.close();
-    await sleep(6_500); // three or four occurrences pass while nothing runs
+    const thirdMissed = (Math.floor(stoppedAt / EVERY_2S_MS) + 3) * EVERY_2S_MS;
+    await waitFor(() => Date.now() > thirdMissed, "three occurrences pass while nothing runs", 10_000);
     const second = await spawnServer(store, ["--misfire-threshold", "1"]);
-    const restartedAt = Date.now();
     client = new DuetimeClient({ url: second.url, retries: 0 });
-    // the restarted scheduler has made its plan once an execution exists after the stop
-    const after = (items: ExecutionItem[]) => items.filter((e) => Date.parse(e.scheduledFor) > stoppedAt);
-    await waitFor(async () => after((await client.listExecutions(job.jobId, { limit: 500 })).items).length > 0, "an execution after the restart");
-    if (misfire === "catch_up") await sleep(4_000); // catch_up runs the missed ones one per second
-    const history = after((await client.listExecutions(job.jobId, { limit: 500 })).items);
+    // The restarted scheduler plans every missed occurrence in its first
+    // dispatch (at planAt); once an occurrence after planAt exists, the plan
+    // has played out (catch_up included) and the schedule has resumed.
+    const history = await waitFor(async () => {
+      const items = (await client.listExecutions(job.jobId, { limit: 500 })).items.filter((e) => Date.parse(e.scheduledFor) > stoppedAt);
+      const planAt = Math.min(...items.map((e) => Date.parse(e.dispatchedAt!)));
+      return items.some((e) => Date.parse(e.scheduledFor) > planAt) ? { items, planAt } : null;
+    }, "the schedule resumed after the restart");
     await client.close();
     await second.stop();
-    const missed = history.filter((e) => Date.parse(e.scheduledFor) < restartedAt);
+    const missed = history.items.filter((e) => Date.parse(e.scheduledFor) <= history.planAt);
     return { missed, skipped: missed.filter((e) => e.state === "SKIPPED"), ran: missed.filter((e) => e.state !== "SKIPPED") };
   } finally {
     rmSync(dir, { recursive: true, force: true });

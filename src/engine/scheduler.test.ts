@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { after, test } from "node:test";
 import { FakeClock } from "../core/clock.js";
 import { SHARD_COUNT } from "../core/ids.js";
+import { openSqliteStore } from "../store/sqlite/index.js";
 import { openEngine, type Engine } from "./engine.js";
 import { DEFAULT_CONTEXT as ctx } from "./service.js";
 
@@ -79,17 +80,24 @@ test("a cancelled job inside the window never dispatches", async () => {
 test("a scheduler that lost its shards cannot dispatch (fenced by epoch)", async () => {
   const clock = new FakeClock("2026-03-01T00:00:00Z");
   const a = await engineAt(clock, "node-a", "shared.sqlite");
-  const job = await a.service.createJob(ctx, { name: "x", target: queue, schedule: { delaySeconds: 5 } });
-  // node-a stalls past its shard lease (its timers do not run); node-b takes every shard over
-  clock.jump(40_000);
-  const b = await openEngine({ store: `sqlite:${join(dir, "shared.sqlite")}`, clock, nodeId: "node-b", httpTargets: false });
-  const { openSqliteStore } = await import("../store/sqlite/index.js");
+  const job = await a.service.createJob(ctx, { name: "x", target: queue, schedule: { delaySeconds: 2 } });
+  assert.equal(a.scheduler.loaded, 1);
+  // node-a stalls after its last reload; to node-b, whose clock reads 40 s
+  // later, node-a's 15 s shard lease has expired, so node-b takes every shard.
   const raw = await openSqliteStore({ path: join(dir, "shared.sqlite") });
-  const taken = await raw.shardAcquire({ owner: "node-b", shards: Array.from({ length: SHARD_COUNT }, (_, i) => i), leaseMs: 600_000, now: clock.now() });
+  const all = Array.from({ length: SHARD_COUNT }, (_, i) => i);
+  const taken = await raw.shardAcquire({ owner: "node-b", shards: all, leaseMs: 600_000, now: clock.now() + 40_000 });
   assert.equal(taken.length, SHARD_COUNT);
-  await a.scheduler.runOnce(); // node-a still holds the entry in memory with its old epochs
+  const dispatched: string[] = [];
+  a.events.on("execution:dispatched", (e) => dispatched.push(e.jobId));
+  // node-a wakes before its next reload and dispatches the entry it holds, with its old epochs
+  await tick(a, clock, 2_000);
+  assert.equal(a.scheduler.loaded, 0, "node-a did not try to dispatch");
+  assert.deepEqual(dispatched, [], "stale owner dispatched");
   assert.equal((await a.service.listExecutions(ctx, job.jobId, {})).items.length, 0, "stale owner dispatched");
+  // the occurrence is left, unconsumed, for its new owner
+  const due = await raw.dueLoad({ shards: all, before: clock.now() + 60_000, limit: 10 });
+  assert.deepEqual(due.map((d) => d.jobId), [job.jobId]);
   await raw.close();
-  await b.stop();
   await a.stop();
 });
