@@ -530,7 +530,7 @@ export function displayPath(url: string): string {
     .replace(/\u0000/g, ":");
 }
 
-export const DEFAULT_REQUEST_DEADLINE_MS = 10_000;
+const DEFAULT_REQUEST_DEADLINE_MS = 10_000;
 
 export interface RouteRuntime {
   keyRing: KeyRing;
