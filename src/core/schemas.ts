@@ -46,6 +46,8 @@ export const LIMITS = {
   waitSecondsMax: 60,
   /** Not in the contract: a sanity cap, like backoffSecondsMax. */
   retryAfterSecondsMax: 86_400,
+  /** Not in the contract: a worker's error message (the SDK cuts its own at 2,000). */
+  errorMessageMaxLength: 16_384,
   listLimitMax: 500,
   previewCountMax: 1000,
   cursorMaxLength: 1024,
@@ -280,7 +282,7 @@ export const errorRecordSchema = {
   additionalProperties: true,
   required: ["message"],
   properties: {
-    message: { type: "string" },
+    message: { type: "string", maxLength: LIMITS.errorMessageMaxLength },
     class: { type: "string", enum: ["transient", "permanent", "throttled"], default: "transient" },
     retryAfterSeconds: { type: "number", minimum: 0, maximum: LIMITS.retryAfterSecondsMax },
   },

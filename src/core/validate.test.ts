@@ -1,7 +1,7 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { DuetimeError } from "./errors.js";
-import { REQUEST_SCHEMAS, type SchemaId } from "./schemas.js";
+import { LIMITS, REQUEST_SCHEMAS, type JsonSchema, type SchemaId } from "./schemas.js";
 import { expectedVersion, parseIfMatch, pointerToDotted, validate, validateBatch, type RequestPart } from "./validate.js";
 
 const JOB = {
@@ -136,7 +136,7 @@ const cases: Case[] = [
   { schema: "listJobsQuery", part: "query", value: { limit: "abc" }, field: "limit", message: /integer/ },
   { schema: "listJobsQuery", part: "query", value: { limit: "" }, field: "limit" },
   { schema: "listJobsQuery", part: "query", value: { cursor: "" }, field: "cursor" },
-  { schema: "listJobsQuery", part: "query", value: { cursor: ["a", "b"] }, field: "cursor", message: /got an array/ },
+  { schema: "listJobsQuery", part: "query", value: { cursor: ["a", "b"] }, field: "cursor", message: /must be given once, got 2 values/ },
   { schema: "listJobsQuery", part: "query", value: { state: "RUNNING" }, field: "state" },
   { schema: "listJobsQuery", part: "query", value: { sort: "name" }, field: "sort", message: /unknown field/ },
   { schema: "pageQuery", part: "query", value: { limit: "1.5" }, field: "limit" },
@@ -232,7 +232,7 @@ describe("validate: valid input", () => {
     validate("completeBody", { attempt: 1, result: [1, "two", { three: 3 }] });
   });
 
-  test("querystrings coerce numbers into a copy; the caller's object is untouched", () => {
+  test("querystrings read numbers into a copy; the caller's object is untouched", () => {
     const raw = { limit: "20", cursor: "abc", state: "PAUSED", name: "n" };
     const out = validate<Record<string, unknown>>("listJobsQuery", raw, "query");
     assert.deepEqual(out, { limit: 20, cursor: "abc", state: "PAUSED", name: "n" });
@@ -378,4 +378,133 @@ test("pointerToDotted undoes JSON Pointer escapes", () => {
   assert.equal(pointerToDotted(""), "");
   assert.equal(pointerToDotted("/jobs/3/target/url"), "jobs.3.target.url");
   assert.equal(pointerToDotted("/target/headers/a~1b~0c"), "target.headers.a/b~c");
+});
+
+describe("numbers: one rule for text, finite values everywhere", () => {
+  // Every way a querystring or header can spell something that is not a plain decimal number.
+  const HOSTILE_TEXT: unknown[] = [
+    "Infinity", "-Infinity", "+Infinity", "NaN", "1e309", "-1e309", "1e3", "1E3", "0x10", "0X10", "0o17", "0b11", "010", "00",
+    "+5", " 5", "5 ", "\t5", "5\n", "", " ", "5.", ".5", "5.0", "1.5", "1_000", "1,000", "٥", "５", "5e0", "0x", "-", "null", "true",
+    "9".repeat(400), ["5", "5"], ["5"], [],
+  ];
+  const INTEGER_QUERIES: [SchemaId, Record<string, unknown>, string][] = [
+    ["listJobsQuery", {}, "limit"],
+    ["pageQuery", {}, "limit"],
+    ["listKeysQuery", {}, "limit"],
+    ["previewQuery", { cron: "0 9 * * *" }, "count"],
+  ];
+
+  for (const [schema, base, field] of INTEGER_QUERIES) {
+    test(`${schema}: ${field} refuses every hostile spelling, naming the field`, () => {
+      for (const text of HOSTILE_TEXT) {
+        const err = failure(() => validate(schema, { ...base, [field]: text }, "query"));
+        assert.equal(err.code, "INVALID_ARGUMENT", `${JSON.stringify(text)}: ${err.message}`);
+        assert.equal(err.details?.field, field, `${JSON.stringify(text)}: ${err.message}`);
+      }
+    });
+  }
+
+  test("the messages say what to send", () => {
+    assert.equal(failure(() => validate("pageQuery", { limit: "0x10" }, "query")).message, 'limit: must be an integer in plain decimal digits, like 50; got "0x10"');
+    assert.equal(failure(() => validate("pageQuery", { limit: ["5", "5"] }, "query")).message, "limit: must be given once, got 2 values");
+    assert.match(failure(() => validate("pageQuery", { limit: "9".repeat(400) }, "query")).message, /got "9{40}\.\.\."$/);
+    assert.equal(failure(() => validate("pageQuery", { limit: "99999999999999999999" }, "query")).message, "limit: must be between 1 and 500");
+    assert.equal(failure(() => validate("pageQuery", { limit: Infinity }, "query")).message, "limit: must be an integer, got Infinity");
+  });
+
+  test("plain decimal integers pass as numbers, at both bounds", () => {
+    for (const [text, n] of [["1", 1], ["50", 50], ["500", 500]] as const) {
+      assert.deepEqual(validate("pageQuery", { limit: text }, "query"), { limit: n });
+    }
+    assert.deepEqual(validate("previewQuery", { cron: "0 9 * * *", count: String(LIMITS.previewCountMax) }, "query"), {
+      cron: "0 9 * * *",
+      count: LIMITS.previewCountMax,
+    });
+    for (const text of ["0", "-1", "501"]) assert.match(failure(() => validate("pageQuery", { limit: text }, "query")).message, /between 1 and 500/);
+  });
+
+  test("a non-integer field takes a decimal fraction, and nothing else", () => {
+    const schema: JsonSchema = { type: "object", properties: { x: { type: "number", minimum: -10, maximum: 10 } } };
+    for (const [text, n] of [["2.5", 2.5], ["-0.25", -0.25], ["3", 3], ["0", 0]] as const) {
+      assert.deepEqual(validate(schema, { x: text }, "query"), { x: n });
+    }
+    for (const text of HOSTILE_TEXT.filter((t) => t !== "5.0" && t !== "1.5")) {
+      assert.equal(failure(() => validate(schema, { x: text }, "query")).details?.field, "x", JSON.stringify(text));
+    }
+  });
+
+  test("headers follow the same rule, and are named as people write them", () => {
+    const schema: JsonSchema = { type: "object", properties: { "x-count": { type: "integer", minimum: 1, maximum: 9 } } };
+    assert.deepEqual(validate(schema, { "x-count": "7", host: "h" }, "headers"), { "x-count": 7, host: "h" });
+    for (const text of ["0x7", "7.0", "+7", " 7", "Infinity"]) {
+      assert.equal(failure(() => validate(schema, { "x-count": text }, "headers")).details?.field, "X-Count", text);
+    }
+  });
+
+  test("numbers given as numbers (the embedded client) must be finite too", () => {
+    for (const n of [Infinity, -Infinity, NaN, 1e309, 1.5, 2 ** 53]) {
+      assert.equal(failure(() => validate("pageQuery", { limit: n }, "query")).details?.field, "limit", String(n));
+      assert.equal(failure(() => validate("heartbeatBody", { attempt: n })).details?.field, "attempt", String(n));
+    }
+    for (const n of [Infinity, -Infinity, NaN, 1e309]) {
+      assert.equal(failure(() => validate("createJobBody", job("timeoutSeconds", n))).details?.field, "timeoutSeconds", String(n));
+    }
+  });
+
+  test("bodies refuse 1e400 (JSON.parse reads it as Infinity), free-form values included", () => {
+    const parsed = (text: string) => JSON.parse(text) as unknown;
+    const cases: [SchemaId, unknown, string][] = [
+      ["createJobBody", { ...JOB, timeoutSeconds: parsed("1e400") }, "timeoutSeconds"],
+      ["createJobBody", { ...JOB, schedule: { delaySeconds: parsed("-1e400") } }, "schedule.delaySeconds"],
+      ["createJobBody", { ...JOB, payload: parsed('{"a": [1, 1e400]}') }, "payload.a.1"],
+      ["createJobBody", { ...JOB, payload: parsed("-1e400") }, "payload"],
+      ["completeBody", { attempt: 1, result: parsed('{"n": 1e999}') }, "result.n"],
+      ["failBody", { attempt: 1, error: { message: "m", detail: parsed("1e400") } }, "error.detail"],
+      ["leaseBody", { workerId: "w", waitSeconds: parsed("1e400") }, "waitSeconds"],
+      ["updateJobBody", { version: parsed("1e400"), name: "n" }, "version"],
+      ["updateJobBody", { version: 2 ** 53, name: "n" }, "version"],
+    ];
+    for (const [schema, value, field] of cases) {
+      const err = failure(() => validate(schema, value));
+      assert.equal(err.details?.field, field, err.message);
+      assert.equal(err.code, "INVALID_ARGUMENT");
+    }
+    const batch = validateBatch({ jobs: [{ ...JOB, payload: parsed("[1e400]") }, JOB] });
+    assert.equal(batch.errors.get(0)?.details?.field, "jobs.0.payload.0");
+    assert.equal(batch.valid.length, 1);
+  });
+});
+
+describe("every request schema bounds what input can make the server hold", () => {
+  // Open objects (additionalProperties absent or true: payload, result, the
+  // extra keys of an error record, the header set) are free-form JSON, bounded
+  // by the body limit and JSON depth, or by Node's header size limit.
+  function walk(schema: JsonSchema, at: string, problems: string[]): void {
+    const types = ([] as unknown[]).concat(schema.type ?? []);
+    const bounded = (key: string) => typeof schema[key] === "number" || problems.push(`${at}: no ${key}`);
+    if (types.includes("string") && schema.enum === undefined && schema.const === undefined) bounded("maxLength");
+    if (types.includes("integer") || types.includes("number")) {
+      bounded("minimum");
+      bounded("maximum");
+      if (Math.abs(Number(schema.minimum)) > Number.MAX_SAFE_INTEGER || Math.abs(Number(schema.maximum)) > Number.MAX_SAFE_INTEGER) {
+        problems.push(`${at}: bounds beyond the safe integers`);
+      }
+    }
+    if (types.includes("array")) bounded("maxItems");
+    const extra = schema.additionalProperties;
+    if (typeof extra === "object" && extra !== null) {
+      bounded("maxProperties");
+      walk(extra as JsonSchema, `${at}.*`, problems);
+    }
+    for (const [name, sub] of Object.entries((schema.properties ?? {}) as Record<string, JsonSchema>)) walk(sub, `${at}.${name}`, problems);
+    if (schema.items) walk(schema.items as JsonSchema, `${at}[]`, problems);
+    if (schema.propertyNames) walk(schema.propertyNames as JsonSchema, `${at}{name}`, problems);
+    for (const branch of (schema.oneOf ?? []) as JsonSchema[]) walk(branch, at, problems);
+  }
+
+  test("strings have maxLength, numbers finite bounds, arrays maxItems, maps maxProperties", () => {
+    const problems: string[] = [];
+    for (const [id, schema] of Object.entries(REQUEST_SCHEMAS)) walk(schema, id, problems);
+    assert.deepEqual(problems, []);
+  });
 });

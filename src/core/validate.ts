@@ -6,8 +6,9 @@
 //
 // Options follow the brief: the first error only (allErrors false), nothing
 // removed or defaulted (the engine fills defaults, so GET shows effective
-// values), strict schemas, no coercion for bodies; querystrings arrive as
-// strings, so their numbers are coerced.
+// values), strict schemas, and no coercion by ajv: numbers must be finite
+// (strictNumbers), and querystrings and headers, which arrive as text, turn
+// into numbers by one rule of our own (numbersFromText below).
 
 import AjvModule, { type ErrorObject, type Options, type ValidateFunction } from "ajv";
 import addFormatsModule from "ajv-formats";
@@ -37,12 +38,15 @@ export interface ValidateOptions {
   path?: string;
 }
 
-function makeAjv(coerceTypes: boolean): InstanceType<typeof Ajv> {
+function makeAjv(): InstanceType<typeof Ajv> {
   const options: Options = {
     allErrors: false,
     removeAdditional: false,
     useDefaults: false,
-    coerceTypes,
+    // ajv's coercion takes "Infinity", "1e309" and "0x10" for numbers and
+    // checks bounds before it coerces: never use it.
+    coerceTypes: false,
+    strictNumbers: true, // NaN and ±Infinity are not numbers
     strict: true,
     allowUnionTypes: true,
     discriminator: true,
@@ -53,19 +57,12 @@ function makeAjv(coerceTypes: boolean): InstanceType<typeof Ajv> {
   return ajv;
 }
 
-const bodyAjv = makeAjv(false);
-const queryAjv = makeAjv(true);
-const compiled = new WeakMap<object, { body?: ValidateFunction; query?: ValidateFunction }>();
+const ajv = makeAjv();
+const compiled = new WeakMap<object, ValidateFunction>();
 
-function compile(schema: JsonSchema, part: RequestPart): ValidateFunction {
-  const kind = part === "query" ? "query" : "body";
-  let entry = compiled.get(schema);
-  if (!entry) compiled.set(schema, (entry = {}));
-  let fn = entry[kind];
-  if (!fn) {
-    fn = (kind === "query" ? queryAjv : bodyAjv).compile(schema as object);
-    entry[kind] = fn;
-  }
+function compile(schema: JsonSchema): ValidateFunction {
+  let fn = compiled.get(schema);
+  if (!fn) compiled.set(schema, (fn = ajv.compile(schema as object)));
   return fn;
 }
 
@@ -90,9 +87,9 @@ const REFINEMENTS: Partial<Record<SchemaId, (value: unknown, path: string) => vo
 
 /**
  * Validates value against a schema of core/schemas.ts (by id) or any schema
- * object, and returns it (for "query": a copy with numbers coerced). Throws
- * DuetimeError INVALID_ARGUMENT naming the dotted field, except for a
- * malformed jobId or executionId parameter, which is NOT_FOUND.
+ * object, and returns it (for "query" and "headers": a copy with numbers read
+ * from text). Throws DuetimeError INVALID_ARGUMENT naming the dotted field,
+ * except for a malformed jobId or executionId parameter, which is NOT_FOUND.
  */
 export function validate<T = unknown>(
   schema: SchemaId | JsonSchema,
@@ -106,9 +103,9 @@ export function validate<T = unknown>(
   if (value === undefined && part === "body") {
     throw invalidArgument(path || "body", "is required (send a JSON body)");
   }
-  // Coercion writes into the object: never into the caller's.
-  const data = part === "query" && isPlainRecord(value) ? { ...value } : value;
-  const fn = compile(schemaObject, part);
+  const textual = part === "query" || part === "headers";
+  const data = textual && isPlainRecord(value) ? numbersFromText(schemaObject, value) : value;
+  const fn = compile(schemaObject);
   if (!fn(data)) {
     const idParam = typeof schema === "string" && part === "params" ? ID_PARAMS[schema] : undefined;
     if (idParam) {
@@ -118,8 +115,53 @@ export function validate<T = unknown>(
     const first = fn.errors?.[0];
     throw first ? ajvErrorToDuetime(first, part, path) : invalidArgument(path || part, "is invalid");
   }
-  if (typeof schema === "string") REFINEMENTS[schema]?.(data, path);
+  if (typeof schema === "string") {
+    // Named schemas only: the batch envelope (an inline schema) leaves its jobs to be checked one by one.
+    if (part === "body") checkFinite(data, path);
+    REFINEMENTS[schema]?.(data, path);
+  }
   return data as T;
+}
+
+// ---------------------------------------------------------------- numbers
+
+const DECIMAL_INTEGER = /^-?(?:0|[1-9][0-9]*)$/;
+const DECIMAL_NUMBER = /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?$/;
+
+/**
+ * The one rule for numbers written as text (querystrings, headers): plain
+ * decimal digits, an optional "-" and, where the schema allows non-integers,
+ * a fraction (`50`, `-3`, `2.5`), whose value is finite. Nothing else becomes
+ * a number: not `Infinity`, `NaN`, `1e3`, `0x10`, `0o7`, `0b1`, `010`, `+5`,
+ * ` 5`, `""`, nor a parameter given twice (an array). Those stay as they are,
+ * so the schema refuses them by type; ajv then checks a number's bounds.
+ * Returns a copy: the caller's object is never changed.
+ */
+function numbersFromText(schema: JsonSchema, value: Record<string, unknown>): Record<string, unknown> {
+  const properties = (schema.properties ?? {}) as Record<string, JsonSchema>;
+  const out = { ...value };
+  for (const [name, property] of Object.entries(properties)) {
+    const text = out[name];
+    const pattern = property.type === "integer" ? DECIMAL_INTEGER : property.type === "number" ? DECIMAL_NUMBER : undefined;
+    if (typeof text !== "string" || !pattern?.test(text)) continue;
+    const number = Number(text);
+    if (Number.isFinite(number)) out[name] = number;
+  }
+  return out;
+}
+
+/**
+ * JSON has no Infinity, but JSON.parse reads 1e400 as one (and JSON.stringify
+ * would store it as null): a body holds finite numbers only, free-form values
+ * (payload, result) included. Typed fields are refused by ajv before this.
+ */
+function checkFinite(value: unknown, path: string): void {
+  if (typeof value === "number") {
+    if (!Number.isFinite(value)) throw invalidArgument(path || "body", `must be a finite number, got ${value}`);
+    return;
+  }
+  if (typeof value !== "object" || value === null) return;
+  for (const [key, item] of Object.entries(value)) checkFinite(item, joinPath(path, key));
 }
 
 // ---------------------------------------------------------------- error mapping
@@ -140,6 +182,8 @@ export function ajvErrorToDuetime(error: ErrorObject, part: RequestPart, prefix 
   }
 
   switch (error.keyword) {
+    case "type":
+      return at(base, part === "query" || part === "headers" ? describeTextType(error) : describeKeyword(error, parent));
     case "required":
       return at(named(p.missingProperty), "is required");
     case "additionalProperties":
@@ -218,6 +262,18 @@ function describeKeyword(error: ErrorObject, parent: Record<string, unknown>): s
   }
 }
 
+/** A type error of a querystring or header value, which is text (see numbersFromText). */
+function describeTextType(error: ErrorObject): string {
+  const type = String((error.params as { type: unknown }).type);
+  const data = error.data;
+  if (Array.isArray(data)) return `must be given once, got ${data.length} values`;
+  if (typeof data === "string" && (type === "integer" || type === "number")) {
+    const shown = data.length > 40 ? `${data.slice(0, 40)}...` : data;
+    return `must be ${withArticle(type)} in plain decimal digits, like 50; got ${JSON.stringify(shown)}`;
+  }
+  return `must be ${withArticle(type)}, got ${describeValue(data)}`;
+}
+
 function discriminatorValues(parent: Record<string, unknown>, tag: string): string[] {
   const branches = Array.isArray(parent.oneOf) ? (parent.oneOf as Record<string, unknown>[]) : [];
   const values: string[] = [];
@@ -237,6 +293,7 @@ function withArticle(type: string): string {
 function describeValue(value: unknown): string {
   if (value === null) return "null";
   if (Array.isArray(value)) return "an array";
+  if (typeof value === "number" && !Number.isFinite(value)) return String(value);
   if (Number.isInteger(value)) return "an integer";
   return withArticle(typeof value);
 }

@@ -57,6 +57,8 @@ export interface AppOptions {
   ready?: () => Promise<boolean>;
   /** Deepest JSON nesting accepted in a body (default 64). */
   maxJsonDepth?: number;
+  /** A /v1 request's deadline in ms (default 10 s; a long poll's is its waitSeconds more); past it, 503 UNAVAILABLE. */
+  requestDeadlineMs?: number;
 }
 
 export function buildApp(options: AppOptions): FastifyInstance {
@@ -118,7 +120,7 @@ export function buildApp(options: AppOptions): FastifyInstance {
 
   // Registered after swagger so its onRoute hook sees every route.
   void app.register(async (scope) => {
-    registerRoutes(scope, options.service, { keyRing, inflight });
+    registerRoutes(scope, options.service, { keyRing, inflight, deadlineMs: options.requestDeadlineMs });
 
     scope.get("/healthz", { schema: { tags: ["health"], summary: "The process is up", response: { 200: statusResponse } } }, async () => ({
       status: "ok",

@@ -17,6 +17,12 @@
 // `W/"7"`) or a `version` field (core/validate.ts expectedVersion()), and the
 // service answers 409 VERSION_CONFLICT when the job has moved on.
 //
+// Deadlines: every request has one (default 10 s; a long poll's is its
+// waitSeconds more). When it passes, the request's signal aborts (the service
+// stops waiting) and the answer is 503 UNAVAILABLE with Retry-After: a client
+// retries 503s already, and the catalog has no better code (a timeout is "not
+// available now", not the caller's mistake). See withDeadline().
+//
 // Roles (admin may call everything):
 // - client: jobs (create, batch, get, list, update, cancel, pause, resume,
 //   trigger, backfill, occurrences), executions history, dead-letter list,
@@ -104,6 +110,8 @@ interface RouteDef {
   bodyOptional?: boolean;
   /** The handler checks the body itself (the batch, whose jobs fail one by one). */
   bodyCheckedByHandler?: boolean;
+  /** A long poll: the seconds it may wait by design, added to its deadline. */
+  waitSeconds?(body: unknown): number;
   status?: number;
   responses: Record<number, JsonSchema>;
   handle(input: Input): Promise<unknown>;
@@ -299,6 +307,7 @@ function routeTable(service: Service, runtime: RouteRuntime): RouteDef[] {
       params: "poolParams",
       body: "leaseBody",
       responses: { 200: leaseResponse },
+      waitSeconds: (body) => (body as LeaseRequest).waitSeconds ?? 0,
       handle: ({ ctx, params, body }) => service.lease(ctx, params.pool as string, body as LeaseRequest),
     },
     {
@@ -521,10 +530,41 @@ export function displayPath(url: string): string {
     .replace(/\u0000/g, ":");
 }
 
+const DEFAULT_REQUEST_DEADLINE_MS = 10_000;
+
 export interface RouteRuntime {
   keyRing: KeyRing;
   /** Controllers of requests in flight; aborted when the server closes. */
   inflight: Set<AbortController>;
+  /** A request's deadline (default DEFAULT_REQUEST_DEADLINE_MS); a long poll's is its waitSeconds more. */
+  deadlineMs?: number | undefined;
+}
+
+/**
+ * The handler's answer, or 503 UNAVAILABLE once `ms` have passed, when the
+ * request's signal is aborted too so the service stops waiting (a long poll,
+ * a store call). A timer cannot stop synchronous work: a CPU-bound loop holds
+ * the event loop, and this timer with it, until it ends. The real defence
+ * against those is that every loop and allocation input drives is bounded
+ * (core/schemas.ts LIMITS, the cron search's horizon); the deadline is for
+ * work that waits.
+ */
+async function withDeadline<T>(work: () => Promise<T>, ms: number, controller: AbortController): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => {
+      const error = new DuetimeError("UNAVAILABLE", `the request did not finish within its deadline of ${ms / 1000} s`);
+      controller.abort(error);
+      reject(error);
+    }, ms);
+  });
+  const answer = work();
+  answer.catch(() => {}); // an answer after the deadline has no one to go to
+  try {
+    return await Promise.race([answer, expired]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Registers every /v1 route on the (child) instance. */
@@ -591,7 +631,8 @@ export function registerRoutes(app: FastifyInstance, service: Service, runtime: 
         }
 
         reply.code(def.status ?? 200);
-        const result = await def.handle({ ctx, params, query, headers, body, reply });
+        const deadlineMs = (runtime.deadlineMs ?? DEFAULT_REQUEST_DEADLINE_MS) + 1000 * (def.waitSeconds?.(body) ?? 0);
+        const result = await withDeadline(async () => def.handle({ ctx, params, query, headers, body, reply }), deadlineMs, controller);
         if (result === undefined) return reply.send();
         return result;
       },

@@ -41,7 +41,13 @@ export interface FireTime {
   dst?: "gap" | "overlap";
 }
 
-/** How far ahead nextFireTime looks before giving up (about 30 years). */
+/**
+ * How far past `afterMs` (for a running job: its previous firing)
+ * nextFireTime searches before it answers "none": 30 × 366 days, a little
+ * over 30 years. It bounds the search's work: a request cannot make it walk
+ * further (docs/cron.md). Feb 29 on a Monday (every 28 years, mostly) is
+ * found; an expression whose next firing is further away has none.
+ */
 export const HORIZON_MS = 30 * 366 * 86_400_000;
 
 function formatWall(w: number): string {
@@ -49,14 +55,15 @@ function formatWall(w: number): string {
 }
 
 /**
- * The first fire strictly after afterMs, or null if there is none within
- * about 30 years. Throws RangeError for an unknown time zone.
+ * The first fire strictly after afterMs and before afterMs + HORIZON_MS, or
+ * null if there is none. Throws RangeError for an unknown time zone.
  */
 export function nextFireTime(expr: CronExpression, tz: string, afterMs: number, dst?: DstOptions): FireTime | null {
   if (!Number.isFinite(afterMs)) throw new RangeError(`afterMs must be a finite number, got ${afterMs}`);
   const c = compile(expr);
   const zone = getZone(tz);
   const horizon = afterMs + HORIZON_MS;
+  const within = (fire: FireTime): FireTime | null => (fire.at < horizon ? fire : null);
   // The smallest wall time (whole second) whose instant is > afterMs, given offset o.
   const wallAfter = (o: number): number => Math.floor((afterMs + o) / 1000) * 1000 + 1000;
 
@@ -82,7 +89,7 @@ export function nextFireTime(expr: CronExpression, tz: string, afterMs: number, 
     if (s > afterMs && op < o && runAtTransition) {
       // Spring forward at s: wall times [s+op, s+o) do not exist.
       const g = nextWall(c, s + op, s + o);
-      if (g >= 0 && !matchesWall(c, s + o)) return { at: s, local: formatWall(g), dst: "gap" };
+      if (g >= 0 && !matchesWall(c, s + o)) return within({ at: s, local: formatWall(g), dst: "gap" });
     }
     let from = Math.max(wallAfter(o), s + o);
     // Fall back at s: wall times [s+o, s+op) are second occurrences.
@@ -91,7 +98,7 @@ export function nextFireTime(expr: CronExpression, tz: string, afterMs: number, 
     if (w >= 0) {
       const fire: FireTime = { at: w - o, local: formatWall(w) };
       if ((op > o && w < s + op) || (on < o && w >= e + on)) fire.dst = "overlap";
-      return fire;
+      return within(fire); // the last interval may reach past the horizon
     }
     if (e > horizon) return null;
     s = e;
@@ -100,8 +107,13 @@ export function nextFireTime(expr: CronExpression, tz: string, afterMs: number, 
   }
 }
 
-/** The first `count` fires strictly after afterMs, in order (fewer if the horizon is reached). */
+/**
+ * The first `count` fires strictly after afterMs, in order (fewer if the
+ * horizon is reached). count is a whole number: callers bound it (the preview
+ * takes 1..1000), so Infinity is a RangeError, never an endless loop.
+ */
 export function fireTimes(expr: CronExpression, tz: string, afterMs: number, count: number, dst?: DstOptions): FireTime[] {
+  if (!Number.isSafeInteger(count) || count < 0) throw new RangeError(`count must be a whole number, got ${count}`);
   const out: FireTime[] = [];
   let after = afterMs;
   for (let i = 0; i < count; i++) {

@@ -65,6 +65,9 @@ export function isValidTimeZone(tz: string): boolean {
   return typeof tz === "string" && formatterFor(tz) !== null;
 }
 
+/** Year tables kept per zone: more than a horizon's worth (cron/next.ts) and a few years back. */
+const YEARS_CACHED = 100;
+
 /** A zone's offsets, with per-year transition tables built on first use. */
 export class Zone {
   readonly name: string;
@@ -125,6 +128,8 @@ export class Zone {
       loOffset = after;
     }
     t = { startOffset, transitions };
+    // Requests choose the years (a preview's `from`): bound the cache like the zone cache.
+    if (this.years.size >= YEARS_CACHED) this.years.clear();
     this.years.set(year, t);
     return t;
   }
