@@ -3,12 +3,16 @@
 // the error catalog (core/errors.ts). The status always follows the code, so
 // a client can trust either.
 //
-// Decisions for errors the HTTP layer raises itself (docs/errors.md):
+// Decisions for errors the HTTP layer raises itself (docs/errors.md lists
+// every one):
 // - an unsupported or invalid Content-Type answers 400 INVALID_ARGUMENT
 //   (field "content-type"), not 415: 415 has no code in the catalog;
 // - a wrong method on a known path answers 404 NOT_FOUND like an unknown path
 //   (Fastify's router does not tell them apart, and 405 has no code);
-// - oversized or malformed request heads answer 400 INVALID_ARGUMENT;
+// - what Node's parser refuses, and what Node would answer with 408, 414, 417,
+//   431 or 505, answers 400 INVALID_ARGUMENT naming the part at fault
+//   (request, url, headers, host, expect, content-length, transfer-encoding,
+//   body), for the same reason; the connection is closed;
 // - a request arriving while the server shuts down answers 503 UNAVAILABLE.
 
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from "node:http";
@@ -167,6 +171,8 @@ export function clientErrorToDuetime(err: ParserError, bodyStarted: boolean, tim
       const limitBytes = HEAD_LIMITS.maxHeaderBytes;
       return invalidArgument(field, `the request line and headers are larger than ${limitBytes} bytes`, { limitBytes });
     }
+    case "HPE_PAUSED_H2_UPGRADE": // the HTTP/2 connection preface, "PRI * HTTP/2.0"
+      return invalidArgument("request", "HTTP/2 is not supported; send HTTP/1.1");
     case "HPE_CHUNK_EXTENSIONS_OVERFLOW":
       return new DuetimeError("PAYLOAD_TOO_LARGE", "body: chunk extensions are too large", { field: "body" });
     case "ERR_HTTP_REQUEST_TIMEOUT":

@@ -148,6 +148,12 @@ describe("answers from the HTTP layer, over raw sockets", () => {
     assert.match((res.body as { error: { message: string } }).error.message, /HTTP\/2\.0 is not supported/);
   });
 
+  test("the HTTP/2 connection preface answers 400 on request", async () => {
+    const res = await exchange(s.port, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+    assertRefused(res, 400, "INVALID_ARGUMENT", "request");
+    assert.match((res.body as { error: { message: string } }).error.message, /HTTP\/2 is not supported/);
+  });
+
   test("an unknown HTTP/1.x version answers 400 on request", async () => {
     assertRefused(await exchange(s.port, "GET /healthz HTTP/1.2\r\nHost: x\r\n\r\n"), 400, "INVALID_ARGUMENT", "request");
   });
