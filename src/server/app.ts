@@ -112,6 +112,12 @@ export function buildApp(options: AppOptions): FastifyInstance {
   // Node answers an Expect other than 100-continue with an empty 417 unless
   // someone listens: route it like any request, checkRequestHead refuses it.
   app.server.on("checkExpectation", (req: IncomingMessage, res: ServerResponse) => app.routing(req, res));
+  // Expect: 100-continue: a body announced over the limit is refused (413)
+  // without inviting the client to send it; Node would send 100 Continue first.
+  app.server.on("checkContinue", (req: IncomingMessage, res: ServerResponse) => {
+    if (!(Number(req.headers["content-length"]) > bodyLimitBytes)) res.writeContinue();
+    app.routing(req, res);
+  });
   app.server.on("connect", connectHandler);
 
   app.setValidatorCompiler(() => () => true);

@@ -197,6 +197,11 @@ describe("answers from the HTTP layer, over raw sockets", () => {
     assertRefused(res, 413, "PAYLOAD_TOO_LARGE", "body");
   });
 
+  test("with Expect: 100-continue, a body announced over the limit answers 413 without 100 Continue", async () => {
+    const res = await exchange(s.port, `${POST_HEAD}Expect: 100-continue\r\nContent-Length: ${100 * 1024 * 1024}\r\n\r\n`);
+    assertRefused(res, 413, "PAYLOAD_TOO_LARGE", "body");
+  });
+
   test("a malformed chunk size answers 400 on body", async () => {
     const res = await exchange(s.port, `${POST_HEAD}Transfer-Encoding: chunked\r\n\r\nZZ\r\n{}\r\n0\r\n\r\n`);
     assertRefused(res, 400, "INVALID_ARGUMENT", "body");
