@@ -51,9 +51,9 @@ export const HTTP_TIMEOUTS = {
   checkIntervalMs: 1_000,
   /** A socket silent this long is closed; above the 60 s long poll plus slack. */
   connectionTimeoutMs: 120_000,
-};
+} as const;
 
-export type HttpTimeouts = typeof HTTP_TIMEOUTS;
+export type HttpTimeouts = Record<keyof typeof HTTP_TIMEOUTS, number>;
 
 export interface AppOptions {
   service: Service;

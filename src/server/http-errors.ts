@@ -164,7 +164,7 @@ function urlOverflowed(packet: unknown): boolean {
  * slow, or the client hung up mid-request) to the error it answers.
  * bodyStarted: the head was parsed, so what is missing is the body.
  */
-export function clientErrorToDuetime(err: ParserError, bodyStarted: boolean, timeouts: RequestTimeouts): DuetimeError {
+function clientErrorToDuetime(err: ParserError, bodyStarted: boolean, timeouts: RequestTimeouts): DuetimeError {
   switch (err.code) {
     case "HPE_HEADER_OVERFLOW": {
       const field = urlOverflowed(err.rawPacket) ? "url" : "headers";

@@ -288,6 +288,7 @@ describe("slow clients, with shortened timeouts", () => {
   });
 
   test("a long poll that outlasts the request timeout is still answered", async () => {
+    // The service answers after twice the request timeout, as a long poll with no work would.
     const waitMs = timeouts.requestTimeoutMs * 2;
     s.svc.override.lease = () => new Promise((resolve) => setTimeout(() => resolve({ items: [] }), waitMs));
     try {
