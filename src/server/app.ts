@@ -10,12 +10,14 @@
 // Serialization: JSON.stringify, never the response schemas, so no field the
 // engine returns is dropped or coerced (payload, result, error are free-form).
 
+import type { IncomingMessage, ServerResponse } from "node:http";
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from "fastify";
 import swagger from "@fastify/swagger";
 import { DuetimeError } from "../core/errors.js";
 import { statusResponse } from "../core/schemas.js";
 import { KeyRing, type ApiKey, type KeyRingOptions } from "./auth.js";
 import {
+  connectHandler,
   makeClientErrorHandler,
   makeErrorHandler,
   makeFrameworkErrorHandler,
@@ -24,6 +26,7 @@ import {
 } from "./http-errors.js";
 import { HttpMetrics, METRICS_CONTENT_TYPE } from "./http-metrics.js";
 import { DEFAULT_MAX_JSON_DEPTH, installJsonParser } from "./json-body.js";
+import { checkRequestHead, HEAD_LIMITS } from "./request-head.js";
 import { registerRoutes } from "./routes.js";
 import type { Service } from "../engine/service.js";
 
@@ -31,15 +34,26 @@ export type { ApiKey } from "./auth.js";
 
 export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
 
-/** Socket and request timings; long polls last up to 60 s, load balancers idle out at 60 s. */
+/**
+ * Socket and request timings. Long polls last up to 60 s, load balancers idle
+ * out at 60 s. Receiving a request is bounded tightly (a slow-loris socket
+ * cannot hold on for long); answering it is not: a long poll's wait comes
+ * after the request was received, so the request timeouts never cut it.
+ */
 export const HTTP_TIMEOUTS = {
   /** Idle keep-alive connections live longer than a typical load balancer's 60 s. */
   keepAliveTimeoutMs: 72_000,
-  /** Receiving one whole request (not answering it) may take this long. */
-  requestTimeoutMs: 90_000,
+  /** The request line and headers must have arrived this long after the request began. */
+  headersTimeoutMs: 10_000,
+  /** The whole request, head and body (1 MiB at 35 KiB/s), must have arrived this long after it began. */
+  requestTimeoutMs: 30_000,
+  /** How often Node checks the two limits above: a late socket is closed at most this much later. */
+  checkIntervalMs: 1_000,
   /** A socket silent this long is closed; above the 60 s long poll plus slack. */
   connectionTimeoutMs: 120_000,
 } as const;
+
+export type HttpTimeouts = Record<keyof typeof HTTP_TIMEOUTS, number>;
 
 export interface AppOptions {
   service: Service;
@@ -59,6 +73,8 @@ export interface AppOptions {
   maxJsonDepth?: number;
   /** A /v1 request's deadline in ms (default 10 s; a long poll's is its waitSeconds more); past it, 503 UNAVAILABLE. */
   requestDeadlineMs?: number;
+  /** Overrides of HTTP_TIMEOUTS (tests shorten them). */
+  timeouts?: Partial<HttpTimeouts>;
 }
 
 export function buildApp(options: AppOptions): FastifyInstance {
@@ -67,6 +83,7 @@ export function buildApp(options: AppOptions): FastifyInstance {
   const inflight = new Set<AbortController>();
   const metrics = new HttpMetrics();
   const ready = options.ready ?? (() => options.service.ready());
+  const timeouts: HttpTimeouts = { ...HTTP_TIMEOUTS, ...options.timeouts };
   let closing = false;
 
   // The client error handler is installed before the app (and its logger) exists.
@@ -77,16 +94,33 @@ export function buildApp(options: AppOptions): FastifyInstance {
     // /metrics histogram counts requests; errors are logged by the error handler.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: bodyLimitBytes,
-    keepAliveTimeout: HTTP_TIMEOUTS.keepAliveTimeoutMs,
-    requestTimeout: HTTP_TIMEOUTS.requestTimeoutMs,
-    connectionTimeout: HTTP_TIMEOUTS.connectionTimeoutMs,
+    keepAliveTimeout: timeouts.keepAliveTimeoutMs,
+    requestTimeout: timeouts.requestTimeoutMs,
+    connectionTimeout: timeouts.connectionTimeoutMs,
+    http: {
+      headersTimeout: timeouts.headersTimeoutMs,
+      connectionsCheckingInterval: timeouts.checkIntervalMs,
+      maxHeaderSize: HEAD_LIMITS.maxHeaderBytes,
+      // checkRequestHead answers a missing Host with the envelope; Node's own answer has no body.
+      requireHostHeader: false,
+    },
     // Fastify's own 503-on-closing writes its own body; ours (onRequest below) writes the envelope.
     return503OnClosing: false,
     routerOptions: { maxParamLength: 512 },
     frameworkErrors: makeFrameworkErrorHandler(bodyLimitBytes),
-    clientErrorHandler: makeClientErrorHandler(clientErrorLog),
+    clientErrorHandler: makeClientErrorHandler(clientErrorLog, timeouts),
   });
   clientErrorLog.current = app.log;
+  // Node answers an Expect other than 100-continue with an empty 417 unless
+  // someone listens: route it like any request, checkRequestHead refuses it.
+  app.server.on("checkExpectation", (req: IncomingMessage, res: ServerResponse) => app.routing(req, res));
+  // Expect: 100-continue: a body announced over the limit is refused (413)
+  // without inviting the client to send it; Node would send 100 Continue first.
+  app.server.on("checkContinue", (req: IncomingMessage, res: ServerResponse) => {
+    if (!(Number(req.headers["content-length"]) > bodyLimitBytes)) res.writeContinue();
+    app.routing(req, res);
+  });
+  app.server.on("connect", connectHandler);
 
   app.setValidatorCompiler(() => () => true);
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
@@ -94,6 +128,14 @@ export function buildApp(options: AppOptions): FastifyInstance {
   app.setErrorHandler(makeErrorHandler(bodyLimitBytes));
   app.setNotFoundHandler(notFoundHandler);
 
+  // First of all hooks: a refused head is answered before its body is read.
+  app.addHook("onRequest", async (request, reply) => {
+    const refused = checkRequestHead(request.raw);
+    if (refused === undefined) return;
+    // Its body, if any, is left unread: the connection cannot carry another request.
+    void reply.header("connection", "close");
+    throw refused;
+  });
   app.addHook("onRequest", async () => {
     if (closing) throw new DuetimeError("UNAVAILABLE", "the server is shutting down", undefined, 5);
   });

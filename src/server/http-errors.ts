@@ -3,19 +3,31 @@
 // the error catalog (core/errors.ts). The status always follows the code, so
 // a client can trust either.
 //
-// Decisions for errors the HTTP layer raises itself (docs/errors.md):
+// Decisions for errors the HTTP layer raises itself (docs/errors.md lists
+// every one):
 // - an unsupported or invalid Content-Type answers 400 INVALID_ARGUMENT
 //   (field "content-type"), not 415: 415 has no code in the catalog;
 // - a wrong method on a known path answers 404 NOT_FOUND like an unknown path
 //   (Fastify's router does not tell them apart, and 405 has no code);
-// - oversized or malformed request heads answer 400 INVALID_ARGUMENT;
+// - what Node's parser refuses, and what Node would answer with 408, 414, 417,
+//   431 or 505, answers 400 INVALID_ARGUMENT naming the part at fault
+//   (request, url, headers, host, expect, content-length, transfer-encoding,
+//   body), for the same reason; the connection is closed;
 // - a request arriving while the server shuts down answers 503 UNAVAILABLE.
 
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from "fastify";
 import { ajvErrorToDuetime, type RequestPart } from "../core/validate.js";
 import { DuetimeError, ERROR_CODES, invalidArgument, type ErrorCode } from "../core/errors.js";
 import type { ErrorObject } from "ajv";
+import { HEAD_LIMITS } from "./request-head.js";
+
+/** The two limits on receiving a request (app.ts HTTP_TIMEOUTS), named in the timeout's message. */
+export interface RequestTimeouts {
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+}
 
 export interface ErrorEnvelope {
   error: { code: ErrorCode; message: string; details?: Record<string, unknown> };
@@ -69,6 +81,8 @@ export function toDuetimeError(err: unknown, bodyLimitBytes: number): { error: D
       return { error: invalidArgument("content-length", "does not match the body"), internal: false };
     case "FST_ERR_BAD_URL":
       return { error: invalidArgument("url", "is not a valid URL (bad percent-encoding)"), internal: false };
+    case "ECONNRESET": // the body stream saw the client go away (Node's "aborted"); nobody is left to answer
+      return { error: invalidArgument("body", "the connection ended before the body did"), internal: false };
     case "FST_ERR_MAX_PARAM_LENGTH":
       return { error: new DuetimeError("NOT_FOUND", "not found: a path segment is too long"), internal: false };
   }
@@ -125,25 +139,93 @@ export function notFoundHandler(request: FastifyRequest, reply: FastifyReply): F
   return sendError(reply, new DuetimeError("NOT_FOUND", `no route for ${request.method} ${path}`));
 }
 
+/** A 'clientError' error; rawPacket is the Buffer being parsed (Fastify's types say otherwise). */
+type ParserError = Error & { code?: string; reason?: string; rawPacket?: unknown };
+
+/** The request part a parse error of Node's (llhttp's) is about; the rest is "request". */
+const PARSER_ERROR_FIELD: Record<string, string> = {
+  HPE_INVALID_URL: "url",
+  HPE_INVALID_HEADER_TOKEN: "headers",
+  HPE_INVALID_CONTENT_LENGTH: "content-length",
+  HPE_UNEXPECTED_CONTENT_LENGTH: "content-length",
+  HPE_INVALID_TRANSFER_ENCODING: "transfer-encoding",
+  HPE_INVALID_CHUNK_SIZE: "body",
+};
+
+/** The overflow is the URL's when the packet holds a request line longer than the whole limit. */
+function urlOverflowed(packet: unknown): boolean {
+  if (!Buffer.isBuffer(packet) || !/^[A-Z]+ /.test(packet.toString("latin1", 0, 16))) return false;
+  const lineEnd = packet.indexOf("\r\n");
+  return (lineEnd === -1 ? packet.length : lineEnd) > HEAD_LIMITS.maxHeaderBytes;
+}
+
 /**
- * Node's 'clientError' (a request head that cannot be parsed, too large, or
- * too slow): the socket has no request object yet, so the envelope is written
- * by hand, as Fastify's default handler does with its own body.
+ * Maps a 'clientError' (the parser refused the bytes, the request was too
+ * slow, or the client hung up mid-request) to the error it answers.
+ * bodyStarted: the head was parsed, so what is missing is the body.
  */
-export function makeClientErrorHandler(log: { current?: FastifyBaseLogger }) {
-  return function clientErrorHandler(err: Error & { code?: string }, socket: Socket): void {
-    if (err.code === "ECONNRESET" || socket.destroyed) return;
-    let message = "request: malformed HTTP request";
-    if (err.code === "HPE_HEADER_OVERFLOW") message = "headers: larger than the server accepts";
-    else if (err.code === "ERR_HTTP_REQUEST_TIMEOUT") message = "request: not received in time";
-    log.current?.debug({ code: err.code }, message);
-    const body = JSON.stringify({ error: { code: "INVALID_ARGUMENT", message, details: { field: message.split(":")[0] } } });
-    if (socket.writable) {
-      socket.write(
-        `HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\n` +
-          `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-      );
+function clientErrorToDuetime(err: ParserError, bodyStarted: boolean, timeouts: RequestTimeouts): DuetimeError {
+  switch (err.code) {
+    case "HPE_HEADER_OVERFLOW": {
+      const field = urlOverflowed(err.rawPacket) ? "url" : "headers";
+      const limitBytes = HEAD_LIMITS.maxHeaderBytes;
+      return invalidArgument(field, `the request line and headers are larger than ${limitBytes} bytes`, { limitBytes });
     }
+    case "HPE_PAUSED_H2_UPGRADE": // the HTTP/2 connection preface, "PRI * HTTP/2.0"
+      return invalidArgument("request", "HTTP/2 is not supported; send HTTP/1.1");
+    case "HPE_CHUNK_EXTENSIONS_OVERFLOW":
+      return new DuetimeError("PAYLOAD_TOO_LARGE", "body: chunk extensions are too large", { field: "body" });
+    case "ERR_HTTP_REQUEST_TIMEOUT":
+      return invalidArgument(
+        "request",
+        `not received in time (the head within ${timeouts.headersTimeoutMs / 1000} s, ` +
+          `the whole request within ${timeouts.requestTimeoutMs / 1000} s)`,
+      );
+    case "HPE_INVALID_EOF_STATE":
+      return bodyStarted
+        ? invalidArgument("body", "the connection ended before the body did (fewer bytes than Content-Length, or no last chunk)")
+        : invalidArgument("request", "the connection ended in the middle of the request head");
+  }
+  const field = PARSER_ERROR_FIELD[err.code ?? ""] ?? "request";
+  return invalidArgument(field, `not valid HTTP/1.1 (${err.reason ?? err.message})`);
+}
+
+/** Writes a whole error response on a socket no ServerResponse writes to, asking the client to close. */
+function writeRawError(socket: Socket, error: DuetimeError): void {
+  const body = JSON.stringify(envelopeOf(error));
+  socket.write(
+    `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\nConnection: close\r\n` +
+      `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
+}
+
+/** Node's private link from a socket to the response in progress on it (as its own clientError default uses). */
+function responseInProgress(socket: Socket): ServerResponse | undefined {
+  return (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage ?? undefined;
+}
+
+/**
+ * Node's 'clientError': the socket has no request object (or its request
+ * cannot go on), so the envelope is written by hand, as Fastify's default
+ * handler does with its own body, unless a response has started already.
+ * The connection is always closed: the parser's state is lost.
+ */
+export function makeClientErrorHandler(log: { current?: FastifyBaseLogger }, timeouts: RequestTimeouts) {
+  return function clientErrorHandler(err: ParserError, socket: Socket): void {
+    if (err.code === "ECONNRESET" || socket.destroyed) return;
+    const response = responseInProgress(socket);
+    const error = clientErrorToDuetime(err, response !== undefined, timeouts);
+    log.current?.debug({ code: err.code }, error.message);
+    if (socket.writable && response?.headersSent !== true) writeRawError(socket, error);
     socket.destroy(err);
   };
+}
+
+/**
+ * Node's 'connect' (a CONNECT request, which takes the socket over as a
+ * tunnel): this server tunnels nothing, so it answers like an unknown route.
+ */
+export function connectHandler(req: IncomingMessage, socket: Socket): void {
+  if (socket.writable) writeRawError(socket, new DuetimeError("NOT_FOUND", `no route for CONNECT ${req.url ?? ""}`));
+  socket.destroy();
 }
