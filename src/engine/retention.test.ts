@@ -85,6 +85,22 @@ test("idempotency: a key is kept 24 hours; after that the same key creates a new
   await engine.stop();
 });
 
+test("a job outlives its idempotency key, even when history is kept for less", async () => {
+  const { clock, engine } = await setup({ historyMs: HOUR });
+  const spec = { name: "once", target: { type: "queue" as const, pool: "p" }, schedule: { delaySeconds: 0 } };
+  const first = await engine.service.createJob(ctx, spec, "key-1");
+  await engine.scheduler.runOnce();
+  const { leased } = await engine.executor.lease({ pool: "p", workerId: "w", max: 1, leaseMs: 30_000, waitMs: 0 });
+  await engine.executor.complete(leased.map((l) => ({ executionId: l.executionId, tenantId: l.tenantId, attempt: l.attempt })));
+  clock.jump(2 * HOUR);
+  assert.deepEqual(await engine.retention.runOnce(), { executions: 1, jobs: 0, idempotency: 0, audit: 0 });
+  const retried = await engine.service.createJob(ctx, spec, "key-1");
+  assert.equal(retried.jobId, first.jobId, "a retried create still answers the first job");
+  clock.jump(23 * HOUR);
+  assert.deepEqual(await engine.retention.runOnce(), { executions: 0, jobs: 1, idempotency: 1, audit: 0 });
+  await engine.stop();
+});
+
 test("audit: entries are kept 90 days", async () => {
   const { clock, engine } = await setup();
   await engine.service.createKey(ctx, { role: "worker", name: "first" });

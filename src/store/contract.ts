@@ -2225,6 +2225,9 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         assert.deepEqual(await executionIds(store, old), []);
         assert.deepEqual(await executionIds(store, oldDead), [], "the attempts went with the execution");
         assert.deepEqual(await store.deadLetterList({ tenantId: "t1", limit: 10 }), [], "a dead letter follows the history retention");
+        // The same occurrence made again (a backfill) starts afresh: no attempt of the removed one is left behind.
+        await store.executionCreateMany({ tenantId: "t1", jobId: oldDead.job.jobId, nodeId: "n1", now: T0 + MINUTE, items: [{ scheduledFor: oldDead.scheduledFor, readyAt: T0 + MINUTE }] });
+        assert.deepEqual((await history(store, "t1", oldDead.job.jobId)).map((h) => [h.executionId, h.attempt]), [[oldDead.executionId, 0]]);
         assert.deepEqual(await executionIds(store, recent), [recent.executionId]);
 
         assert.deepEqual(await store.retentionPurge({ kind: "executions", before: T0 + 1000 * HOUR, limit: 100 }), { deleted: 1 });
