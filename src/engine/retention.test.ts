@@ -124,6 +124,19 @@ test("a run is bounded (batchSize × maxBatchesPerRun of each kind); the next ru
   await engine.stop();
 });
 
+test("a run yields to the event loop between batches, so dispatch and leases are served meanwhile", async () => {
+  const { clock, engine } = await setup({ batchSize: 1 });
+  await succeedNow(engine, "p", 3);
+  clock.jump(31 * DAY);
+  const order: string[] = [];
+  engine.events.on("retention:purged", (e) => order.push(e.kind));
+  const run = engine.retention.runOnce();
+  setImmediate(() => order.push("other work"));
+  await run;
+  assert.deepEqual(order.slice(0, 3), ["executions", "other work", "executions"]);
+  await engine.stop();
+});
+
 test("the run ledger says an occurrence older than the history retention is unknown (expired), not missed", async () => {
   const { clock, engine } = await setup();
   const job = await engine.service.createJob(ctx, { name: "hourly", target: { type: "queue", pool: "h" }, schedule: { cron: "0 * * * *" } });
@@ -159,6 +172,32 @@ test("a failing kind is counted as an error and logged; the other kinds still ru
   assert.deepEqual(errors, ["retention: disk I/O error"]);
   assert.equal(logged.length, 1);
   assert.match(logged[0]!, /executions.*disk I\/O error/);
+  await store.close();
+});
+
+test("start() runs it every interval on the clock; stop() cancels the next run", async () => {
+  const clock = new FakeClock(Date.parse(T0) + 100 * DAY);
+  const store = await openStore(`sqlite:${join(dir, `r${n++}.db`)}`);
+  const audit = (at: number) => ({ tenantId: "t", at, actor: "a", action: "key.create", subject: `ak_${at}` });
+  for (const at of [Date.parse(T0), Date.parse(T0) + 1]) {
+    await store.apiKeyCreate({ id: `ak_${at}`, tenantId: "t", role: "worker", digest: `d${at}`, now: at, audit: audit(at) });
+  }
+  const events = new EngineEvents();
+  const purged: number[] = [];
+  let ran = (): void => {};
+  events.on("retention:purged", (e) => (purged.push(e.deleted), ran()));
+  const retention = new Retention({ store, clock, events, periods: RETENTION_DEFAULTS, archive: null, tuning: { intervalMs: 60_000, batchSize: 1, maxBatchesPerRun: 1 } });
+  retention.start();
+  clock.advance(59_999);
+  assert.deepEqual(purged, []);
+  await new Promise<void>((resolve) => ((ran = resolve), clock.advance(1)));
+  assert.deepEqual(purged, [1]);
+  await new Promise((resolve) => setImmediate(resolve)); // the run ends and arms the next one
+  assert.equal(clock.pendingTimers(), 1);
+  await new Promise<void>((resolve) => ((ran = resolve), clock.advance(60_000)));
+  assert.deepEqual(purged, [1, 1]);
+  await retention.stop();
+  assert.equal(clock.pendingTimers(), 0);
   await store.close();
 });
 
