@@ -147,8 +147,8 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     clock,
     scheduler,
     executor,
-    nodeId,
     historyRetentionMs: periods.historyMs,
+    nodeId,
     signingSecrets: new SigningSecretReader(store, configured),
     ...(runner ? { targets: () => runner.targets() } : {}),
   });

@@ -68,9 +68,9 @@ export interface JobsServiceOptions {
   clock: Clock;
   scheduler: Scheduler;
   executor: Executor;
-  nodeId: string;
   /** How long history is kept (the run ledger tells an occurrence older than that apart); default 30 days. */
   historyRetentionMs?: number;
+  nodeId: string;
   /** The HTTP-target runner's view of its origins (empty without the runner). */
   targets?: () => TargetStatus[];
   /** Reads each tenant's signing secrets (GET /v1/secrets/signing); without it, only the stored ones are shown. */
