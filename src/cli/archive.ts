@@ -1,8 +1,8 @@
 // `duetime archive read`: searches the files that retention wrote to
 // --archive-dir (engine/archive.ts) on this machine; no server involved.
 
-import type { RetentionKind } from "../store/store.js";
-import { ARCHIVE_KINDS, readArchive, type ArchiveFilter, type ArchiveLine } from "../engine/archive.js";
+import { RETENTION_KINDS, type RetentionKind } from "../store/store.js";
+import { readArchive, type ArchiveFilter, type ArchiveLine } from "../engine/archive.js";
 import { UsageError, choiceOption, expectPositionals, strictParse, type Env } from "./args.js";
 import { oneLine, Printer, type Io } from "./output.js";
 
@@ -33,7 +33,7 @@ and deleting) is printed once.
 
   --dir DIR       The archive directory (env DUETIME_ARCHIVE_DIR)
   --tenant T      Only this tenant's rows
-  --kind K        ${ARCHIVE_KINDS.join(", ")}
+  --kind K        ${RETENTION_KINDS.join(", ")}
   --from DAY      First UTC day, YYYY-MM-DD (the day an execution ended, a job
                   last changed, a key was stored, an audit entry was written)
   --to DAY        Last UTC day, YYYY-MM-DD, inclusive
@@ -64,7 +64,7 @@ export function parseArchiveRead(args: string[], env: Env): ArchiveCommand {
   if (dir === undefined || dir === "") throw new UsageError("missing --dir (or DUETIME_ARCHIVE_DIR)", usage);
   const filter: ArchiveFilter = {};
   if (v.tenant !== undefined) filter.tenantId = nonEmpty("tenant", v.tenant, usage);
-  const kind = choiceOption<RetentionKind>("kind", v.kind, ARCHIVE_KINDS, usage);
+  const kind = choiceOption<RetentionKind>("kind", v.kind, RETENTION_KINDS, usage);
   if (kind !== undefined) filter.kind = kind;
   if (v.from !== undefined) filter.from = day("from", v.from, usage);
   if (v.to !== undefined) filter.to = day("to", v.to, usage);

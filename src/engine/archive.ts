@@ -21,9 +21,7 @@ import { promisify } from "node:util";
 import { constants as zlibConstants, gunzip, gzipSync } from "node:zlib";
 import { invalidArgument } from "../core/errors.js";
 import { toIso } from "../core/time.js";
-import type { PurgedRow, RetentionKind } from "../store/store.js";
-
-export const ARCHIVE_KINDS: readonly RetentionKind[] = ["executions", "jobs", "idempotency", "audit"];
+import { RETENTION_KINDS, type PurgedRow, type RetentionKind } from "../store/store.js";
 
 /** One line of an archive file. */
 export interface ArchiveLine {
@@ -74,22 +72,25 @@ export class ArchiveWriter {
    * delete transaction.
    */
   write(rows: readonly PurgedRow[]): void {
-    const files = new Map<string, string[]>();
+    const files = new Map<string, { tenant: string; name: string; lines: string[] }>();
     for (const r of rows) {
       const line: ArchiveLine = { kind: r.kind, tenantId: r.tenantId, id: r.id, jobId: r.jobId, at: toIso(r.at), row: r.row };
-      const path = join(tenantSegment(r.tenantId), `${r.kind}-${line.at.slice(0, 10)}.${this.part}.ndjson.gz`);
-      files.set(path, [...(files.get(path) ?? []), JSON.stringify(line)]);
+      const tenant = tenantSegment(r.tenantId);
+      const name = `${r.kind}-${line.at.slice(0, 10)}.${this.part}.ndjson.gz`;
+      const file = files.get(`${tenant}/${name}`) ?? { tenant, name, lines: [] };
+      file.lines.push(JSON.stringify(line));
+      files.set(`${tenant}/${name}`, file);
     }
-    for (const [path, lines] of files) this.append(path, gzipSync(`${lines.join("\n")}\n`));
+    for (const f of files.values()) this.append(f.tenant, f.name, gzipSync(`${f.lines.join("\n")}\n`));
   }
 
-  private append(relative: string, data: Buffer): void {
-    const tenantDir = join(this.dir, relative.split("/")[0]!);
+  private append(tenant: string, name: string, data: Buffer): void {
+    const tenantDir = join(this.dir, tenant);
     if (!existsSync(tenantDir)) {
       mkdirSync(tenantDir);
       fsyncPath(this.dir);
     }
-    const path = join(this.dir, relative);
+    const path = join(tenantDir, name);
     const created = !existsSync(path);
     const fd = openSync(path, "a");
     try {
@@ -162,7 +163,7 @@ async function dayGroups(tenantDir: string, filter: ArchiveFilter): Promise<stri
     const [, kind, day] = m as unknown as [string, RetentionKind, string];
     if (filter.kind !== undefined && kind !== filter.kind) continue;
     if ((filter.from !== undefined && day < filter.from) || (filter.to !== undefined && day > filter.to)) continue;
-    const key = `${ARCHIVE_KINDS.indexOf(kind)}:${day}`;
+    const key = `${RETENTION_KINDS.indexOf(kind)}:${day}`;
     groups.set(key, [...(groups.get(key) ?? []), join(tenantDir, name)]);
   }
   return [...groups.keys()].sort().map((k) => groups.get(k)!);

@@ -7,8 +7,8 @@
 
 import type { Clock, TimerHandle } from "../core/clock.js";
 import type { RetentionPeriods } from "../core/retention.js";
-import type { RetentionKind, Store } from "../store/store.js";
-import { ARCHIVE_KINDS, type ArchiveWriter } from "./archive.js";
+import { RETENTION_KINDS, type RetentionKind, type Store } from "../store/store.js";
+import type { ArchiveWriter } from "./archive.js";
 import type { EngineEvents } from "./events.js";
 
 /** Retention settings as EngineOptions takes them; periods default to RETENTION_DEFAULTS (core/retention.ts). */
@@ -24,9 +24,6 @@ export interface RetentionOptions extends Partial<RetentionPeriods> {
 }
 
 export type RetentionCounts = Record<RetentionKind, number>;
-
-/** Kinds in the order a run purges them: a job goes only once its executions have. */
-const KINDS: readonly RetentionKind[] = ARCHIVE_KINDS;
 
 /** Rows whose retention started before these times are due for removal. */
 export function retentionCutoffs(periods: RetentionPeriods, now: number): Record<RetentionKind, number> {
@@ -93,8 +90,8 @@ export class Retention {
 
   private async pass(): Promise<RetentionCounts> {
     const cutoffs = retentionCutoffs(this.o.periods, this.o.clock.now());
-    const counts = Object.fromEntries(KINDS.map((k) => [k, 0])) as RetentionCounts;
-    for (const kind of KINDS) {
+    const counts = Object.fromEntries(RETENTION_KINDS.map((k) => [k, 0])) as RetentionCounts;
+    for (const kind of RETENTION_KINDS) { // in order: a job goes once its executions have
       try {
         counts[kind] = await this.purge(kind, cutoffs[kind]);
       } catch (error) {

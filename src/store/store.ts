@@ -207,8 +207,9 @@ export interface ApiKeyRecord {
   revokedAt: number | null;
 }
 
-/** What retentionPurge removes (engine/retention.ts decides when). */
-export type RetentionKind = "executions" | "jobs" | "idempotency" | "audit";
+/** What retentionPurge removes (engine/retention.ts decides when), in the order a run removes them: a job only once its executions have gone. */
+export const RETENTION_KINDS = ["executions", "jobs", "idempotency", "audit"] as const;
+export type RetentionKind = (typeof RETENTION_KINDS)[number];
 
 /** A row retentionPurge removed, as handed to the archive. */
 export interface PurgedRow {
