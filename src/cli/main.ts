@@ -6,6 +6,7 @@ import { readFile } from "node:fs/promises";
 import { text } from "node:stream/consumers";
 import { DuetimeClient } from "../sdk/client.js";
 import { DuetimeApiError } from "../sdk/errors.js";
+import { ARCHIVE_HELP, ARCHIVE_READ_HELP, parseArchiveRead, runArchive, type ArchiveCommand } from "./archive.js";
 import { GLOBAL_HELP, UsageError, type Env } from "./args.js";
 import {
   CREATE_HELP,
@@ -50,7 +51,15 @@ import { SECRETS_HELP, SECRETS_SHOW_HELP, parseSecretsShow, runSecrets, type Sec
 import { SERVE_HELP, parseServe, runServe, type ServeCommand, type ServeDeps } from "./serve.js";
 import { closest } from "../sdk/options.js";
 
-export type Command = { command: "help"; text: string } | ServeCommand | JobsCommand | LedgerCommand | OpsCommand | KeysCommand | SecretsCommand;
+export type Command =
+  | { command: "help"; text: string }
+  | ServeCommand
+  | JobsCommand
+  | LedgerCommand
+  | OpsCommand
+  | KeysCommand
+  | SecretsCommand
+  | ArchiveCommand;
 
 export const TOP_HELP = `Usage: duetime <command> [options]
 
@@ -71,6 +80,8 @@ Commands:
                                          (role admin)
   secrets show                           The callback signing secret(s) of
                                          your tenant (role admin)
+  archive read --dir DIR [filters]       Search what retention archived
+                                         (local files, no server)
 
 Run "duetime <command> --help" for a command's options.
 
@@ -112,6 +123,10 @@ const SECRETS: Record<string, Leaf> = {
   show: { help: SECRETS_SHOW_HELP, parse: parseSecretsShow },
 };
 
+const ARCHIVE: Record<string, Leaf> = {
+  read: { help: ARCHIVE_READ_HELP, parse: parseArchiveRead },
+};
+
 /** Top-level commands: a leaf, or a group of leaves with its own help. */
 const COMMANDS: Record<string, Leaf | { help: string; group: Record<string, Leaf> }> = {
   serve: { help: SERVE_HELP, parse: parseServe },
@@ -121,6 +136,7 @@ const COMMANDS: Record<string, Leaf | { help: string; group: Record<string, Leaf
   cron: { help: CRON_HELP, parse: parseCron },
   keys: { help: KEYS_HELP, group: KEYS },
   secrets: { help: SECRETS_HELP, group: SECRETS },
+  archive: { help: ARCHIVE_HELP, group: ARCHIVE },
 };
 
 /** Global flags that take a value, so that `duetime --url U jobs list` finds the command after U. */
@@ -181,6 +197,10 @@ export async function execute(cmd: Command, io: Io, deps: MainDeps = {}): Promis
     return 0;
   }
   if (cmd.command === "serve") return runServe(cmd, io, deps.serve);
+  if (cmd.command === "archive read") {
+    await runArchive(cmd, io); // local files: no client; main() reports a failure (exit 1)
+    return 0;
+  }
   const client = new DuetimeClient({ url: cmd.global.url, ...(cmd.global.token ? { token: cmd.global.token } : {}) });
   const out = new Printer(io, cmd.global.json);
   try {

@@ -2,18 +2,23 @@
 // validated before anything starts; then the server, loaded lazily so that
 // the other commands never load the engine or a store driver.
 
-import { readFileSync } from "node:fs";
+import { accessSync, constants, mkdirSync, readFileSync } from "node:fs";
+import { resolve } from "node:path";
 import { parseApiKeys } from "../core/api-keys.js";
 import { DuetimeError } from "../core/errors.js";
+import { retentionProblem, type RetentionPeriods } from "../core/retention.js";
 import type { HttpTargetSettings } from "../engine/http-target.js";
 import type { OriginLimit } from "../engine/origin-limits.js";
+import type { RetentionOptions } from "../engine/retention.js";
 import type { RunningServer, ServerOptions } from "../server/index.js";
-import { UsageError, expectPositionals, integerOption, strictParse, type Env } from "./args.js";
+import { UsageError, expectPositionals, integerOption, parseDuration, strictParse, type Env } from "./args.js";
 import type { Io } from "./output.js";
 
 export interface ServeCommand {
   command: "serve";
   options: ServerOptions;
+  /** The retention flags, when any is given (handed to the engine as EngineOptions.retention). */
+  retention?: RetentionOptions;
 }
 
 export const SERVE_HELP = `Usage: duetime serve [options]
@@ -43,6 +48,13 @@ set from the environment variable shown; a flag wins over the environment.
                                                            without this flag, once the store holds a key)
   --body-limit BYTES          DUETIME_BODY_LIMIT           request body limit (default 1048576)
   --misfire-threshold S       DUETIME_MISFIRE_THRESHOLD    a recurring occurrence later than this is a misfire (default 60)
+  --history-retention D       DUETIME_HISTORY_RETENTION    executions (dead letters too) and their attempts are removed
+                                                           this long after they end; so are ended jobs with no
+                                                           execution left (default 30d; at least 1h)
+  --idempotency-retention D   DUETIME_IDEMPOTENCY_RETENTION  idempotency keys are kept this long (default 24h, the least)
+  --audit-retention D         DUETIME_AUDIT_RETENTION      audit entries are kept this long (default 90d; at least 1h)
+  --archive-dir DIR           DUETIME_ARCHIVE_DIR          write what retention removes there first, as gzip NDJSON
+                                                           per tenant and day (read it with duetime archive read)
   --log-level LEVEL           DUETIME_LOG_LEVEL            fatal|error|warn|info|debug|trace|silent (default info)
   -h, --help                  Show this help
 
@@ -63,6 +75,10 @@ const SERVE_OPTIONS = {
   "http-breaker-open-seconds": { type: "string" },
   "api-keys": { type: "string" },
   "misfire-threshold": { type: "string" },
+  "history-retention": { type: "string" },
+  "idempotency-retention": { type: "string" },
+  "audit-retention": { type: "string" },
+  "archive-dir": { type: "string" },
   "body-limit": { type: "string" },
   "log-level": { type: "string" },
 } as const;
@@ -119,7 +135,8 @@ export function parseServe(args: string[], env: Env): ServeCommand {
     if (!LOG_LEVELS.includes(logLevel.value)) throw new UsageError(`${logLevel.source}: expected one of ${LOG_LEVELS.join(", ")}, got ${JSON.stringify(logLevel.value)}`, usage);
     options.logLevel = logLevel.value;
   }
-  return { command: "serve", options };
+  const retention = parseRetention(pick, usage);
+  return { command: "serve", options, ...(retention ? { retention } : {}) };
 }
 
 type PickOption = (flag: keyof typeof SERVE_OPTIONS, variable: string) => { value: string; source: string } | undefined;
@@ -167,6 +184,37 @@ function parseHttpTarget(pick: PickOption, usage: string): HttpTargetSettings | 
     };
   }
   return Object.keys(settings).length > 0 ? settings : undefined;
+}
+
+const RETENTION_FLAGS = {
+  historyMs: ["history-retention", "DUETIME_HISTORY_RETENTION"],
+  idempotencyMs: ["idempotency-retention", "DUETIME_IDEMPOTENCY_RETENTION"],
+  auditMs: ["audit-retention", "DUETIME_AUDIT_RETENTION"],
+} as const satisfies Record<keyof RetentionPeriods, readonly [keyof typeof SERVE_OPTIONS, string]>;
+
+/** The retention flags, checked against the engine's floors (core/retention.ts); undefined when none is given. */
+function parseRetention(pick: PickOption, usage: string): RetentionOptions | undefined {
+  const retention: RetentionOptions = {};
+  for (const [field, [flag, variable]] of Object.entries(RETENTION_FLAGS) as [keyof RetentionPeriods, (typeof RETENTION_FLAGS)[keyof RetentionPeriods]][]) {
+    const got = pick(flag, variable);
+    if (!got) continue;
+    const seconds = parseDuration(got.value);
+    if (seconds === undefined) throw new UsageError(`${got.source}: expected a duration such as 30d, 24h or 90m, got ${JSON.stringify(got.value)}`, usage);
+    retention[field] = seconds * 1000;
+    const problem = retentionProblem({ [field]: retention[field] });
+    if (problem) throw new UsageError(`${got.source}: ${problem.message}`, usage);
+  }
+  const archive = pick("archive-dir", "DUETIME_ARCHIVE_DIR");
+  if (archive) {
+    try {
+      mkdirSync(archive.value, { recursive: true });
+      accessSync(archive.value, constants.W_OK);
+    } catch (err) {
+      throw new UsageError(`${archive.source}: cannot write to ${JSON.stringify(archive.value)} (${(err as Error).message})`, usage);
+    }
+    retention.archiveDir = resolve(archive.value);
+  }
+  return Object.keys(retention).length > 0 ? retention : undefined;
 }
 
 /**
@@ -230,13 +278,18 @@ export interface ServeDeps {
 
 export async function runServe(cmd: ServeCommand, io: Io, deps: ServeDeps = {}): Promise<number> {
   const start = deps.startServer ?? (await import("../server/index.js")).startServer;
+  const { retention } = cmd;
+  // The server passes no retention settings through: they reach the engine through its openEngine hook.
+  const options: ServerOptions = retention
+    ? { ...cmd.options, openEngine: async (o) => (await import("../engine/engine.js")).openEngine({ ...o, retention }) }
+    : cmd.options;
   if (typeof start !== "function") {
     io.stderr("error: this build has no server (server/index.ts exports no startServer)\n");
     return 1;
   }
   let server: RunningServer;
   try {
-    server = await start(cmd.options);
+    server = await start(options);
   } catch (err) {
     io.stderr(`error: the server did not start: ${describe(err)}\n`);
     return 1;

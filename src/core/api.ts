@@ -119,9 +119,12 @@ export interface OccurrenceItem {
   scheduledFor: string;
   /** Wall time in the job's zone, "YYYY-MM-DDTHH:mm:ss". */
   local: string;
-  /** dispatched: an execution ran or runs; skipped: recorded SKIPPED (reason says why); due: still to come; not_run: none was created (reason says why). */
-  status: "dispatched" | "skipped" | "due" | "not_run";
-  reason?: "misfire" | "overlap" | "paused" | "cancelled" | "before_creation" | "outside_window" | "schedule_changed";
+  /**
+   * dispatched: an execution ran or runs; skipped: recorded SKIPPED (reason says why); due: still to come; not_run: none was
+   * created (reason says why); unknown: older than the history retention, its record is gone (reason expired).
+   */
+  status: "dispatched" | "skipped" | "due" | "not_run" | "unknown";
+  reason?: "misfire" | "overlap" | "paused" | "cancelled" | "before_creation" | "outside_window" | "schedule_changed" | "expired";
   /** The fire was moved by a spring-forward gap, or is one of two in a fall-back overlap. */
   dst?: "gap" | "overlap";
   executionId?: string;

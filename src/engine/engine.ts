@@ -8,6 +8,7 @@ import { randomBytes } from "node:crypto";
 import { resolve } from "node:path";
 import { systemClock, type Clock } from "../core/clock.js";
 import { invalidArgument } from "../core/errors.js";
+import { retentionPeriods } from "../core/retention.js";
 import type { Store } from "../store/store.js";
 import { openSqliteStore } from "../store/sqlite/index.js";
 import { EngineEvents } from "./events.js";
@@ -16,6 +17,8 @@ import { HttpTargetRunner, type HttpTargetSettings } from "./http-target.js";
 import { httpTargetMetrics } from "./http-target-metrics.js";
 import { JobsService } from "./jobs-service.js";
 import { createMetrics } from "./metrics.js";
+import { ArchiveWriter, newArchivePart } from "./archive.js";
+import { Retention, type RetentionOptions } from "./retention.js";
 import { Scheduler } from "./scheduler.js";
 import type { Service } from "./service.js";
 import { newSigningSecret, SigningSecretReader, STORED_SECRET_TENANT } from "./signing-secrets.js";
@@ -44,6 +47,12 @@ export interface EngineOptions {
   scheduler?: { windowMs?: number; reloadMs?: number; batchSize?: number; misfireThresholdMs?: number };
   /** How often expired leases are reaped (default 1000 ms). */
   reapIntervalMs?: number;
+  /**
+   * How long history (30 days after an execution ends), idempotency keys
+   * (24 h, the least allowed) and audit entries (90 days) are kept, and where
+   * removed rows are archived (none by default); see engine/retention.ts.
+   */
+  retention?: RetentionOptions;
 }
 
 export interface Engine {
@@ -52,7 +61,8 @@ export interface Engine {
   readonly events: EngineEvents;
   readonly scheduler: Scheduler;
   readonly executor: Executor;
-  /** Starts the scheduler, reaper and HTTP-target executor. */
+  readonly retention: Retention;
+  /** Starts the scheduler, reaper, HTTP-target executor and retention. */
   start(): Promise<void>;
   /** Stops the loops, finishes in-flight store writes, closes the store. */
   stop(): Promise<void>;
@@ -75,8 +85,13 @@ export async function openStore(url: string): Promise<Store> {
 export async function openEngine(options: EngineOptions): Promise<Engine> {
   const clock = options.clock ?? systemClock;
   const nodeId = options.nodeId ?? `${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`;
+  const { archiveDir, intervalMs, batchSize, maxBatchesPerRun, ...periodOptions } = options.retention ?? {};
+  // Checked before the store opens: a bad period or an unwritable archive directory starts nothing.
+  const periods = retentionPeriods(periodOptions);
+  const archive = archiveDir !== undefined ? new ArchiveWriter(archiveDir, newArchivePart(clock.now())) : null;
   const store = await openStore(options.store);
   const events = new EngineEvents();
+  const retention = new Retention({ store, clock, events, periods, archive, tuning: { intervalMs, batchSize, maxBatchesPerRun } });
   const executor = new Executor({ store, clock, events, ...(options.reapIntervalMs ? { reapIntervalMs: options.reapIntervalMs } : {}) });
   const scheduler = new Scheduler({
     store,
@@ -132,6 +147,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     clock,
     scheduler,
     executor,
+    historyRetentionMs: periods.historyMs,
     nodeId,
     signingSecrets: new SigningSecretReader(store, configured),
     ...(runner ? { targets: (view) => runner.targets(view) } : {}),
@@ -144,16 +160,19 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     events,
     scheduler,
     executor,
+    retention,
     async start() {
       if (state !== "open") return;
       state = "running";
       executor.start();
       await scheduler.start();
       http?.start();
+      retention.start();
     },
     async stop() {
       if (state === "stopped") return;
       state = "stopped";
+      await retention.stop();
       await scheduler.stop();
       executor.stop();
       await http?.stop();

@@ -2,6 +2,7 @@
 // being called from the hot paths directly.
 
 import { EventEmitter } from "node:events";
+import type { RetentionKind } from "../store/store.js";
 
 export interface EngineEventMap {
   "execution:dispatched": { jobId: string; executionId: string; tenantId: string; pool: string; lagMs: number };
@@ -11,6 +12,7 @@ export interface EngineEventMap {
   "execution:timed_out": { executionId: string; tenantId: string; pool: string; state: "READY" | "DEAD" | "CANCELLED" };
   "lease:lost": { executionId: string; attempt: number; call: "heartbeat" | "complete" | "fail" };
   "shards:changed": { owned: number };
+  "retention:purged": { kind: RetentionKind; deleted: number };
   error: { where: string; error: unknown };
 }
 

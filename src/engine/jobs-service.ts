@@ -48,6 +48,7 @@ import { CronSyntaxError, fireTimes, isValidTimeZone, parseCron } from "../core/
 import { DuetimeError, invalidArgument, notFound } from "../core/errors.js";
 import { isExecutionId, isJobId, newId, shardOf } from "../core/ids.js";
 import { canonicalJson, effectiveJob } from "../core/job-spec.js";
+import { RETENTION_DEFAULTS } from "../core/retention.js";
 import { firstOccurrence, isCron, nextOccurrence, type Occurrence } from "../core/schedule.js";
 import { jobVerdict, type JobAction } from "../core/states.js";
 import { parseRfc3339, toIso } from "../core/time.js";
@@ -67,6 +68,8 @@ export interface JobsServiceOptions {
   clock: Clock;
   scheduler: Scheduler;
   executor: Executor;
+  /** How long history is kept (the run ledger tells an occurrence older than that apart); default 30 days. */
+  historyRetentionMs?: number;
   nodeId: string;
   /** The HTTP-target runner's view of its origins, all tenants' or one's (empty without the runner). */
   targets?: (view: { tenantId?: string }) => TargetStatus[];
@@ -89,7 +92,7 @@ export class JobsService implements Service {
     this.store = o.store;
     this.clock = o.clock;
     this.protocol = new WorkerProtocol(o.store, o.clock, o.executor);
-    this.ledger = new ScheduleLedger(o.store, o.clock, o.executor, o.nodeId);
+    this.ledger = new ScheduleLedger(o.store, o.clock, o.executor, o.nodeId, o.historyRetentionMs ?? RETENTION_DEFAULTS.historyMs);
     this.keys = new KeyManager(o.store, o.clock);
     this.secrets = o.signingSecrets ?? new SigningSecretReader(o.store, new Map());
   }

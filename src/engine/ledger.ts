@@ -17,6 +17,8 @@ export class ScheduleLedger {
     private readonly clock: Clock,
     private readonly executor: Executor,
     private readonly nodeId: string,
+    /** History older than this is removed by retention: an occurrence before it may have run, we cannot tell. */
+    private readonly historyRetentionMs: number,
   ) {}
 
   async backfill(job: JobRecord, request: BackfillRequest): Promise<BackfillResponse> {
@@ -65,7 +67,7 @@ export class ScheduleLedger {
       const execution = executions.get(f.at);
       executions.delete(f.at);
       if (execution) return { ...item, ...this.entryOf(execution) };
-      return { ...item, ...notRun(job, f.at, now) };
+      return { ...item, ...notRun(job, f.at, now, now - this.historyRetentionMs) };
     });
     // Executions at other times: triggers, or occurrences of an earlier schedule.
     for (const e of executions.values()) {
@@ -100,8 +102,8 @@ function window(request: { from: string; to: string }, cap: number): { from: num
   return { from, to: Math.min(to, cap) };
 }
 
-/** Why a nominal fire time has no execution. */
-function notRun(job: JobRecord, at: number, now: number): Pick<OccurrenceItem, "status" | "reason"> {
+/** Why a nominal fire time has no execution; before `expiredBefore` its record may have been removed by retention. */
+function notRun(job: JobRecord, at: number, now: number, expiredBefore: number): Pick<OccurrenceItem, "status" | "reason"> {
   const schedule = job.schedule as Partial<{ startAt: string; endAt: string }>;
   if ((schedule.startAt && at < parseRfc3339(schedule.startAt)!) || (schedule.endAt && at > parseRfc3339(schedule.endAt)!)) {
     return { status: "not_run", reason: "outside_window" };
@@ -113,5 +115,6 @@ function notRun(job: JobRecord, at: number, now: number): Pick<OccurrenceItem, "
   }
   if (job.state === "PAUSED" && at >= job.updatedAt) return { status: "not_run", reason: "paused" };
   if (job.state === "CANCELLED" && at >= job.updatedAt) return { status: "not_run", reason: "cancelled" };
+  if (at < expiredBefore) return { status: "unknown", reason: "expired" };
   return { status: "not_run", reason: "misfire" };
 }

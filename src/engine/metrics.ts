@@ -26,6 +26,12 @@ export function createMetrics(events: EngineEvents, loadedDue: () => number): Re
     registers: [registry],
   });
   const leaseLost = new Counter({ name: "duetime_lease_lost_total", help: "Calls refused with LEASE_LOST", registers: [registry] });
+  const retained = new Counter({
+    name: "duetime_retention_deleted_total",
+    help: "Rows removed by retention (archived first when an archive directory is set)",
+    labelNames: ["kind"],
+    registers: [registry],
+  });
   const errors = new Counter({ name: "duetime_internal_errors_total", help: "Errors in background loops", labelNames: ["where"], registers: [registry] });
   new Gauge({
     name: "duetime_timer_loaded",
@@ -44,6 +50,7 @@ export function createMetrics(events: EngineEvents, loadedDue: () => number): Re
   events.on("execution:failed", (e) => outcomes.inc({ outcome: e.state === "READY" ? "failed" : e.state.toLowerCase() }));
   events.on("execution:timed_out", (e) => outcomes.inc({ outcome: e.state === "READY" ? "timed_out" : e.state.toLowerCase() }));
   events.on("lease:lost", () => leaseLost.inc());
+  events.on("retention:purged", (e) => retained.inc({ kind: e.kind }, e.deleted));
   events.on("error", (e) => errors.inc({ where: e.where }));
   return registry;
 }

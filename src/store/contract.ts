@@ -27,6 +27,7 @@ import {
   type NewJob,
   type NextOccurrence,
   type PoolCounts,
+  type PurgedRow,
   type Store,
 } from "./store.js";
 
@@ -2235,6 +2236,140 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         const release = { executionId: r.executionId, tenantId: "t1", attempt: 1, readyAt: T0 };
         assert.deepEqual(await store.executionRelease({ items: [release], now: r.leased.leaseUntil + 1 }), ["lost"]);
         assert.equal(attemptOf(await history(store, "t1", r.job.jobId), r.executionId, 1).state, "RUNNING");
+      });
+    });
+
+    describe("retentionPurge", () => {
+      /** A job in its own pool (so leases never mix), leased at T0 and completed at `at`. */
+      async function succeededAt(store: Store, epochs: ReadonlyMap<number, number>, at: number): Promise<Ready> {
+        const r = await runningExecution(store, epochs, { target: { type: "queue", pool: `p-${newId(at)}` } });
+        assertOk((await store.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 1 }], now: at }))[0], "SUCCEEDED");
+        return r;
+      }
+
+      async function deadAt(store: Store, epochs: ReadonlyMap<number, number>, at: number): Promise<Ready> {
+        const r = await runningExecution(store, epochs, { target: { type: "queue", pool: `p-${newId(at)}` }, payload: { order: 7 } });
+        const [outcome] = await store.executionFailMany({ items: [fail({ executionId: r.executionId, tenantId: "t1", attempt: 1 })], now: at, plan: dead });
+        assertOk(outcome, "DEAD");
+        return r;
+      }
+
+      const executionIds = async (store: Store, r: Ready): Promise<string[]> => (await history(store, "t1", r.job.jobId)).map((h) => h.executionId);
+
+      storeTest("executions: removes ended ones that finished before `before`, with their attempts; never a READY or RUNNING one", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const old = await succeededAt(store, epochs, T0 + SECOND);
+        const oldDead = await deadAt(store, epochs, T0 + 2 * SECOND);
+        const recent = await succeededAt(store, epochs, T0 + 20 * SECOND);
+        const running = await runningExecution(store, epochs, { target: { type: "queue", pool: "p-running" } });
+        const ready = await readyExecution(store, epochs, { target: { type: "queue", pool: "p-ready" } });
+
+        assert.deepEqual(await store.retentionPurge({ kind: "executions", before: T0 + 10 * SECOND, limit: 100 }), { deleted: 2 });
+        assert.deepEqual(await executionIds(store, old), []);
+        assert.deepEqual(await executionIds(store, oldDead), [], "the attempts went with the execution");
+        assert.deepEqual(await store.deadLetterList({ tenantId: "t1", limit: 10 }), [], "a dead letter follows the history retention");
+        // The same occurrence made again (a backfill) starts afresh: no attempt of the removed one is left behind.
+        await store.executionCreateMany({ tenantId: "t1", jobId: oldDead.job.jobId, nodeId: "n1", now: T0 + MINUTE, items: [{ scheduledFor: oldDead.scheduledFor, readyAt: T0 + MINUTE }] });
+        assert.deepEqual((await history(store, "t1", oldDead.job.jobId)).map((h) => [h.executionId, h.attempt]), [[oldDead.executionId, 0]]);
+        assert.deepEqual(await executionIds(store, recent), [recent.executionId]);
+
+        assert.deepEqual(await store.retentionPurge({ kind: "executions", before: T0 + 1000 * HOUR, limit: 100 }), { deleted: 1 });
+        assert.deepEqual(await executionIds(store, running), [running.executionId], "RUNNING is never removed");
+        assert.deepEqual(await executionIds(store, ready), [ready.executionId], "READY is never removed");
+        assert.equal((await lease(store, T0 + 1000 * HOUR, { pool: "p-ready" })).length, 1, "and still leasable");
+      });
+
+      storeTest("a batch removes at most `limit` rows, oldest first", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const done: Ready[] = [];
+        for (let i = 5; i >= 1; i--) done.push(await succeededAt(store, epochs, T0 + i * SECOND));
+        const before = T0 + MINUTE;
+        assert.deepEqual(await store.retentionPurge({ kind: "executions", before, limit: 2 }), { deleted: 2 });
+        const left = async () => (await Promise.all(done.map((r) => executionIds(store, r)))).flat();
+        assert.deepEqual(await left(), done.slice(0, 3).map((r) => r.executionId), "the two that finished first went");
+        assert.deepEqual(await store.retentionPurge({ kind: "executions", before, limit: 2 }), { deleted: 2 });
+        assert.deepEqual(await store.retentionPurge({ kind: "executions", before, limit: 2 }), { deleted: 1 });
+        assert.deepEqual(await store.retentionPurge({ kind: "executions", before, limit: 2 }), { deleted: 0 });
+      });
+
+      storeTest("archive receives the removed rows, attempts included; an archive that throws removes nothing", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await deadAt(store, epochs, T0 + SECOND);
+        const failing = store.retentionPurge({
+          kind: "executions",
+          before: T0 + MINUTE,
+          limit: 10,
+          archive: () => {
+            throw new Error("disk full");
+          },
+        });
+        await assert.rejects(failing, /disk full/);
+        assert.deepEqual(await executionIds(store, r), [r.executionId], "its attempt is still there");
+
+        const archived: PurgedRow[] = [];
+        assert.deepEqual(await store.retentionPurge({ kind: "executions", before: T0 + MINUTE, limit: 10, archive: (rows) => archived.push(...rows) }), { deleted: 1 });
+        assert.equal(archived.length, 1);
+        const row = archived[0]!;
+        assert.deepEqual([row.kind, row.id, row.tenantId, row.jobId, row.at], ["executions", r.executionId, "t1", r.job.jobId, T0 + SECOND]);
+        assert.equal(row.row.state, "DEAD");
+        assert.deepEqual(row.row.payload, { order: 7 }, "JSON columns are parsed");
+        const attempts = row.row.attempts as Record<string, unknown>[];
+        assert.deepEqual(attempts.map((a) => [a.attempt, a.state]), [[1, "DEAD"]]);
+        assert.deepEqual(attempts[0]!.error, BOOM);
+      });
+
+      storeTest("jobs: removes ended jobs last changed before `before` once no execution is left; never a live one", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const cancelled = newJob({ at: T0 + 1000 * HOUR });
+        await createOne(store, cancelled);
+        assert.ok(await store.jobTransition({ tenantId: "t1", jobId: cancelled.job.jobId, fromVersion: 1, state: "CANCELLED", due: null, now: T0 }));
+        const completed = await succeededAt(store, epochs, T0 + SECOND);
+        assert.equal((await getJob(store, completed.nj)).state, "COMPLETED");
+        const live = newJob({ at: T0 + 1000 * HOUR });
+        await createOne(store, live);
+        const paused = newJob({ at: T0 + 1000 * HOUR });
+        await createOne(store, paused);
+        assert.ok(await store.jobTransition({ tenantId: "t1", jobId: paused.job.jobId, fromVersion: 1, state: "PAUSED", due: "keep", now: T0 }));
+
+        const archived: PurgedRow[] = [];
+        const purge = () => store.retentionPurge({ kind: "jobs", before: T0 + MINUTE, limit: 10, archive: (rows) => archived.push(...rows) });
+        assert.deepEqual(await purge(), { deleted: 1 });
+        assert.equal(await store.jobGet({ tenantId: "t1", jobId: cancelled.job.jobId }), null);
+        assert.deepEqual(archived.map((a) => [a.kind, a.id, a.jobId, a.at]), [["jobs", cancelled.job.jobId, cancelled.job.jobId, T0]]);
+        assert.equal((await getJob(store, completed.nj)).state, "COMPLETED", "kept while its execution is");
+
+        await store.retentionPurge({ kind: "executions", before: T0 + MINUTE, limit: 10 });
+        assert.deepEqual(await purge(), { deleted: 1 });
+        assert.equal(await store.jobGet({ tenantId: "t1", jobId: completed.job.jobId }), null);
+        assert.equal((await getJob(store, live)).state, "SCHEDULED");
+        assert.equal((await getJob(store, paused)).state, "PAUSED");
+        assert.equal((await store.dueLoad({ shards: [...epochs.keys()], before: T0 + 2000 * HOUR, limit: 10 })).length, 2, "live due entries kept");
+      });
+
+      storeTest("idempotency: removes keys stored before `before`; the same key then creates a new job", async (store) => {
+        const key = (k: string, requestHash: string) => ({ idempotency: { key: k, requestHash } });
+        const first = newJob(key("k-old", "h1"));
+        await createOne(store, first, T0);
+        await createOne(store, newJob(key("k-new", "h1")), T0 + HOUR);
+        const archived: PurgedRow[] = [];
+        assert.deepEqual(await store.retentionPurge({ kind: "idempotency", before: T0 + MINUTE, limit: 10, archive: (rows) => archived.push(...rows) }), { deleted: 1 });
+        assert.deepEqual(archived.map((a) => [a.kind, a.id, a.tenantId, a.jobId, a.at]), [["idempotency", "k-old", "t1", first.job.jobId, T0]]);
+        const [again] = await store.jobCreateMany({ jobs: [newJob(key("k-old", "h2"))], now: T0 + 2 * HOUR });
+        assert.equal(again?.status, "created", "a removed key no longer answers");
+        const [kept] = await store.jobCreateMany({ jobs: [newJob(key("k-new", "h2"))], now: T0 + 2 * HOUR });
+        assert.equal(kept?.status, "idempotency_mismatch", "a later key is kept");
+      });
+
+      storeTest("audit: removes entries recorded before `before`, oldest first", async (store) => {
+        const entry = (at: number, subject: string) => ({ tenantId: "t1", at, actor: "admin", action: "key.create", subject, details: { n: 1 } });
+        for (const [id, at] of [["ak_2", T0 + SECOND], ["ak_1", T0], ["ak_3", T0 + HOUR]] as const) {
+          await store.apiKeyCreate({ id, tenantId: "t1", role: "worker", digest: id, now: at, audit: entry(at, id) });
+        }
+        const archived: PurgedRow[] = [];
+        assert.deepEqual(await store.retentionPurge({ kind: "audit", before: T0 + MINUTE, limit: 1, archive: (rows) => archived.push(...rows) }), { deleted: 1 });
+        assert.deepEqual(archived.map((a) => [a.kind, a.row.subject, a.jobId, a.at, a.row.details]), [["audit", "ak_1", null, T0, { n: 1 }]]);
+        assert.deepEqual(await store.retentionPurge({ kind: "audit", before: T0 + MINUTE, limit: 10 }), { deleted: 1 });
+        assert.deepEqual((await store.auditList({ tenantId: "t1", limit: 10 })).map((a) => a.subject), ["ak_3"]);
       });
     });
   });

@@ -207,6 +207,24 @@ export interface ApiKeyRecord {
   revokedAt: number | null;
 }
 
+/** What retentionPurge removes (engine/retention.ts decides when), in the order a run removes them: a job only once its executions have gone. */
+export const RETENTION_KINDS = ["executions", "jobs", "idempotency", "audit"] as const;
+export type RetentionKind = (typeof RETENTION_KINDS)[number];
+
+/** A row retentionPurge removed, as handed to the archive. */
+export interface PurgedRow {
+  kind: RetentionKind;
+  /** The execution id, job id, idempotency key or audit entry id. */
+  id: string;
+  tenantId: string;
+  /** The job it belongs to (null for audit entries). */
+  jobId: string | null;
+  /** When its retention started: an execution's end, a job's last change, a key's creation, an audit entry's time. */
+  at: number;
+  /** The stored row by column name, JSON columns parsed; an execution carries its attempt rows as `attempts`. */
+  row: Record<string, unknown>;
+}
+
 export interface Store {
   readonly kind: string;
   /** Creates or migrates the schema. */
@@ -416,4 +434,30 @@ export interface Store {
   signingSecretEnsure(params: { tenantId: string; generate: () => string; now: number }): Promise<string>;
   /** The tenant's stored signing secret, or null when none was ever created. */
   signingSecretGet(params: { tenantId: string }): Promise<string | null>;
+
+  // ---- retention ----------------------------------------------------------------
+  /**
+   * Removes, in one transaction, up to `limit` rows of one kind whose
+   * retention started before `before`, oldest first:
+   * - executions: SUCCEEDED, DEAD, CANCELLED or SKIPPED ones that finished
+   *   before `before`, with their attempts; never a READY or RUNNING one;
+   * - jobs: COMPLETED, DEAD or CANCELLED jobs last changed before `before`
+   *   that have no execution left, with their due entry;
+   * - idempotency: keys stored before `before`;
+   * - audit: entries recorded before `before`.
+   * With `archive`, the removed rows are handed to it inside the transaction,
+   * before the commit: it must make them durable before it returns, or throw,
+   * and then nothing is removed (it is synchronous because a SQLite
+   * transaction cannot span an await). Without `archive` a driver need not
+   * read the rows at all: a PostgreSQL driver may drop whole time partitions
+   * older than `before`, and so remove more than `limit` at once. Answers how
+   * many rows were removed (attempts and due entries not counted); fewer
+   * than `limit` means nothing more was due.
+   */
+  retentionPurge(params: {
+    kind: RetentionKind;
+    before: number;
+    limit: number;
+    archive?: (rows: PurgedRow[]) => void;
+  }): Promise<{ deleted: number }>;
 }

@@ -27,10 +27,13 @@ import type {
   NewJob,
   NextOccurrence,
   PoolCounts,
+  PurgedRow,
+  RetentionKind,
   ShardLease,
   Store,
 } from "../store.js";
 import { HTTP_POOL } from "../store.js";
+import { purgeBatch } from "./retention.js";
 import { MIGRATIONS } from "./schema.js";
 
 export interface SqliteStoreOptions {
@@ -891,6 +894,12 @@ class SqliteStore implements Store {
   async signingSecretGet({ tenantId }: { tenantId: string }): Promise<string | null> {
     const row = this.q("SELECT secret FROM signing_secrets WHERE tenant_id = ?").get(tenantId) as Row | undefined;
     return row ? (row.secret as string) : null;
+  }
+
+  // ---- retention (sqlite/retention.ts) ------------------------------------------------
+
+  async retentionPurge(p: { kind: RetentionKind; before: number; limit: number; archive?: (rows: PurgedRow[]) => void }) {
+    return this.tx(() => purgeBatch((sql) => this.q(sql), p));
   }
 }
 

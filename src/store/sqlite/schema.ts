@@ -147,4 +147,17 @@ CREATE TABLE signing_secrets (
 ) WITHOUT ROWID;
 `,
   },
+  {
+    version: 4,
+    sql: `
+-- Retention (engine/retention.ts, sqlite/retention.ts) removes old rows in
+-- bounded batches, oldest first: each index lets a batch read only the rows
+-- it removes, never the whole table. The partial indexes hold ended rows only,
+-- so the hot paths (READY and RUNNING executions, live jobs) do not pay for them.
+CREATE INDEX executions_ended ON executions (finished_at) WHERE state IN ('SUCCEEDED', 'DEAD', 'CANCELLED', 'SKIPPED');
+CREATE INDEX jobs_ended ON jobs (updated_at) WHERE state IN ('COMPLETED', 'DEAD', 'CANCELLED');
+CREATE INDEX idempotency_keys_by_created ON idempotency_keys (created_at);
+CREATE INDEX audit_by_at ON audit (at);
+`,
+  },
 ];

@@ -1,0 +1,130 @@
+// Retention: a background loop that removes what the store no longer needs to
+// keep (ended executions and their attempts, ended jobs, idempotency keys,
+// audit entries), optionally archiving it first (archive.ts). The engine
+// decides what is old enough (retentionCutoffs); the store removes it in
+// bounded batches, one transaction each, yielding to the event loop between
+// batches so that dispatch and leases are never held up for long.
+
+import type { Clock, TimerHandle } from "../core/clock.js";
+import type { RetentionPeriods } from "../core/retention.js";
+import { RETENTION_KINDS, type RetentionKind, type Store } from "../store/store.js";
+import type { ArchiveWriter } from "./archive.js";
+import type { EngineEvents } from "./events.js";
+
+/** Retention settings as EngineOptions takes them; periods default to RETENTION_DEFAULTS (core/retention.ts). */
+export interface RetentionOptions extends Partial<RetentionPeriods> {
+  /** Archive removed rows under this directory first (archive.ts); absent: they are removed without a copy. */
+  archiveDir?: string;
+  /** How often a run starts (default 60 s; the first one an interval after start()). */
+  intervalMs?: number;
+  /** Rows removed per transaction (default 500). */
+  batchSize?: number;
+  /** Batches of each kind per run (default 20): what is left waits for the next run. */
+  maxBatchesPerRun?: number;
+}
+
+export type RetentionCounts = Record<RetentionKind, number>;
+
+/** Rows whose retention started before these times are due for removal. */
+export function retentionCutoffs(periods: RetentionPeriods, now: number): Record<RetentionKind, number> {
+  return {
+    executions: now - periods.historyMs,
+    // A job outlives its idempotency key, so a retried create never makes a second job.
+    jobs: now - Math.max(periods.historyMs, periods.idempotencyMs),
+    idempotency: now - periods.idempotencyMs,
+    audit: now - periods.auditMs,
+  };
+}
+
+export class Retention {
+  private readonly intervalMs: number;
+  private readonly batchSize: number;
+  private readonly maxBatches: number;
+  private timer: TimerHandle | null = null;
+  private running: Promise<RetentionCounts> | null = null;
+  private stopping = false;
+
+  constructor(
+    private readonly o: {
+      store: Store;
+      clock: Clock;
+      events: EngineEvents;
+      periods: RetentionPeriods;
+      /** Where removed rows are written before the delete commits; null: removed without a copy. */
+      archive: ArchiveWriter | null;
+      tuning?: Pick<RetentionOptions, "intervalMs" | "batchSize" | "maxBatchesPerRun">;
+      /** Where a failed run is logged besides the "error" event (default standard error). */
+      log?: (line: string) => void;
+    },
+  ) {
+    this.intervalMs = o.tuning?.intervalMs ?? 60_000;
+    this.batchSize = o.tuning?.batchSize ?? 500;
+    this.maxBatches = o.tuning?.maxBatchesPerRun ?? 20;
+  }
+
+  start(): void {
+    this.stopping = false;
+    this.schedule();
+  }
+
+  /** Cancels the next run and waits for the current one, which stops after its current batch. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.timer?.cancel();
+    this.timer = null;
+    await this.running;
+  }
+
+  /**
+   * One run: each kind in bounded batches, at most maxBatchesPerRun of them.
+   * Answers the rows removed by kind; never rejects (a failing kind is
+   * reported as an "error" event and the others still run). Concurrent calls
+   * share the run in progress.
+   */
+  runOnce(): Promise<RetentionCounts> {
+    this.running ??= this.pass().finally(() => {
+      this.running = null;
+    });
+    return this.running;
+  }
+
+  private async pass(): Promise<RetentionCounts> {
+    const cutoffs = retentionCutoffs(this.o.periods, this.o.clock.now());
+    const counts = Object.fromEntries(RETENTION_KINDS.map((k) => [k, 0])) as RetentionCounts;
+    for (const kind of RETENTION_KINDS) { // in order: a job goes once its executions have
+      try {
+        counts[kind] = await this.purge(kind, cutoffs[kind]);
+      } catch (error) {
+        this.o.events.emit("error", { where: "retention", error });
+        (this.o.log ?? console.error)(`duetime retention: removing ${kind} failed, retrying next run: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    }
+    return counts;
+  }
+
+  private async purge(kind: RetentionKind, before: number): Promise<number> {
+    const archive = this.o.archive;
+    let total = 0;
+    for (let batch = 0; batch < this.maxBatches && !this.stopping; batch++) {
+      const { deleted } = await this.o.store.retentionPurge({
+        kind,
+        before,
+        limit: this.batchSize,
+        ...(archive ? { archive: (rows) => archive.write(rows) } : {}),
+      });
+      total += deleted;
+      if (deleted > 0) this.o.events.emit("retention:purged", { kind, deleted });
+      if (deleted < this.batchSize) break;
+      // The SQLite store answers synchronously: give leases and dispatch a turn between batches.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+    return total;
+  }
+
+  private schedule(): void {
+    if (this.stopping) return;
+    this.timer = this.o.clock.setTimer(() => {
+      void this.runOnce().then(() => this.schedule());
+    }, this.intervalMs);
+  }
+}
