@@ -37,7 +37,7 @@ describe("serve retention flags", () => {
     const archive = join(dir, "flags-archive");
     const cmd = parseCommand(["serve", "--history-retention", "7d", "--audit-retention", "365d", "--archive-dir", archive], { DUETIME_IDEMPOTENCY_RETENTION: "48h" });
     assert.ok(cmd.command === "serve");
-    assert.deepEqual(cmd.retention, { historyMs: 7 * DAY, idempotencyMs: 48 * HOUR, auditMs: 365 * DAY, archiveDir: resolve(archive) });
+    assert.deepEqual(cmd.options.retention, { historyMs: 7 * DAY, idempotencyMs: 48 * HOUR, auditMs: 365 * DAY, archiveDir: resolve(archive) });
     const plain = parseCommand(["serve"], {});
     assert.ok(plain.command === "serve" && !("retention" in plain), "no flag, no retention settings: the engine's defaults");
   });
@@ -66,8 +66,8 @@ describe("serve retention flags", () => {
     const listening = new Promise<ServerOptions>((resolveStart, reject) => {
       const startServer = async (options: ServerOptions): Promise<RunningServer> => {
         try {
-          assert.ok(options.openEngine, "the retention settings ride on the openEngine hook");
-          opened = await options.openEngine({ store: `sqlite:${join(dir, "serve.db")}`, clock, httpTargets: false });
+          assert.ok(options.retention, "the retention settings reach the server's options");
+          opened = await openEngine({ store: `sqlite:${join(dir, "serve.db")}`, clock, httpTargets: false, retention: options.retention });
           resolveStart(options);
         } catch (err) {
           reject(err);

@@ -17,8 +17,6 @@ import type { Io } from "./output.js";
 export interface ServeCommand {
   command: "serve";
   options: ServerOptions;
-  /** The retention flags, when any is given (handed to the engine as EngineOptions.retention). */
-  retention?: RetentionOptions;
 }
 
 export const SERVE_HELP = `Usage: duetime serve [options]
@@ -136,7 +134,8 @@ export function parseServe(args: string[], env: Env): ServeCommand {
     options.logLevel = logLevel.value;
   }
   const retention = parseRetention(pick, usage);
-  return { command: "serve", options, ...(retention ? { retention } : {}) };
+  if (retention) options.retention = retention;
+  return { command: "serve", options };
 }
 
 type PickOption = (flag: keyof typeof SERVE_OPTIONS, variable: string) => { value: string; source: string } | undefined;
@@ -278,11 +277,7 @@ export interface ServeDeps {
 
 export async function runServe(cmd: ServeCommand, io: Io, deps: ServeDeps = {}): Promise<number> {
   const start = deps.startServer ?? (await import("../server/index.js")).startServer;
-  const { retention } = cmd;
-  // The server passes no retention settings through: they reach the engine through its openEngine hook.
-  const options: ServerOptions = retention
-    ? { ...cmd.options, openEngine: async (o) => (await import("../engine/engine.js")).openEngine({ ...o, retention }) }
-    : cmd.options;
+  const { options } = cmd;
   if (typeof start !== "function") {
     io.stderr("error: this build has no server (server/index.ts exports no startServer)\n");
     return 1;

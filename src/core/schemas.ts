@@ -748,10 +748,10 @@ export const occurrencesResponse = {
         properties: {
           scheduledFor: dateTime,
           local: { type: "string", description: "Wall time in the job's zone, YYYY-MM-DDTHH:mm:ss." },
-          status: { type: "string", enum: ["dispatched", "skipped", "due", "not_run"] },
+          status: { type: "string", enum: ["dispatched", "skipped", "due", "not_run", "unknown"] },
           reason: {
             type: "string",
-            enum: ["misfire", "overlap", "paused", "cancelled", "before_creation", "outside_window", "schedule_changed"],
+            enum: ["misfire", "overlap", "paused", "cancelled", "before_creation", "outside_window", "schedule_changed", "expired"],
           },
           dst: { type: "string", enum: ["gap", "overlap"] },
           executionId: { type: "string" },

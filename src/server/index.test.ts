@@ -44,6 +44,7 @@ const base: Omit<ServerOptions, "openEngine"> = {
   store: "sqlite::memory:",
   signingSecret: "s3cret",
   allowTargetHosts: ["127.0.0.1", "localhost"],
+  retention: { historyMs: 86_400_000, archiveDir: "archive" },
   logLevel: "silent",
 };
 
@@ -52,7 +53,14 @@ test("opens the engine with the contract's options, starts it, then listens on t
   const fake = fakeEngine(log);
   const server = await startServer({ ...base, openEngine: fake.open });
   try {
-    assert.deepEqual(fake.opened, [{ store: "sqlite::memory:", signingSecret: "s3cret", allowTargetHosts: ["127.0.0.1", "localhost"] }]);
+    assert.deepEqual(fake.opened, [
+      {
+        store: "sqlite::memory:",
+        signingSecret: "s3cret",
+        allowTargetHosts: ["127.0.0.1", "localhost"],
+        retention: { historyMs: 86_400_000, archiveDir: "archive" },
+      },
+    ]);
     assert.deepEqual(log, ["open", "start"]);
     assert.match(server.url, /^http:\/\/127\.0\.0\.1:\d+$/);
     assert.notEqual(server.url, "http://127.0.0.1:0");

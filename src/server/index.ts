@@ -8,6 +8,7 @@ import type { AddressInfo } from "node:net";
 import type { FastifyInstance } from "fastify";
 import type { Engine, EngineOptions } from "../engine/engine.js";
 import type { HttpTargetSettings } from "../engine/http-target.js";
+import type { RetentionOptions } from "../engine/retention.js";
 import { buildApp, type ApiKey } from "./app.js";
 
 export { buildApp, DEFAULT_BODY_LIMIT_BYTES, HTTP_TIMEOUTS, type AppOptions } from "./app.js";
@@ -34,6 +35,8 @@ export interface ServerOptions {
   logLevel?: string;
   /** A recurring occurrence dispatched later than this after its due time is a misfire (default 60). */
   misfireThresholdSeconds?: number;
+  /** How long history, idempotency keys and audit entries are kept, and where removed rows are archived. */
+  retention?: RetentionOptions;
   /**
    * Opens the engine; defaults to engine.ts's openEngine, loaded lazily so
    * that importing the server module loads no store driver. Tests pass a fake.
@@ -69,6 +72,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   if (options.signingSecrets !== undefined) engineOptions.signingSecrets = options.signingSecrets;
   if (options.allowTargetHosts !== undefined) engineOptions.allowTargetHosts = options.allowTargetHosts;
   if (options.httpTarget !== undefined) engineOptions.httpTarget = options.httpTarget;
+  if (options.retention !== undefined) engineOptions.retention = options.retention;
   if (options.misfireThresholdSeconds !== undefined) engineOptions.scheduler = { misfireThresholdMs: options.misfireThresholdSeconds * 1000 };
 
   const engine = await open(engineOptions);
