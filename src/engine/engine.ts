@@ -17,6 +17,7 @@ import { httpTargetMetrics } from "./http-target-metrics.js";
 import { JobsService } from "./jobs-service.js";
 import { createMetrics } from "./metrics.js";
 import { Scheduler } from "./scheduler.js";
+import { StoreHealth } from "./store-health.js";
 import type { Service } from "./service.js";
 import { newSigningSecret, SigningSecretReader, STORED_SECRET_TENANT } from "./signing-secrets.js";
 
@@ -75,8 +76,9 @@ export async function openStore(url: string): Promise<Store> {
 export async function openEngine(options: EngineOptions): Promise<Engine> {
   const clock = options.clock ?? systemClock;
   const nodeId = options.nodeId ?? `${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`;
-  const store = await openStore(options.store);
   const events = new EngineEvents();
+  const storeHealth = new StoreHealth(await openStore(options.store), clock, events);
+  const store = storeHealth.store;
   const executor = new Executor({ store, clock, events, ...(options.reapIntervalMs ? { reapIntervalMs: options.reapIntervalMs } : {}) });
   const scheduler = new Scheduler({
     store,
@@ -134,6 +136,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     executor,
     nodeId,
     signingSecrets: new SigningSecretReader(store, configured),
+    storeHealth,
     ...(runner ? { targets: () => runner.targets() } : {}),
   });
   let state: "open" | "running" | "stopped" = "open";
@@ -157,6 +160,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
       await scheduler.stop();
       executor.stop();
       await http?.stop();
+      storeHealth.stop();
       await store.close();
     },
     metricsText: () => registry.metrics(),

@@ -2,6 +2,7 @@
 // being called from the hot paths directly.
 
 import { EventEmitter } from "node:events";
+import type { StoreFaultKind, StoreUnavailableError } from "../core/errors.js";
 
 export interface EngineEventMap {
   "execution:dispatched": { jobId: string; executionId: string; tenantId: string; pool: string; lagMs: number };
@@ -11,6 +12,10 @@ export interface EngineEventMap {
   "execution:timed_out": { executionId: string; tenantId: string; pool: string; state: "READY" | "DEAD" | "CANCELLED" };
   "lease:lost": { executionId: string; attempt: number; call: "heartbeat" | "complete" | "fail" };
   "shards:changed": { owned: number };
+  /** A store call failed with StoreUnavailableError (store-health.ts). */
+  "store:fault": { op: string; kind: StoreFaultKind };
+  /** The store stopped (with the fault that showed it) or started again to take writes. */
+  "store:writable": { writable: boolean; error?: StoreUnavailableError };
   error: { where: string; error: unknown };
 }
 
