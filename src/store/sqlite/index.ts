@@ -40,6 +40,8 @@ export interface SqliteStoreOptions {
   path: string;
   /** "FULL" (default) makes every commit durable before it returns. */
   synchronous?: "FULL" | "NORMAL";
+  /** How long a write waits for another connection's lock before it fails as busy (default 5000). */
+  busyTimeoutMs?: number;
 }
 
 type Row = Record<string, unknown>;
@@ -81,7 +83,7 @@ class SqliteStore implements Store {
     this.db = new Database(options.path);
     this.db.pragma("journal_mode = WAL");
     this.db.pragma(`synchronous = ${options.synchronous ?? "FULL"}`);
-    this.db.pragma("busy_timeout = 5000");
+    this.db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
     this.db.pragma("foreign_keys = OFF");
   }
 
