@@ -67,11 +67,15 @@ export interface ServerProcess {
   stop(signal?: "SIGTERM" | "SIGKILL"): Promise<void>;
 }
 
-/** `duetime serve` as a child process on an ephemeral port; resolves once it listens. */
-export async function spawnServer(store: string, extraArgs: string[] = []): Promise<ServerProcess> {
-  const child = spawn(process.execPath, [BIN, "serve", "--port", "0", "--store", store, "--log-level", "warn", ...extraArgs], {
-    stdio: ["ignore", "pipe", "inherit"],
-  });
+/**
+ * `duetime serve` as a child process on an ephemeral port; resolves once it
+ * listens. A launcher runs it through another command (["sh", "-c", script]
+ * gets node's path as $0 and the rest as "$@").
+ */
+export async function spawnServer(store: string, extraArgs: string[] = [], launcher: string[] = []): Promise<ServerProcess> {
+  const argv = [process.execPath, BIN, "serve", "--port", "0", "--store", store, "--log-level", "warn", ...extraArgs];
+  const [command, ...args] = [...launcher, ...argv] as [string, ...string[]];
+  const child = spawn(command, args, { stdio: ["ignore", "pipe", "inherit"] });
   const url = await new Promise<string>((resolve, reject) => {
     let out = "";
     child.stdout!.on("data", (chunk: Buffer) => {

@@ -14,6 +14,11 @@ export const ERROR_CODES = {
   PAYLOAD_TOO_LARGE: { status: 413, hint: "Send a smaller body, or raise the server's body limit." },
   RESOURCE_EXHAUSTED: { status: 429, hint: "Slow down and retry after the Retry-After header." },
   INTERNAL: { status: 500, hint: "A bug in duetime; the server log has the details." },
+  // Before UNAVAILABLE: a client that maps a bare 503 back to a code (sdk/http.ts) keeps UNAVAILABLE.
+  STORE_UNAVAILABLE: {
+    status: 503,
+    hint: "The store cannot write for now (disk full, I/O error, locked, read-only); retry after the Retry-After header and tell the operator.",
+  },
   UNAVAILABLE: { status: 503, hint: "The store is unreachable; retry after the Retry-After header." },
 } as const;
 
@@ -45,6 +50,34 @@ export class DuetimeError extends Error {
 
   toJSON(): { error: { code: ErrorCode; message: string; details?: ErrorDetails } } {
     return { error: { code: this.code, message: this.message, ...(this.details ? { details: this.details } : {}) } };
+  }
+}
+
+/** Why a store cannot serve for now; the `kind` label of duetime_store_failures_total. */
+export type StoreFaultKind = "full" | "io" | "busy" | "readonly" | "cantopen" | "connection";
+
+const STORE_FAULTS: Record<StoreFaultKind, string> = {
+  full: "the disk holding the database is full",
+  io: "the database had an I/O error",
+  busy: "the database stayed locked by another connection past the busy timeout",
+  readonly: "the database is read-only",
+  cantopen: "the database file cannot be opened",
+  connection: "the connection to the database was lost",
+};
+
+/**
+ * A store fault that should pass (a full disk, a lock, a lost connection),
+ * not a bug: drivers throw it (store/store.ts), the engine counts it and
+ * turns readiness off, the API answers 503 STORE_UNAVAILABLE.
+ */
+export class StoreUnavailableError extends DuetimeError {
+  readonly kind: StoreFaultKind;
+
+  constructor(kind: StoreFaultKind, cause: unknown) {
+    super("STORE_UNAVAILABLE", `the store cannot serve this now: ${STORE_FAULTS[kind]}; retry later`, { kind });
+    this.name = "StoreUnavailableError";
+    this.kind = kind;
+    this.cause = cause;
   }
 }
 

@@ -20,6 +20,7 @@ import { createMetrics } from "./metrics.js";
 import { ArchiveWriter, newArchivePart } from "./archive.js";
 import { Retention, type RetentionOptions } from "./retention.js";
 import { Scheduler } from "./scheduler.js";
+import { StoreHealth } from "./store-health.js";
 import type { Service } from "./service.js";
 import { newSigningSecret, SigningSecretReader, STORED_SECRET_TENANT } from "./signing-secrets.js";
 
@@ -89,8 +90,9 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   // Checked before the store opens: a bad period or an unwritable archive directory starts nothing.
   const periods = retentionPeriods(periodOptions);
   const archive = archiveDir !== undefined ? new ArchiveWriter(archiveDir, newArchivePart(clock.now())) : null;
-  const store = await openStore(options.store);
   const events = new EngineEvents();
+  const storeHealth = new StoreHealth(await openStore(options.store), clock, events);
+  const store = storeHealth.store;
   const retention = new Retention({ store, clock, events, periods, archive, tuning: { intervalMs, batchSize, maxBatchesPerRun } });
   const executor = new Executor({ store, clock, events, ...(options.reapIntervalMs ? { reapIntervalMs: options.reapIntervalMs } : {}) });
   const scheduler = new Scheduler({
@@ -150,6 +152,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     historyRetentionMs: periods.historyMs,
     nodeId,
     signingSecrets: new SigningSecretReader(store, configured),
+    storeHealth,
     ...(runner ? { targets: (view) => runner.targets(view) } : {}),
   });
   let state: "open" | "running" | "stopped" = "open";
@@ -176,6 +179,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
       await scheduler.stop();
       executor.stop();
       await http?.stop();
+      storeHealth.stop();
       await store.close();
     },
     metricsText: () => registry.metrics(),

@@ -3,6 +3,7 @@
 
 import { EventEmitter } from "node:events";
 import type { RetentionKind } from "../store/store.js";
+import type { StoreFaultKind, StoreUnavailableError } from "../core/errors.js";
 
 export interface EngineEventMap {
   "execution:dispatched": { jobId: string; executionId: string; tenantId: string; pool: string; lagMs: number };
@@ -13,6 +14,10 @@ export interface EngineEventMap {
   "lease:lost": { executionId: string; attempt: number; call: "heartbeat" | "complete" | "fail" };
   "shards:changed": { owned: number };
   "retention:purged": { kind: RetentionKind; deleted: number };
+  /** A store call failed with StoreUnavailableError (store-health.ts). */
+  "store:fault": { op: string; kind: StoreFaultKind };
+  /** The store stopped (with the fault that showed it) or started again to take writes. */
+  "store:writable": { writable: boolean; error?: StoreUnavailableError };
   error: { where: string; error: unknown };
 }
 

@@ -56,6 +56,7 @@ import type { JobRecord, NewJob, Store } from "../store/store.js";
 import { decodeCursor, encodeCursor } from "./cursor.js";
 import { KeyManager } from "./keys.js";
 import { SigningSecretReader } from "./signing-secrets.js";
+import type { StoreHealth } from "./store-health.js";
 import { ScheduleLedger } from "./ledger.js";
 import { invalidState, poolOf, toExecution, toJob } from "./wire.js";
 import { WorkerProtocol } from "./worker-protocol.js";
@@ -75,6 +76,8 @@ export interface JobsServiceOptions {
   targets?: (view: { tenantId?: string }) => TargetStatus[];
   /** Reads each tenant's signing secrets (GET /v1/secrets/signing); without it, only the stored ones are shown. */
   signingSecrets?: SigningSecretReader;
+  /** Readiness: the store answers and takes writes. */
+  storeHealth: Pick<StoreHealth, "ready">;
 }
 
 const DEFAULT_LIMIT = 50;
@@ -525,13 +528,8 @@ export class JobsService implements Service {
     return { items: this.o.targets?.(ctx.bootstrap ? {} : { tenantId: ctx.tenantId }) ?? [] };
   }
 
-  async ready(): Promise<boolean> {
-    try {
-      await this.store.ping();
-      return true;
-    } catch {
-      return false;
-    }
+  ready(): Promise<boolean> {
+    return this.o.storeHealth.ready();
   }
 }
 

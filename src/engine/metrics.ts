@@ -33,6 +33,14 @@ export function createMetrics(events: EngineEvents, loadedDue: () => number): Re
     registers: [registry],
   });
   const errors = new Counter({ name: "duetime_internal_errors_total", help: "Errors in background loops", labelNames: ["where"], registers: [registry] });
+  const storeFailures = new Counter({
+    name: "duetime_store_failures_total",
+    help: "Store calls that failed because the store could not serve (StoreUnavailableError), by call and kind",
+    labelNames: ["op", "kind"],
+    registers: [registry],
+  });
+  const storeWritable = new Gauge({ name: "duetime_store_writable", help: "1 while the store takes writes, 0 while they fail", registers: [registry] });
+  storeWritable.set(1);
   new Gauge({
     name: "duetime_timer_loaded",
     help: "Due entries held in the in-memory window",
@@ -52,5 +60,7 @@ export function createMetrics(events: EngineEvents, loadedDue: () => number): Re
   events.on("lease:lost", () => leaseLost.inc());
   events.on("retention:purged", (e) => retained.inc({ kind: e.kind }, e.deleted));
   events.on("error", (e) => errors.inc({ where: e.where }));
+  events.on("store:fault", (e) => storeFailures.inc({ op: e.op, kind: e.kind }));
+  events.on("store:writable", (e) => storeWritable.set(e.writable ? 1 : 0));
   return registry;
 }

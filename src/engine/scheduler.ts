@@ -46,6 +46,9 @@ export class Scheduler {
   private running: Promise<void> | null = null;
   private rerun = false;
   private stopped = true;
+  /** Passes failed in a row, and when the next may run. */
+  private failures = 0;
+  private retryAt = 0;
 
   constructor(private readonly options: SchedulerOptions) {
     this.store = options.store;
@@ -79,7 +82,12 @@ export class Scheduler {
     this.armed?.handle.cancel();
     this.armed = null;
     await this.running;
-    if (this.epochs.size > 0) await this.store.shardRelease({ owner: this.options.nodeId });
+    if (this.epochs.size > 0) {
+      // Unreleased (the store is failing), the shards pass on when their leases expire.
+      await this.store.shardRelease({ owner: this.options.nodeId }).catch((error: unknown) => {
+        this.options.events.emit("error", { where: "scheduler", error });
+      });
+    }
     this.epochs.clear();
   }
 
@@ -116,8 +124,13 @@ export class Scheduler {
           this.rerun = false;
           await this.pass();
         } while (this.rerun && !this.stopped);
+        this.failures = 0;
       } catch (err) {
         this.options.events.emit("error", { where: "scheduler", error: err });
+        // A failing store (a full disk) is retried with backoff, not at once
+        // and forever; the retry reloads, which puts a failed batch back in the window.
+        this.retryAt = this.clock.now() + Math.min(1000 * 2 ** this.failures++, this.reloadEveryMs);
+        this.nextReloadAt = 0;
       } finally {
         this.running = null;
         if (!this.stopped) this.arm();
@@ -160,7 +173,7 @@ export class Scheduler {
     for (const row of rows) this.timer.push(row);
     this.horizonTruncated = rows.length === this.opts.loadLimit;
     this.horizon = this.horizonTruncated ? rows[rows.length - 1]!.dueAt : before;
-    this.nextReloadAt = now + Math.min(this.opts.reloadMs, this.opts.shardLeaseMs / 3);
+    this.nextReloadAt = now + this.reloadEveryMs;
   }
 
   private async dispatch(batch: LoadedDueEntry[]): Promise<void> {
@@ -180,9 +193,14 @@ export class Scheduler {
     if (result.fenced.length > 0) this.nextReloadAt = 0; // lost a shard: re-read who owns what
   }
 
+  /** Shards are renewed (and the window reloaded) at least three times per lease. */
+  private get reloadEveryMs(): number {
+    return Math.min(this.opts.reloadMs, this.opts.shardLeaseMs / 3);
+  }
+
   private arm(): void {
     const next = this.timer.peekTime();
-    const at = Math.min(next ?? Infinity, this.nextReloadAt);
+    const at = Math.max(Math.min(next ?? Infinity, this.nextReloadAt), this.retryAt);
     if (this.armed && this.armed.at === at) return;
     this.armed?.handle.cancel();
     const handle = this.clock.setTimer(() => {

@@ -122,6 +122,6 @@ export interface Service {
   findKey(digest: string): Promise<StoredKey | null>;
   /** For authentication (no API route): whether the store has ever held a key (active or revoked); if so, authentication is on. */
   hasStoredKeys(): Promise<boolean>;
-  /** True when the store answers and this node has joined the shard assignment. */
+  /** True when the store answers and its writes are not failing (a full disk, a lock, an I/O error). */
   ready(): Promise<boolean>;
 }

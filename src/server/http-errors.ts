@@ -34,7 +34,7 @@ export interface ErrorEnvelope {
 }
 
 /** Default Retry-After (seconds) for the codes that promise one. */
-const RETRY_AFTER: Partial<Record<ErrorCode, number>> = { RESOURCE_EXHAUSTED: 1, UNAVAILABLE: 5 };
+const RETRY_AFTER: Partial<Record<ErrorCode, number>> = { RESOURCE_EXHAUSTED: 1, UNAVAILABLE: 5, STORE_UNAVAILABLE: 5 };
 
 interface FastifyLikeError {
   code?: unknown;

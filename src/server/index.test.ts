@@ -6,6 +6,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { Engine, EngineOptions } from "../engine/engine.js";
+import { EngineEvents } from "../engine/events.js";
 import type { RequestContext } from "../engine/service.js";
 import { startServer, type ServerOptions } from "./index.js";
 import { RecordingService } from "./test-support.js";
@@ -16,6 +17,7 @@ function fakeEngine(log: string[], options: { failStart?: boolean } = {}): { ope
   const engine = {
     nodeId: "node-test",
     service: svc,
+    events: new EngineEvents(),
     async start() {
       log.push("start");
       if (options.failStart) throw new Error("cannot start");

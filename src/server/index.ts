@@ -5,7 +5,8 @@
 // engine.
 
 import type { AddressInfo } from "node:net";
-import type { FastifyInstance } from "fastify";
+import type { FastifyBaseLogger, FastifyInstance } from "fastify";
+import { StoreUnavailableError } from "../core/errors.js";
 import type { Engine, EngineOptions } from "../engine/engine.js";
 import type { HttpTargetSettings } from "../engine/http-target.js";
 import type { RetentionOptions } from "../engine/retention.js";
@@ -65,6 +66,18 @@ function urlOf(address: AddressInfo | string | null, host: string): string {
   return `http://${name}:${address.port}`;
 }
 
+/** Engine events worth a log line: the store failing and recovering, and errors of background loops. */
+function logEngineEvents(engine: Engine, log: FastifyBaseLogger): void {
+  engine.events.on("store:writable", ({ writable, error }) => {
+    if (writable) log.info("the store takes writes again");
+    else log.error({ err: error?.cause, kind: error?.kind }, "the store cannot write; /readyz answers 503 until a write probe succeeds");
+  });
+  engine.events.on("error", ({ where, error }) => {
+    // Store faults are told once, above, however often the loops retry.
+    if (!(error instanceof StoreUnavailableError)) log.error({ err: error, where }, `${where} loop failed; it retries`);
+  });
+}
+
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const open = options.openEngine ?? defaultOpenEngine;
   const engineOptions: EngineOptions = { store: options.store };
@@ -87,6 +100,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       metricsText: () => engine.metricsText(),
       ready: () => engine.service.ready(),
     });
+    logEngineEvents(engine, app.log);
     await app.listen({ host: options.host, port: options.port });
   } catch (err) {
     await app?.close().catch(() => undefined);

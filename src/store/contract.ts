@@ -244,6 +244,13 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         await store.ping();
       });
 
+      storeTest("pingWrite answers on a healthy store and changes no data", async (store) => {
+        const created = await createOne(store, newJob());
+        await store.pingWrite();
+        await store.pingWrite();
+        assert.deepEqual(await getJob(store, created), created);
+      });
+
       storeTest("migrate on an already-migrated store is a no-op that keeps the data", async (store) => {
         const nj = newJob();
         await createOne(store, nj);

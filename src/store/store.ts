@@ -225,12 +225,26 @@ export interface PurgedRow {
   row: Record<string, unknown>;
 }
 
+/**
+ * Faults: a driver throws StoreUnavailableError (core/errors.ts) from any
+ * method, naming its kind, when the store cannot serve for now: disk full,
+ * I/O error, locked past its busy timeout, read-only, cannot open, connection
+ * lost. It classifies its own error codes in one place (onStoreError in
+ * faults.ts): the engine and the HTTP layer never see them. Anything else a
+ * driver throws is a bug.
+ */
 export interface Store {
   readonly kind: string;
   /** Creates or migrates the schema. */
   migrate(): Promise<void>;
   /** Throws when the store cannot answer. */
   ping(): Promise<void>;
+  /**
+   * Throws StoreUnavailableError when the store cannot write: a small real
+   * write that changes nothing and needs fresh space, not space a failed
+   * write left behind (readiness probes with it while writes fail).
+   */
+  pingWrite(): Promise<void>;
   close(): Promise<void>;
 
   // ---- jobs -------------------------------------------------------------

@@ -34,6 +34,8 @@ import type {
 } from "../store.js";
 import { HTTP_POOL } from "../store.js";
 import { purgeBatch } from "./retention.js";
+import { onStoreError } from "../faults.js";
+import { rethrowSqliteError } from "./errors.js";
 import { MIGRATIONS } from "./schema.js";
 
 export interface SqliteStoreOptions {
@@ -41,6 +43,8 @@ export interface SqliteStoreOptions {
   path: string;
   /** "FULL" (default) makes every commit durable before it returns. */
   synchronous?: "FULL" | "NORMAL";
+  /** How long a write waits for another connection's lock before it fails as busy (default 5000). */
+  busyTimeoutMs?: number;
 }
 
 type Row = Record<string, unknown>;
@@ -67,7 +71,8 @@ const json = (value: unknown): string | null => (value === undefined ? null : JS
 const parse = <T>(text: unknown): T => (text === null || text === undefined ? (null as T) : (JSON.parse(text as string) as T));
 
 export async function openSqliteStore(options: SqliteStoreOptions): Promise<Store> {
-  const store = new SqliteStore(options);
+  // Every statement and transaction runs inside a method: faults are classified on the way out of each.
+  const store = onStoreError(new SqliteStore(options), rethrowSqliteError);
   await store.migrate();
   return store;
 }
@@ -81,7 +86,7 @@ class SqliteStore implements Store {
     this.db = new Database(options.path);
     this.db.pragma("journal_mode = WAL");
     this.db.pragma(`synchronous = ${options.synchronous ?? "FULL"}`);
-    this.db.pragma("busy_timeout = 5000");
+    this.db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
     this.db.pragma("foreign_keys = OFF");
   }
 
@@ -115,6 +120,14 @@ class SqliteStore implements Store {
 
   async ping(): Promise<void> {
     this.q("SELECT 1").get();
+  }
+
+  async pingWrite(): Promise<void> {
+    // Empty the WAL first: a failed commit leaves its frames' space at the WAL's
+    // end, where a small write fits on a full disk while the next real one fails.
+    this.db.pragma("wal_checkpoint(TRUNCATE)");
+    // Setting user_version (unused by duetime) to its own value writes page 1 all the same.
+    this.tx(() => this.db.pragma(`user_version = ${Number(this.db.pragma("user_version", { simple: true }))}`));
   }
 
   async close(): Promise<void> {
