@@ -456,6 +456,9 @@ test("loopback targets are refused without the allowlist, permanently: IP litera
   }
 });
 
+/** How late a call may arrive at a receiver on a loaded machine, for the rate-limit bounds. */
+const ARRIVAL_SLACK_MS = 200;
+
 test("per-origin limits: never more calls in flight than the cap, never faster than the rate", async () => {
   let inFlight = 0;
   let most = 0;
@@ -479,10 +482,12 @@ test("per-origin limits: never more calls in flight than the cap, never faster t
     );
     await waitFor(() => rx.hits.length === 20 && slow.hits.length === 8, "every call made");
     assert.ok(most <= 3, `${most} calls in flight at once`);
-    // A token bucket of rate 4/s and burst 2 allows at most 2 + 4 × (t_j − t_i) calls in [t_i, t_j].
+    // A token bucket of rate 4/s and burst 2 allows at most 2 + 4 × (t_j − t_i) calls in [t_i, t_j]. Times are
+    // taken at the receiver, where a loaded machine can delay one arrival: ARRIVAL_SLACK_MS allows for that, and
+    // calls sent without the limit (all within a few ms) still break the bound.
     const at = slow.hits.map((h) => h.at);
     for (let i = 0; i < at.length; i++) {
-      for (let j = i + 1; j < at.length; j++) assert.ok(j - i + 1 <= 2 + (4 * (at[j]! - at[i]! + 50)) / 1000, `calls ${i}..${j} within ${at[j]! - at[i]!} ms`);
+      for (let j = i + 1; j < at.length; j++) assert.ok(j - i + 1 <= 2 + (4 * (at[j]! - at[i]! + ARRIVAL_SLACK_MS)) / 1000, `calls ${i}..${j} within ${at[j]! - at[i]!} ms`);
     }
     const targets = (await getJson<{ items: (Target & { limits: { concurrency: number; ratePerSecond: number | null } })[] }>(t, "/v1/targets")).items;
     assert.deepEqual(targets.find((x) => x.origin === `${slowOrigin}`)?.limits, { concurrency: 3, ratePerSecond: 4 });
@@ -506,7 +511,7 @@ test("a call that would wait more than a few seconds for a rate limit is release
     assert.equal(rx.hits.length, 12);
     const at = rx.hits.map((h) => h.at);
     for (let i = 0; i < at.length; i++) {
-      for (let j = i + 1; j < at.length; j++) assert.ok(j - i + 1 <= 1 + (2 * (at[j]! - at[i]! + 50)) / 1000, `calls ${i}..${j} within ${at[j]! - at[i]!} ms`);
+      for (let j = i + 1; j < at.length; j++) assert.ok(j - i + 1 <= 1 + (2 * (at[j]! - at[i]! + ARRIVAL_SLACK_MS)) / 1000, `calls ${i}..${j} within ${at[j]! - at[i]!} ms`);
     }
     for (const job of jobs) {
       assert.deepEqual((await t.client.listExecutions(job.jobId)).items.map((i) => i.state), ["SUCCEEDED"], job.name);
