@@ -24,7 +24,7 @@ async function read(dir: string, filter: ArchiveFilter = {}): Promise<string[]> 
   return ids;
 }
 
-test("a row archived twice (crash after the archive, before the delete commits) is read once", async () => {
+test("a row archived twice (crash after the archive, before the delete) is read once", async () => {
   const dir = join(root, `a${n++}`);
   const writer = new ArchiveWriter(dir, "p1");
   await writer.write([row("e1"), row("e2")]);

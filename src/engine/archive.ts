@@ -127,7 +127,6 @@ export interface ArchiveFilter {
   grep?: string;
 }
 
-
 /**
  * The archived rows that match, by tenant, kind, day, then as written, with
  * repeats (same kind, tenant and id within a day) dropped: the last copy wins.
