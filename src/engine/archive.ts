@@ -7,21 +7,27 @@
 // job's last change, a key's creation, an audit entry's time); <part> names
 // the writer (one per engine start), so a file is only ever appended to by
 // one process. Each batch appends one gzip member (a valid gzip file may hold
-// many) and is fsynced before the store commits the delete: a crash between
+// many) and is fsynced before the store deletes the rows: a crash between
 // the two leaves the rows in both places, and the next run archives them
 // again. So the archive may repeat a row, never lose one; the reader drops
 // repeats (same kind, tenant and id within a day). A crash in the middle of a
 // write can only cut the end of that writer's file, which the reader ignores.
+// A line is a snapshot of the row when it was archived: a row that came back
+// to life before the delete (a dead letter replayed meanwhile) is not deleted,
+// and its line stays, to be followed by a newer one when the row ends again.
 
 import { randomBytes } from "node:crypto";
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, writeSync, accessSync, constants as fsConstants } from "node:fs";
-import { readdir, readFile } from "node:fs/promises";
+import { accessSync, constants as fsConstants, mkdirSync } from "node:fs";
+import { mkdir, open, readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { constants as zlibConstants, gunzip, gzipSync } from "node:zlib";
+import { constants as zlibConstants, gunzip, gzip } from "node:zlib";
 import { invalidArgument } from "../core/errors.js";
 import { toIso } from "../core/time.js";
 import { RETENTION_KINDS, type PurgedRow, type RetentionKind } from "../store/store.js";
+
+const gzipAsync = promisify(gzip);
+const gunzipAsync = promisify(gunzip);
 
 /** One line of an archive file. */
 export interface ArchiveLine {
@@ -68,10 +74,10 @@ export class ArchiveWriter {
 
   /**
    * Appends the rows to their files and fsyncs them (and any new file's
-   * directory) before returning. Synchronous: it runs inside the store's
-   * delete transaction.
+   * directory) before resolving. Compression and file I/O run off the event
+   * loop, so dispatch and leases go on meanwhile.
    */
-  write(rows: readonly PurgedRow[]): void {
+  async write(rows: readonly PurgedRow[]): Promise<void> {
     const files = new Map<string, { tenant: string; name: string; lines: string[] }>();
     for (const r of rows) {
       const line: ArchiveLine = { kind: r.kind, tenantId: r.tenantId, id: r.id, jobId: r.jobId, at: toIso(r.at), row: r.row };
@@ -81,35 +87,32 @@ export class ArchiveWriter {
       file.lines.push(JSON.stringify(line));
       files.set(`${tenant}/${name}`, file);
     }
-    for (const f of files.values()) this.append(f.tenant, f.name, gzipSync(`${f.lines.join("\n")}\n`));
+    for (const f of files.values()) await this.append(f.tenant, f.name, await gzipAsync(`${f.lines.join("\n")}\n`));
   }
 
-  private append(tenant: string, name: string, data: Buffer): void {
+  private async append(tenant: string, name: string, data: Buffer): Promise<void> {
     const tenantDir = join(this.dir, tenant);
-    if (!existsSync(tenantDir)) {
-      mkdirSync(tenantDir);
-      fsyncPath(this.dir);
-    }
-    const path = join(tenantDir, name);
-    const created = !existsSync(path);
-    const fd = openSync(path, "a");
+    if ((await mkdir(tenantDir, { recursive: true })) !== undefined) await fsyncPath(this.dir);
+    const file = await open(join(tenantDir, name), "a");
+    let created: boolean;
     try {
-      for (let offset = 0; offset < data.length; ) offset += writeSync(fd, data, offset);
-      fsyncSync(fd);
+      created = (await file.stat()).size === 0; // new: its directory entry needs an fsync too
+      await file.writeFile(data);
+      await file.sync();
     } finally {
-      closeSync(fd);
+      await file.close();
     }
-    if (created) fsyncPath(tenantDir);
+    if (created) await fsyncPath(tenantDir);
   }
 }
 
 /** A new directory entry is durable only once its directory is fsynced. */
-function fsyncPath(dir: string): void {
-  const fd = openSync(dir, "r");
+async function fsyncPath(dir: string): Promise<void> {
+  const handle = await open(dir, "r");
   try {
-    fsyncSync(fd);
+    await handle.sync();
   } finally {
-    closeSync(fd);
+    await handle.close();
   }
 }
 
@@ -123,8 +126,6 @@ export interface ArchiveFilter {
   /** Case-insensitive text anywhere in the line. */
   grep?: string;
 }
-
-const gunzipAsync = promisify(gunzip);
 
 /**
  * The archived rows that match, by tenant, kind, day, then as written, with

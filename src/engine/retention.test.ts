@@ -12,6 +12,7 @@ import { DuetimeError } from "../core/errors.js";
 import type { Store } from "../store/store.js";
 import { openEngine, openStore, type Engine } from "./engine.js";
 import { EngineEvents } from "./events.js";
+import { ArchiveWriter, readArchive } from "./archive.js";
 import { Retention } from "./retention.js";
 import { RETENTION_DEFAULTS } from "../core/retention.js";
 import { DEFAULT_CONTEXT as ctx } from "./service.js";
@@ -173,6 +174,80 @@ test("a failing kind is counted as an error and logged; the other kinds still ru
   assert.equal(logged.length, 1);
   assert.match(logged[0]!, /executions.*disk I\/O error/);
   await store.close();
+});
+
+/** A Retention over a second handle on the engine's SQLite file, archiving to a fresh directory, with the store and archive wrapped. */
+async function archivingRetention(path: string, clock: FakeClock, wrap: { store?: (store: Store) => Partial<Store>; write?: (write: ArchiveWriter["write"]) => ArchiveWriter["write"] }) {
+  const store = await openStore(`sqlite:${path}`);
+  const archiveDir = join(dir, `archive${n++}`);
+  const writer = new ArchiveWriter(archiveDir, "p1");
+  const write = wrap.write?.((rows) => writer.write(rows)) ?? ((rows) => writer.write(rows));
+  const wrapped: Store = Object.assign(Object.create(store), wrap.store?.(store) ?? {});
+  const events = new EngineEvents();
+  const errors: string[] = [];
+  events.on("error", (e) => errors.push((e.error as Error).message));
+  const retention = new Retention({ store: wrapped, clock, events, periods: RETENTION_DEFAULTS, archive: Object.assign(Object.create(writer), { write }), log: () => {} });
+  const archived = async () => {
+    const lines: string[] = [];
+    for await (const line of readArchive(archiveDir)) lines.push(`${line.kind} ${line.id} ${String(line.row.state)}`);
+    return lines;
+  };
+  return { store, retention, archived, errors };
+}
+
+test("with an archive: a failed write deletes nothing; a failed delete leaves the rows to be archived again, and read once", async () => {
+  const path = join(dir, `r${n++}.db`);
+  const clock = new FakeClock(T0);
+  const engine = await openEngine({ store: `sqlite:${path}`, clock, nodeId: "n", httpTargets: false });
+  const [jobId] = await succeedNow(engine, "p");
+  const [execution] = (await executionsOf(engine, jobId!)).map((e) => e.executionId);
+  clock.jump(31 * DAY);
+  let failing: "write" | "delete" | null = "write";
+  const { store, retention, archived, errors } = await archivingRetention(path, clock, {
+    write: (write) => (rows) => (failing === "write" ? Promise.reject(new Error("disk full")) : write(rows)),
+    store: (s) => ({ retentionPurge: (p) => (failing === "delete" ? Promise.reject(new Error("crash")) : s.retentionPurge(p)) }),
+  });
+  const none = { executions: 0, jobs: 0, idempotency: 0, audit: 0 };
+  assert.deepEqual(await retention.runOnce(), none);
+  assert.equal((await executionsOf(engine, jobId!)).length, 1, "not archived, so not deleted");
+  failing = "delete";
+  assert.deepEqual(await retention.runOnce(), none);
+  assert.deepEqual(await archived(), [`executions ${execution} SUCCEEDED`]);
+  assert.equal((await executionsOf(engine, jobId!)).length, 1);
+  failing = null;
+  assert.deepEqual(errors, ["disk full", "crash"]);
+  assert.deepEqual(await retention.runOnce(), { ...none, executions: 1, jobs: 1 });
+  assert.deepEqual(await archived(), [`executions ${execution} SUCCEEDED`, `jobs ${jobId} COMPLETED`], "archived twice, read once");
+  await assert.rejects(engine.service.getJob(ctx, jobId!), code("NOT_FOUND"));
+  await store.close();
+  await engine.stop();
+});
+
+test("with an archive: only the rows archived are deleted, not one that became due meanwhile", async () => {
+  const path = join(dir, `r${n++}.db`);
+  const clock = new FakeClock(T0);
+  const engine = await openEngine({ store: `sqlite:${path}`, clock, nodeId: "n", httpTargets: false });
+  const [done] = await succeedNow(engine, "done");
+  await engine.service.createJob(ctx, { name: "late", target: { type: "queue", pool: "late" }, schedule: { delaySeconds: 0 } });
+  await engine.scheduler.runOnce();
+  const [late] = (await engine.executor.lease({ pool: "late", workerId: "w", max: 1, leaseMs: 30_000, waitMs: 0 })).leased;
+  clock.jump(31 * DAY);
+  const { store, retention, archived } = await archivingRetention(path, clock, {
+    store: (s) => ({
+      // Between the read and the delete, another execution ends (dated in the past) and becomes due too.
+      retentionPurge: async (p) => {
+        if (p.kind === "executions") await s.executionCompleteMany({ items: [{ executionId: late!.executionId, tenantId: late!.tenantId, attempt: late!.attempt }], now: Date.parse(T0) + 1 });
+        return s.retentionPurge(p);
+      },
+    }),
+  });
+  assert.deepEqual(await retention.runOnce(), { executions: 1, jobs: 1, idempotency: 0, audit: 0 });
+  await assert.rejects(engine.service.getJob(ctx, done!), code("NOT_FOUND"));
+  assert.deepEqual((await executionsOf(engine, late!.jobId)).map((e) => e.state), ["SUCCEEDED"], "not archived, so not deleted");
+  assert.equal((await retention.runOnce()).executions, 1, "the next run archives it, then deletes it");
+  assert.deepEqual((await archived()).filter((l) => l.startsWith("executions")).length, 2);
+  await store.close();
+  await engine.stop();
 });
 
 test("start() runs it every interval on the clock; stop() cancels the next run", async () => {

@@ -3,7 +3,9 @@
 // audit entries), optionally archiving it first (archive.ts). The engine
 // decides what is old enough (retentionCutoffs); the store removes it in
 // bounded batches, one transaction each, yielding to the event loop between
-// batches so that dispatch and leases are never held up for long.
+// batches so that dispatch and leases are never held up for long. With an
+// archive, a batch is read, archived, then deleted (only the rows read, and
+// only those still due): nothing of the engine runs inside a transaction.
 
 import type { Clock, TimerHandle } from "../core/clock.js";
 import type { RetentionPeriods } from "../core/retention.js";
@@ -50,7 +52,7 @@ export class Retention {
       clock: Clock;
       events: EngineEvents;
       periods: RetentionPeriods;
-      /** Where removed rows are written before the delete commits; null: removed without a copy. */
+      /** Where removed rows are written before they are deleted; null: removed without a copy. */
       archive: ArchiveWriter | null;
       tuning?: Pick<RetentionOptions, "intervalMs" | "batchSize" | "maxBatchesPerRun">;
       /** Where a failed run is logged besides the "error" event (default standard error). */
@@ -103,22 +105,31 @@ export class Retention {
   }
 
   private async purge(kind: RetentionKind, before: number): Promise<number> {
-    const archive = this.o.archive;
     let total = 0;
     for (let batch = 0; batch < this.maxBatches && !this.stopping; batch++) {
-      const { deleted } = await this.o.store.retentionPurge({
-        kind,
-        before,
-        limit: this.batchSize,
-        ...(archive ? { archive: (rows) => archive.write(rows) } : {}),
-      });
+      const { deleted, full } = await this.batch(kind, before);
       total += deleted;
       if (deleted > 0) this.o.events.emit("retention:purged", { kind, deleted });
-      if (deleted < this.batchSize) break;
+      if (!full) break;
       // The SQLite store answers synchronously: give leases and dispatch a turn between batches.
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
     return total;
+  }
+
+  /** One batch: how many rows went, and whether the batch was full (so more may be due). */
+  private async batch(kind: RetentionKind, before: number): Promise<{ deleted: number; full: boolean }> {
+    const params = { kind, before, limit: this.batchSize };
+    if (!this.o.archive) {
+      const { deleted } = await this.o.store.retentionPurge(params);
+      return { deleted, full: deleted >= this.batchSize };
+    }
+    const rows = await this.o.store.retentionExpired(params);
+    if (rows.length === 0) return { deleted: 0, full: false };
+    // Durable before the delete: a crash between the two archives the rows again, never loses them.
+    await this.o.archive.write(rows);
+    const { deleted } = await this.o.store.retentionPurge({ ...params, only: rows });
+    return { deleted, full: rows.length >= this.batchSize };
   }
 
   private schedule(): void {

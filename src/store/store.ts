@@ -207,11 +207,11 @@ export interface ApiKeyRecord {
   revokedAt: number | null;
 }
 
-/** What retentionPurge removes (engine/retention.ts decides when), in the order a run removes them: a job only once its executions have gone. */
+/** What retention removes (engine/retention.ts decides when), in the order a run removes them: a job only once its executions have gone. */
 export const RETENTION_KINDS = ["executions", "jobs", "idempotency", "audit"] as const;
 export type RetentionKind = (typeof RETENTION_KINDS)[number];
 
-/** A row retentionPurge removed, as handed to the archive. */
+/** A row due for removal (retentionExpired), as handed to the archive. */
 export interface PurgedRow {
   kind: RetentionKind;
   /** The execution id, job id, idempotency key or audit entry id. */
@@ -450,28 +450,35 @@ export interface Store {
   signingSecretGet(params: { tenantId: string }): Promise<string | null>;
 
   // ---- retention ----------------------------------------------------------------
+  // What is due for removal: rows of one kind whose retention started before
+  // `before`, oldest first:
+  // - executions: SUCCEEDED, DEAD, CANCELLED or SKIPPED ones that finished
+  //   before `before` (never a READY or RUNNING one), with their attempts;
+  // - jobs: COMPLETED, DEAD or CANCELLED jobs last changed before `before`
+  //   that have no execution left, with their due entry;
+  // - idempotency: keys stored before `before`;
+  // - audit: entries recorded before `before`.
+  // The engine archives what retentionExpired reads, then removes exactly
+  // that with retentionPurge's `only`; no engine code runs inside a
+  // transaction, so the archive may take its time (and an await).
+
+  /** Reads, without writing, up to `limit` due rows of one kind, oldest first, as the archive takes them. */
+  retentionExpired(params: { kind: RetentionKind; before: number; limit: number }): Promise<PurgedRow[]>;
   /**
-   * Removes, in one transaction, up to `limit` rows of one kind whose
-   * retention started before `before`, oldest first:
-   * - executions: SUCCEEDED, DEAD, CANCELLED or SKIPPED ones that finished
-   *   before `before`, with their attempts; never a READY or RUNNING one;
-   * - jobs: COMPLETED, DEAD or CANCELLED jobs last changed before `before`
-   *   that have no execution left, with their due entry;
-   * - idempotency: keys stored before `before`;
-   * - audit: entries recorded before `before`.
-   * With `archive`, the removed rows are handed to it inside the transaction,
-   * before the commit: it must make them durable before it returns, or throw,
-   * and then nothing is removed (it is synchronous because a SQLite
-   * transaction cannot span an await). Without `archive` a driver need not
-   * read the rows at all: a PostgreSQL driver may drop whole time partitions
-   * older than `before`, and so remove more than `limit` at once. Answers how
-   * many rows were removed (attempts and due entries not counted); fewer
-   * than `limit` means nothing more was due.
+   * Removes due rows of one kind in one transaction, with the attempts of
+   * removed executions and the due entry of removed jobs. With `only` (rows
+   * retentionExpired answered; at most the first `limit`), removes those that
+   * are still due, checked in the delete itself: one that came back to life
+   * meanwhile (a replayed dead letter, a rescheduled job) stays. Without
+   * `only`, removes up to `limit` due rows, oldest first; a PostgreSQL driver
+   * may instead drop whole time partitions older than `before`, and so remove
+   * more than `limit` at once. Answers how many rows were removed (attempts
+   * and due entries not counted).
    */
   retentionPurge(params: {
     kind: RetentionKind;
     before: number;
     limit: number;
-    archive?: (rows: PurgedRow[]) => void;
+    only?: readonly { tenantId: string; id: string }[];
   }): Promise<{ deleted: number }>;
 }

@@ -33,7 +33,7 @@ import type {
   Store,
 } from "../store.js";
 import { HTTP_POOL } from "../store.js";
-import { purgeBatch } from "./retention.js";
+import { expiredRows, purgeBatch } from "./retention.js";
 import { onStoreError } from "../faults.js";
 import { rethrowSqliteError } from "./errors.js";
 import { MIGRATIONS } from "./schema.js";
@@ -911,7 +911,12 @@ class SqliteStore implements Store {
 
   // ---- retention (sqlite/retention.ts) ------------------------------------------------
 
-  async retentionPurge(p: { kind: RetentionKind; before: number; limit: number; archive?: (rows: PurgedRow[]) => void }) {
+  async retentionExpired(p: { kind: RetentionKind; before: number; limit: number }): Promise<PurgedRow[]> {
+    // A read transaction: the executions and their attempts from one snapshot.
+    return this.db.transaction(() => expiredRows((sql) => this.q(sql), p)).deferred();
+  }
+
+  async retentionPurge(p: { kind: RetentionKind; before: number; limit: number; only?: readonly { tenantId: string; id: string }[] }) {
     return this.tx(() => purgeBatch((sql) => this.q(sql), p));
   }
 }

@@ -1,56 +1,95 @@
-// retentionPurge for SQLite: one bounded DELETE … WHERE id IN (SELECT …
-// ORDER BY <time> LIMIT n) RETURNING * per table, inside the caller's
-// transaction. The inner SELECTs read the retention indexes of migration 4
-// (retention.test.ts checks the query plans), so a batch costs the rows it
-// removes, however large the tables are.
+// Retention for SQLite. Each kind has one rule of what is due (DUE), which
+// every statement applies: retentionExpired reads with it, and retentionPurge
+// deletes with it, either the oldest due rows (DELETE … WHERE key IN (SELECT …
+// ORDER BY <time> LIMIT n)) or the listed ones still due (DELETE … WHERE key
+// IN (json_each(@keys)) AND <rule>: a compare-and-set, so a row that came back
+// to life since it was read stays). The statements search the retention
+// indexes of migration 4 or primary keys (retention.test.ts checks the query
+// plans), so a batch costs the rows it touches, however large the tables are.
 
 import type Database from "better-sqlite3";
 import type { PurgedRow, RetentionKind } from "../store.js";
 
 type Row = Record<string, unknown>;
+type Query = (sql: string) => Database.Statement;
 
-/** The main DELETE of each kind; @before and @limit bound it. Exported for the query-plan test. */
-export const PURGE_SQL: Record<RetentionKind, string> = {
-  executions: `DELETE FROM executions WHERE id IN (
-      SELECT id FROM executions WHERE state IN ('SUCCEEDED', 'DEAD', 'CANCELLED', 'SKIPPED') AND finished_at < @before
-      ORDER BY finished_at LIMIT @limit)
-    RETURNING *`,
+/** A kind's table, key columns, time column and rule of what is due at @before. */
+const DUE: Record<RetentionKind, { table: string; key: string[]; time: string; rule: string }> = {
+  executions: {
+    table: "executions",
+    key: ["id"],
+    time: "finished_at",
+    rule: "state IN ('SUCCEEDED', 'DEAD', 'CANCELLED', 'SKIPPED') AND finished_at < @before",
+  },
   // A job's executions are the id range ("<jobId>-", "<jobId>.") of the executions primary key (see index.ts).
-  jobs: `DELETE FROM jobs WHERE id IN (
-      SELECT j.id FROM jobs j WHERE j.state IN ('COMPLETED', 'DEAD', 'CANCELLED') AND j.updated_at < @before
-        AND NOT EXISTS (SELECT 1 FROM executions e WHERE e.id > j.id || '-' AND e.id < j.id || '.')
-      ORDER BY j.updated_at LIMIT @limit)
-    RETURNING *`,
-  idempotency: `DELETE FROM idempotency_keys WHERE (tenant_id, key) IN (
-      SELECT tenant_id, key FROM idempotency_keys WHERE created_at < @before ORDER BY created_at LIMIT @limit)
-    RETURNING *`,
-  audit: `DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE at < @before ORDER BY at LIMIT @limit) RETURNING *`,
+  jobs: {
+    table: "jobs",
+    key: ["id"],
+    time: "updated_at",
+    rule: `state IN ('COMPLETED', 'DEAD', 'CANCELLED') AND updated_at < @before
+      AND NOT EXISTS (SELECT 1 FROM executions e WHERE e.id > jobs.id || '-' AND e.id < jobs.id || '.')`,
+  },
+  idempotency: { table: "idempotency_keys", key: ["tenant_id", "key"], time: "created_at", rule: "created_at < @before" },
+  audit: { table: "audit", key: ["id"], time: "at", rule: "at < @before" },
 };
 
-/** What goes with the removed rows, by their ids: an execution's attempts, a job's due entry. */
-export const PURGE_CHILDREN_SQL = {
-  attempts: "DELETE FROM attempts WHERE execution_id IN (SELECT value FROM json_each(@ids)) RETURNING *",
-  due: "DELETE FROM due WHERE job_id IN (SELECT value FROM json_each(@ids))",
+const byKind = (sql: (d: (typeof DUE)[RetentionKind]) => string) =>
+  Object.fromEntries(Object.entries(DUE).map(([kind, d]) => [kind, sql(d)])) as Record<RetentionKind, string>;
+
+/** The due rows, oldest first, bounded by @limit. Exported (as are the others) for the query-plan test. */
+export const EXPIRED_SQL = byKind((d) => `SELECT * FROM ${d.table} WHERE ${d.rule} ORDER BY ${d.time} LIMIT @limit`);
+
+/** Deletes the oldest due rows, bounded by @limit. */
+export const PURGE_SQL = byKind((d) => {
+  const key = d.key.join(", ");
+  return `DELETE FROM ${d.table} WHERE (${key}) IN (SELECT ${key} FROM ${d.table} WHERE ${d.rule} ORDER BY ${d.time} LIMIT @limit) RETURNING ${key}`;
+});
+
+/** Deletes the rows listed in @keys that are still due: a JSON array of ids, or of [tenantId, key] pairs. */
+export const PURGE_ONLY_SQL = byKind((d) => {
+  const listed = d.key.length === 1 ? "value" : d.key.map((_, i) => `value ->> ${i}`).join(", ");
+  return `DELETE FROM ${d.table} WHERE (${d.key.join(", ")}) IN (SELECT ${listed} FROM json_each(@keys)) AND ${d.rule} RETURNING ${d.key.join(", ")}`;
+});
+
+/** What goes with rows, by their ids: an execution's attempts, a job's due entry. */
+export const CHILDREN_SQL = {
+  attempts: "SELECT * FROM attempts WHERE execution_id IN (SELECT value FROM json_each(@ids))",
+  deleteAttempts: "DELETE FROM attempts WHERE execution_id IN (SELECT value FROM json_each(@ids))",
+  deleteDue: "DELETE FROM due WHERE job_id IN (SELECT value FROM json_each(@ids))",
 } as const;
 
 /** Columns stored as JSON text, parsed for the archive. */
 const JSON_COLUMNS = new Set(["payload", "target", "result", "last_error", "error", "schedule", "retry", "details"]);
 
-/** Runs one batch; the caller holds the transaction (so a throwing archive removes nothing). */
+/** Reads up to `limit` due rows, executions with their attempts; the caller holds a read transaction (one snapshot). */
+export function expiredRows(q: Query, p: { kind: RetentionKind; before: number; limit: number }): PurgedRow[] {
+  const rows = q(EXPIRED_SQL[p.kind]).all({ before: p.before, limit: p.limit }) as Row[];
+  let attempts = new Map<string, Row[]>();
+  if (p.kind === "executions" && rows.length > 0) {
+    attempts = groupBy(q(CHILDREN_SQL.attempts).all({ ids: JSON.stringify(rows.map((r) => r.id)) }) as Row[], "execution_id");
+  }
+  const purged = rows.map((r) => toPurged(p.kind, r, attempts.get(r.id as string)));
+  return purged.sort((a, b) => a.at - b.at || (a.id < b.id ? -1 : 1));
+}
+
+/** Deletes one batch with what goes with it; the caller holds the write transaction. */
 export function purgeBatch(
-  q: (sql: string) => Database.Statement,
-  p: { kind: RetentionKind; before: number; limit: number; archive?: (rows: PurgedRow[]) => void },
+  q: Query,
+  p: { kind: RetentionKind; before: number; limit: number; only?: readonly { tenantId: string; id: string }[] },
 ): { deleted: number } {
-  const removed = q(PURGE_SQL[p.kind]).all({ before: p.before, limit: p.limit }) as Row[];
+  let removed: Row[];
+  if (p.only === undefined) {
+    removed = q(PURGE_SQL[p.kind]).all({ before: p.before, limit: p.limit }) as Row[];
+  } else {
+    const only = p.only.slice(0, p.limit);
+    if (only.length === 0) return { deleted: 0 };
+    const keys = p.kind === "idempotency" ? only.map((r) => [r.tenantId, r.id]) : only.map((r) => r.id);
+    removed = q(PURGE_ONLY_SQL[p.kind]).all({ before: p.before, keys: JSON.stringify(keys) }) as Row[];
+  }
   if (removed.length === 0) return { deleted: 0 };
   const ids = JSON.stringify(removed.map((r) => r.id));
-  let attempts = new Map<string, Row[]>();
-  if (p.kind === "executions") attempts = groupBy(q(PURGE_CHILDREN_SQL.attempts).all({ ids }) as Row[], "execution_id");
-  if (p.kind === "jobs") q(PURGE_CHILDREN_SQL.due).run({ ids });
-  if (p.archive) {
-    const rows = removed.map((r) => toPurged(p.kind, r, attempts.get(r.id as string)));
-    p.archive(rows.sort((a, b) => a.at - b.at || (a.id < b.id ? -1 : 1)));
-  }
+  if (p.kind === "executions") q(CHILDREN_SQL.deleteAttempts).run({ ids });
+  if (p.kind === "jobs") q(CHILDREN_SQL.deleteDue).run({ ids });
   return { deleted: removed.length };
 }
 
