@@ -1,6 +1,7 @@
 // The fuzz run: a real `duetime serve` child, 50 known jobs, 500 slow
-// connections, then fast-check cases (HTTP requests derived from the OpenAPI
-// document, and raw-socket requests) until the time is up. Each case is
+// connections, then fast-check cases (the regression corpus first, then HTTP
+// requests derived from the OpenAPI document, and raw-socket requests) until
+// the time is up. Each case is
 // checked (checks.ts); a failure is recorded with a one-line reproducer and
 // the fast-check seed and path that replay it, and the run goes on. A server
 // that stops answering or grows past the memory limit is killed and restarted
@@ -13,6 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { httpCase, resolvePath, type HttpCase, type Refs } from "./cases.js";
 import { checkAnswer, type Violation } from "./checks.js";
+import { CORPUS } from "./corpus.js";
 import { fetchRoutes } from "./openapi.js";
 import { rawCase, type RawCase } from "./raw.js";
 import { curlFor, nodeFor } from "./repro.js";
@@ -165,6 +167,7 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
     const remainingMs = Math.max(1000, options.seconds * 1000 - (Date.now() - started));
     await fc.check(fc.asyncProperty(arb, runCase), {
       seed: options.seed,
+      examples: CORPUS.map((c) => [c]),
       ...(options.path !== undefined ? { path: options.path, numRuns: 1 } : { numRuns: Number.MAX_SAFE_INTEGER, interruptAfterTimeLimit: remainingMs, markInterruptAsFailure: false }),
     });
     for (const h of held.splice(0)) release(h);

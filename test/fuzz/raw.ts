@@ -94,12 +94,19 @@ const BUILDERS: Record<string, (path: string) => { bytes: string; complete: bool
 
 const BODY_PATHS = ["/v1/jobs", "/v1/jobs:batch", "/v1/pools/raw/lease", "/v1/keys", "/v1/executions:complete", "/v1/jobs/job_x"];
 
+/** The case of a builder's label (see BUILDERS) on a path. */
+export function rawOf(label: string, path = "/v1/jobs"): RawCase {
+  const build = BUILDERS[label];
+  if (!build) throw new Error(`no raw case labelled ${JSON.stringify(label)}`);
+  return { kind: "raw", label, ...build(path) };
+}
+
+export function malformedLine(line: string): RawCase {
+  return { kind: "raw", label: "malformed request line", bytes: `${line}\r\nHost: 127.0.0.1\r\n\r\n`, complete: true };
+}
+
 export function rawCase(): fc.Arbitrary<RawCase> {
-  const line = fc.constantFrom(...MALFORMED_LINES).map((l): RawCase => ({ kind: "raw", label: "malformed request line", bytes: `${l}\r\nHost: 127.0.0.1\r\n\r\n`, complete: true }));
-  const built = fc.tuple(fc.constantFrom(...Object.keys(BUILDERS)), fc.constantFrom(...BODY_PATHS)).map(([label, path]): RawCase => ({
-    kind: "raw",
-    label,
-    ...BUILDERS[label]!(path),
-  }));
+  const line = fc.constantFrom(...MALFORMED_LINES).map(malformedLine);
+  const built = fc.tuple(fc.constantFrom(...Object.keys(BUILDERS)), fc.constantFrom(...BODY_PATHS)).map(([label, path]) => rawOf(label, path));
   return fc.oneof({ weight: 1, arbitrary: line }, { weight: 3, arbitrary: built });
 }
