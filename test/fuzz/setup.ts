@@ -12,7 +12,7 @@ import { KEYS } from "./server.js";
 /** A cron job's next fire time moves on when it fires; nothing else of a job the fuzz cannot reach may change. */
 const MOVING_FIELDS = ["nextRunAt", "nextRunAtLocal"];
 
-export const PLAYGROUND_POOL = "fuzz-pool";
+const PLAYGROUND_POOL = "fuzz-pool";
 
 async function call(url: string, key: string, method: string, path: string, body?: unknown): Promise<unknown> {
   const res = await fetch(`${url}${path}`, {
