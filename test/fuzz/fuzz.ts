@@ -152,9 +152,10 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
     refs = await createPlayground(server.url);
     const started = Date.now();
 
-    if (options.path === undefined && (options.slowConnections ?? 500) > 0) {
-      const slow = await slowConnections(server.url, { count: options.slowConnections ?? 500, holdMs: 3000, deadlineMs });
-      const repro = `(${options.slowConnections ?? 500} connections sending GET /healthz a header every 250 ms; run the fuzz with the seed)`;
+    const slowCount = options.slowConnections ?? 500;
+    if (options.path === undefined && slowCount > 0) {
+      const slow = await slowConnections(server.url, { count: slowCount, holdMs: 3000, deadlineMs });
+      const repro = `(${slowCount} connections sending GET /healthz a header every 250 ms: npm run fuzz -- --seconds 1 --slow-connections ${slowCount})`;
       for (const a of [...slow.probes, ...slow.answers]) {
         requests++;
         if (a.outcome === "answered") times.push(a.ms);
