@@ -176,6 +176,7 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
     const health = await probeHealth(server.url, deadlineMs);
     const healthFailure = checkAnswer(health, deadlineMs) ?? (health.status === 200 ? undefined : { kind: `answered ${health.status}`, detail: health.body });
     if (healthFailure) fail("GET /healthz after the fuzz", healthFailure, 'curl -sS "$URL/healthz"');
+    for (const crash of server.crashes) fail("server", { kind: "process exited by itself", detail: crash }, "(see the log lines in the detail)");
     for (const change of await changedKnownJobs(server.url, known)) {
       fail("known jobs", { kind: "changed by the fuzz", detail: change }, `curl -sS "$URL/v1/jobs/${change.split(":")[0]}" -H 'authorization: Bearer ${KEYS.known}'`);
     }

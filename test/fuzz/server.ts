@@ -30,6 +30,9 @@ export class FuzzServer {
   /** Highest resident set of any child so far (VmHWM), in bytes. */
   peakRssBytes = 0;
   restarts = 0;
+  /** Exits we did not ask for: code or signal, and the last log lines before. */
+  readonly crashes: string[] = [];
+  private stopping = false;
   private child: ChildProcess | undefined;
   private readonly log: string[] = [];
 
@@ -41,6 +44,10 @@ export class FuzzServer {
       stdio: ["ignore", "pipe", "pipe"],
     });
     this.child = child;
+    this.stopping = false;
+    child.once("exit", (code, signal) => {
+      if (!this.stopping) this.crashes.push(`exit ${code ?? signal}: ${this.log.slice(-5).join(" | ").slice(0, 1500)}`);
+    });
     let pending = "";
     const keep = (chunk: Buffer) => {
       const lines = (pending + chunk.toString()).split("\n");
@@ -105,6 +112,7 @@ export class FuzzServer {
     const child = this.child;
     if (!child || child.exitCode !== null || child.signalCode !== null) return;
     this.rssBytes();
+    this.stopping = true;
     const gone = new Promise((resolve) => child.once("exit", resolve));
     child.kill(signal);
     await gone;
