@@ -1,0 +1,36 @@
+// Regressions: inputs that once broke the server, run first in every fuzz
+// run (fast-check `examples`), so a fixed bug stays fixed whatever the seed.
+// Add a case here when the fuzz finds a new kind of failure.
+
+import type { HttpCase } from "./cases.js";
+import { malformedLine, rawOf, type RawCase } from "./raw.js";
+import { KEYS } from "./server.js";
+
+const AUTH: [string, string] = ["authorization", `Bearer ${KEYS.admin}`];
+
+function get(route: string, path: HttpCase["path"], query: string): HttpCase {
+  return { kind: "http", route: `GET ${route}`, method: "GET", path, query, headers: [AUTH] };
+}
+
+export const CORPUS: ReadonlyArray<HttpCase | RawCase> = [
+  // count=Infinity passed validation and the preview loop never ended (the server wedged, its RSS grew past 512 MiB).
+  get("/v1/schedules/preview", ["/v1/schedules/preview"], "cron=0%209%20*%20*%20*&count=Infinity"),
+  // limit=1e309 (Infinity) reached SQLite: 500 "datatype mismatch".
+  get("/v1/jobs", ["/v1/jobs"], "limit=1e309"),
+  // A window starting in year 0 of a daily cron job: no answer within 2 s.
+  get("/v1/jobs/{jobId}/occurrences", ["/v1/jobs/", { ref: "jobId", index: 1 }, "/occurrences"], "from=0000-01-01T00%3A00%3A00Z&to=2181-07-05T18%3A57%3A54.611Z"),
+  // A fractional jitter of under a millisecond: 500 "hashOffset: modulo must be a positive integer".
+  {
+    kind: "http",
+    route: "POST /v1/jobs",
+    method: "POST",
+    path: ["/v1/jobs"],
+    query: "",
+    headers: [AUTH, ["content-type", "application/json"]],
+    body: { text: '{"name":"j","target":{"type":"queue","pool":"p"},"schedule":{"cron":"0 9 * * *","jitterSeconds":0.0015}}', encoding: "utf8" },
+  },
+  // node's own 400 (no Host) and 417 (unknown Expect) went out with empty bodies; CONNECT got the socket closed.
+  rawOf("no Host"),
+  rawOf("garbage Expect"),
+  malformedLine("CONNECT 127.0.0.1:1 HTTP/1.1"),
+];
