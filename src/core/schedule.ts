@@ -36,9 +36,9 @@ export function nextOccurrence(schedule: CronJobSchedule, jobId: string, after: 
   return { scheduledFor: fire.at, dueAt: fire.at + jitterMs(schedule.jitterSeconds, jobId) };
 }
 
-/** A stable offset in [0, jitterSeconds] seconds, hashed from the job id so a herd spreads out. */
+/** A stable offset in [0, jitterSeconds] seconds, in whole milliseconds, hashed from the job id so a herd spreads out. */
 export function jitterMs(jitterSeconds: number, jobId: string): number {
-  return jitterSeconds > 0 ? hashOffset(jobId, jitterSeconds * 1000 + 1) : 0;
+  return jitterSeconds > 0 ? hashOffset(jobId, Math.round(jitterSeconds * 1000) + 1) : 0;
 }
 
 // Parsing is cheap but not free; recurring jobs are re-planned on every
