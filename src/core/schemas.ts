@@ -73,7 +73,14 @@ export const HTTP_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
 
 // ---------------------------------------------------------------- building blocks
 
-const dateTime = { type: "string", format: "date-time", maxLength: 64 } as const;
+/**
+ * Times are written in the years 1900 to 9999: a scheduler has no use for
+ * earlier ones, and the platform's zone data is unreliable before them
+ * (year 0 is "1 BC" to Intl).
+ */
+// Text that does not start with a year is left to the date-time format's message.
+export const YEAR_PATTERN = "^(?:(?![0-9]{4}-)|(?:19|[2-9][0-9])[0-9]{2}-)";
+const dateTime = { type: "string", format: "date-time", maxLength: 64, pattern: YEAR_PATTERN } as const;
 const idString = { type: "string", minLength: 1, maxLength: LIMITS.idMaxLength, pattern: ID_PATTERN } as const;
 /** Tenant ids of keys created at run time: URL-safe, since they travel in query strings. */
 const tenantString = { type: "string", minLength: 1, maxLength: LIMITS.tenantIdMaxLength, pattern: POOL_PATTERN } as const;

@@ -4,11 +4,12 @@
 const RFC3339 =
   /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/;
 
-/** Epoch ms for a strict RFC 3339 timestamp, or null when it is not one. */
+/** Epoch ms for a strict RFC 3339 timestamp in the years 1900 to 9999 (schemas.ts YEAR_PATTERN), or null. */
 export function parseRfc3339(value: string): number | null {
   const m = RFC3339.exec(value);
   if (!m) return null;
   const [, y, mo, d, h, mi, s] = m.map(Number) as number[];
+  if (y! < 1900) return null;
   if (mo! < 1 || mo! > 12 || d! < 1 || d! > daysInMonth(y!, mo!) || h! > 23 || mi! > 59 || s! > 60) return null;
   const ms = Date.parse(value.replace(" ", "T"));
   return Number.isFinite(ms) ? ms : null;

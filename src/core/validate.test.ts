@@ -176,6 +176,10 @@ const cases: Case[] = [
   { schema: "occurrencesQuery", part: "query", value: { from: "2026-10-13T00:00:00Z", to: "later" }, field: "to", message: /RFC 3339/ },
   { schema: "occurrencesQuery", part: "query", value: { from: "2026-10-15T00:00:00Z", to: "2026-10-14T00:00:00Z" }, field: "to", message: /must be after from/ },
   { schema: "occurrencesQuery", part: "query", value: { from: "2026-10-13T00:00:00Z", to: "2026-10-14T00:00:00Z", cursor: "c" }, field: "cursor", message: /unknown field/ },
+  // times are in the years 1900 to 9999
+  { schema: "occurrencesQuery", part: "query", value: { from: "0000-01-01T00:00:00Z", to: "2181-07-05T18:57:54.611Z" }, field: "from", message: /years 1900 to 9999/ },
+  { schema: "previewQuery", part: "query", value: { cron: "0 9 * * *", from: "1899-12-31T23:59:59Z" }, field: "from", message: /years 1900 to 9999/ },
+  { schema: "createJobBody", value: { name: "a", target: { type: "queue", pool: "p" }, schedule: { runAt: "0999-01-01T00:00:00Z" } }, field: "schedule.runAt", message: /years 1900 to 9999/ },
 ];
 
 describe("validate: field paths and messages", () => {

@@ -19,6 +19,7 @@ import {
   HEADER_VALUE_PATTERN,
   HTTP_URL_PATTERN,
   ID_PATTERN,
+  YEAR_PATTERN,
   LIMITS,
   POOL_PATTERN,
   REQUEST_SCHEMAS,
@@ -208,6 +209,7 @@ const PATTERN_MESSAGES: Record<string, string> = {
   [HEADER_NAME_PATTERN]: "must be a valid HTTP header name",
   [HEADER_VALUE_PATTERN]: "must not contain control characters",
   [HTTP_URL_PATTERN]: "must be an http or https URL",
+  [YEAR_PATTERN]: "must be a time in the years 1900 to 9999",
 };
 
 const FORMAT_MESSAGES: Record<string, string> = {

@@ -91,13 +91,16 @@ export function monthMask(c: Compiled, y: number, m: number): number {
   return mask;
 }
 
+/** nextWall's "none": not -1, since wall times before 1970 are negative. */
+export const NO_WALL = Number.NEGATIVE_INFINITY;
+
 /**
  * The first matching wall time w with from <= w < until (wall milliseconds;
- * from is rounded up to a whole second), or -1 if there is none.
+ * from is rounded up to a whole second), or NO_WALL if there is none.
  */
 export function nextWall(c: Compiled, from: number, until: number): number {
   from = Math.ceil(from / 1000) * 1000;
-  if (!(from < until)) return -1;
+  if (!(from < until)) return NO_WALL;
   let days = Math.floor(from / DAY_MS);
   let sod = (from - days * DAY_MS) / 1000;
   // civil_from_days (H. Hinnant)
@@ -122,7 +125,7 @@ export function nextWall(c: Compiled, from: number, until: number): number {
       m = 1;
       d = 1;
       h = mi = s = 0;
-      if (daysFromCivil(y, 1, 1) > untilDays) return -1;
+      if (daysFromCivil(y, 1, 1) > untilDays) return NO_WALL;
       continue;
     }
     if (nm !== m) {
@@ -139,7 +142,7 @@ export function nextWall(c: Compiled, from: number, until: number): number {
         y++;
         m = 1;
       }
-      if (daysFromCivil(y, m, 1) > untilDays) return -1;
+      if (daysFromCivil(y, m, 1) > untilDays) return NO_WALL;
       continue;
     }
     const nd = 32 - Math.clz32(dm & -dm);
@@ -148,7 +151,7 @@ export function nextWall(c: Compiled, from: number, until: number): number {
       h = mi = s = 0;
     }
     days = daysFromCivil(y, m, d);
-    if (days > untilDays) return -1;
+    if (days > untilDays) return NO_WALL;
     const nh = c.nextHour[h]!;
     if (nh < 0) {
       d++;
@@ -177,7 +180,7 @@ export function nextWall(c: Compiled, from: number, until: number): number {
     }
     s = ns;
     const w = days * DAY_MS + (h * 3600 + mi * 60 + s) * 1000;
-    return w < until ? w : -1;
+    return w < until ? w : NO_WALL;
   }
 }
 

@@ -25,7 +25,7 @@
 // per interval visited — usually one.
 
 import type { DstOptions } from "../api.js";
-import { compile, matchesWall, nextWall } from "./match.js";
+import { compile, matchesWall, nextWall, NO_WALL } from "./match.js";
 import type { CronExpression } from "./parse.js";
 import { getZone } from "./zone.js";
 
@@ -70,7 +70,7 @@ export function nextFireTime(expr: CronExpression, tz: string, afterMs: number, 
   if (zone.fixedOffset !== null) {
     const o = zone.fixedOffset;
     const w = nextWall(c, wallAfter(o), horizon + o);
-    return w < 0 ? null : { at: w - o, local: formatWall(w) };
+    return w === NO_WALL ? null : { at: w - o, local: formatWall(w) };
   }
 
   const runAtTransition = (dst?.gap ?? (expr.fixedTime ? "run_at_transition" : "skip")) === "run_at_transition";
@@ -89,13 +89,13 @@ export function nextFireTime(expr: CronExpression, tz: string, afterMs: number, 
     if (s > afterMs && op < o && runAtTransition) {
       // Spring forward at s: wall times [s+op, s+o) do not exist.
       const g = nextWall(c, s + op, s + o);
-      if (g >= 0 && !matchesWall(c, s + o)) return within({ at: s, local: formatWall(g), dst: "gap" });
+      if (g !== NO_WALL && !matchesWall(c, s + o)) return within({ at: s, local: formatWall(g), dst: "gap" });
     }
     let from = Math.max(wallAfter(o), s + o);
     // Fall back at s: wall times [s+o, s+op) are second occurrences.
     if (op > o && firstOnly) from = Math.max(from, s + op);
     const w = nextWall(c, from, e + o);
-    if (w >= 0) {
+    if (w !== NO_WALL) {
       const fire: FireTime = { at: w - o, local: formatWall(w) };
       if ((op > o && w < s + op) || (on < o && w >= e + on)) fire.dst = "overlap";
       return within(fire); // the last interval may reach past the horizon

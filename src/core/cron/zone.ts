@@ -102,8 +102,8 @@ export class Zone {
   private table(year: number): YearTable {
     let t = this.years.get(year);
     if (t !== undefined) return t;
-    const start = Date.UTC(year, 0, 1);
-    const end = Date.UTC(year + 1, 0, 1);
+    const start = yearStart(year);
+    const end = yearStart(year + 1);
     const startOffset = this.rawOffset(start);
     const transitions: Transition[] = [];
     let lo = start;
@@ -159,7 +159,7 @@ export class Zone {
       for (const tr of this.table(y).transitions) if (tr.at > t) return tr;
     }
     const o = this.offsetAt(t);
-    return { at: Date.UTC(year + 1, 0, 1), before: o, after: o };
+    return { at: yearStart(year + 1), before: o, after: o };
   }
 
   /** The last transition at or before t within this or the previous UTC year, or null. */
@@ -184,4 +184,9 @@ export function getZone(tz: string): Zone {
     zones.set(tz, z);
   }
   return z;
+}
+
+/** 00:00 UTC on 1 January of a year; Date.UTC alone maps the years 0-99 to 1900-1999. */
+function yearStart(year: number): number {
+  return new Date(Date.UTC(2000, 0, 1)).setUTCFullYear(year);
 }
