@@ -5,6 +5,7 @@ import type { BackfillRequest, BackfillResponse, OccurrenceItem, OccurrencesQuer
 import type { Clock } from "../core/clock.js";
 import { DuetimeError, invalidArgument } from "../core/errors.js";
 import { executionIdFor } from "../core/ids.js";
+import { REACH_MS } from "../core/cron/index.js";
 import { fireTimesBetween, isCron, localTime } from "../core/schedule.js";
 import { parseRfc3339, toIso, toIsoOrNull } from "../core/time.js";
 import type { AttemptRow, JobRecord, Store } from "../store/store.js";
@@ -99,6 +100,7 @@ function window(request: { from: string; to: string }, cap: number): { from: num
   const to = parseRfc3339(request.to);
   if (to === null) throw invalidArgument("to", `${JSON.stringify(request.to)} is not an RFC 3339 time`);
   if (to <= from) throw invalidArgument("to", "must be later than from");
+  if (to - from > REACH_MS) throw invalidArgument("to", "the window spans more than 100 years; ask for a shorter one");
   return { from, to: Math.min(to, cap) };
 }
 

@@ -130,3 +130,16 @@ test("the ledger marks daylight-saving moves", async () => {
   assert.ok(job.nextRunAtLocal?.endsWith("[America/New_York]"));
   await engine.stop();
 });
+
+test("a ledger or backfill window may span 100 years at most: a rare expression cannot make a request walk millennia", async () => {
+  const { engine, job } = await setup({ cron: "0 0 29 2 *", tz: "Europe/London" });
+  const within = await engine.service.listOccurrences(ctx, job.jobId, { from: "1970-01-01T00:00:00Z", to: "2069-01-01T00:00:00Z" });
+  assert.equal(within.items.length, 25);
+  for (const call of [
+    () => engine.service.listOccurrences(ctx, job.jobId, { from: "1900-01-01T00:00:00Z", to: "9999-01-01T00:00:00Z" }),
+    () => engine.service.backfillJob(ctx, job.jobId, { from: "1900-01-01T00:00:00Z", to: "2026-01-01T00:00:00Z" }),
+  ]) {
+    await assert.rejects(call(), (err: unknown) => err instanceof DuetimeError && err.details?.field === "to" && /100 years/.test(err.message));
+  }
+  await engine.stop();
+});

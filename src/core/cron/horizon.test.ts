@@ -4,7 +4,7 @@
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { fireTimes, HORIZON_MS, nextFireTime, parseCron } from "./index.js";
+import { fireTimes, HORIZON_MS, nextFireTime, parseCron, REACH_MS } from "./index.js";
 
 // Feb 29 on a Monday (the fifth Monday of February): 2016, 2044, 2072, then 2112 (2100 is no leap year).
 const LEAP_MONDAY = parseCron("0 0 * 2 1#5");
@@ -43,4 +43,14 @@ test("fireTimes takes a whole count: Infinity is refused, not looped over", () =
     assert.throws(() => fireTimes(daily, "UTC", 0, count), RangeError, String(count));
   }
   assert.equal(fireTimes(daily, "UTC", 0, 1000).length, 1000);
+});
+
+test("fireTimes reaches 100 years past its start at most: 1,000 Feb 29ths are not 4,000 years of work", () => {
+  const leapDay = parseCron("0 0 29 2 *");
+  const from = Date.parse("1970-01-01T00:00:00Z");
+  for (const tz of ZONES) {
+    const times = fireTimes(leapDay, tz, from, 1000);
+    assert.equal(times.length, 25, tz); // 1972 … 2068: 2000 is a leap year
+    assert.ok(times.every((f) => f.at < from + REACH_MS), tz);
+  }
 });

@@ -108,9 +108,18 @@ export function nextFireTime(expr: CronExpression, tz: string, afterMs: number, 
 }
 
 /**
- * The first `count` fires strictly after afterMs, in order (fewer if the
- * horizon is reached). count is a whole number: callers bound it (the preview
- * takes 1..1000), so Infinity is a RangeError, never an endless loop.
+ * How far past its start a list of fire times reaches (fireTimes, and the
+ * windows of the run ledger and backfill): 100 × 366 days. Each year a search
+ * crosses costs a zone table built from Intl (about 0.7 ms), so 1,000 firings
+ * of "Feb 29" (4,000 years) would hold the process for seconds.
+ */
+export const REACH_MS = 100 * 366 * 86_400_000;
+
+/**
+ * The first `count` fires strictly after afterMs and within REACH_MS of it, in
+ * order (fewer if the horizon or the reach is met). count is a whole number:
+ * callers bound it (the preview takes 1..1000), so Infinity is a RangeError,
+ * never an endless loop.
  */
 export function fireTimes(expr: CronExpression, tz: string, afterMs: number, count: number, dst?: DstOptions): FireTime[] {
   if (!Number.isSafeInteger(count) || count < 0) throw new RangeError(`count must be a whole number, got ${count}`);
@@ -118,7 +127,7 @@ export function fireTimes(expr: CronExpression, tz: string, afterMs: number, cou
   let after = afterMs;
   for (let i = 0; i < count; i++) {
     const f = nextFireTime(expr, tz, after, dst);
-    if (f === null) break;
+    if (f === null || f.at >= afterMs + REACH_MS) break;
     out.push(f);
     after = f.at;
   }
