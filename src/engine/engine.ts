@@ -5,12 +5,9 @@
 
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
-import { resolve } from "node:path";
 import { systemClock, type Clock } from "../core/clock.js";
-import { invalidArgument } from "../core/errors.js";
 import { retentionPeriods } from "../core/retention.js";
-import type { Store } from "../store/store.js";
-import { openSqliteStore } from "../store/sqlite/index.js";
+import { openStore } from "../store/factory.js";
 import { EngineEvents } from "./events.js";
 import { Executor } from "./executor.js";
 import { HttpTargetRunner, type HttpTargetSettings } from "./http-target.js";
@@ -69,18 +66,6 @@ export interface Engine {
   stop(): Promise<void>;
   /** Prometheus text exposition of the engine's metrics. */
   metricsText(): Promise<string>;
-}
-
-export async function openStore(url: string): Promise<Store> {
-  if (url.startsWith("sqlite:")) {
-    const path = url.slice("sqlite:".length);
-    if (!path) throw invalidArgument("store", 'needs a path, e.g. "sqlite:./duetime.db" or "sqlite::memory:"');
-    return openSqliteStore({ path: path === ":memory:" ? path : resolve(path) });
-  }
-  if (url.startsWith("postgres:") || url.startsWith("postgresql:")) {
-    throw invalidArgument("store", "the PostgreSQL store is not available in this version yet; use sqlite:PATH");
-  }
-  throw invalidArgument("store", `unknown store ${JSON.stringify(url)}; use sqlite:PATH`);
 }
 
 export async function openEngine(options: EngineOptions): Promise<Engine> {

@@ -1,8 +1,11 @@
 // The SDK imports only src/core: loading it must not pull in a database
-// driver, the engine, the store, the server or the CLI. A child process
-// imports the module with a resolve hook that reports every module URL it
-// loads (and we also look at the CommonJS cache); a control run importing
-// better-sqlite3 itself shows the detector really catches the driver.
+// driver, the engine, the store, the server or the CLI. The package entry
+// (server and embedded mode) loads no driver until a store is opened, and
+// opening one loads that driver only (store/factory.ts). A child process
+// imports the module (and, given STORE, opens and closes that store) with a
+// resolve hook that reports every module URL it loads (and we also look at
+// the CommonJS cache); control runs importing better-sqlite3 and pg
+// themselves show the detector really catches each driver.
 
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
@@ -30,7 +33,10 @@ let markerSeen;
 const marker = new Promise((resolve) => (markerSeen = resolve));
 port1.on("message", (url) => { seen.push(url); if (url.includes("duetime-marker")) markerSeen(); });
 register("data:text/javascript," + encodeURIComponent(process.env.HOOKS), { parentURL: import.meta.url, data: { port: port2 }, transferList: [port2] });
-try { await import(process.env.TARGET); } catch (err) { seen.push("import-error:" + err.message); }
+try {
+  const mod = await import(process.env.TARGET);
+  if (process.env.STORE) await (await mod.openStore(process.env.STORE)).close();
+} catch (err) { seen.push("error:" + err.message); }
 await import("data:text/javascript,export default 'duetime-marker'");
 await marker;
 port1.close();
@@ -38,30 +44,53 @@ const cjs = Object.keys(createRequire(import.meta.url).cache);
 process.stdout.write(JSON.stringify([...seen, ...cjs]));
 `;
 
-async function modulesLoadedBy(target: string): Promise<string[]> {
+/** Module URLs and CommonJS paths a fresh process loads importing `target` (and opening `store` with its openStore). */
+async function modulesLoadedBy(target: string, store?: string): Promise<string[]> {
   const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", "--input-type=module", "-e", CHILD], {
     cwd: ROOT,
-    env: { ...process.env, HOOKS, TARGET: target },
+    env: { ...process.env, HOOKS, TARGET: target, ...(store !== undefined ? { STORE: store } : {}) },
     timeout: 60_000,
   });
   return JSON.parse(stdout) as string[];
 }
 
-const FORBIDDEN = [
-  /node_modules\/(better-sqlite3|pg|postgres|fastify|pino|prom-client)\//,
-  /\/src\/(engine|store|server|cli)\//,
-];
+const SQLITE_DRIVER = /node_modules\/better-sqlite3\//;
+const PG_CLIENT = /node_modules\/(pg|pg-[a-z-]+|postgres)\//;
+const FORBIDDEN = [SQLITE_DRIVER, PG_CLIENT, /node_modules\/(fastify|pino|prom-client)\//, /\/src\/(engine|store|server|cli)\//];
+const srcUrl = (path: string): string => new URL(path, `file://${ROOT}/`).href;
 
 test("importing the SDK loads no database driver, engine, store, server or CLI", async () => {
-  const loaded = await modulesLoadedBy(new URL("src/sdk/index.ts", `file://${ROOT}/`).href);
+  const loaded = await modulesLoadedBy(srcUrl("src/sdk/index.ts"));
   assert.ok(loaded.some((u) => u.endsWith("/src/sdk/worker.ts")), `the detector saw the SDK: ${loaded.join("\n")}`);
   assert.ok(loaded.some((u) => u.endsWith("/src/core/api.ts")));
-  assert.ok(!loaded.some((u) => u.startsWith("import-error:")), loaded.join("\n"));
+  assert.ok(!loaded.some((u) => u.startsWith("error:")), loaded.join("\n"));
   const bad = loaded.filter((u) => FORBIDDEN.some((p) => p.test(u)));
   assert.deepEqual(bad, []);
 });
 
-test("control: the detector catches better-sqlite3 when it is imported", async () => {
-  const loaded = await modulesLoadedBy("better-sqlite3");
-  assert.ok(loaded.some((u) => FORBIDDEN[0]!.test(u)), loaded.join("\n"));
+test('import("duetime") (server and embedded mode) loads no database driver until a store is opened', async () => {
+  const loaded = await modulesLoadedBy("duetime");
+  assert.ok(loaded.some((u) => u.endsWith("/src/server/index.ts")), `the detector saw the server: ${loaded.join("\n")}`);
+  assert.ok(!loaded.some((u) => u.startsWith("error:")), loaded.join("\n"));
+  assert.deepEqual(loaded.filter((u) => SQLITE_DRIVER.test(u) || PG_CLIENT.test(u)), []);
 });
+
+test("opening a sqlite: store loads better-sqlite3 and no PostgreSQL client", async () => {
+  const loaded = await modulesLoadedBy(srcUrl("src/store/factory.ts"), "sqlite::memory:");
+  assert.ok(!loaded.some((u) => u.startsWith("error:")), loaded.join("\n"));
+  assert.ok(loaded.some((u) => SQLITE_DRIVER.test(u)), `the store opened: ${loaded.join("\n")}`);
+  assert.deepEqual(loaded.filter((u) => PG_CLIENT.test(u)), []);
+});
+
+test("a postgres:// store answers that it is not available yet, through the factory, loading no driver", async () => {
+  const loaded = await modulesLoadedBy(srcUrl("src/store/factory.ts"), "postgres://localhost/duetime");
+  assert.ok(loaded.some((u) => u.startsWith("error:") && u.includes("not available in this version yet")), loaded.join("\n"));
+  assert.deepEqual(loaded.filter((u) => SQLITE_DRIVER.test(u) || PG_CLIENT.test(u)), []);
+});
+
+for (const [driver, pattern] of [["better-sqlite3", SQLITE_DRIVER], ["pg", PG_CLIENT]] as const) {
+  test(`control: the detector catches ${driver} when it is imported`, async () => {
+    const loaded = await modulesLoadedBy(driver);
+    assert.ok(loaded.some((u) => pattern.test(u)), loaded.join("\n"));
+  });
+}

@@ -1,8 +1,10 @@
 // The store conformance suite: one set of tests every driver must pass
 // (River's riverdrivertest, Oban's engine tests over [Basic, Lite]). A driver's
-// test file calls storeContract(name, open) with an `open` that returns an
-// already-migrated, empty store, isolated from every other call (a new SQLite
-// file, a new PostgreSQL schema). Each test opens its own store and closes it.
+// test file calls storeContract(name, open, openPair) with an `open` that
+// returns an already-migrated, empty store, isolated from every other call (a
+// new SQLite file, a new PostgreSQL schema), and an `openPair` that returns
+// two handles (connections, as two nodes would hold) on one such database,
+// for the races at the end. Each test opens its own store and closes it.
 //
 // The suite knows only the Store port (store.ts): every assertion here is a
 // sentence of a doc comment there, or of docs/api.md where the port defers to
@@ -222,9 +224,40 @@ function assertOk(outcome: AckOutcome | undefined, state: "SUCCEEDED" | "READY" 
   assert.equal(outcome.state, state);
 }
 
+// ---- races -----------------------------------------------------------------
+
+/** Rounds of each race: enough for the arms to meet in every order. */
+const RACE_ROUNDS = 50;
+
+const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/**
+ * Runs two arms at once. A driver that serialises them (SQLite's one writer
+ * answers each call before the next starts) would always run them in call
+ * order, so the round picks which arm starts first and how many event-loop
+ * turns the other waits: over the rounds, the arms' steps interleave in
+ * every order. A networked driver races them for real.
+ */
+async function race<A, B>(round: number, a: () => Promise<A>, b: () => Promise<B>): Promise<[A, B]> {
+  const lag = Math.floor(round / 2) % 3;
+  const late = async <T>(arm: () => Promise<T>): Promise<T> => {
+    for (let i = 0; i < lag; i++) await turn();
+    return arm();
+  };
+  return round % 2 === 0 ? Promise.all([a(), late(b)]) : Promise.all([late(a), b()]);
+}
+
+/** A job on this shard. */
+function jobOnShard(shard: number, overrides: JobOverrides = {}): NewJob {
+  for (;;) {
+    const nj = newJob(overrides);
+    if (nj.job.shard === shard) return nj;
+  }
+}
+
 // ---- the suite -------------------------------------------------------------
 
-export function storeContract(name: string, open: () => Promise<Store>): void {
+export function storeContract(name: string, open: () => Promise<Store>, openPair: () => Promise<[Store, Store]>): void {
   /** A test with its own fresh store, closed whatever happens. */
   function storeTest(title: string, fn: (store: Store) => Promise<void>): void {
     test(title, async () => {
@@ -233,6 +266,18 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         await fn(store);
       } finally {
         await store.close();
+      }
+    });
+  }
+
+  /** A test with two handles on one fresh database, both closed whatever happens. */
+  function pairTest(title: string, fn: (a: Store, b: Store) => Promise<void>): void {
+    test(title, async () => {
+      const [a, b] = await openPair();
+      try {
+        await fn(a, b);
+      } finally {
+        await Promise.all([a.close(), b.close()]);
       }
     });
   }
@@ -2425,6 +2470,157 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         assert.deepEqual(rows.map((a) => [a.kind, a.row.subject, a.jobId, a.at, a.row.details]), [["audit", "ak_1", null, T0, { n: 1 }]]);
         assert.deepEqual(await store.retentionPurge({ kind: "audit", before: T0 + MINUTE, limit: 10 }), { deleted: 1 });
         assert.deepEqual((await store.auditList({ tenantId: "t1", limit: 10 })).map((a) => a.subject), ["ak_3"]);
+      });
+    });
+
+    // Two handles on one database race each other, many rounds each: SQLite's
+    // single writer serialises them, a networked driver must hold the same
+    // sentences under true concurrency.
+    describe("races (two handles on one database)", () => {
+      pairTest("two leasers on one pool: every ready execution is granted exactly once, no attempt twice", async (a, b) => {
+        const epochs = await acquireAll(a, "n1");
+        const READY = 6;
+        for (let round = 0; round < RACE_ROUNDS; round++) {
+          const pool = `race-${round}`;
+          const jobs = Array.from({ length: READY }, () => newJob({ target: { type: "queue", pool } }));
+          await a.jobCreateMany({ jobs, now: CREATED });
+          const ready = await a.dispatchMany({ nodeId: "n1", epochs, now: T0, items: jobs.map((nj) => ({ entry: entryOf(nj), next: null })) });
+          assert.equal(ready.dispatched.length, READY);
+          /** Leases two at a time until the pool answers none (or more calls than there is work). */
+          const drain = async (store: Store, workerId: string): Promise<LeasedRow[]> => {
+            const got: LeasedRow[] = [];
+            for (let call = 0; call <= READY; call++) {
+              const rows = await lease(store, T0, { pool, workerId, max: 2 });
+              if (rows.length === 0) break;
+              got.push(...rows);
+            }
+            return got;
+          };
+          const [byA, byB] = await race(round, () => drain(a, "wa"), () => drain(b, "wb"));
+          const grants = [...byA, ...byB].map((r) => `${r.executionId}#${r.attempt}`);
+          assert.equal(new Set(grants).size, grants.length, `round ${round}: an attempt was granted twice: ${grants.join(" ")}`);
+          assert.deepEqual(
+            [...byA, ...byB].map((r) => r.executionId).sort(),
+            ready.dispatched.map((d) => d.executionId).sort(),
+            `round ${round}: every ready execution granted once`,
+          );
+        }
+      });
+
+      pairTest("reaper against a late complete: exactly one wins, and the execution ends as the winner left it", async (a, b) => {
+        const epochs = await acquireAll(a, "n1");
+        for (let round = 0; round < RACE_ROUNDS; round++) {
+          const pool = `race-${round}`;
+          const r = await runningExecution(a, epochs, { target: { type: "queue", pool } });
+          const { leaseUntil } = r.leased;
+          // The complete comes at the lease's last instant, the reaper one millisecond after it.
+          const [[completed], reaped] = await race(
+            round,
+            () => a.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 1 }], now: leaseUntil }),
+            () => b.executionReap({ now: leaseUntil + 1, limit: 10 }),
+          );
+          const reaperWon = reaped.some((x) => x.executionId === r.executionId);
+          const attempt1 = attemptOf(await history(a, "t1", r.job.jobId), r.executionId, 1);
+          const counts = countsOf(await a.poolCounts({ tenantId: "t1", pool, now: leaseUntil + 1 }), "t1", pool);
+          if (reaperWon) {
+            assert.deepEqual(completed, { status: "lost" }, `round ${round}: the reaper won, so the complete is lost`);
+            assert.equal(attempt1.state, "TIMED_OUT");
+            assert.deepEqual(counts, { pending: 0, queued: 1, running: 0 }, `round ${round}: ready again for attempt 2`);
+          } else {
+            assertOk(completed, "SUCCEEDED");
+            assert.deepEqual(reaped, [], `round ${round}: the complete won, so nothing was reaped`);
+            assert.equal(attempt1.state, "SUCCEEDED");
+            assert.deepEqual(counts, { pending: 0, queued: 0, running: 0 });
+          }
+        }
+      });
+
+      pairTest("dispatch against a shard takeover: each occurrence is dispatched once, by the owner of the current epoch", async (a, b) => {
+        for (let round = 0; round < RACE_ROUNDS; round++) {
+          const now = T0 + round * MINUTE;
+          const nj = newJob({ at: now });
+          const shard = nj.job.shard;
+          const later = jobOnShard(shard, { at: now });
+          await a.jobCreateMany({ jobs: [nj, later], now: CREATED });
+          // node-a's lease has expired by `now`, so node-b may take the shard then.
+          const [held] = await a.shardAcquire({ owner: "node-a", shards: [shard], leaseMs: SECOND, now: now - 2 * SECOND });
+          assert.equal(held?.owner, "node-a");
+          const oldEpochs = new Map([[shard, held.epoch]]);
+          const items = [{ entry: entryOf(nj), next: null }];
+          const [byA, byB] = await race(
+            round,
+            () => a.dispatchMany({ nodeId: "node-a", epochs: oldEpochs, now, items }),
+            async () => {
+              const [taken] = await b.shardAcquire({ owner: "node-b", shards: [shard], leaseMs: SECOND, now });
+              assert.ok(taken && taken.owner === "node-b" && taken.epoch > held.epoch, `round ${round}: node-b took the shard with a new epoch`);
+              // What node-b sees once it holds the shard: node-a's dispatch, if any, committed before the takeover.
+              const seen = await history(b, "t1", nj.job.jobId);
+              const dispatched = await b.dispatchMany({ nodeId: "node-b", epochs: new Map([[shard, taken.epoch]]), now, items });
+              return { seen, dispatched };
+            },
+          );
+          const aWon = byA.dispatched.length > 0;
+          const rows = await history(a, "t1", nj.job.jobId);
+          assert.equal(rows.length, 1, `round ${round}: one execution: ${JSON.stringify(rows)}`);
+          if (aWon) {
+            assert.equal(byB.seen.length, 1, `round ${round}: node-a dispatched after node-b had taken the shard`);
+            assert.deepEqual(byB.dispatched, { dispatched: [], stale: [nj.job.jobId], fenced: [] });
+            assert.equal(rows[0]!.dispatchedBy, "node-a");
+          } else {
+            assert.deepEqual(byA, { dispatched: [], stale: [], fenced: [nj.job.jobId] }, `round ${round}`);
+            assert.deepEqual(byB.dispatched.dispatched.map((d) => d.executionId), [rows[0]!.executionId]);
+            assert.equal(rows[0]!.dispatchedBy, "node-b");
+          }
+          // After the takeover, node-a's old epoch dispatches nothing.
+          const stale = await a.dispatchMany({ nodeId: "node-a", epochs: oldEpochs, now, items: [{ entry: entryOf(later), next: null }] });
+          assert.deepEqual(stale, { dispatched: [], stale: [], fenced: [later.job.jobId] });
+          assert.deepEqual(await history(a, "t1", later.job.jobId), []);
+        }
+      });
+
+      pairTest("create with one idempotency key from two handles: one job, and both answers name it", async (a, b) => {
+        for (let round = 0; round < RACE_ROUNDS; round++) {
+          const idempotency = { key: `k-${round}`, requestHash: "h" };
+          const [fromA, fromB] = [newJob({ idempotency }), newJob({ idempotency })];
+          const [[outA], [outB]] = await race(
+            round,
+            () => a.jobCreateMany({ jobs: [fromA], now: CREATED }),
+            () => b.jobCreateMany({ jobs: [fromB], now: CREATED }),
+          );
+          assert.ok(outA && outA.status !== "idempotency_mismatch" && outB && outB.status !== "idempotency_mismatch");
+          assert.deepEqual([outA.status, outB.status].sort(), ["created", "existing"], `round ${round}`);
+          assert.equal(outA.job.jobId, outB.job.jobId, `round ${round}: both answers name one job`);
+          const loser = outA.job.jobId === fromA.job.jobId ? fromB : fromA;
+          assert.equal(await a.jobGet({ tenantId: "t1", jobId: loser.job.jobId }), null, `round ${round}: the other job was not written`);
+        }
+      });
+
+      // Cancelling "cancels READY executions and asks RUNNING ones to stop" (jobTransition):
+      // no attempt is granted after the cancel commits, and one granted before
+      // it sees cancelRequested and cannot go back to READY.
+      pairTest("cancel against a lease: an attempt is granted only before the cancel, and then it is asked to stop", async (a, b) => {
+        const epochs = await acquireAll(a, "n1");
+        for (let round = 0; round < RACE_ROUNDS; round++) {
+          const pool = `race-${round}`;
+          const r = await readyExecution(a, epochs, { target: { type: "queue", pool } });
+          const { version } = await getJob(a, r.job);
+          const [cancelled, leased] = await race(
+            round,
+            () => a.jobTransition({ tenantId: "t1", jobId: r.job.jobId, fromVersion: version, state: "CANCELLED", due: null, cancelExecutions: true, now: T0 }),
+            () => lease(b, T0, { pool }),
+          );
+          assert.equal(cancelled?.state, "CANCELLED", `round ${round}: a lease does not move the job's version`);
+          if (leased.length > 0) {
+            assert.deepEqual(leased.map((l) => [l.executionId, l.attempt]), [[r.executionId, 1]]);
+            const beat = await b.executionHeartbeat({ tenantId: "t1", executionId: r.executionId, attempt: 1, now: T0 + 1 });
+            assert.deepEqual(beat, { status: "ok", leaseUntil: T0 + 1 + LEASE_MS, cancelRequested: true }, `round ${round}: the running attempt is asked to stop`);
+            const [failed] = await b.executionFailMany({ items: [fail({ executionId: r.executionId, tenantId: "t1", attempt: 1 })], now: T0 + 2, plan: retryAt(T0 + 3) });
+            assert.equal(failed?.status === "ok" && failed.state, "CANCELLED", `round ${round}: a cancelled job's attempt is not retried`);
+          } else {
+            assert.equal(attemptOf(await history(a, "t1", r.job.jobId), r.executionId, 0).state, "CANCELLED", `round ${round}`);
+          }
+          assert.deepEqual(await lease(b, T0 + MINUTE, { pool }), [], `round ${round}: nothing to lease after the cancel`);
+        }
       });
     });
   });

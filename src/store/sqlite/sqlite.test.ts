@@ -1,5 +1,6 @@
 // Runs the store conformance suite (../contract.ts) against the SQLite driver,
-// each test on a fresh database file in its own temporary directory.
+// each test on a fresh database file in its own temporary directory; a pair
+// is two connections on one file.
 
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -15,8 +16,18 @@ after(async () => {
   await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true })));
 });
 
-storeContract("sqlite", async () => {
+async function freshPath(): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), "duetime-sqlite-"));
   dirs.push(dir);
-  return openSqliteStore({ path: join(dir, "duetime.db") });
-});
+  return join(dir, "duetime.db");
+}
+
+storeContract(
+  "sqlite",
+  async () => openSqliteStore({ path: await freshPath() }),
+  async () => {
+    const path = await freshPath();
+    const first = await openSqliteStore({ path });
+    return [first, await openSqliteStore({ path })];
+  },
+);
