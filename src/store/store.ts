@@ -134,14 +134,6 @@ export interface LeaseParams {
   now: number;
 }
 
-export interface ExecutionFacts {
-  attempt: number;
-  retry: RetryPolicy;
-}
-
-/** Decides, inside the fail transaction, what a failed attempt becomes. */
-export type FailurePlanner = (facts: ExecutionFacts, item: FailInput) => { retryAt: number } | { dead: true };
-
 export interface FailInput {
   executionId: string;
   tenantId: string;
@@ -149,6 +141,8 @@ export interface FailInput {
   error: ErrorRecord;
   /** The attempt ran out of time (http target timeout): recorded as TIMED_OUT. */
   timedOut?: boolean;
+  /** A draw in [0, 1) for the retry delay's jitter (core/retry.ts endFailedAttempt): data, so the store stays deterministic. */
+  jitter: number;
 }
 
 export interface CompleteInput {
@@ -344,7 +338,7 @@ export interface Store {
    * the next costs one commit.
    */
   executionAckAndLease(
-    params: LeaseParams & { complete: CompleteInput[]; fail: FailInput[]; plan: FailurePlanner },
+    params: LeaseParams & { complete: CompleteInput[]; fail: FailInput[] },
   ): Promise<{ completed: AckOutcome[]; failed: AckOutcome[]; leased: LeasedRow[] }>;
   /** Extends a live lease by leaseMs, or by the length granted at lease time. */
   executionHeartbeat(params: {
@@ -357,11 +351,15 @@ export interface Store {
   /** Succeeds an item while its attempt still holds the lease; repeating a success answers ok again. */
   executionCompleteMany(params: { items: CompleteInput[]; now: number }): Promise<AckOutcome[]>;
   /**
-   * Fails items while their attempt holds the lease: the planner decides retry
-   * (READY at retryAt) or DEAD, counting attempts since the last replay; an
-   * execution whose job was cancelled while it ran ends CANCELLED instead.
+   * Fails items while their attempt holds the lease. What each becomes is
+   * core/retry.ts endFailedAttempt of the row (attempts since the last
+   * replay, the retry policy, whether the job was cancelled) and the item
+   * (error class, retryAfterSeconds, jitter) at now: READY at readyAt, DEAD,
+   * or CANCELLED. Fence: the write is a compare-and-set on (attempt, RUNNING,
+   * leaseUntil >= now) and on the facts the decision read; when those facts
+   * moved meanwhile (a cancel), the driver reads and decides again.
    */
-  executionFailMany(params: { items: FailInput[]; now: number; plan: FailurePlanner }): Promise<AckOutcome[]>;
+  executionFailMany(params: { items: FailInput[]; now: number }): Promise<AckOutcome[]>;
   /**
    * Hands leases back unused (an HTTP target whose origin's breaker is open):
    * READY again from readyAt, and the attempt does not count toward
