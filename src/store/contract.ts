@@ -749,11 +749,11 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         assert.equal(leased.length, 2);
       });
 
-      storeTest("a cron job with no next occurrence becomes COMPLETED, its last execution still runs", async (store) => {
+      storeTest("with completeJob the job becomes COMPLETED, its last execution still runs", async (store) => {
         const epochs = await acquireAll(store, "n1");
         const nj = cronJob();
         const created = await createOne(store, nj);
-        const res = await store.dispatchMany({ nodeId: "n1", epochs, now: T0, items: [{ entry: entryOf(nj), next: null }] });
+        const res = await store.dispatchMany({ nodeId: "n1", epochs, now: T0, items: [{ entry: entryOf(nj), next: null, completeJob: true }] });
         assert.equal(res.dispatched.length, 1);
         const job = await getJob(store, nj);
         assert.equal(job.state, "COMPLETED");
@@ -833,6 +833,24 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         assert.equal((await getJob(store, nj)).nextRunAt, T0);
         assert.equal((await store.dueLoad({ shards: [nj.job.shard], before: T0, limit: 10 })).length, 1);
         assert.deepEqual(await lease(store, T0), []);
+      });
+
+      storeTest("without completeJob the driver decides nothing: a cron job with no next occurrence stays SCHEDULED", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const nj = cronJob();
+        await createOne(store, nj);
+        await store.dispatchMany({ nodeId: "n1", epochs, now: T0, items: [{ entry: entryOf(nj), next: null }] });
+        assert.equal((await getJob(store, nj)).state, "SCHEDULED");
+      });
+
+      storeTest("after shardRelease the same epochs are fenced: the fence is the owner as well as the epoch", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const nj = newJob();
+        await createOne(store, nj);
+        await store.shardRelease({ owner: "n1" });
+        const res = await store.dispatchMany({ nodeId: "n1", epochs, now: T0, items: [{ entry: entryOf(nj), next: null }] });
+        assert.deepEqual([res.fenced, res.stale, res.dispatched], [[nj.job.jobId], [], []]);
+        assert.equal((await getJob(store, nj)).nextRunAt, T0, "the due entry stays");
       });
 
       storeTest("an item of a shard missing from epochs is fenced", async (store) => {

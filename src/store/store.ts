@@ -6,7 +6,7 @@
 // longer holds. Times are epoch milliseconds chosen by the engine's clock;
 // a networked driver may judge leases by its own clock instead.
 
-import type { ErrorRecord, Job, JobState, RetryPolicy, Role, Target } from "../core/api.js";
+import type { ErrorRecord, Job, JobState, Overlap, RetryPolicy, Role, Target } from "../core/api.js";
 
 /** Executions of http targets wait in this pool; user pool names cannot contain "$". */
 export const HTTP_POOL = "$http";
@@ -65,8 +65,10 @@ export interface DispatchItem {
   run?: number | null;
   /** Occurrences to record as SKIPPED, with why. */
   skipped?: { scheduledFor: number; reason: string }[];
-  /** The job's overlap policy (default allow). */
-  overlap?: "allow" | "forbid" | "replace";
+  /** The job's overlap policy (default allow), applied by core/misfire.ts overlapAction. */
+  overlap?: Overlap;
+  /** The job becomes COMPLETED (when still SCHEDULED) in the same transaction: core/misfire.ts completesAtDispatch. */
+  completeJob?: boolean;
 }
 
 export type ExecutionState = "READY" | "RUNNING" | "SUCCEEDED" | "DEAD" | "CANCELLED" | "SKIPPED";
@@ -282,12 +284,15 @@ export interface Store {
    * the execution of `run` (default: the entry's occurrence; null: none) and
    * a SKIPPED execution for each of `skipped` (an execution that exists for
    * (jobId, scheduledFor) is left alone), then advances the due entry to
-   * `next` or deletes it; a cron job with no next occurrence becomes
-   * COMPLETED. With overlap "forbid", a run whose job still has an execution
-   * in flight (READY or RUNNING) is recorded SKIPPED instead; with "replace",
-   * the in-flight ones are cancelled (RUNNING ones asked to stop) first.
-   * Items whose entry moved are "stale"; items of shards whose epoch moved,
-   * or that this node does not own, are "fenced". The scheduler never
+   * `next` or deletes it; with completeJob the job becomes COMPLETED. The
+   * run obeys core/misfire.ts overlapAction of the item's overlap policy
+   * and whether the job has an execution in flight (READY or RUNNING):
+   * SKIPPED instead, or the in-flight ones cancelled (RUNNING ones asked to
+   * stop) first. Fence: consuming the due entry is a compare-and-set on
+   * (jobId, scheduledFor) and on the shard's (owner = nodeId, epoch) in one
+   * statement; nothing else of the item is written when it misses. Items
+   * whose entry moved are "stale"; items of shards whose epoch moved, or
+   * that this node does not own, are "fenced". The scheduler never
    * dispatches before dueAt; readyAt is min(dueAt, now).
    */
   dispatchMany(params: { nodeId: string; epochs: ReadonlyMap<number, number>; now: number; items: DispatchItem[] }): Promise<{

@@ -6,7 +6,8 @@
 // batch atomically.
 
 import Database from "better-sqlite3";
-import type { ErrorRecord, JobState, Role } from "../../core/api.js";
+import type { ErrorRecord, JobState, Overlap, Role } from "../../core/api.js";
+import { overlapAction, REPLACED_ERROR, skippedError } from "../../core/misfire.js";
 import { executionIdFor, SHARD_COUNT } from "../../core/ids.js";
 import { type AttemptEnd, type AttemptFacts, endExpiredAttempt, endFailedAttempt, exhaustedError, expiredAttemptError } from "../../core/retry.js";
 import type {
@@ -57,14 +58,8 @@ const jobRange = (jobId: string): [string, string] => [`${jobId}-`, `${jobId}.`]
 /** [executionId, jobId, scheduledFor, readyAt, state, lastError JSON] for insertExecutions. */
 type NewExecution = [string, string, number, number | null, "READY" | "SKIPPED", string | null];
 
-const SKIP_MESSAGES: Record<string, string> = {
-  misfire: "missed: the scheduler was down or the job was paused at this time (misfire policy)",
-  overlap: "skipped: the previous occurrence was still running (overlap: forbid)",
-};
-
 function skippedRow(jobId: string, scheduledFor: number, reason: string): NewExecution {
-  const error = { message: SKIP_MESSAGES[reason] ?? `skipped: ${reason}`, reason };
-  return [executionIdFor(jobId, scheduledFor), jobId, scheduledFor, null, "SKIPPED", JSON.stringify(error)];
+  return [executionIdFor(jobId, scheduledFor), jobId, scheduledFor, null, "SKIPPED", JSON.stringify(skippedError(reason))];
 }
 
 /** The lease fences: an attempt holds its lease up to and including leaseUntil. */
@@ -369,7 +364,7 @@ class SqliteStore implements Store {
         for (const s of item.skipped ?? []) rows.push(skippedRow(entry.jobId, s.scheduledFor, s.reason));
         const run = item.run === undefined ? entry.scheduledFor : item.run;
         if (run !== null) rows.push(this.runRow(entry, run, item.overlap ?? "allow", p.now));
-        if (!next && entry.kind === "cron") finished.push(entry.jobId);
+        if (item.completeJob) finished.push(entry.jobId);
       }
       const inserted = this.insertExecutions(rows, p.now, p.nodeId);
       if (finished.length) {
@@ -383,20 +378,23 @@ class SqliteStore implements Store {
     });
   }
 
-  /** The execution of an occurrence that runs now, after its job's overlap policy had its say. */
-  private runRow(entry: DueEntry, run: number, overlap: "allow" | "forbid" | "replace", now: number): NewExecution {
-    const ready: NewExecution = [executionIdFor(entry.jobId, run), entry.jobId, run, Math.min(entry.dueAt, now), "READY", null];
-    if (overlap === "allow") return ready;
-    const inFlight = this.q(`SELECT 1 FROM executions WHERE ${OF_JOB} AND state IN ('READY', 'RUNNING') LIMIT 1`).get(...jobRange(entry.jobId));
-    if (!inFlight) return ready;
-    if (overlap === "forbid") return skippedRow(entry.jobId, run, "overlap");
-    this.q(`UPDATE executions SET state = 'CANCELLED', finished_at = ?, last_error = ? WHERE ${OF_JOB} AND state = 'READY'`).run(
-      now,
-      json({ message: "replaced by the next occurrence (overlap: replace)", reason: "overlap" }),
-      ...jobRange(entry.jobId),
-    );
-    this.q(`UPDATE executions SET cancel_requested = 1 WHERE ${OF_JOB} AND state = 'RUNNING'`).run(...jobRange(entry.jobId));
-    return ready;
+  /** The execution of an occurrence that runs now, as its job's overlap policy says (core/misfire.ts overlapAction). */
+  private runRow(entry: DueEntry, run: number, overlap: Overlap, now: number): NewExecution {
+    // Under "allow" whatever is in flight does not matter: the read is spared.
+    const inFlight =
+      overlap !== "allow" &&
+      this.q(`SELECT 1 FROM executions WHERE ${OF_JOB} AND state IN ('READY', 'RUNNING') LIMIT 1`).get(...jobRange(entry.jobId)) !== undefined;
+    const action = overlapAction(overlap, inFlight);
+    if (action === "skip") return skippedRow(entry.jobId, run, "overlap");
+    if (action === "replace") {
+      this.q(`UPDATE executions SET state = 'CANCELLED', finished_at = ?, last_error = ? WHERE ${OF_JOB} AND state = 'READY'`).run(
+        now,
+        json(REPLACED_ERROR),
+        ...jobRange(entry.jobId),
+      );
+      this.q(`UPDATE executions SET cancel_requested = 1 WHERE ${OF_JOB} AND state = 'RUNNING'`).run(...jobRange(entry.jobId));
+    }
+    return [executionIdFor(entry.jobId, run), entry.jobId, run, Math.min(entry.dueAt, now), "READY", null];
   }
 
   /** One INSERT for a batch of executions; one that exists already is left alone. Answers those inserted. */
