@@ -843,16 +843,6 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         assert.equal((await getJob(store, nj)).state, "SCHEDULED");
       });
 
-      storeTest("after shardRelease the same epochs are fenced: the fence is the owner as well as the epoch", async (store) => {
-        const epochs = await acquireAll(store, "n1");
-        const nj = newJob();
-        await createOne(store, nj);
-        await store.shardRelease({ owner: "n1" });
-        const res = await store.dispatchMany({ nodeId: "n1", epochs, now: T0, items: [{ entry: entryOf(nj), next: null }] });
-        assert.deepEqual([res.fenced, res.stale, res.dispatched], [[nj.job.jobId], [], []]);
-        assert.equal((await getJob(store, nj)).nextRunAt, T0, "the due entry stays");
-      });
-
       storeTest("an item of a shard missing from epochs is fenced", async (store) => {
         const epochs = await acquireAll(store, "n1");
         const nj = newJob();

@@ -345,7 +345,10 @@ export interface Store {
   executionAckAndLease(
     params: LeaseParams & { complete: CompleteInput[]; fail: FailInput[] },
   ): Promise<{ completed: AckOutcome[]; failed: AckOutcome[]; leased: LeasedRow[] }>;
-  /** Extends a live lease by leaseMs, or by the length granted at lease time. */
+  /**
+   * Extends a live lease by leaseMs, or by the length granted at lease time.
+   * Fence: one UPDATE whose WHERE holds (attempt, RUNNING, leaseUntil >= now).
+   */
   executionHeartbeat(params: {
     tenantId: string;
     executionId: string;
@@ -353,7 +356,11 @@ export interface Store {
     leaseMs?: number;
     now: number;
   }): Promise<{ status: "ok"; leaseUntil: number; cancelRequested: boolean } | { status: "lost" } | { status: "not_found" }>;
-  /** Succeeds an item while its attempt still holds the lease; repeating a success answers ok again. */
+  /**
+   * Succeeds an item while its attempt still holds the lease; repeating a
+   * success answers ok again. Fence: one UPDATE whose WHERE holds (attempt,
+   * RUNNING, leaseUntil >= now); only a miss is read, to answer it.
+   */
   executionCompleteMany(params: { items: CompleteInput[]; now: number }): Promise<AckOutcome[]>;
   /**
    * Fails items while their attempt holds the lease. What each becomes is
@@ -371,7 +378,8 @@ export interface Store {
    * maxAttempts. The next grant still carries the next attempt number, so
    * fencing holds; an execution whose job was cancelled meanwhile ends
    * CANCELLED instead. Answers per item: ok, or lost when the attempt no
-   * longer holds its lease.
+   * longer holds its lease. Fence: one UPDATE whose WHERE holds (attempt,
+   * RUNNING, leaseUntil >= now).
    */
   executionRelease(params: {
     items: { executionId: string; tenantId: string; attempt: number; readyAt: number }[];
@@ -379,9 +387,12 @@ export interface Store {
   }): Promise<("ok" | "lost")[]>;
   /**
    * Ends attempts whose lease expired (leaseUntil < now; a lease holds up to
-   * and including leaseUntil) as TIMED_OUT: ready again at once, DEAD when
-   * attempts since the last replay reach maxAttempts, CANCELLED when the job
-   * was cancelled while the attempt ran.
+   * and including leaseUntil) as TIMED_OUT, as core/retry.ts
+   * endExpiredAttempt says: ready again at once, DEAD when attempts since the
+   * last replay reach maxAttempts, CANCELLED when the job was cancelled while
+   * the attempt ran. Fence: each write is a compare-and-set on (attempt,
+   * RUNNING, leaseUntil < now) and the facts decided on; a row acknowledged
+   * or reaped by another handle meanwhile is left alone and not answered.
    */
   executionReap(params: {
     now: number;
