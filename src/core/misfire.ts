@@ -3,7 +3,7 @@
 // job's misfire policy decides which missed occurrences run and which are
 // recorded as SKIPPED. Pure functions of (schedule, job, time).
 
-import type { Job } from "./api.js";
+import type { ErrorRecord, Job, Overlap } from "./api.js";
 import { jitterMs, nextOccurrence, type Occurrence } from "./schedule.js";
 
 /** An occurrence dispatched more than this after its due time is a misfire (Quartz's default too). */
@@ -73,4 +73,32 @@ export function recentOccurrences(schedule: CronJobSchedule, jobId: string, from
     }
     if (found.length >= limit || start <= from - 1) return found.slice(-limit);
   }
+}
+
+/**
+ * An occurrence due to run, when its job still has one in flight (READY or
+ * RUNNING): "allow" runs it beside; "forbid" records it SKIPPED; "replace"
+ * cancels the in-flight ones (RUNNING ones asked to stop), then runs it.
+ */
+export function overlapAction(policy: Overlap, inFlight: boolean): "run" | "skip" | "replace" {
+  if (!inFlight || policy === "allow") return "run";
+  return policy === "forbid" ? "skip" : "replace";
+}
+
+const SKIP_MESSAGES: Record<string, string> = {
+  misfire: "missed: the scheduler was down or the job was paused at this time (misfire policy)",
+  overlap: "skipped: the previous occurrence was still running (overlap: forbid)",
+};
+
+/** The error a SKIPPED execution records: why it did not run. */
+export function skippedError(reason: string): ErrorRecord {
+  return { message: SKIP_MESSAGES[reason] ?? `skipped: ${reason}`, reason };
+}
+
+/** The error an execution cancelled by its successor (overlap: replace) records. */
+export const REPLACED_ERROR: ErrorRecord = { message: "replaced by the next occurrence (overlap: replace)", reason: "overlap" };
+
+/** A recurring job whose schedule has no next occurrence is COMPLETED at its last dispatch; a one-off ends with its execution instead. */
+export function completesAtDispatch(kind: "once" | "cron", hasNext: boolean): boolean {
+  return kind === "cron" && !hasNext;
 }

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { backoffMs, planFailure } from "./retry.js";
+import { backoffMs, endExpiredAttempt, endFailedAttempt, exhaustedError, expiredAttemptError, planFailure } from "./retry.js";
 
 const policy = { maxAttempts: 5, backoffSeconds: 10, maxBackoffSeconds: 60 };
 
@@ -41,4 +41,29 @@ test("throttled waits at least retryAfterSeconds and still counts toward maxAtte
 
 test("backoffSeconds 0 retries at once", () => {
   assert.equal(backoffMs({ maxAttempts: 3, backoffSeconds: 0, maxBackoffSeconds: 0 }, 3), 0);
+});
+
+const facts = (attempt: number, cancelRequested = false) => ({ attempt, retry: policy, cancelRequested });
+
+test("a failed attempt retries from now plus the backoff, with the jitter passed in", () => {
+  assert.deepEqual(endFailedAttempt(facts(1), { errorClass: "transient" }, 1_000, 0.5), { state: "READY", readyAt: 11_000 });
+  assert.deepEqual(endFailedAttempt(facts(2), { errorClass: "transient" }, 1_000, 0), { state: "READY", readyAt: 17_000 });
+  assert.deepEqual(endFailedAttempt(facts(5), { errorClass: "transient" }, 1_000, 0.5), { state: "DEAD", reason: "exhausted" });
+  assert.deepEqual(endFailedAttempt(facts(1), { errorClass: "permanent" }, 1_000, 0.5), { state: "DEAD", reason: "permanent" });
+});
+
+test("an attempt of a cancelled job ends CANCELLED, whatever the error or the count", () => {
+  assert.deepEqual(endFailedAttempt(facts(5, true), { errorClass: "permanent" }, 1_000, 0.5), { state: "CANCELLED" });
+  assert.deepEqual(endExpiredAttempt(facts(5, true), 1_000), { state: "CANCELLED" });
+});
+
+test("an expired lease is ready again at once, dead once attempts are exhausted", () => {
+  assert.deepEqual(endExpiredAttempt(facts(4), 1_000), { state: "READY", readyAt: 1_000 });
+  assert.deepEqual(endExpiredAttempt(facts(5), 1_000), { state: "DEAD", reason: "exhausted" });
+});
+
+test("an expired attempt's error says whether it hit its deadline or missed its heartbeats", () => {
+  assert.match(expiredAttemptError({ leaseUntil: 5_000, deadline: 5_000, timeoutMs: 5_000 }).message, /past timeoutSeconds \(5 s\)/);
+  assert.match(expiredAttemptError({ leaseUntil: 4_000, deadline: 5_000, timeoutMs: 5_000 }).message, /without a heartbeat/);
+  assert.equal(exhaustedError({ message: "x" }).message, "x; attempts exhausted");
 });

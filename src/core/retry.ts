@@ -3,7 +3,7 @@
 // at least retryAfterSeconds; permanent is dead at once; every attempt,
 // timed out or failed, counts toward maxAttempts.
 
-import type { ErrorClass, RetryPolicy } from "./api.js";
+import type { ErrorClass, ErrorRecord, RetryPolicy } from "./api.js";
 
 export const DEFAULT_RETRY: RetryPolicy = { maxAttempts: 3, backoffSeconds: 10, maxBackoffSeconds: 3600 };
 export const JITTER_FRACTION = 0.2;
@@ -31,4 +31,59 @@ export function planFailure(policy: RetryPolicy, facts: FailureFacts, random: ()
     delayMs = Math.max(delayMs, facts.retryAfterSeconds * 1000);
   }
   return { kind: "retry", delayMs };
+}
+
+/** What the store knows of a running attempt as it ends. */
+export interface AttemptFacts {
+  /** Attempts since the last replay, this one included. */
+  attempt: number;
+  retry: RetryPolicy;
+  /** The job was cancelled while the attempt ran. */
+  cancelRequested: boolean;
+}
+
+/** What an execution becomes when an attempt ends without success. */
+export type AttemptEnd =
+  | { state: "CANCELLED" }
+  | { state: "DEAD"; reason: "permanent" | "exhausted" }
+  | { state: "READY"; readyAt: number };
+
+/**
+ * A failed attempt: a cancelled job's execution ends CANCELLED, else the
+ * retry policy decides. `jitter` is a draw in [0, 1), passed as data so the
+ * store that calls this stays deterministic.
+ */
+export function endFailedAttempt(
+  facts: AttemptFacts,
+  failure: Omit<FailureFacts, "attempt">,
+  now: number,
+  jitter: number,
+): AttemptEnd {
+  if (facts.cancelRequested) return { state: "CANCELLED" };
+  const plan = planFailure(facts.retry, { ...failure, attempt: facts.attempt }, () => jitter);
+  return plan.kind === "dead" ? { state: "DEAD", reason: plan.reason } : { state: "READY", readyAt: now + plan.delayMs };
+}
+
+/** An attempt whose lease expired (the reaper): ready again at once, dead once attempts are exhausted. */
+export function endExpiredAttempt(facts: AttemptFacts, now: number): AttemptEnd {
+  if (facts.cancelRequested) return { state: "CANCELLED" };
+  if (facts.attempt >= facts.retry.maxAttempts) return { state: "DEAD", reason: "exhausted" };
+  return { state: "READY", readyAt: now };
+}
+
+/** Why the reaper ended an attempt: it ran to its deadline (timeoutSeconds), or its lease lapsed without a heartbeat. */
+export function expiredAttemptError(lease: { leaseUntil: number; deadline: number; timeoutMs: number }): ErrorRecord {
+  return {
+    message:
+      lease.leaseUntil >= lease.deadline
+        ? `attempt ran past timeoutSeconds (${lease.timeoutMs / 1000} s)`
+        : "lease expired without a heartbeat or completion",
+    class: "transient",
+    timedOut: true,
+  };
+}
+
+/** The dead execution's last error says why it will not be tried again. */
+export function exhaustedError(error: ErrorRecord): ErrorRecord {
+  return { ...error, message: `${error.message}; attempts exhausted` };
 }

@@ -5,12 +5,12 @@
 // apart share a commit; a commit per call is what made the herd slow.
 
 import type { Clock, TimerHandle } from "../core/clock.js";
-import type { CompleteInput, FailInput } from "../store/store.js";
-import type { Executor } from "./executor.js";
+import type { CompleteInput } from "../store/store.js";
+import type { Executor, FailRequest } from "./executor.js";
 
 export class AckBuffer {
   private completes: CompleteInput[] = [];
-  private fails: FailInput[] = [];
+  private fails: FailRequest[] = [];
   private timer: TimerHandle | null = null;
   private writing: Promise<void> = Promise.resolve();
 
@@ -33,13 +33,13 @@ export class AckBuffer {
     this.schedule();
   }
 
-  fail(item: FailInput): void {
+  fail(item: FailRequest): void {
     this.fails.push(item);
     this.schedule();
   }
 
   /** Takes up to maxBatch buffered outcomes, for a lease call that acknowledges them. */
-  take(): { complete: CompleteInput[]; fail: FailInput[] } {
+  take(): { complete: CompleteInput[]; fail: FailRequest[] } {
     const complete = this.completes.splice(0, this.maxBatch);
     const fail = this.fails.splice(0, Math.max(0, this.maxBatch - complete.length));
     if (this.size === 0) {
@@ -50,7 +50,7 @@ export class AckBuffer {
   }
 
   /** Puts back outcomes whose lease call failed: they are written by the next flush. */
-  restore(items: { complete: CompleteInput[]; fail: FailInput[] }): void {
+  restore(items: { complete: CompleteInput[]; fail: FailRequest[] }): void {
     this.completes.unshift(...items.complete);
     this.fails.unshift(...items.fail);
     if (this.size > 0) this.schedule();

@@ -4,17 +4,18 @@
 // nothing when that attempt no longer holds the lease.
 
 import type { Clock, TimerHandle } from "../core/clock.js";
-import { planFailure } from "../core/retry.js";
 import type {
   AckOutcome,
   CompleteInput,
   FailInput,
-  FailurePlanner,
   LeasedRow,
   LeaseParams as StoreLeaseParams,
   Store,
 } from "../store/store.js";
 import type { EngineEvents } from "./events.js";
+
+/** A failed attempt as callers report it; the executor adds the jitter draw the store's retry plan uses. */
+export type FailRequest = Omit<FailInput, "jitter">;
 
 /** The store's lease parameters (tenantId absent: every tenant, for the in-server HTTP runner), with the long poll. */
 export interface LeaseParams extends Omit<StoreLeaseParams, "now"> {
@@ -23,7 +24,7 @@ export interface LeaseParams extends Omit<StoreLeaseParams, "now"> {
   signal?: AbortSignal;
   /** Finished attempts to acknowledge in the same transaction as the first lease. */
   complete?: CompleteInput[];
-  fail?: FailInput[];
+  fail?: FailRequest[];
 }
 
 export interface LeaseResult {
@@ -112,14 +113,14 @@ export class Executor {
       graceMs: p.graceMs ?? 0,
     };
     const complete = p.complete ?? [];
-    const fail = p.fail ?? [];
+    const fail = this.withJitter(p.fail ?? []);
     // The first round acknowledges and leases in one transaction. A caller
     // that has gone away (signal aborted) is granted nothing: its items would
     // sit leased to nobody until the lease expired.
     const gone = () => p.signal?.aborted === true;
     const first =
       complete.length + fail.length > 0
-        ? await this.store.executionAckAndLease({ ...base, max: gone() ? 0 : p.max, complete, fail, plan: this.planner, now: this.clock.now() })
+        ? await this.store.executionAckAndLease({ ...base, max: gone() ? 0 : p.max, complete, fail, now: this.clock.now() })
         : { completed: [], failed: [], leased: gone() ? [] : await this.store.executionLease({ ...base, now: this.clock.now() }) };
     this.reportAcks(complete, first.completed, fail, first.failed);
     let leased = first.leased;
@@ -168,9 +169,10 @@ export class Executor {
     return outcomes;
   }
 
-  async fail(items: FailInput[]): Promise<AckOutcome[]> {
-    if (items.length === 0) return [];
-    const outcomes = await this.store.executionFailMany({ items, now: this.clock.now(), plan: this.planner });
+  async fail(requests: FailRequest[]): Promise<AckOutcome[]> {
+    if (requests.length === 0) return [];
+    const items = this.withJitter(requests);
+    const outcomes = await this.store.executionFailMany({ items, now: this.clock.now() });
     this.reportAcks([], [], items, outcomes);
     return outcomes;
   }
@@ -194,17 +196,12 @@ export class Executor {
     return outcomes;
   }
 
-  /** Decides, inside the fail transaction, what a failed attempt becomes (core/retry.ts). */
-  private readonly planner: FailurePlanner = (facts, item) => {
-    const decision = planFailure(
-      facts.retry,
-      { attempt: facts.attempt, errorClass: item.error.class ?? "transient", retryAfterSeconds: item.error.retryAfterSeconds },
-      this.random,
-    );
-    return decision.kind === "dead" ? { dead: true } : { retryAt: this.clock.now() + decision.delayMs };
-  };
+  /** Each item's retry jitter is drawn here, so the store's plan (core/retry.ts) is a pure function of data. */
+  private withJitter(items: FailRequest[]): FailInput[] {
+    return items.map((i) => ({ ...i, jitter: this.random() }));
+  }
 
-  private reportAcks(complete: CompleteInput[], completed: AckOutcome[], fail: FailInput[], failed: AckOutcome[]): void {
+  private reportAcks(complete: CompleteInput[], completed: AckOutcome[], fail: FailRequest[], failed: AckOutcome[]): void {
     completed.forEach((o, i) => {
       const item = complete[i]!;
       if (o.status === "ok") this.events.emit("execution:succeeded", { executionId: item.executionId, tenantId: item.tenantId });

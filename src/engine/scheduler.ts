@@ -8,7 +8,7 @@
 
 import type { Clock, TimerHandle } from "../core/clock.js";
 import { SHARD_COUNT } from "../core/ids.js";
-import { MISFIRE_THRESHOLD_MS, planCronDispatch } from "../core/misfire.js";
+import { completesAtDispatch, MISFIRE_THRESHOLD_MS, planCronDispatch } from "../core/misfire.js";
 import { isCron } from "../core/schedule.js";
 import type { DispatchItem, LoadedDueEntry, Store } from "../store/store.js";
 import type { EngineEvents } from "./events.js";
@@ -211,8 +211,16 @@ export class Scheduler {
   }
 }
 
-/** A one-off runs its occurrence; a recurring job's plan applies its misfire and overlap policies (core/misfire.ts). */
+/**
+ * A one-off runs its occurrence; a recurring job's plan applies its misfire
+ * and overlap policies (core/misfire.ts), and its last occurrence completes it.
+ */
 function planDispatch(entry: LoadedDueEntry, now: number, misfireThresholdMs: number): DispatchItem {
+  const item = planOccurrence(entry, now, misfireThresholdMs);
+  return { ...item, completeJob: completesAtDispatch(entry.kind, item.next !== null) };
+}
+
+function planOccurrence(entry: LoadedDueEntry, now: number, misfireThresholdMs: number): DispatchItem {
   if (entry.kind !== "cron" || !isCron(entry.schedule)) return { entry, next: null };
   const plan = planCronDispatch(entry.schedule, entry.jobId, entry.scheduledFor, now, misfireThresholdMs);
   return { entry, next: plan.next, run: plan.run, skipped: plan.skipped, overlap: entry.schedule.overlap };

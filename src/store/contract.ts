@@ -21,9 +21,7 @@ import {
   type ApiKeyRecord,
   type AttemptRow,
   type DueEntry,
-  type ExecutionFacts,
   type FailInput,
-  type FailurePlanner,
   type JobRecord,
   type LeasedRow,
   type NewJob,
@@ -51,6 +49,8 @@ const iso = (ms: number): string => new Date(ms).toISOString();
 const RETRY = { maxAttempts: 3, backoffSeconds: 10, maxBackoffSeconds: 3600 };
 const CRON_SCHEDULE = { cron: "0 * * * *", tz: "UTC", jitterSeconds: 0, misfire: "run_once", overlap: "allow" } as const;
 const BOOM: ErrorRecord = { message: "boom", class: "transient" };
+/** A permanent error: dead at once. */
+const FATAL: ErrorRecord = { message: "fatal", class: "permanent" };
 
 type JobFields = NewJob["job"];
 
@@ -199,13 +199,9 @@ function attemptOf(rows: AttemptRow[], executionId: string, attempt: number): At
   return row;
 }
 
-const retryAt =
-  (at: number): FailurePlanner =>
-  () => ({ retryAt: at });
-const dead: FailurePlanner = () => ({ dead: true });
-
-function fail(item: Omit<FailInput, "error"> & { error?: ErrorRecord }): FailInput {
-  return { error: BOOM, ...item };
+/** A failed attempt; by default a transient error and jitter 0.5 (none): attempt n retries after RETRY's 10 s × 2^(n-1). */
+function fail(item: Omit<FailInput, "error" | "jitter"> & { error?: ErrorRecord; jitter?: number }): FailInput {
+  return { error: BOOM, jitter: 0.5, ...item };
 }
 
 function countsOf(rows: PoolCounts[], tenantId: string, pool: string): { pending: number; queued: number; running: number } {
@@ -638,7 +634,6 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const [outcome] = await store.executionFailMany({
           items: [fail({ executionId: r.executionId, tenantId: "t1", attempt: 1, error: { message: "stopped on request" } })],
           now: T0 + 2 * SECOND,
-          plan: retryAt(T0 + 10 * SECOND),
         });
         assert.equal(outcome?.status, "ok");
         assert.deepEqual(await lease(store, T0 + HOUR), [], "a cancelled job's execution never runs again");
@@ -799,11 +794,11 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         assert.equal(leased.length, 2);
       });
 
-      storeTest("a cron job with no next occurrence becomes COMPLETED, its last execution still runs", async (store) => {
+      storeTest("with completeJob the job becomes COMPLETED, its last execution still runs", async (store) => {
         const epochs = await acquireAll(store, "n1");
         const nj = cronJob();
         const created = await createOne(store, nj);
-        const res = await store.dispatchMany({ nodeId: "n1", epochs, now: T0, items: [{ entry: entryOf(nj), next: null }] });
+        const res = await store.dispatchMany({ nodeId: "n1", epochs, now: T0, items: [{ entry: entryOf(nj), next: null, completeJob: true }] });
         assert.equal(res.dispatched.length, 1);
         const job = await getJob(store, nj);
         assert.equal(job.state, "COMPLETED");
@@ -883,6 +878,14 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         assert.equal((await getJob(store, nj)).nextRunAt, T0);
         assert.equal((await store.dueLoad({ shards: [nj.job.shard], before: T0, limit: 10 })).length, 1);
         assert.deepEqual(await lease(store, T0), []);
+      });
+
+      storeTest("without completeJob the driver decides nothing: a cron job with no next occurrence stays SCHEDULED", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const nj = cronJob();
+        await createOne(store, nj);
+        await store.dispatchMany({ nodeId: "n1", epochs, now: T0, items: [{ entry: entryOf(nj), next: null }] });
+        assert.equal((await getJob(store, nj)).state, "SCHEDULED");
       });
 
       storeTest("an item of a shard missing from epochs is fenced", async (store) => {
@@ -1131,8 +1134,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const r = await runningExecution(store, epochs);
         const outcome = await store.executionFailMany({
           items: [fail({ executionId: r.executionId, tenantId: "t1", attempt: 1 })],
-          now: T0 + SECOND,
-          plan: retryAt(T0 + 10 * SECOND),
+          now: T0,
         });
         assertOk(outcome[0], "READY");
         assert.deepEqual(await lease(store, T0 + 10 * SECOND - 1), []);
@@ -1438,29 +1440,35 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const epochs = await acquireAll(store, "n1");
         const retry = { maxAttempts: 5, backoffSeconds: 7, maxBackoffSeconds: 70 };
         const r = await runningExecution(store, epochs, { retry });
-        const calls: [ExecutionFacts, FailInput][] = [];
         const item = fail({ executionId: r.executionId, tenantId: "t1", attempt: 1, error: { message: "nope", class: "throttled", retryAfterSeconds: 9 } });
-        await store.executionFailMany({
-          items: [item],
-          now: T0 + SECOND,
-          plan: (facts, it) => {
-            calls.push([facts, it]);
-            return { retryAt: T0 + MINUTE };
-          },
-        });
-        assert.equal(calls.length, 1);
-        assert.equal(calls[0]![0].attempt, 1);
-        assert.deepEqual(calls[0]![0].retry, retry);
-        assert.deepEqual(calls[0]![1], item);
+        const [outcome] = await store.executionFailMany({ items: [item], now: T0 + SECOND });
+        assert.ok(outcome?.status === "ok" && outcome.state === "READY");
+        assert.equal(outcome.readyAt, T0 + SECOND + 9 * SECOND, "throttled: the row's 7 s backoff, raised to the item's retryAfterSeconds");
       });
 
-      storeTest("a retry makes the execution READY at plan.retryAt: not leasable before, leasable after as attempt 2", async (store) => {
+      storeTest("the retry delay's jitter is the item's draw: ±20% of the backoff at 0 and near 1", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const a = await runningExecution(store, epochs);
+        const b = await runningExecution(store, epochs);
+        const outcomes = await store.executionFailMany({
+          items: [
+            fail({ executionId: a.executionId, tenantId: "t1", attempt: 1, jitter: 0 }),
+            fail({ executionId: b.executionId, tenantId: "t1", attempt: 1, jitter: 0.999999 }),
+          ],
+          now: T0,
+        });
+        assert.deepEqual(
+          outcomes.map((o) => o.status === "ok" && o.readyAt),
+          [T0 + 8 * SECOND, T0 + 12 * SECOND],
+        );
+      });
+
+      storeTest("a retry makes the execution READY at now plus the backoff: not leasable before, leasable after as attempt 2", async (store) => {
         const epochs = await acquireAll(store, "n1");
         const r = await runningExecution(store, epochs);
         const [outcome] = await store.executionFailMany({
           items: [fail({ executionId: r.executionId, tenantId: "t1", attempt: 1 })],
-          now: T0 + SECOND,
-          plan: retryAt(T0 + 20 * SECOND),
+          now: T0 + 10 * SECOND,
         });
         assertOk(outcome, "READY");
         assert.ok(outcome?.status === "ok");
@@ -1480,7 +1488,6 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         await store.executionFailMany({
           items: [fail({ executionId: r.executionId, tenantId: "t1", attempt: 1, error })],
           now: T0 + 3 * SECOND,
-          plan: retryAt(T0 + MINUTE),
         });
         const rows = await history(store, "t1", r.job.jobId);
         assert.equal(rows.length, 1, "one row per attempt; the pending retry adds none");
@@ -1500,7 +1507,6 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const [outcome] = await store.executionFailMany({
           items: [fail({ executionId: r.executionId, tenantId: "t1", attempt: 1, error })],
           now: T0 + 2 * SECOND,
-          plan: dead,
         });
         assertOk(outcome, "DEAD");
         const job = await getJob(store, r.nj);
@@ -1530,7 +1536,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const epochs = await acquireAll(store, "n1");
         const r = await readyExecution(store, epochs, { kind: "cron", schedule: { ...CRON_SCHEDULE } }, { scheduledFor: T0 + HOUR, dueAt: T0 + HOUR });
         await leaseOne(store, T0);
-        assertOk((await store.executionFailMany({ items: [fail({ executionId: r.executionId, tenantId: "t1", attempt: 1 })], now: T0 + SECOND, plan: dead }))[0], "DEAD");
+        assertOk((await store.executionFailMany({ items: [fail({ executionId: r.executionId, tenantId: "t1", attempt: 1, error: FATAL })], now: T0 + SECOND }))[0], "DEAD");
         const job = await getJob(store, r.nj);
         assert.equal(job.state, "SCHEDULED");
         assert.equal(job.nextRunAt, T0 + HOUR);
@@ -1544,7 +1550,6 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         await store.executionFailMany({
           items: [fail({ executionId: r.executionId, tenantId: "t1", attempt: 1, error, timedOut: true })],
           now: T0 + SECOND,
-          plan: retryAt(T0 + MINUTE),
         });
         const row = attemptOf(await history(store, "t1", r.job.jobId), r.executionId, 1);
         assert.equal(row.state, "TIMED_OUT");
@@ -1557,13 +1562,11 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const outcomes = await store.executionFailMany({
           items: [fail({ executionId: r.executionId, tenantId: "t1", attempt: 2 })],
           now: T0 + SECOND,
-          plan: dead,
         });
         assert.deepEqual(outcomes, [{ status: "lost" }]);
         const expired = await store.executionFailMany({
           items: [fail({ executionId: r.executionId, tenantId: "t1", attempt: 1 })],
           now: T0 + LEASE_MS + 1,
-          plan: dead,
         });
         assert.deepEqual(expired, [{ status: "lost" }]);
         assert.equal((await getJob(store, r.nj)).state, "SCHEDULED");
@@ -1575,8 +1578,8 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const epochs = await acquireAll(store, "n1");
         const r = await runningExecution(store, epochs);
         const item = fail({ executionId: r.executionId, tenantId: "t1", attempt: 1 });
-        assertOk((await store.executionFailMany({ items: [item], now: T0 + SECOND, plan: retryAt(T0 + HOUR) }))[0], "READY");
-        assert.deepEqual(await store.executionFailMany({ items: [item], now: T0 + 2 * SECOND, plan: dead }), [{ status: "lost" }]);
+        assertOk((await store.executionFailMany({ items: [item], now: T0 + SECOND }))[0], "READY");
+        assert.deepEqual(await store.executionFailMany({ items: [item], now: T0 + 2 * SECOND }), [{ status: "lost" }]);
         assert.deepEqual(await store.executionCompleteMany({ items: [item], now: T0 + 2 * SECOND }), [{ status: "lost" }]);
         assert.deepEqual(await store.deadLetterList({ tenantId: "t1", limit: 10 }), []);
       });
@@ -1589,12 +1592,11 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const outcomes = await store.executionFailMany({
           items: [
             fail({ executionId: a.executionId, tenantId: "t1", attempt: 1 }),
-            fail({ executionId: b.executionId, tenantId: "t1", attempt: 1 }),
+            fail({ executionId: b.executionId, tenantId: "t1", attempt: 1, error: FATAL }),
             fail({ executionId: executionIdFor(newId(T0), T0), tenantId: "t1", attempt: 1 }),
             fail({ executionId: a.executionId, tenantId: "t1", attempt: 1 }),
           ],
           now: T0 + SECOND,
-          plan: (_facts, item) => (item.executionId === a.executionId ? { retryAt: T0 + MINUTE } : { dead: true }),
         });
         assert.equal(outcomes.length, 4);
         assertOk(outcomes[0], "READY");
@@ -1694,7 +1696,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         await store.dispatchMany({ nodeId: "n1", epochs, now: T0, items: [{ entry: entryOf(nj), next }] });
         const first = executionIdFor(nj.job.jobId, T0);
         await leaseOne(store, T0);
-        await store.executionFailMany({ items: [fail({ executionId: first, tenantId: "t1", attempt: 1 })], now: T0 + SECOND, plan: retryAt(T0 + 10 * SECOND) });
+        await store.executionFailMany({ items: [fail({ executionId: first, tenantId: "t1", attempt: 1 })], now: T0 });
         await leaseOne(store, T0 + 10 * SECOND);
         await store.executionCompleteMany({ items: [{ executionId: first, tenantId: "t1", attempt: 2 }], now: T0 + 11 * SECOND });
         await store.dispatchMany({ nodeId: "n1", epochs, now: T0 + HOUR, items: [{ entry: { ...entryOf(nj), ...next }, next: { scheduledFor: T0 + 2 * HOUR, dueAt: T0 + 2 * HOUR } }] });
@@ -1724,8 +1726,8 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         // Give the first occurrence two attempts.
         const first = executionIdFor(nj.job.jobId, T0);
         await leaseOne(store, T0);
-        await store.executionFailMany({ items: [fail({ executionId: first, tenantId: "t1", attempt: 1 })], now: T0 + 1, plan: retryAt(T0 + 2) });
-        await leaseOne(store, T0 + 2);
+        await store.executionFailMany({ items: [fail({ executionId: first, tenantId: "t1", attempt: 1 })], now: T0 + 1 });
+        await leaseOne(store, T0 + 1 + 10 * SECOND);
         const all = await history(store, "t1", nj.job.jobId);
         assert.equal(all.length, 5);
         const seen: [number, number][] = [];
@@ -1763,9 +1765,8 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const leased = await leaseOne(store, T0, { pool: poolOf(r.job.target), tenantId: r.job.tenantId });
         assert.equal(leased.executionId, r.executionId);
         const [outcome] = await store.executionFailMany({
-          items: [fail({ executionId: r.executionId, tenantId: r.job.tenantId, attempt: 1, error: { message: `dead at ${now}` } })],
+          items: [fail({ executionId: r.executionId, tenantId: r.job.tenantId, attempt: 1, error: { message: `dead at ${now}`, class: "permanent" } })],
           now,
-          plan: dead,
         });
         assertOk(outcome, "DEAD");
         return r;
@@ -1781,7 +1782,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const letters = await store.deadLetterList({ tenantId: "t1", limit: 10 });
         assert.deepEqual(letters.map((l) => l.executionId), [mine.executionId]);
         assert.equal(letters[0]!.tenantId, "t1");
-        assert.deepEqual(letters[0]!.lastError, { message: `dead at ${T0 + SECOND}` });
+        assert.deepEqual(letters[0]!.lastError, { message: `dead at ${T0 + SECOND}`, class: "permanent" });
         assert.equal((await store.deadLetterList({ tenantId: "t2", limit: 10 })).length, 1);
         assert.deepEqual(await store.deadLetterList({ tenantId: "t3", limit: 10 }), []);
       });
@@ -1834,7 +1835,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
 
       storeTest("a replayed execution gets a fresh budget of maxAttempts, its attempt numbers still growing", async (store) => {
         const epochs = await acquireAll(store, "n1");
-        const r = await readyExecution(store, epochs, { retry: { maxAttempts: 2, backoffSeconds: 1, maxBackoffSeconds: 1 } });
+        const r = await readyExecution(store, epochs, { retry: { maxAttempts: 3, backoffSeconds: 1, maxBackoffSeconds: 1 } });
         let now = T0;
         const reapOnce = async (expectAttempt: number): Promise<string> => {
           assert.equal((await leaseOne(store, now)).attempt, expectAttempt);
@@ -1843,25 +1844,22 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
           assert.equal(reaped.length, 1);
           return reaped[0]!.state;
         };
-        assert.deepEqual([await reapOnce(1), await reapOnce(2)], ["READY", "DEAD"]);
+        const failOnce = async (expectAttempt: number): Promise<AckOutcome | undefined> => {
+          assert.equal((await leaseOne(store, now)).attempt, expectAttempt);
+          const [outcome] = await store.executionFailMany({ items: [fail({ executionId: r.executionId, tenantId: "t1", attempt: expectAttempt })], now: now + 1 });
+          now += 2 * SECOND; // past the 1 s backoff
+          return outcome;
+        };
+        assert.deepEqual([await reapOnce(1), await reapOnce(2), await reapOnce(3)], ["READY", "READY", "DEAD"]);
         const replayed = await store.deadLetterReplay({ tenantId: "t1", executionId: r.executionId, now, audit: audit(r.executionId) });
-        assert.equal(replayed?.row.attempt, 2);
-        assert.equal(await reapOnce(3), "READY", "the first attempt after a replay is not the last");
-        const facts: ExecutionFacts[] = [];
-        assert.equal((await leaseOne(store, now)).attempt, 4);
-        const [outcome] = await store.executionFailMany({
-          items: [fail({ executionId: r.executionId, tenantId: "t1", attempt: 4 })],
-          now: now + 1,
-          plan: (f) => {
-            facts.push(f);
-            return { dead: true };
-          },
-        });
-        assertOk(outcome, "DEAD");
-        assert.equal(facts[0]?.attempt, 2, "the planner counts attempts since the replay");
+        assert.equal(replayed?.row.attempt, 3);
+        // Counted from the first attempt, each of these would be past maxAttempts.
+        assertOk(await failOnce(4), "READY");
+        assert.equal(await reapOnce(5), "READY", "the reaper counts attempts since the replay too");
+        assertOk(await failOnce(6), "DEAD");
         const [letter] = await store.deadLetterList({ tenantId: "t1", limit: 10 });
-        assert.equal(letter?.attempts, 4, "dead letters count every attempt");
-        assert.equal((await history(store, "t1", r.job.jobId)).length, 4);
+        assert.equal(letter?.attempts, 6, "dead letters count every attempt");
+        assert.equal((await history(store, "t1", r.job.jobId)).length, 6);
       });
 
       storeTest("replay of a cron job's execution leaves the job SCHEDULED", async (store) => {
@@ -1871,7 +1869,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         await store.dispatchMany({ nodeId: "n1", epochs, now: T0, items: [{ entry: entryOf(nj), next: { scheduledFor: T0 + HOUR, dueAt: T0 + HOUR } }] });
         const executionId = executionIdFor(nj.job.jobId, T0);
         await leaseOne(store, T0);
-        await store.executionFailMany({ items: [fail({ executionId, tenantId: "t1", attempt: 1 })], now: T0 + 1, plan: dead });
+        await store.executionFailMany({ items: [fail({ executionId, tenantId: "t1", attempt: 1, error: FATAL })], now: T0 + 1 });
         const replayed = await store.deadLetterReplay({ tenantId: "t1", executionId, now: T0 + 2, audit: audit(executionId) });
         assert.ok(replayed);
         const job = await getJob(store, nj);
@@ -2005,7 +2003,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
     describe("executionRelease", () => {
       storeTest("a released lease is READY again from readyAt, without spending an attempt; the next grant is the next attempt", async (store) => {
         const epochs = await acquireAll(store, "n1");
-        await readyExecution(store, epochs, { retry: { maxAttempts: 1, backoffSeconds: 10, maxBackoffSeconds: 3600 } });
+        await readyExecution(store, epochs, { retry: { maxAttempts: 2, backoffSeconds: 10, maxBackoffSeconds: 3600 } });
         const first = await leaseOne(store, T0);
         assert.deepEqual(
           await store.executionRelease({ items: [{ executionId: first.executionId, tenantId: "t1", attempt: 1, readyAt: T0 + MINUTE }], now: T0 + SECOND }),
@@ -2014,13 +2012,12 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         assert.deepEqual(await lease(store, T0 + 2 * SECOND), [], "leasable before readyAt");
         const second = await leaseOne(store, T0 + MINUTE);
         assert.equal(second.attempt, 2);
-        // maxAttempts 1: had the released attempt counted, this failure would not be the first
+        // maxAttempts 2: had the released attempt counted, this failure would be the last
         const [outcome] = await store.executionFailMany({
           items: [fail({ executionId: second.executionId, tenantId: "t1", attempt: 2 })],
           now: T0 + MINUTE + SECOND,
-          plan: (facts) => (facts.attempt < 1 ? { retryAt: 0 } : facts.attempt === 1 ? { dead: true } : { retryAt: -1 }),
         });
-        assert.equal(outcome?.status === "ok" && outcome.state, "DEAD");
+        assert.equal(outcome?.status === "ok" && outcome.state, "READY");
         assert.deepEqual(
           await store.executionRelease({ items: [{ executionId: first.executionId, tenantId: "t1", attempt: 1, readyAt: T0 }], now: T0 + 2 * MINUTE }),
           ["lost"],
@@ -2053,7 +2050,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         // t1/p1: one pending (retry later), one running, one queued, one succeeded, one cancelled.
         const pending = await readyExecution(store, epochs);
         await leaseOne(store, T0, { tenantId: "t1" });
-        await store.executionFailMany({ items: [fail({ executionId: pending.executionId, tenantId: "t1", attempt: 1 })], now: T0, plan: retryAt(T0 + 10 * MINUTE) });
+        await store.executionFailMany({ items: [fail({ executionId: pending.executionId, tenantId: "t1", attempt: 1 })], now: T0 });
         const running = await readyExecution(store, epochs);
         assert.equal((await leaseOne(store, T0, { tenantId: "t1" })).executionId, running.executionId);
         const done = await readyExecution(store, epochs);
@@ -2302,7 +2299,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
 
       async function deadAt(store: Store, epochs: ReadonlyMap<number, number>, at: number): Promise<Ready> {
         const r = await runningExecution(store, epochs, { target: { type: "queue", pool: `p-${newId(at)}` }, payload: { order: 7 } });
-        const [outcome] = await store.executionFailMany({ items: [fail({ executionId: r.executionId, tenantId: "t1", attempt: 1 })], now: at, plan: dead });
+        const [outcome] = await store.executionFailMany({ items: [fail({ executionId: r.executionId, tenantId: "t1", attempt: 1, error: FATAL })], now: at });
         assertOk(outcome, "DEAD");
         return r;
       }
@@ -2366,7 +2363,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         assert.deepEqual(row.row.payload, { order: 7 }, "JSON columns are parsed");
         const attempts = row.row.attempts as Record<string, unknown>[];
         assert.deepEqual(attempts.map((a) => [a.attempt, a.state]), [[1, "DEAD"]]);
-        assert.deepEqual(attempts[0]!.error, BOOM);
+        assert.deepEqual(attempts[0]!.error, FATAL);
         for (const x of [r, older, recent]) assert.deepEqual(await executionIds(store, x), [x.executionId], "nothing removed");
         assert.equal((await store.deadLetterList({ tenantId: "t1", limit: 10 })).length, 1);
       });

@@ -6,7 +6,7 @@
 // longer holds. Times are epoch milliseconds chosen by the engine's clock;
 // a networked driver may judge leases by its own clock instead.
 
-import type { ErrorRecord, Job, JobState, RetryPolicy, Role, Target } from "../core/api.js";
+import type { ErrorRecord, Job, JobState, Overlap, RetryPolicy, Role, Target } from "../core/api.js";
 
 /** Executions of http targets wait in this pool; user pool names cannot contain "$". */
 export const HTTP_POOL = "$http";
@@ -65,8 +65,10 @@ export interface DispatchItem {
   run?: number | null;
   /** Occurrences to record as SKIPPED, with why. */
   skipped?: { scheduledFor: number; reason: string }[];
-  /** The job's overlap policy (default allow). */
-  overlap?: "allow" | "forbid" | "replace";
+  /** The job's overlap policy (default allow), applied by core/misfire.ts overlapAction. */
+  overlap?: Overlap;
+  /** The job becomes COMPLETED (when still SCHEDULED) in the same transaction: core/misfire.ts completesAtDispatch. */
+  completeJob?: boolean;
 }
 
 export type ExecutionState = "READY" | "RUNNING" | "SUCCEEDED" | "DEAD" | "CANCELLED" | "SKIPPED";
@@ -134,14 +136,6 @@ export interface LeaseParams {
   now: number;
 }
 
-export interface ExecutionFacts {
-  attempt: number;
-  retry: RetryPolicy;
-}
-
-/** Decides, inside the fail transaction, what a failed attempt becomes. */
-export type FailurePlanner = (facts: ExecutionFacts, item: FailInput) => { retryAt: number } | { dead: true };
-
 export interface FailInput {
   executionId: string;
   tenantId: string;
@@ -149,6 +143,8 @@ export interface FailInput {
   error: ErrorRecord;
   /** The attempt ran out of time (http target timeout): recorded as TIMED_OUT. */
   timedOut?: boolean;
+  /** A draw in [0, 1) for the retry delay's jitter (core/retry.ts endFailedAttempt): data, so the store stays deterministic. */
+  jitter: number;
 }
 
 export interface CompleteInput {
@@ -288,12 +284,15 @@ export interface Store {
    * the execution of `run` (default: the entry's occurrence; null: none) and
    * a SKIPPED execution for each of `skipped` (an execution that exists for
    * (jobId, scheduledFor) is left alone), then advances the due entry to
-   * `next` or deletes it; a cron job with no next occurrence becomes
-   * COMPLETED. With overlap "forbid", a run whose job still has an execution
-   * in flight (READY or RUNNING) is recorded SKIPPED instead; with "replace",
-   * the in-flight ones are cancelled (RUNNING ones asked to stop) first.
-   * Items whose entry moved are "stale"; items of shards whose epoch moved,
-   * or that this node does not own, are "fenced". The scheduler never
+   * `next` or deletes it; with completeJob the job becomes COMPLETED. The
+   * run obeys core/misfire.ts overlapAction of the item's overlap policy
+   * and whether the job has an execution in flight (READY or RUNNING):
+   * SKIPPED instead, or the in-flight ones cancelled (RUNNING ones asked to
+   * stop) first. Fence: consuming the due entry is a compare-and-set on
+   * (jobId, scheduledFor) and on the shard's (owner = nodeId, epoch) in one
+   * statement; nothing else of the item is written when it misses. Items
+   * whose entry moved are "stale"; items of shards whose epoch moved, or
+   * that this node does not own, are "fenced". The scheduler never
    * dispatches before dueAt; readyAt is min(dueAt, now).
    */
   dispatchMany(params: { nodeId: string; epochs: ReadonlyMap<number, number>; now: number; items: DispatchItem[] }): Promise<{
@@ -344,9 +343,12 @@ export interface Store {
    * the next costs one commit.
    */
   executionAckAndLease(
-    params: LeaseParams & { complete: CompleteInput[]; fail: FailInput[]; plan: FailurePlanner },
+    params: LeaseParams & { complete: CompleteInput[]; fail: FailInput[] },
   ): Promise<{ completed: AckOutcome[]; failed: AckOutcome[]; leased: LeasedRow[] }>;
-  /** Extends a live lease by leaseMs, or by the length granted at lease time. */
+  /**
+   * Extends a live lease by leaseMs, or by the length granted at lease time.
+   * Fence: one UPDATE whose WHERE holds (attempt, RUNNING, leaseUntil >= now).
+   */
   executionHeartbeat(params: {
     tenantId: string;
     executionId: string;
@@ -354,21 +356,30 @@ export interface Store {
     leaseMs?: number;
     now: number;
   }): Promise<{ status: "ok"; leaseUntil: number; cancelRequested: boolean } | { status: "lost" } | { status: "not_found" }>;
-  /** Succeeds an item while its attempt still holds the lease; repeating a success answers ok again. */
+  /**
+   * Succeeds an item while its attempt still holds the lease; repeating a
+   * success answers ok again. Fence: one UPDATE whose WHERE holds (attempt,
+   * RUNNING, leaseUntil >= now); only a miss is read, to answer it.
+   */
   executionCompleteMany(params: { items: CompleteInput[]; now: number }): Promise<AckOutcome[]>;
   /**
-   * Fails items while their attempt holds the lease: the planner decides retry
-   * (READY at retryAt) or DEAD, counting attempts since the last replay; an
-   * execution whose job was cancelled while it ran ends CANCELLED instead.
+   * Fails items while their attempt holds the lease. What each becomes is
+   * core/retry.ts endFailedAttempt of the row (attempts since the last
+   * replay, the retry policy, whether the job was cancelled) and the item
+   * (error class, retryAfterSeconds, jitter) at now: READY at readyAt, DEAD,
+   * or CANCELLED. Fence: the write is a compare-and-set on (attempt, RUNNING,
+   * leaseUntil >= now) and on the facts the decision read; when those facts
+   * moved meanwhile (a cancel), the driver reads and decides again.
    */
-  executionFailMany(params: { items: FailInput[]; now: number; plan: FailurePlanner }): Promise<AckOutcome[]>;
+  executionFailMany(params: { items: FailInput[]; now: number }): Promise<AckOutcome[]>;
   /**
    * Hands leases back unused (an HTTP target whose origin's breaker is open):
    * READY again from readyAt, and the attempt does not count toward
    * maxAttempts. The next grant still carries the next attempt number, so
    * fencing holds; an execution whose job was cancelled meanwhile ends
    * CANCELLED instead. Answers per item: ok, or lost when the attempt no
-   * longer holds its lease.
+   * longer holds its lease. Fence: one UPDATE whose WHERE holds (attempt,
+   * RUNNING, leaseUntil >= now).
    */
   executionRelease(params: {
     items: { executionId: string; tenantId: string; attempt: number; readyAt: number }[];
@@ -376,9 +387,12 @@ export interface Store {
   }): Promise<("ok" | "lost")[]>;
   /**
    * Ends attempts whose lease expired (leaseUntil < now; a lease holds up to
-   * and including leaseUntil) as TIMED_OUT: ready again at once, DEAD when
-   * attempts since the last replay reach maxAttempts, CANCELLED when the job
-   * was cancelled while the attempt ran.
+   * and including leaseUntil) as TIMED_OUT, as core/retry.ts
+   * endExpiredAttempt says: ready again at once, DEAD when attempts since the
+   * last replay reach maxAttempts, CANCELLED when the job was cancelled while
+   * the attempt ran. Fence: each write is a compare-and-set on (attempt,
+   * RUNNING, leaseUntil < now) and the facts decided on; a row acknowledged
+   * or reaped by another handle meanwhile is left alone and not answered.
    */
   executionReap(params: {
     now: number;

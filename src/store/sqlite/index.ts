@@ -6,8 +6,10 @@
 // batch atomically.
 
 import Database from "better-sqlite3";
-import type { ErrorRecord, JobState, Role } from "../../core/api.js";
+import type { ErrorRecord, JobState, Overlap, Role } from "../../core/api.js";
+import { overlapAction, REPLACED_ERROR, skippedError } from "../../core/misfire.js";
 import { executionIdFor, SHARD_COUNT } from "../../core/ids.js";
+import { type AttemptEnd, type AttemptFacts, endExpiredAttempt, endFailedAttempt, exhaustedError, expiredAttemptError } from "../../core/retry.js";
 import type {
   AckOutcome,
   ApiKeyRecord,
@@ -18,7 +20,6 @@ import type {
   DispatchItem,
   DueEntry,
   FailInput,
-  FailurePlanner,
   JobCreateOutcome,
   LeaseParams,
   JobRecord,
@@ -57,14 +58,28 @@ const jobRange = (jobId: string): [string, string] => [`${jobId}-`, `${jobId}.`]
 /** [executionId, jobId, scheduledFor, readyAt, state, lastError JSON] for insertExecutions. */
 type NewExecution = [string, string, number, number | null, "READY" | "SKIPPED", string | null];
 
-const SKIP_MESSAGES: Record<string, string> = {
-  misfire: "missed: the scheduler was down or the job was paused at this time (misfire policy)",
-  overlap: "skipped: the previous occurrence was still running (overlap: forbid)",
-};
-
 function skippedRow(jobId: string, scheduledFor: number, reason: string): NewExecution {
-  const error = { message: SKIP_MESSAGES[reason] ?? `skipped: ${reason}`, reason };
-  return [executionIdFor(jobId, scheduledFor), jobId, scheduledFor, null, "SKIPPED", JSON.stringify(error)];
+  return [executionIdFor(jobId, scheduledFor), jobId, scheduledFor, null, "SKIPPED", JSON.stringify(skippedError(reason))];
+}
+
+/** The lease fences: an attempt holds its lease up to and including leaseUntil. */
+const LEASE_HELD = "state = 'RUNNING' AND lease_until >= @now";
+const LEASE_EXPIRED = "state = 'RUNNING' AND lease_until < @now";
+
+/** The dispatch fence: the shard is still this node's at the epoch it acquired. */
+const SHARD_HELD = "EXISTS (SELECT 1 FROM shards WHERE shard = @shard AND owner = @node AND epoch = @epoch)";
+
+/** What core/retry.ts needs of a running execution row to decide how its attempt ends. */
+function attemptFacts(e: Row): AttemptFacts {
+  return {
+    attempt: (e.attempt as number) - (e.attempt_base as number),
+    retry: {
+      maxAttempts: e.max_attempts as number,
+      backoffSeconds: e.backoff_seconds as number,
+      maxBackoffSeconds: e.max_backoff_seconds as number,
+    },
+    cancelRequested: e.cancel_requested === 1,
+  };
 }
 
 const json = (value: unknown): string | null => (value === undefined ? null : JSON.stringify(value));
@@ -325,37 +340,31 @@ class SqliteStore implements Store {
 
   async dispatchMany(p: { nodeId: string; epochs: ReadonlyMap<number, number>; now: number; items: DispatchItem[] }) {
     return this.tx(() => {
-      const held = new Set<number>();
-      for (const s of this.q("SELECT shard, epoch FROM shards WHERE owner = ?").all(p.nodeId) as Row[]) {
-        if (p.epochs.get(s.shard as number) === s.epoch) held.add(s.shard as number);
-      }
       const stale: string[] = [];
       const fenced: string[] = [];
       const rows: NewExecution[] = [];
       const finished: string[] = [];
       for (const item of p.items) {
         const { entry, next } = item;
-        if (!held.has(entry.shard)) {
-          fenced.push(entry.jobId);
-          continue;
-        }
-        // Consuming the due entry is the stale check: it must still name this occurrence.
+        // Consuming the due entry is the compare-and-set: it must still name
+        // this occurrence, and its shard must still be ours at our epoch.
+        const fence = { job: entry.jobId, at: entry.scheduledFor, shard: entry.shard, node: p.nodeId, epoch: p.epochs.get(entry.shard) ?? null };
         const consumed = next
-          ? this.q("UPDATE due SET scheduled_for = ?, due_at = ? WHERE job_id = ? AND scheduled_for = ? RETURNING job_id").get(
-              next.scheduledFor,
-              next.dueAt,
-              entry.jobId,
-              entry.scheduledFor,
-            )
-          : this.q("DELETE FROM due WHERE job_id = ? AND scheduled_for = ? RETURNING job_id").get(entry.jobId, entry.scheduledFor);
+          ? this.q(
+              `UPDATE due SET scheduled_for = @nextAt, due_at = @nextDue WHERE job_id = @job AND scheduled_for = @at AND ${SHARD_HELD}
+               RETURNING job_id`,
+            ).get({ ...fence, nextAt: next.scheduledFor, nextDue: next.dueAt })
+          : this.q(`DELETE FROM due WHERE job_id = @job AND scheduled_for = @at AND ${SHARD_HELD} RETURNING job_id`).get(fence);
         if (!consumed) {
-          stale.push(entry.jobId);
+          // Only to say why nothing was written: the shard moved (fenced), else the entry did (stale).
+          const { held } = this.q(`SELECT ${SHARD_HELD} AS held`).get(fence) as { held: number };
+          (held ? stale : fenced).push(entry.jobId);
           continue;
         }
         for (const s of item.skipped ?? []) rows.push(skippedRow(entry.jobId, s.scheduledFor, s.reason));
         const run = item.run === undefined ? entry.scheduledFor : item.run;
         if (run !== null) rows.push(this.runRow(entry, run, item.overlap ?? "allow", p.now));
-        if (!next && entry.kind === "cron") finished.push(entry.jobId);
+        if (item.completeJob) finished.push(entry.jobId);
       }
       const inserted = this.insertExecutions(rows, p.now, p.nodeId);
       if (finished.length) {
@@ -369,20 +378,23 @@ class SqliteStore implements Store {
     });
   }
 
-  /** The execution of an occurrence that runs now, after its job's overlap policy had its say. */
-  private runRow(entry: DueEntry, run: number, overlap: "allow" | "forbid" | "replace", now: number): NewExecution {
-    const ready: NewExecution = [executionIdFor(entry.jobId, run), entry.jobId, run, Math.min(entry.dueAt, now), "READY", null];
-    if (overlap === "allow") return ready;
-    const inFlight = this.q(`SELECT 1 FROM executions WHERE ${OF_JOB} AND state IN ('READY', 'RUNNING') LIMIT 1`).get(...jobRange(entry.jobId));
-    if (!inFlight) return ready;
-    if (overlap === "forbid") return skippedRow(entry.jobId, run, "overlap");
-    this.q(`UPDATE executions SET state = 'CANCELLED', finished_at = ?, last_error = ? WHERE ${OF_JOB} AND state = 'READY'`).run(
-      now,
-      json({ message: "replaced by the next occurrence (overlap: replace)", reason: "overlap" }),
-      ...jobRange(entry.jobId),
-    );
-    this.q(`UPDATE executions SET cancel_requested = 1 WHERE ${OF_JOB} AND state = 'RUNNING'`).run(...jobRange(entry.jobId));
-    return ready;
+  /** The execution of an occurrence that runs now, as its job's overlap policy says (core/misfire.ts overlapAction). */
+  private runRow(entry: DueEntry, run: number, overlap: Overlap, now: number): NewExecution {
+    // Under "allow" whatever is in flight does not matter: the read is spared.
+    const inFlight =
+      overlap !== "allow" &&
+      this.q(`SELECT 1 FROM executions WHERE ${OF_JOB} AND state IN ('READY', 'RUNNING') LIMIT 1`).get(...jobRange(entry.jobId)) !== undefined;
+    const action = overlapAction(overlap, inFlight);
+    if (action === "skip") return skippedRow(entry.jobId, run, "overlap");
+    if (action === "replace") {
+      this.q(`UPDATE executions SET state = 'CANCELLED', finished_at = ?, last_error = ? WHERE ${OF_JOB} AND state = 'READY'`).run(
+        now,
+        json(REPLACED_ERROR),
+        ...jobRange(entry.jobId),
+      );
+      this.q(`UPDATE executions SET cancel_requested = 1 WHERE ${OF_JOB} AND state = 'RUNNING'`).run(...jobRange(entry.jobId));
+    }
+    return [executionIdFor(entry.jobId, run), entry.jobId, run, Math.min(entry.dueAt, now), "READY", null];
   }
 
   /** One INSERT for a batch of executions; one that exists already is left alone. Answers those inserted. */
@@ -457,10 +469,10 @@ class SqliteStore implements Store {
     return this.tx(() => this.leaseRows(p));
   }
 
-  async executionAckAndLease(p: LeaseParams & { complete: CompleteInput[]; fail: FailInput[]; plan: FailurePlanner }) {
+  async executionAckAndLease(p: LeaseParams & { complete: CompleteInput[]; fail: FailInput[] }) {
     return this.tx(() => ({
       completed: this.completeItems(p.complete, p.now),
-      failed: this.failItems(p.fail, p.now, p.plan),
+      failed: this.failItems(p.fail, p.now),
       leased: this.leaseRows(p),
     }));
   }
@@ -575,70 +587,70 @@ class SqliteStore implements Store {
     }
   }
 
-  async executionFailMany(p: {
-    items: FailInput[];
-    now: number;
-    plan: FailurePlanner;
-  }): Promise<AckOutcome[]> {
-    return this.tx(() => this.failItems(p.items, p.now, p.plan));
+  async executionFailMany(p: { items: FailInput[]; now: number }): Promise<AckOutcome[]> {
+    return this.tx(() => this.failItems(p.items, p.now));
   }
 
-  private failItems(items: FailInput[], now: number, plan: FailurePlanner): AckOutcome[] {
-    const p = { now, plan };
-    return items.map((item): AckOutcome => {
-        const e = this.q("SELECT * FROM executions WHERE id = ? AND tenant_id = ?").get(item.executionId, item.tenantId) as Row | undefined;
-        if (!e) return { status: "not_found" };
-        const live = e.state === "RUNNING" && e.attempt === item.attempt && (e.lease_until as number) >= p.now;
-        if (!live) return { status: "lost" };
-        const decision = p.plan(
-          {
-            attempt: (e.attempt as number) - (e.attempt_base as number),
-            retry: {
-              maxAttempts: e.max_attempts as number,
-              backoffSeconds: e.backoff_seconds as number,
-              maxBackoffSeconds: e.max_backoff_seconds as number,
-            },
-          },
-          item,
-        );
-        const pool = e.pool as string;
-        if (e.cancel_requested === 1) {
-          this.markCancelled(item.executionId, item.error, p.now);
-          this.finishAttempt(item.executionId, item.attempt, item.timedOut ? "TIMED_OUT" : "FAILED", p.now, item.error);
-          return { status: "ok", state: "CANCELLED", pool, tenantId: item.tenantId };
-        }
-        if ("dead" in decision) {
-          this.markDead(item.executionId, item.error, p.now);
-          this.finishAttempt(item.executionId, item.attempt, "DEAD", p.now, item.error);
-          this.endOneOff(e.job_id as string, "DEAD", p.now);
-          return { status: "ok", state: "DEAD", pool, tenantId: item.tenantId };
-        }
-        this.finishAttempt(item.executionId, item.attempt, item.timedOut ? "TIMED_OUT" : "FAILED", p.now, item.error);
-        this.makeReady(item.executionId, decision.retryAt, item.error);
-        return { status: "ok", state: "READY", readyAt: decision.retryAt, pool, tenantId: item.tenantId };
-    });
+  private failItems(items: FailInput[], now: number): AckOutcome[] {
+    return items.map((item) => this.failOne(item, now));
   }
 
-  /** The attempt ended; the execution waits for its next attempt from readyAt. */
-  private makeReady(executionId: string, readyAt: number, error: ErrorRecord): void {
-    this.q("UPDATE executions SET state = 'READY', ready_at = ?, last_error = ?, lease_until = NULL WHERE id = ?").run(
-      readyAt,
-      json(error),
-      executionId,
-    );
+  private failOne(item: FailInput, now: number): AckOutcome {
+    const failure = { errorClass: item.error.class ?? "transient", retryAfterSeconds: item.error.retryAfterSeconds };
+    // Decide on the row as read, then write only if the attempt still holds
+    // its lease and the facts decided on still hold; a cancel that landed in
+    // between (another handle) is the one fact that can move: decide again.
+    for (;;) {
+      const e = this.q(`SELECT * FROM executions WHERE id = @id AND tenant_id = @tenant AND attempt = @attempt AND ${LEASE_HELD}`).get({
+        id: item.executionId,
+        tenant: item.tenantId,
+        attempt: item.attempt,
+        now,
+      }) as Row | undefined;
+      if (!e) return this.exists(item.tenantId, item.executionId) ? { status: "lost" } : { status: "not_found" };
+      const end = endFailedAttempt(attemptFacts(e), failure, now, item.jitter);
+      const attemptState = end.state === "DEAD" ? "DEAD" : item.timedOut ? "TIMED_OUT" : "FAILED";
+      if (!this.endAttempt(e, end, { attemptState, error: item.error, lastError: item.error, now, lease: LEASE_HELD })) continue;
+      const pool = e.pool as string;
+      return end.state === "READY"
+        ? { status: "ok", state: "READY", readyAt: end.readyAt, pool, tenantId: item.tenantId }
+        : { status: "ok", state: end.state, pool, tenantId: item.tenantId };
+    }
   }
 
-  /** A job cancelled while its attempt ran: the execution ends, it is not retried. */
-  private markCancelled(executionId: string, error: ErrorRecord, now: number): void {
-    this.q(
-      "UPDATE executions SET state = 'CANCELLED', finished_at = ?, last_error = ?, lease_until = NULL WHERE id = ?",
-    ).run(now, json(error), executionId);
-  }
-
-  private markDead(executionId: string, error: ErrorRecord, now: number): void {
-    this.q(
-      "UPDATE executions SET state = 'DEAD', dead_at = ?, finished_at = ?, last_error = ?, lease_until = NULL WHERE id = ?",
-    ).run(now, now, json(error), executionId);
+  /**
+   * Ends the attempt the row `e` was read at, as `end` says: a compare-and-set
+   * on the attempt, its lease (held, or expired for the reaper) and the facts
+   * `end` was decided on. False, writing nothing, when any of them moved.
+   */
+  private endAttempt(
+    e: Row,
+    end: AttemptEnd,
+    o: { attemptState: string; error: ErrorRecord; lastError: ErrorRecord; now: number; lease: typeof LEASE_HELD | typeof LEASE_EXPIRED },
+  ): boolean {
+    const id = e.id as string;
+    const attempt = e.attempt as number;
+    const ended =
+      this.q(
+        `UPDATE executions SET state = @state, ready_at = coalesce(@readyAt, ready_at), dead_at = @deadAt, finished_at = @finishedAt,
+           last_error = @lastError, lease_until = NULL
+         WHERE id = @id AND attempt = @attempt AND ${o.lease} AND attempt_base = @base AND cancel_requested = @cancel`,
+      ).run({
+        state: end.state,
+        readyAt: end.state === "READY" ? end.readyAt : null,
+        deadAt: end.state === "DEAD" ? o.now : null,
+        finishedAt: end.state === "READY" ? null : o.now,
+        lastError: json(o.lastError),
+        id,
+        attempt,
+        now: o.now,
+        base: e.attempt_base,
+        cancel: e.cancel_requested,
+      }).changes === 1;
+    if (!ended) return false;
+    this.finishAttempt(id, attempt, o.attemptState, o.now, o.error);
+    if (end.state === "DEAD") this.endOneOff(e.job_id as string, "DEAD", o.now);
+    return true;
   }
 
   async executionRelease(p: {
@@ -664,38 +676,23 @@ class SqliteStore implements Store {
   async executionReap({ now, limit }: { now: number; limit: number }) {
     return this.tx(() => {
       const rows = this.q(
-        "SELECT * FROM executions WHERE state = 'RUNNING' AND lease_until < ? ORDER BY lease_until LIMIT ?",
-      ).all(now, limit) as Row[];
-      return rows.map((e) => {
-        const id = e.id as string;
-        const attempt = e.attempt as number;
-        const exhausted = attempt - (e.attempt_base as number) >= (e.max_attempts as number);
-        const timedOutAtDeadline = (e.lease_until as number) >= (e.deadline as number);
-        const error: ErrorRecord = {
-          message: timedOutAtDeadline
-            ? `attempt ran past timeoutSeconds (${(e.timeout_ms as number) / 1000} s)`
-            : "lease expired without a heartbeat or completion",
-          class: "transient",
-          timedOut: true,
-        };
-        if (e.cancel_requested === 1) {
-          this.markCancelled(id, error, now);
-          this.finishAttempt(id, attempt, "TIMED_OUT", now, error);
-        } else if (exhausted) {
-          this.markDead(id, { ...error, message: `${error.message}; attempts exhausted` }, now);
-          this.finishAttempt(id, attempt, "DEAD", now, error);
-          this.endOneOff(e.job_id as string, "DEAD", now);
-        } else {
-          this.finishAttempt(id, attempt, "TIMED_OUT", now, error);
-          this.makeReady(id, now, error);
-        }
-        return {
-          executionId: id,
-          tenantId: e.tenant_id as string,
-          pool: e.pool as string,
-          state: e.cancel_requested === 1 ? ("CANCELLED" as const) : exhausted ? ("DEAD" as const) : ("READY" as const),
-        };
-      });
+        `SELECT * FROM executions WHERE state = 'RUNNING' AND ${LEASE_EXPIRED} ORDER BY lease_until LIMIT @limit`,
+      ).all({ now, limit }) as Row[];
+      const reaped: { executionId: string; tenantId: string; pool: string; state: "READY" | "DEAD" | "CANCELLED" }[] = [];
+      for (const e of rows) {
+        const error = expiredAttemptError({
+          leaseUntil: e.lease_until as number,
+          deadline: e.deadline as number,
+          timeoutMs: e.timeout_ms as number,
+        });
+        const end = endExpiredAttempt(attemptFacts(e), now);
+        const attemptState = end.state === "DEAD" ? "DEAD" : "TIMED_OUT";
+        const lastError = end.state === "DEAD" ? exhaustedError(error) : error;
+        // A miss: the owner acknowledged, or another reaper ended it, since the read.
+        if (!this.endAttempt(e, end, { attemptState, error, lastError, now, lease: LEASE_EXPIRED })) continue;
+        reaped.push({ executionId: e.id as string, tenantId: e.tenant_id as string, pool: e.pool as string, state: end.state });
+      }
+      return reaped;
     });
   }
 
