@@ -8,12 +8,12 @@
 // run in the same process, on the same database, with pools of 10; rounds
 // alternate which client goes first, and the table shows medians of rounds.
 //
-// postgres.js is loaded from POSTGRES_JS_PATH when set (an install outside
-// the repo), else as the package `postgres`. Writes bench/results/pg-client.md.
+// postgres.js (the devDependency `postgres`) is loaded at run time. Writes
+// bench/results/pg-client.md.
 // Not part of `npm run bench`.
 
 import { randomUUID } from "node:crypto";
-import { readFileSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { cpus, loadavg, release, totalmem } from "node:os";
 import pg from "pg";
 import { NoiseGauge, pct } from "./measure.js";
@@ -139,7 +139,7 @@ interface PostgresJsSql {
 type PostgresJs = (url: string, options: { max: number; onnotice: () => void }) => PostgresJsSql;
 
 async function postgresJs(url: string): Promise<Client> {
-  const specifier = process.env.POSTGRES_JS_PATH ?? "postgres";
+  const specifier = "postgres";
   const postgres = ((await import(specifier)) as { default: PostgresJs }).default;
   const sql = postgres(url, { max: POOL, onnotice: () => {} });
   // postgres.js names and caches every statement itself (prepare: true) and pipelines on each connection.
@@ -409,10 +409,7 @@ async function main(): Promise<void> {
 }
 
 async function postgresJsVersion(): Promise<string> {
-  const path = process.env.POSTGRES_JS_PATH;
-  if (!path) return packageVersion("postgres");
-  const pkg = new URL("../package.json", new URL(path, "file:///"));
-  return (JSON.parse(readFileSync(pkg, "utf8")) as { version: string }).version;
+  return packageVersion("postgres");
 }
 
 await main();
