@@ -794,6 +794,18 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         assert.equal(leased.length, 2);
       });
 
+      storeTest("a paused job's due entry is consumed but dispatches nothing; a trigger still adds an execution", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const nj = cronJob();
+        await createOne(store, nj);
+        assert.ok(await store.jobTransition({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: 1, state: "PAUSED", due: "keep", now: T0 - 1 }));
+        const res = await store.dispatchMany({ nodeId: "n1", epochs, now: T0, items: [{ entry: entryOf(nj), next: null }] });
+        assert.deepEqual(res.dispatched, []);
+        assert.deepEqual(await history(store, "t1", nj.job.jobId), []);
+        const [triggered] = await store.executionCreateMany({ tenantId: "t1", jobId: nj.job.jobId, nodeId: "n1", now: T0, items: [{ scheduledFor: T0 + 5, readyAt: T0 }] });
+        assert.equal(triggered?.state, "READY");
+      });
+
       storeTest("with completeJob the job becomes COMPLETED, its last execution still runs", async (store) => {
         const epochs = await acquireAll(store, "n1");
         const nj = cronJob();
