@@ -3,8 +3,19 @@
 // batch-shaped (one round trip per batch, never per job), noun-first with
 // one params object. Methods a stale owner could call take the fencing value
 // they rely on (shard epochs, attempt numbers) and change nothing when it no
-// longer holds. Times are epoch milliseconds chosen by the engine's clock;
-// a networked driver may judge leases by its own clock instead.
+// longer holds. Times are epoch milliseconds chosen by the engine's clock,
+// except as below.
+//
+// Lease time (DESIGN.md: lease deadlines use the store's clock): the methods
+// that set or judge lease deadlines (executionLease, executionAckAndLease,
+// executionHeartbeat, executionCompleteMany, executionFailMany,
+// executionRelease, executionReap, shardAcquire) take `now` as optional.
+// Given, the driver uses it for every time the call records or judges:
+// tests pin time so (a FakeClock's storeNow()). Absent, the driver uses its
+// own clock, read once per call: a networked store's (PostgreSQL: now(), as
+// River's coalesce(narg('now'), now())), so that nodes with skewed clocks
+// agree on who holds a lease; SQLite, one process on one host, reads the
+// host's. The engine passes Clock.storeNow(): nothing in production.
 //
 // A driver stores and fences; it does not decide (DESIGN.md, "Rules of the
 // port"). Every rule lives in core, reaching the driver one of two ways:
@@ -145,7 +156,8 @@ export interface LeaseParams {
   leaseMs: number;
   /** Extra time past timeoutSeconds before the lease must end (the HTTP runner's margin). */
   graceMs?: number;
-  now: number;
+  /** Optional: absent, the store's own clock (see the top of this file). */
+  now?: number;
 }
 
 export interface FailInput {
@@ -371,7 +383,7 @@ export interface Store {
     executionId: string;
     attempt: number;
     leaseMs?: number;
-    now: number;
+    now?: number;
   }): Promise<{ status: "ok"; leaseUntil: number; cancelRequested: boolean } | { status: "lost" } | { status: "not_found" }>;
   /**
    * Succeeds an item while its attempt still holds the lease; repeating a
@@ -381,7 +393,7 @@ export interface Store {
    * whose WHERE holds (attempt, RUNNING, leaseUntil >= now); only a miss is
    * read, to answer it.
    */
-  executionCompleteMany(params: { items: CompleteInput[]; now: number }): Promise<AckOutcome[]>;
+  executionCompleteMany(params: { items: CompleteInput[]; now?: number }): Promise<AckOutcome[]>;
   /**
    * Fails items while their attempt holds the lease. What each becomes is
    * core/retry.ts endFailedAttempt of the row (attempts since the last
@@ -393,7 +405,7 @@ export interface Store {
    * facts the decision read; when those facts moved meanwhile (a cancel), the
    * driver reads and decides again.
    */
-  executionFailMany(params: { items: FailInput[]; now: number }): Promise<AckOutcome[]>;
+  executionFailMany(params: { items: FailInput[]; now?: number }): Promise<AckOutcome[]>;
   /**
    * Hands leases back unused (an HTTP target whose origin's breaker is open):
    * READY again from readyAt, and the attempt does not count toward
@@ -407,7 +419,7 @@ export interface Store {
    */
   executionRelease(params: {
     items: { executionId: string; tenantId: string; attempt: number; readyAt: number }[];
-    now: number;
+    now?: number;
   }): Promise<("ok" | "lost")[]>;
   /**
    * Ends attempts whose lease expired (leaseUntil < now; a lease holds up to
@@ -420,7 +432,7 @@ export interface Store {
    * meanwhile is left alone and not answered.
    */
   executionReap(params: {
-    now: number;
+    now?: number;
     limit: number;
   }): Promise<{ executionId: string; tenantId: string; pool: string; state: "READY" | "DEAD" | "CANCELLED" }[]>;
   /** History of one job: newest first by (scheduledFor, attempt), strictly after the cursor. */
@@ -444,7 +456,7 @@ export interface Store {
 
   // ---- shards, stats, audit --------------------------------------------------
   /** Takes these shards for owner when free or expired (or already owned), bumping the epoch on a change of owner. */
-  shardAcquire(params: { owner: string; shards: readonly number[]; leaseMs: number; now: number }): Promise<ShardLease[]>;
+  shardAcquire(params: { owner: string; shards: readonly number[]; leaseMs: number; now?: number }): Promise<ShardLease[]>;
   /** Gives up this owner's shards (a clean stop) so the next owner need not wait for the leases to expire. */
   shardRelease(params: { owner: string }): Promise<void>;
   shardList(): Promise<ShardLease[]>;

@@ -89,6 +89,13 @@ const LEASE_EXPIRED = "state = 'RUNNING' AND lease_until < @now";
 /** An execution row read to end its attempt, with its job's kind (a one-off ends with it). */
 const ENDING_ROW = "*, (SELECT kind FROM jobs WHERE jobs.id = executions.job_id) AS job_kind FROM executions";
 
+/**
+ * The time a lease call records and judges by (store.ts, "Lease time"): the
+ * caller's when it pins one, else the store's own clock, which for SQLite,
+ * one process on one host, is the host's.
+ */
+const leaseNow = (now: number | undefined): number => now ?? Date.now();
+
 /** The dispatch fence: the shard is still this node's at the epoch it acquired. */
 const SHARD_HELD = "EXISTS (SELECT 1 FROM shards WHERE shard = @shard AND owner = @node AND epoch = @epoch)";
 
@@ -497,27 +504,21 @@ class SqliteStore implements Store {
   }
 
 
-  async executionLease(p: {
-    tenantId?: string;
-    pool: string;
-    workerId: string;
-    max: number;
-    leaseMs: number;
-    graceMs?: number;
-    now: number;
-  }): Promise<LeasedRow[]> {
-    return this.tx(() => this.leaseRows(p));
+  async executionLease(p: LeaseParams): Promise<LeasedRow[]> {
+    const now = leaseNow(p.now);
+    return this.tx(() => this.leaseRows(p, now));
   }
 
   async executionAckAndLease(p: LeaseParams & { complete: CompleteInput[]; fail: FailInput[] }) {
+    const now = leaseNow(p.now);
     return this.tx(() => ({
-      completed: this.completeItems(p.complete, p.now),
-      failed: this.failItems(p.fail, p.now),
-      leased: this.leaseRows(p),
+      completed: this.completeItems(p.complete, now),
+      failed: this.failItems(p.fail, now),
+      leased: this.leaseRows(p, now),
     }));
   }
 
-  private leaseRows(p: LeaseParams): LeasedRow[] {
+  private leaseRows(p: LeaseParams, now: number): LeasedRow[] {
     {
       const pick =
         p.tenantId === undefined && p.pool === HTTP_POOL
@@ -531,7 +532,7 @@ class SqliteStore implements Store {
            lease_until = min(@now + @leaseMs, @now + timeout_ms + @grace)
          WHERE id IN (${pick})
          RETURNING id, tenant_id, job_id, name, attempt, payload, scheduled_for, lease_until, timeout_ms, target, priority, ready_at`,
-      ).all({ pool: p.pool, tenant: p.tenantId ?? null, now: p.now, max: p.max, worker: p.workerId, leaseMs: p.leaseMs, grace: p.graceMs ?? 0 }) as Row[];
+      ).all({ pool: p.pool, tenant: p.tenantId ?? null, now, max: p.max, worker: p.workerId, leaseMs: p.leaseMs, grace: p.graceMs ?? 0 }) as Row[];
       rows.sort(
         (a, b) =>
           (b.priority as number) - (a.priority as number) ||
@@ -554,12 +555,12 @@ class SqliteStore implements Store {
     }
   }
 
-  async executionHeartbeat(p: { tenantId: string; executionId: string; attempt: number; leaseMs?: number; now: number }) {
+  async executionHeartbeat(p: { tenantId: string; executionId: string; attempt: number; leaseMs?: number; now?: number }) {
     const row = this.q(
       `UPDATE executions SET lease_until = min(@now + coalesce(@leaseMs, lease_ms), deadline)
        WHERE id = @id AND tenant_id = @tenant AND attempt = @attempt AND state = 'RUNNING' AND lease_until >= @now
        RETURNING lease_until, cancel_requested`,
-    ).get({ id: p.executionId, tenant: p.tenantId, attempt: p.attempt, now: p.now, leaseMs: p.leaseMs ?? null }) as Row | undefined;
+    ).get({ id: p.executionId, tenant: p.tenantId, attempt: p.attempt, now: leaseNow(p.now), leaseMs: p.leaseMs ?? null }) as Row | undefined;
     if (row) return { status: "ok" as const, leaseUntil: row.lease_until as number, cancelRequested: row.cancel_requested === 1 };
     return this.exists(p.tenantId, p.executionId) ? { status: "lost" as const } : { status: "not_found" as const };
   }
@@ -568,8 +569,9 @@ class SqliteStore implements Store {
     return this.q("SELECT 1 FROM executions WHERE id = ? AND tenant_id = ?").get(executionId, tenantId) !== undefined;
   }
 
-  async executionCompleteMany({ items, now }: { items: CompleteInput[]; now: number }): Promise<AckOutcome[]> {
-    return this.tx(() => this.completeItems(items, now));
+  async executionCompleteMany(p: { items: CompleteInput[]; now?: number }): Promise<AckOutcome[]> {
+    const now = leaseNow(p.now);
+    return this.tx(() => this.completeItems(p.items, now));
   }
 
   /**
@@ -632,8 +634,9 @@ class SqliteStore implements Store {
     if (drop.length > 0) this.q("DELETE FROM due WHERE job_id IN (SELECT value FROM json_each(?))").run(JSON.stringify(drop));
   }
 
-  async executionFailMany(p: { items: FailInput[]; now: number }): Promise<AckOutcome[]> {
-    return this.tx(() => this.failItems(p.items, p.now));
+  async executionFailMany(p: { items: FailInput[]; now?: number }): Promise<AckOutcome[]> {
+    const now = leaseNow(p.now);
+    return this.tx(() => this.failItems(p.items, now));
   }
 
   private failItems(items: FailInput[], now: number): AckOutcome[] {
@@ -700,15 +703,16 @@ class SqliteStore implements Store {
 
   async executionRelease(p: {
     items: { executionId: string; tenantId: string; attempt: number; readyAt: number }[];
-    now: number;
+    now?: number;
   }): Promise<("ok" | "lost")[]> {
+    const now = leaseNow(p.now);
     // core/retry.ts endReleasedAttempt decides on one fact of the row, cancel_requested:
     // both of its answers go into the one UPDATE, which picks by the fact as it is then.
     return this.tx(() =>
       p.items.map((i) => {
         const live = endReleasedAttempt(false, i.readyAt);
         const cancelled = endReleasedAttempt(true, i.readyAt);
-        const finished = (end: AttemptEnd) => (end.state === "READY" ? null : p.now);
+        const finished = (end: AttemptEnd) => (end.state === "READY" ? null : now);
         return this.q(
           `UPDATE executions SET
              state = CASE cancel_requested WHEN 1 THEN @cancelledState ELSE @liveState END,
@@ -724,7 +728,7 @@ class SqliteStore implements Store {
           id: i.executionId,
           tenant: i.tenantId,
           attempt: i.attempt,
-          now: p.now,
+          now,
         }).changes === 1
           ? "ok"
           : "lost";
@@ -732,11 +736,12 @@ class SqliteStore implements Store {
     );
   }
 
-  async executionReap({ now, limit }: { now: number; limit: number }) {
+  async executionReap(p: { now?: number; limit: number }) {
+    const now = leaseNow(p.now);
     return this.tx(() => {
       const rows = this.q(
         `SELECT ${ENDING_ROW} WHERE ${LEASE_EXPIRED} ORDER BY lease_until LIMIT @limit`,
-      ).all({ now, limit }) as Row[];
+      ).all({ now, limit: p.limit }) as Row[];
       const reaped: { executionId: string; tenantId: string; pool: string; state: "READY" | "DEAD" | "CANCELLED" }[] = [];
       for (const e of rows) {
         const error = expiredAttemptError({
@@ -830,9 +835,10 @@ class SqliteStore implements Store {
 
   // ---- shards, stats, audit -----------------------------------------------------------
 
-  async shardAcquire(p: { owner: string; shards: readonly number[]; leaseMs: number; now: number }): Promise<ShardLease[]> {
+  async shardAcquire(p: { owner: string; shards: readonly number[]; leaseMs: number; now?: number }): Promise<ShardLease[]> {
+    const now = leaseNow(p.now);
     return this.tx(() => {
-      const until = p.now + p.leaseMs;
+      const until = now + p.leaseMs;
       const take = this.q(
         `INSERT INTO shards (shard, owner, epoch, lease_until) VALUES (@shard, @owner, 1, @until)
          ON CONFLICT (shard) DO UPDATE SET
@@ -843,7 +849,7 @@ class SqliteStore implements Store {
       );
       const held: ShardLease[] = [];
       for (const shard of p.shards) {
-        const r = take.get({ shard, owner: p.owner, until, now: p.now }) as Row | undefined;
+        const r = take.get({ shard, owner: p.owner, until, now }) as Row | undefined;
         if (r) held.push(toShard(r));
       }
       return held;
