@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { JOB_STATES } from "./api.js";
-import { DISPATCHING_STATES, inFlightOnCancel, IN_FLIGHT_STATES, jobChangeAfterExecution, jobVerdict, REPLAY_JOB_CHANGE } from "./states.js";
+import { DISPATCHING_STATES, inFlightOnCancel, IN_FLIGHT_STATES, jobChangeAfterExecution, jobVerdict, LAST_DISPATCH_JOB_CHANGE, REPLAY_JOB_CHANGE } from "./states.js";
 
 test("cancel: scheduled and paused jobs are cancelled, repeating is a no-op, finished jobs refuse", () => {
   assert.deepEqual(jobVerdict("SCHEDULED", "cancel"), { kind: "apply", to: "CANCELLED" });
@@ -34,7 +34,8 @@ test("a one-off job ends with its execution, only while still scheduled; a recur
   assert.equal(jobChangeAfterExecution("cron", "DEAD"), null);
 });
 
-test("replaying a dead letter revives a dead job; only scheduled jobs are dispatched", () => {
+test("a last dispatch completes a scheduled job; replaying a dead letter revives a dead job; only scheduled jobs are dispatched", () => {
+  assert.deepEqual(LAST_DISPATCH_JOB_CHANGE, { from: "SCHEDULED", to: "COMPLETED", due: "keep" });
   assert.deepEqual(REPLAY_JOB_CHANGE, { from: "DEAD", to: "SCHEDULED", due: "keep" });
   assert.deepEqual(DISPATCHING_STATES, ["SCHEDULED"]);
 });

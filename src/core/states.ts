@@ -43,6 +43,9 @@ export function jobChangeAfterExecution(kind: "once" | "cron", execution: "SUCCE
   return { from: "SCHEDULED", to: execution === "SUCCEEDED" ? "COMPLETED" : "DEAD", due: "drop" };
 }
 
+/** A recurring job's last dispatch completes it (core/misfire.ts completesAtDispatch); its due entry has gone with the dispatch. */
+export const LAST_DISPATCH_JOB_CHANGE: JobChange = { from: "SCHEDULED", to: "COMPLETED", due: "keep" };
+
 /** Replaying a dead letter revives the job that died with it. */
 export const REPLAY_JOB_CHANGE: JobChange = { from: "DEAD", to: "SCHEDULED", due: "keep" };
 

@@ -90,7 +90,7 @@ export interface DispatchItem {
   skipped?: { scheduledFor: number; reason: string }[];
   /** The job's overlap policy (default allow), applied by core/misfire.ts overlapAction. */
   overlap?: Overlap;
-  /** The job becomes COMPLETED (when still SCHEDULED) in the same transaction: core/misfire.ts completesAtDispatch. */
+  /** The job completes in the same transaction (core/misfire.ts completesAtDispatch; the change is core/states.ts LAST_DISPATCH_JOB_CHANGE). */
   completeJob?: boolean;
 }
 
@@ -310,7 +310,8 @@ export interface Store {
    * the execution of `run` (default: the entry's occurrence; null: none) and
    * a SKIPPED execution for each of `skipped` (an execution that exists for
    * (jobId, scheduledFor) is left alone), then advances the due entry to
-   * `next` or deletes it; with completeJob the job becomes COMPLETED. Only
+   * `next` or deletes it; with completeJob the job changes as core/states.ts
+   * LAST_DISPATCH_JOB_CHANGE says (COMPLETED while still SCHEDULED). Only
    * jobs in core/states.ts DISPATCHING_STATES get executions. The run obeys
    * core/misfire.ts overlapAction of the item's overlap policy for a job
    * with an execution in flight (core/states.ts IN_FLIGHT_STATES): "replace"

@@ -24,6 +24,7 @@ import {
   inFlightOnCancel,
   type JobChange,
   jobChangeAfterExecution,
+  LAST_DISPATCH_JOB_CHANGE,
   REPLAY_JOB_CHANGE,
 } from "../../core/states.js";
 import type {
@@ -396,12 +397,7 @@ class SqliteStore implements Store {
       const ids = new Set(inserted.map((r) => r.executionId));
       const busy = rows.filter((r) => r[6] === 1 && !ids.has(r[0])).map((r) => skippedRow(r[1], r[2], "overlap"));
       this.insertExecutions(busy, p.now, p.nodeId);
-      if (finished.length) {
-        this.q(
-          `UPDATE jobs SET state = 'COMPLETED', version = version + 1, updated_at = ?
-           WHERE id IN (SELECT value FROM json_each(?)) AND state = 'SCHEDULED'`,
-        ).run(p.now, JSON.stringify(finished));
-      }
+      this.changeJobs(finished.map((jobId) => ({ jobId, change: LAST_DISPATCH_JOB_CHANGE })), p.now);
       const dispatched = inserted.filter((r) => r.state === "READY").map(({ state: _, ...r }) => r);
       return { dispatched, stale, fenced };
     });
