@@ -34,6 +34,11 @@ import {
 
 // ---- fixed time ----------------------------------------------------------
 
+// Times are pinned (now given) unless a test says otherwise: every driver
+// honours a given now, lease methods included (store.ts, "Lease time"), so
+// exact deadlines such as leaseUntil = now + leaseMs hold for a networked
+// driver too. T0 lies in the past: the tests that leave now to the store's
+// own clock see leases pinned at T0 as long expired.
 const T0 = Date.parse("2026-03-01T00:00:00Z");
 /** How far a networked store's clock may be from this host's in the tests that leave `now` to the store. */
 const STORE_CLOCK_TOLERANCE_MS = 5_000;

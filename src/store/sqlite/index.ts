@@ -583,7 +583,7 @@ class SqliteStore implements Store {
        FROM (SELECT value ->> 0 AS id, value ->> 1 AS tenant, value ->> 2 AS attempt, value ->> 3 AS result FROM json_each(@input)) AS x
        WHERE executions.id = x.id AND executions.tenant_id = x.tenant AND executions.attempt = x.attempt
          AND executions.state = 'RUNNING' AND executions.lease_until >= @now
-       RETURNING executions.id AS id, executions.job_id AS job_id, (SELECT kind FROM jobs WHERE id = executions.job_id) AS kind`,
+       RETURNING executions.id AS id, executions.job_id AS job_id, (SELECT kind FROM jobs WHERE jobs.id = executions.job_id) AS kind`,
     ).all({ now, input }) as { id: string; job_id: string; kind: "once" | "cron" }[];
     // The succeeding attempt stays on the execution row (history reads it there).
     this.changeJobs(done.map((d) => ({ jobId: d.job_id, change: jobChangeAfterExecution(d.kind, "SUCCEEDED") })), now);
