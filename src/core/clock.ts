@@ -11,6 +11,11 @@ export interface Clock {
   now(): number;
   /** Runs fn after ms milliseconds (clamped to Node's 24.8-day maximum by callers). */
   setTimer(fn: () => void, ms: number): TimerHandle;
+  /**
+   * The `now` to hand the store for lease deadlines: undefined lets the store
+   * use its own clock (the system clock, in production); a fake clock pins it.
+   */
+  storeNow(): number | undefined;
 }
 
 /** Node's setTimeout overflows past 2^31-1 ms and fires at once; never ask for more. */
@@ -23,6 +28,7 @@ export const systemClock: Clock = {
     const t = setTimeout(fn, Math.min(Math.max(0, ms), MAX_TIMER_MS));
     return { cancel: () => clearTimeout(t) };
   },
+  storeNow: () => undefined,
 };
 
 interface FakeTimer {
@@ -43,6 +49,10 @@ export class FakeClock implements Clock {
   }
 
   now(): number {
+    return this.current;
+  }
+
+  storeNow(): number {
     return this.current;
   }
 

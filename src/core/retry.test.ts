@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { backoffMs, endExpiredAttempt, endFailedAttempt, exhaustedError, expiredAttemptError, planFailure } from "./retry.js";
+import { backoffMs, endExpiredAttempt, endFailedAttempt, endReleasedAttempt, exhaustedError, expiredAttemptError, planFailure } from "./retry.js";
 
 const policy = { maxAttempts: 5, backoffSeconds: 10, maxBackoffSeconds: 60 };
 
@@ -66,4 +66,9 @@ test("an expired attempt's error says whether it hit its deadline or missed its 
   assert.match(expiredAttemptError({ leaseUntil: 5_000, deadline: 5_000, timeoutMs: 5_000 }).message, /past timeoutSeconds \(5 s\)/);
   assert.match(expiredAttemptError({ leaseUntil: 4_000, deadline: 5_000, timeoutMs: 5_000 }).message, /without a heartbeat/);
   assert.equal(exhaustedError({ message: "x" }).message, "x; attempts exhausted");
+});
+
+test("a released lease is ready again at readyAt, or CANCELLED when its job was cancelled meanwhile", () => {
+  assert.deepEqual(endReleasedAttempt(false, 5_000), { state: "READY", readyAt: 5_000 });
+  assert.deepEqual(endReleasedAttempt(true, 5_000), { state: "CANCELLED" });
 });

@@ -87,3 +87,8 @@ export function expiredAttemptError(lease: { leaseUntil: number; deadline: numbe
 export function exhaustedError(error: ErrorRecord): ErrorRecord {
   return { ...error, message: `${error.message}; attempts exhausted` };
 }
+
+/** A lease handed back unused (executionRelease): ready again at readyAt, CANCELLED when the job was cancelled meanwhile. */
+export function endReleasedAttempt(cancelRequested: boolean, readyAt: number): AttemptEnd {
+  return cancelRequested ? { state: "CANCELLED" } : { state: "READY", readyAt };
+}

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { JOB_STATES } from "./api.js";
-import { jobVerdict } from "./states.js";
+import { DISPATCHING_STATES, inFlightOnCancel, IN_FLIGHT_STATES, jobChangeAfterExecution, jobVerdict, LAST_DISPATCH_JOB_CHANGE, REPLAY_JOB_CHANGE } from "./states.js";
 
 test("cancel: scheduled and paused jobs are cancelled, repeating is a no-op, finished jobs refuse", () => {
   assert.deepEqual(jobVerdict("SCHEDULED", "cancel"), { kind: "apply", to: "CANCELLED" });
@@ -25,4 +25,23 @@ test("pause and resume are no-ops when already there and invalid on ended jobs",
 
 test("every state has a verdict for every action", () => {
   for (const s of JOB_STATES) for (const a of ["cancel", "pause", "resume", "trigger"] as const) assert.ok(jobVerdict(s, a));
+});
+
+test("a one-off job ends with its execution, only while still scheduled; a recurring one goes on", () => {
+  assert.deepEqual(jobChangeAfterExecution("once", "SUCCEEDED"), { from: "SCHEDULED", to: "COMPLETED", due: "drop" });
+  assert.deepEqual(jobChangeAfterExecution("once", "DEAD"), { from: "SCHEDULED", to: "DEAD", due: "drop" });
+  assert.equal(jobChangeAfterExecution("cron", "SUCCEEDED"), null);
+  assert.equal(jobChangeAfterExecution("cron", "DEAD"), null);
+});
+
+test("a last dispatch completes a scheduled job; replaying a dead letter revives a dead job; only scheduled jobs are dispatched", () => {
+  assert.deepEqual(LAST_DISPATCH_JOB_CHANGE, { from: "SCHEDULED", to: "COMPLETED", due: "keep" });
+  assert.deepEqual(REPLAY_JOB_CHANGE, { from: "DEAD", to: "SCHEDULED", due: "keep" });
+  assert.deepEqual(DISPATCHING_STATES, ["SCHEDULED"]);
+});
+
+test("cancelling in-flight executions ends waiting ones and asks running ones to stop, covering every in-flight state", () => {
+  assert.deepEqual(inFlightOnCancel("end"), ["READY"]);
+  assert.deepEqual(inFlightOnCancel("ask_to_stop"), ["RUNNING"]);
+  assert.deepEqual([...inFlightOnCancel("end"), ...inFlightOnCancel("ask_to_stop")].sort(), [...IN_FLIGHT_STATES].sort());
 });

@@ -122,7 +122,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
       events,
       clock,
       nodeId,
-      heartbeat: (p) => store.executionHeartbeat({ ...p, now: clock.now() }),
+      heartbeat: (p) => store.executionHeartbeat({ ...p, now: clock.storeNow() }),
       ...(options.allowTargetHosts ? { allowTargetHosts: options.allowTargetHosts } : {}),
       signingSecrets,
       observer,

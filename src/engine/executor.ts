@@ -120,8 +120,8 @@ export class Executor {
     const gone = () => p.signal?.aborted === true;
     const first =
       complete.length + fail.length > 0
-        ? await this.store.executionAckAndLease({ ...base, max: gone() ? 0 : p.max, complete, fail, now: this.clock.now() })
-        : { completed: [], failed: [], leased: gone() ? [] : await this.store.executionLease({ ...base, now: this.clock.now() }) };
+        ? await this.store.executionAckAndLease({ ...base, max: gone() ? 0 : p.max, complete, fail, now: this.clock.storeNow() })
+        : { completed: [], failed: [], leased: gone() ? [] : await this.store.executionLease({ ...base, now: this.clock.storeNow() }) };
     this.reportAcks(complete, first.completed, fail, first.failed);
     let leased = first.leased;
     while (leased.length === 0) {
@@ -129,7 +129,7 @@ export class Executor {
       if (left <= 0 || this.stopped || gone()) break;
       await this.waitForWork(poolKey(p.tenantId, p.pool), Math.min(left, this.pollIntervalMs), p.signal);
       if (gone()) break;
-      leased = await this.store.executionLease({ ...base, now: this.clock.now() });
+      leased = await this.store.executionLease({ ...base, now: this.clock.storeNow() });
     }
     const now = this.clock.now();
     for (const r of leased) {
@@ -164,7 +164,7 @@ export class Executor {
 
   async complete(items: CompleteInput[]): Promise<AckOutcome[]> {
     if (items.length === 0) return [];
-    const outcomes = await this.store.executionCompleteMany({ items, now: this.clock.now() });
+    const outcomes = await this.store.executionCompleteMany({ items, now: this.clock.storeNow() });
     this.reportAcks(items, outcomes, [], []);
     return outcomes;
   }
@@ -172,7 +172,7 @@ export class Executor {
   async fail(requests: FailRequest[]): Promise<AckOutcome[]> {
     if (requests.length === 0) return [];
     const items = this.withJitter(requests);
-    const outcomes = await this.store.executionFailMany({ items, now: this.clock.now() });
+    const outcomes = await this.store.executionFailMany({ items, now: this.clock.storeNow() });
     this.reportAcks([], [], items, outcomes);
     return outcomes;
   }
@@ -187,7 +187,7 @@ export class Executor {
     if (items.length === 0) return [];
     const outcomes = await this.store.executionRelease({
       items: items.map(({ executionId, tenantId, attempt, readyAt }) => ({ executionId, tenantId, attempt, readyAt })),
-      now: this.clock.now(),
+      now: this.clock.storeNow(),
     });
     outcomes.forEach((o, i) => {
       const item = items[i]!;
@@ -220,7 +220,7 @@ export class Executor {
   async reapOnce(): Promise<number> {
     let total = 0;
     for (;;) {
-      const reaped = await this.store.executionReap({ now: this.clock.now(), limit: 500 });
+      const reaped = await this.store.executionReap({ now: this.clock.storeNow(), limit: 500 });
       for (const r of reaped) {
         this.events.emit("execution:timed_out", r);
         if (r.state === "READY") this.notify(r.tenantId, r.pool);

@@ -65,7 +65,7 @@ export interface HttpTargetOptions extends HttpTargetSettings {
   events: EngineEvents;
   clock: Clock;
   nodeId: string;
-  /** Renews a lease (the store's executionHeartbeat at the engine's clock). */
+  /** Renews a lease (the store's executionHeartbeat, judged by the store's clock). */
   heartbeat(p: { tenantId: string; executionId: string; attempt: number; leaseMs: number }): Promise<HeartbeatResult>;
   /** Hosts, addresses or CIDR ranges that may be reached even when they are loopback or private. */
   allowTargetHosts?: string[];

@@ -159,7 +159,7 @@ export class Scheduler {
       owner: this.options.nodeId,
       shards: allShards,
       leaseMs: this.opts.shardLeaseMs,
-      now,
+      now: this.clock.storeNow(),
     });
     const epochs = new Map(leases.map((l) => [l.shard, l.epoch]));
     if (!sameEpochs(epochs, this.epochs)) {

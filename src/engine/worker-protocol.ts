@@ -65,7 +65,7 @@ export class WorkerProtocol {
           executionId,
           attempt: request.attempt,
           ...(request.leaseSeconds !== undefined ? { leaseMs: request.leaseSeconds * 1000 } : {}),
-          now: this.clock.now(),
+          now: this.clock.storeNow(),
         })
       : ({ status: "not_found" } as const);
     if (res.status === "not_found") throw notFound("execution", executionId);

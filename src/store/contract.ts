@@ -34,7 +34,14 @@ import {
 
 // ---- fixed time ----------------------------------------------------------
 
+// Times are pinned (now given) unless a test says otherwise: every driver
+// honours a given now, lease methods included (store.ts, "Lease time"), so
+// exact deadlines such as leaseUntil = now + leaseMs hold for a networked
+// driver too. T0 lies in the past: the tests that leave now to the store's
+// own clock see leases pinned at T0 as long expired.
 const T0 = Date.parse("2026-03-01T00:00:00Z");
+/** How far a networked store's clock may be from this host's in the tests that leave `now` to the store. */
+const STORE_CLOCK_TOLERANCE_MS = 5_000;
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
 const HOUR = 60 * MINUTE;
@@ -792,6 +799,18 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         assert.deepEqual(rows.map((r) => r.scheduledFor), [T0 + HOUR, T0]);
         const leased = await lease(store, T0 + HOUR + 300, { max: 10 });
         assert.equal(leased.length, 2);
+      });
+
+      storeTest("a paused job's due entry is consumed but dispatches nothing; a trigger still adds an execution", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const nj = cronJob();
+        await createOne(store, nj);
+        assert.ok(await store.jobTransition({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: 1, state: "PAUSED", due: "keep", now: T0 - 1 }));
+        const res = await store.dispatchMany({ nodeId: "n1", epochs, now: T0, items: [{ entry: entryOf(nj), next: null }] });
+        assert.deepEqual(res.dispatched, []);
+        assert.deepEqual(await history(store, "t1", nj.job.jobId), []);
+        const [triggered] = await store.executionCreateMany({ tenantId: "t1", jobId: nj.job.jobId, nodeId: "n1", now: T0, items: [{ scheduledFor: T0 + 5, readyAt: T0 }] });
+        assert.equal(triggered?.state, "READY");
       });
 
       storeTest("with completeJob the job becomes COMPLETED, its last execution still runs", async (store) => {
@@ -2248,6 +2267,55 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
 
     // Fences the sections above leave untested: each of these goes red when
     // its one check is deleted from the driver.
+    // Lease time (store.ts): without `now` a driver sets and judges leases by
+    // its own clock, which for a networked store is not this host's. So these
+    // tests pin nothing: they check that a lease's deadline lies within the
+    // call's window, give or take STORE_CLOCK_TOLERANCE_MS, and that leases
+    // pinned far in the past (T0) are judged expired by the store's clock.
+    describe("the store's own clock (now omitted)", () => {
+      const window = async <T>(call: () => Promise<T>): Promise<{ value: T; from: number; to: number }> => {
+        const from = Date.now() - STORE_CLOCK_TOLERANCE_MS;
+        const value = await call();
+        return { value, from, to: Date.now() + STORE_CLOCK_TOLERANCE_MS };
+      };
+
+      storeTest("a lease granted, renewed and completed by the store's clock: its deadline is now + leaseMs in the call's window", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await readyExecution(store, epochs);
+        const { value: rows, from, to } = await window(() => store.executionLease({ pool: "p1", workerId: "w1", max: 1, leaseMs: LEASE_MS }));
+        const leased = rows[0];
+        assert.ok(leased, "leased");
+        assert.equal(leased.executionId, r.executionId);
+        assert.ok(leased.leaseUntil - LEASE_MS >= from && leased.leaseUntil - LEASE_MS <= to, "leaseUntil - leaseMs lies within the call");
+        const beat = await store.executionHeartbeat({ tenantId: "t1", executionId: r.executionId, attempt: 1 });
+        assert.equal(beat.status, "ok");
+        assert.ok(beat.status === "ok" && beat.leaseUntil >= leased.leaseUntil, "a renewal never moves the deadline back");
+        const items = [{ executionId: r.executionId, tenantId: "t1", attempt: 1 }];
+        assert.deepEqual(await store.executionCompleteMany({ items }), [{ status: "ok", state: "SUCCEEDED" }]);
+      });
+
+      storeTest("a lease that ended long ago by the store's clock is lost to heartbeats and reaped; a fresh one is not", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const stale = await runningExecution(store, epochs);
+        const fresh = await readyExecution(store, epochs);
+        assert.equal((await store.executionLease({ pool: "p1", workerId: "w2", max: 1, leaseMs: LEASE_MS }))[0]?.executionId, fresh.executionId);
+        assert.deepEqual(await store.executionHeartbeat({ tenantId: "t1", executionId: stale.executionId, attempt: 1 }), { status: "lost" });
+        const reaped = await store.executionReap({ limit: 10 });
+        assert.deepEqual(reaped.map((x) => x.executionId), [stale.executionId]);
+      });
+
+      storeTest("a shard lease that ended long ago is taken over; a fresh one holds against another owner", async (store) => {
+        const [old] = await store.shardAcquire({ owner: "a", shards: [3], leaseMs: 10 * SECOND, now: T0 });
+        assert.ok(old);
+        const { value, from, to } = await window(() => store.shardAcquire({ owner: "b", shards: [3], leaseMs: 10 * SECOND }));
+        const [taken] = value;
+        assert.equal(taken?.owner, "b");
+        assert.ok(taken.epoch > old.epoch, "a new owner bumps the epoch");
+        assert.ok(taken.leaseUntil - 10 * SECOND >= from && taken.leaseUntil - 10 * SECOND <= to, "leaseUntil - leaseMs lies within the call");
+        assert.deepEqual(await store.shardAcquire({ owner: "a", shards: [3], leaseMs: 10 * SECOND }), []);
+      });
+    });
+
     describe("fencing", () => {
       storeTest("dispatch is fenced by owner: another node with the owner's epochs, or the owner after releasing, dispatches nothing", async (store) => {
         const epochs = await acquireAll(store, "node-a");

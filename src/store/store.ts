@@ -3,8 +3,31 @@
 // batch-shaped (one round trip per batch, never per job), noun-first with
 // one params object. Methods a stale owner could call take the fencing value
 // they rely on (shard epochs, attempt numbers) and change nothing when it no
-// longer holds. Times are epoch milliseconds chosen by the engine's clock;
-// a networked driver may judge leases by its own clock instead.
+// longer holds. Times are epoch milliseconds chosen by the engine's clock,
+// except as below.
+//
+// Lease time (DESIGN.md: lease deadlines use the store's clock): the methods
+// that set or judge lease deadlines (executionLease, executionAckAndLease,
+// executionHeartbeat, executionCompleteMany, executionFailMany,
+// executionRelease, executionReap, shardAcquire) take `now` as optional.
+// Given, the driver uses it for every time the call records or judges:
+// tests pin time so (a FakeClock's storeNow()). Absent, the driver uses its
+// own clock, read once per call: a networked store's (PostgreSQL: now(), as
+// River's coalesce(narg('now'), now())), so that nodes with skewed clocks
+// agree on who holds a lease; SQLite, one process on one host, reads the
+// host's. The engine passes Clock.storeNow(): nothing in production.
+//
+// A driver stores and fences; it does not decide (DESIGN.md, "Rules of the
+// port"). Every rule lives in core, reaching the driver one of two ways:
+// - as data in the call, when the engine knows the facts beforehand
+//   (DispatchItem's run, skipped, overlap and completeJob; FailInput's jitter);
+// - as a pure core function or table the driver applies to facts of the row
+//   itself, when only the row knows them (the job's kind, cancel_requested,
+//   attempts since the last replay): core/retry.ts for how an attempt ends,
+//   core/states.ts for what happens to the job and its executions. Asking the
+//   engine instead would cost a round trip per item; the driver reads those
+//   facts in the statement or transaction that writes, and the write is a
+//   compare-and-set on them.
 
 import type { ErrorRecord, Job, JobState, Overlap, RetryPolicy, Role, Target } from "../core/api.js";
 
@@ -67,7 +90,7 @@ export interface DispatchItem {
   skipped?: { scheduledFor: number; reason: string }[];
   /** The job's overlap policy (default allow), applied by core/misfire.ts overlapAction. */
   overlap?: Overlap;
-  /** The job becomes COMPLETED (when still SCHEDULED) in the same transaction: core/misfire.ts completesAtDispatch. */
+  /** The job completes in the same transaction (core/misfire.ts completesAtDispatch; the change is core/states.ts LAST_DISPATCH_JOB_CHANGE). */
   completeJob?: boolean;
 }
 
@@ -133,7 +156,8 @@ export interface LeaseParams {
   leaseMs: number;
   /** Extra time past timeoutSeconds before the lease must end (the HTTP runner's margin). */
   graceMs?: number;
-  now: number;
+  /** Optional: absent, the store's own clock (see the top of this file). */
+  now?: number;
 }
 
 export interface FailInput {
@@ -262,7 +286,9 @@ export interface Store {
   /**
    * Compare-and-set of a job's state at fromVersion: sets the state, bumps the
    * version, replaces the due entry ("keep" leaves it), and with
-   * cancelExecutions cancels READY executions and asks RUNNING ones to stop.
+   * cancelExecutions treats the job's in-flight executions as core/states.ts
+   * inFlightOnCancel says (READY ones end CANCELLED, RUNNING ones are asked
+   * to stop).
    * Returns null when the version moved (the caller re-reads and retries).
    */
   jobTransition(params: {
@@ -284,11 +310,15 @@ export interface Store {
    * the execution of `run` (default: the entry's occurrence; null: none) and
    * a SKIPPED execution for each of `skipped` (an execution that exists for
    * (jobId, scheduledFor) is left alone), then advances the due entry to
-   * `next` or deletes it; with completeJob the job becomes COMPLETED. The
-   * run obeys core/misfire.ts overlapAction of the item's overlap policy
-   * and whether the job has an execution in flight (READY or RUNNING):
-   * SKIPPED instead, or the in-flight ones cancelled (RUNNING ones asked to
-   * stop) first. Fence: consuming the due entry is a compare-and-set on
+   * `next` or deletes it; with completeJob the job changes as core/states.ts
+   * LAST_DISPATCH_JOB_CHANGE says (COMPLETED while still SCHEDULED). Only
+   * jobs in core/states.ts DISPATCHING_STATES get executions. The run obeys
+   * core/misfire.ts overlapAction of the item's overlap policy for a job
+   * with an execution in flight (core/states.ts IN_FLIGHT_STATES): "replace"
+   * cancels the in-flight ones first (inFlightOnCancel); "skip" inserts the
+   * run only where that same INSERT finds none in flight (INSERT … SELECT …
+   * WHERE NOT EXISTS, never a read before it), and records it SKIPPED
+   * otherwise. Fence: consuming the due entry is a compare-and-set on
    * (jobId, scheduledFor) and on the shard's (owner = nodeId, epoch) in one
    * statement; nothing else of the item is written when it misses. Items
    * whose entry moved are "stale"; items of shards whose epoch moved, or
@@ -354,48 +384,56 @@ export interface Store {
     executionId: string;
     attempt: number;
     leaseMs?: number;
-    now: number;
+    now?: number;
   }): Promise<{ status: "ok"; leaseUntil: number; cancelRequested: boolean } | { status: "lost" } | { status: "not_found" }>;
   /**
    * Succeeds an item while its attempt still holds the lease; repeating a
-   * success answers ok again. Fence: one UPDATE whose WHERE holds (attempt,
-   * RUNNING, leaseUntil >= now); only a miss is read, to answer it.
+   * success answers ok again. Its job changes as core/states.ts
+   * jobChangeAfterExecution says of the job's kind (a one-off ends
+   * COMPLETED), a compare-and-set on the job's state. Fence: one UPDATE
+   * whose WHERE holds (attempt, RUNNING, leaseUntil >= now); only a miss is
+   * read, to answer it.
    */
-  executionCompleteMany(params: { items: CompleteInput[]; now: number }): Promise<AckOutcome[]>;
+  executionCompleteMany(params: { items: CompleteInput[]; now?: number }): Promise<AckOutcome[]>;
   /**
    * Fails items while their attempt holds the lease. What each becomes is
    * core/retry.ts endFailedAttempt of the row (attempts since the last
    * replay, the retry policy, whether the job was cancelled) and the item
    * (error class, retryAfterSeconds, jitter) at now: READY at readyAt, DEAD,
-   * or CANCELLED. Fence: the write is a compare-and-set on (attempt, RUNNING,
-   * leaseUntil >= now) and on the facts the decision read; when those facts
-   * moved meanwhile (a cancel), the driver reads and decides again.
+   * or CANCELLED; a DEAD one changes its job as core/states.ts
+   * jobChangeAfterExecution says (a one-off ends DEAD). Fence: the write is
+   * a compare-and-set on (attempt, RUNNING, leaseUntil >= now) and on the
+   * facts the decision read; when those facts moved meanwhile (a cancel), the
+   * driver reads and decides again.
    */
-  executionFailMany(params: { items: FailInput[]; now: number }): Promise<AckOutcome[]>;
+  executionFailMany(params: { items: FailInput[]; now?: number }): Promise<AckOutcome[]>;
   /**
    * Hands leases back unused (an HTTP target whose origin's breaker is open):
    * READY again from readyAt, and the attempt does not count toward
    * maxAttempts. The next grant still carries the next attempt number, so
-   * fencing holds; an execution whose job was cancelled meanwhile ends
-   * CANCELLED instead. Answers per item: ok, or lost when the attempt no
-   * longer holds its lease. Fence: one UPDATE whose WHERE holds (attempt,
-   * RUNNING, leaseUntil >= now).
+   * fencing holds. What the execution becomes is core/retry.ts
+   * endReleasedAttempt of its cancel_requested (CANCELLED when its job was
+   * cancelled meanwhile): the driver binds both answers into the one UPDATE,
+   * which picks by the row's fact. Answers per item: ok, or lost when the
+   * attempt no longer holds its lease. Fence: one UPDATE whose WHERE holds
+   * (attempt, RUNNING, leaseUntil >= now).
    */
   executionRelease(params: {
     items: { executionId: string; tenantId: string; attempt: number; readyAt: number }[];
-    now: number;
+    now?: number;
   }): Promise<("ok" | "lost")[]>;
   /**
    * Ends attempts whose lease expired (leaseUntil < now; a lease holds up to
    * and including leaseUntil) as TIMED_OUT, as core/retry.ts
    * endExpiredAttempt says: ready again at once, DEAD when attempts since the
-   * last replay reach maxAttempts, CANCELLED when the job was cancelled while
-   * the attempt ran. Fence: each write is a compare-and-set on (attempt,
-   * RUNNING, leaseUntil < now) and the facts decided on; a row acknowledged
-   * or reaped by another handle meanwhile is left alone and not answered.
+   * last replay reach maxAttempts (its job changed as for a failed attempt),
+   * CANCELLED when the job was cancelled while the attempt ran. Fence: each
+   * write is a compare-and-set on (attempt, RUNNING, leaseUntil < now) and
+   * the facts decided on; a row acknowledged or reaped by another handle
+   * meanwhile is left alone and not answered.
    */
   executionReap(params: {
-    now: number;
+    now?: number;
     limit: number;
   }): Promise<{ executionId: string; tenantId: string; pool: string; state: "READY" | "DEAD" | "CANCELLED" }[]>;
   /** History of one job: newest first by (scheduledFor, attempt), strictly after the cursor. */
@@ -410,7 +448,8 @@ export interface Store {
   deadLetterList(params: { tenantId: string; limit: number; after?: { deadAt: number; executionId: string } }): Promise<DeadLetterRow[]>;
   /**
    * DEAD → READY now with a fresh retry budget (attempt numbers keep growing);
-   * the job, if it died with it, is SCHEDULED again; the audit entry is
+   * the job changes as core/states.ts REPLAY_JOB_CHANGE says (one that died
+   * with it is SCHEDULED again, a compare-and-set on DEAD); the audit entry is
    * written in the same transaction. The row's attempt is the number of
    * attempts made so far. Null when not dead.
    */
@@ -418,7 +457,7 @@ export interface Store {
 
   // ---- shards, stats, audit --------------------------------------------------
   /** Takes these shards for owner when free or expired (or already owned), bumping the epoch on a change of owner. */
-  shardAcquire(params: { owner: string; shards: readonly number[]; leaseMs: number; now: number }): Promise<ShardLease[]>;
+  shardAcquire(params: { owner: string; shards: readonly number[]; leaseMs: number; now?: number }): Promise<ShardLease[]>;
   /** Gives up this owner's shards (a clean stop) so the next owner need not wait for the leases to expire. */
   shardRelease(params: { owner: string }): Promise<void>;
   shardList(): Promise<ShardLease[]>;

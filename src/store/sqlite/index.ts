@@ -9,7 +9,24 @@ import Database from "better-sqlite3";
 import type { ErrorRecord, JobState, Overlap, Role } from "../../core/api.js";
 import { overlapAction, REPLACED_ERROR, skippedError } from "../../core/misfire.js";
 import { executionIdFor, SHARD_COUNT } from "../../core/ids.js";
-import { type AttemptEnd, type AttemptFacts, endExpiredAttempt, endFailedAttempt, exhaustedError, expiredAttemptError } from "../../core/retry.js";
+import {
+  type AttemptEnd,
+  type AttemptFacts,
+  endExpiredAttempt,
+  endFailedAttempt,
+  endReleasedAttempt,
+  exhaustedError,
+  expiredAttemptError,
+} from "../../core/retry.js";
+import {
+  DISPATCHING_STATES,
+  IN_FLIGHT_STATES,
+  inFlightOnCancel,
+  type JobChange,
+  jobChangeAfterExecution,
+  LAST_DISPATCH_JOB_CHANGE,
+  REPLAY_JOB_CHANGE,
+} from "../../core/states.js";
 import type {
   AckOutcome,
   ApiKeyRecord,
@@ -55,8 +72,12 @@ const OF_JOB = "id > ? AND id < ?";
 const OF_JOB_NAMED = "e.id > @from AND e.id < @to";
 const jobRange = (jobId: string): [string, string] => [`${jobId}-`, `${jobId}.`];
 
-/** [executionId, jobId, scheduledFor, readyAt, state, lastError JSON] for insertExecutions. */
-type NewExecution = [string, string, number, number | null, "READY" | "SKIPPED", string | null];
+/**
+ * [executionId, jobId, scheduledFor, readyAt, state, lastError JSON, whenIdle]
+ * for insertExecutions; whenIdle 1 inserts it only while its job has no
+ * execution in flight (overlap: forbid).
+ */
+type NewExecution = [string, string, number, number | null, "READY" | "SKIPPED", string | null, (0 | 1)?];
 
 function skippedRow(jobId: string, scheduledFor: number, reason: string): NewExecution {
   return [executionIdFor(jobId, scheduledFor), jobId, scheduledFor, null, "SKIPPED", JSON.stringify(skippedError(reason))];
@@ -65,6 +86,16 @@ function skippedRow(jobId: string, scheduledFor: number, reason: string): NewExe
 /** The lease fences: an attempt holds its lease up to and including leaseUntil. */
 const LEASE_HELD = "state = 'RUNNING' AND lease_until >= @now";
 const LEASE_EXPIRED = "state = 'RUNNING' AND lease_until < @now";
+
+/** An execution row read to end its attempt, with its job's kind (a one-off ends with it). */
+const ENDING_ROW = "*, (SELECT kind FROM jobs WHERE jobs.id = executions.job_id) AS job_kind FROM executions";
+
+/**
+ * The time a lease call records and judges by (store.ts, "Lease time"): the
+ * caller's when it pins one, else the store's own clock, which for SQLite,
+ * one process on one host, is the host's.
+ */
+const leaseNow = (now: number | undefined): number => now ?? Date.now();
 
 /** The dispatch fence: the shard is still this node's at the epoch it acquired. */
 const SHARD_HELD = "EXISTS (SELECT 1 FROM shards WHERE shard = @shard AND owner = @node AND epoch = @epoch)";
@@ -266,12 +297,7 @@ class SqliteStore implements Store {
       ).get(p.state, p.now, p.jobId, p.tenantId, p.fromVersion) as { shard: number } | undefined;
       if (!row) return null;
       this.replaceDue(p.jobId, p.tenantId, row.shard, p.due);
-      if (p.cancelExecutions) {
-        this.q(
-          `UPDATE executions SET state = 'CANCELLED', finished_at = ? WHERE ${OF_JOB} AND state = 'READY'`,
-        ).run(p.now, ...jobRange(p.jobId));
-        this.q(`UPDATE executions SET cancel_requested = 1 WHERE ${OF_JOB} AND state = 'RUNNING'`).run(...jobRange(p.jobId));
-      }
+      if (p.cancelExecutions) this.cancelInFlight(p.jobId, p.now, null);
       return this.getJob(p.tenantId, p.jobId);
     });
   }
@@ -367,40 +393,47 @@ class SqliteStore implements Store {
         if (item.completeJob) finished.push(entry.jobId);
       }
       const inserted = this.insertExecutions(rows, p.now, p.nodeId);
-      if (finished.length) {
-        this.q(
-          `UPDATE jobs SET state = 'COMPLETED', version = version + 1, updated_at = ?
-           WHERE id IN (SELECT value FROM json_each(?)) AND state = 'SCHEDULED'`,
-        ).run(p.now, JSON.stringify(finished));
-      }
+      // A run that waited for its job to be idle and found it busy is recorded SKIPPED instead.
+      const ids = new Set(inserted.map((r) => r.executionId));
+      const busy = rows.filter((r) => r[6] === 1 && !ids.has(r[0])).map((r) => skippedRow(r[1], r[2], "overlap"));
+      this.insertExecutions(busy, p.now, p.nodeId);
+      this.changeJobs(finished.map((jobId) => ({ jobId, change: LAST_DISPATCH_JOB_CHANGE })), p.now);
       const dispatched = inserted.filter((r) => r.state === "READY").map(({ state: _, ...r }) => r);
       return { dispatched, stale, fenced };
     });
   }
 
-  /** The execution of an occurrence that runs now, as its job's overlap policy says (core/misfire.ts overlapAction). */
+  /**
+   * The execution of an occurrence that runs now, as core/misfire.ts
+   * overlapAction says for a job with an execution in flight. No read decides
+   * whether one is: "replace" cancels whatever is in flight (none: nothing
+   * changes), "skip" inserts the run only where the insert finds none.
+   */
   private runRow(entry: DueEntry, run: number, overlap: Overlap, now: number): NewExecution {
-    // Under "allow" whatever is in flight does not matter: the read is spared.
-    const inFlight =
-      overlap !== "allow" &&
-      this.q(`SELECT 1 FROM executions WHERE ${OF_JOB} AND state IN ('READY', 'RUNNING') LIMIT 1`).get(...jobRange(entry.jobId)) !== undefined;
-    const action = overlapAction(overlap, inFlight);
-    if (action === "skip") return skippedRow(entry.jobId, run, "overlap");
-    if (action === "replace") {
-      this.q(`UPDATE executions SET state = 'CANCELLED', finished_at = ?, last_error = ? WHERE ${OF_JOB} AND state = 'READY'`).run(
-        now,
-        json(REPLACED_ERROR),
-        ...jobRange(entry.jobId),
-      );
-      this.q(`UPDATE executions SET cancel_requested = 1 WHERE ${OF_JOB} AND state = 'RUNNING'`).run(...jobRange(entry.jobId));
-    }
-    return [executionIdFor(entry.jobId, run), entry.jobId, run, Math.min(entry.dueAt, now), "READY", null];
+    const action = overlapAction(overlap, true);
+    if (action === "replace") this.cancelInFlight(entry.jobId, now, REPLACED_ERROR);
+    return [executionIdFor(entry.jobId, run), entry.jobId, run, Math.min(entry.dueAt, now), "READY", null, action === "skip" ? 1 : 0];
   }
 
-  /** One INSERT for a batch of executions; one that exists already is left alone. Answers those inserted. */
+  /** Cancels a job's in-flight executions as core/states.ts inFlightOnCancel says: ends some (with error, if given), asks others to stop. */
+  private cancelInFlight(jobId: string, now: number, error: ErrorRecord | null): void {
+    const [from, to] = jobRange(jobId);
+    const states = (effect: "end" | "ask_to_stop") => JSON.stringify(inFlightOnCancel(effect));
+    this.q(
+      `UPDATE executions SET state = 'CANCELLED', finished_at = @now, last_error = coalesce(@error, last_error)
+       WHERE id > @from AND id < @to AND state IN (SELECT value FROM json_each(@states))`,
+    ).run({ now, error: json(error ?? undefined), from, to, states: states("end") });
+    this.q(
+      "UPDATE executions SET cancel_requested = 1 WHERE id > @from AND id < @to AND state IN (SELECT value FROM json_each(@states))",
+    ).run({ from, to, states: states("ask_to_stop") });
+  }
+
   /**
-   * Without a tenant (dispatch), only SCHEDULED jobs get executions; with one
-   * (trigger, backfill), any state of that tenant's job does.
+   * One INSERT for a batch of executions; one that exists already is left
+   * alone, and so is a whenIdle one whose job has an execution in flight
+   * (checked in the statement). Without a tenant (dispatch), only jobs in
+   * core/states.ts DISPATCHING_STATES get executions; with one (trigger,
+   * backfill), any state of that tenant's job does. Answers those inserted.
    */
   private insertExecutions(rows: NewExecution[], now: number, nodeId: string, only: { tenantId?: string } = {}) {
     if (rows.length === 0) return [];
@@ -414,10 +447,20 @@ class SqliteStore implements Store {
            j.timeout_seconds * 1000, x.value ->> 3, j.payload, j.target, @now, @node,
            x.value ->> 5, CASE WHEN x.value ->> 4 = 'SKIPPED' THEN @now END
          FROM json_each(@items) x JOIN jobs j ON j.id = x.value ->> 1
-         WHERE (@tenant IS NULL AND j.state = 'SCHEDULED') OR j.tenant_id = @tenant
+         WHERE ((@tenant IS NULL AND j.state IN (SELECT value FROM json_each(@dispatching))) OR j.tenant_id = @tenant)
+           AND (coalesce(x.value ->> 6, 0) = 0 OR NOT EXISTS (
+             SELECT 1 FROM executions f WHERE f.id > j.id || '-' AND f.id < j.id || '.'
+               AND f.state IN (SELECT value FROM json_each(@inFlight))))
          ON CONFLICT (id) DO NOTHING
          RETURNING id, job_id, tenant_id, pool, state`,
-      ).all({ items: JSON.stringify(rows), now, node: nodeId, tenant: only.tenantId ?? null }) as Row[]
+      ).all({
+        items: JSON.stringify(rows),
+        now,
+        node: nodeId,
+        tenant: only.tenantId ?? null,
+        dispatching: JSON.stringify(DISPATCHING_STATES),
+        inFlight: JSON.stringify(IN_FLIGHT_STATES),
+      }) as Row[]
     ).map((r) => ({
       jobId: r.job_id as string,
       executionId: r.id as string,
@@ -457,27 +500,21 @@ class SqliteStore implements Store {
   }
 
 
-  async executionLease(p: {
-    tenantId?: string;
-    pool: string;
-    workerId: string;
-    max: number;
-    leaseMs: number;
-    graceMs?: number;
-    now: number;
-  }): Promise<LeasedRow[]> {
-    return this.tx(() => this.leaseRows(p));
+  async executionLease(p: LeaseParams): Promise<LeasedRow[]> {
+    const now = leaseNow(p.now);
+    return this.tx(() => this.leaseRows(p, now));
   }
 
   async executionAckAndLease(p: LeaseParams & { complete: CompleteInput[]; fail: FailInput[] }) {
+    const now = leaseNow(p.now);
     return this.tx(() => ({
-      completed: this.completeItems(p.complete, p.now),
-      failed: this.failItems(p.fail, p.now),
-      leased: this.leaseRows(p),
+      completed: this.completeItems(p.complete, now),
+      failed: this.failItems(p.fail, now),
+      leased: this.leaseRows(p, now),
     }));
   }
 
-  private leaseRows(p: LeaseParams): LeasedRow[] {
+  private leaseRows(p: LeaseParams, now: number): LeasedRow[] {
     {
       const pick =
         p.tenantId === undefined && p.pool === HTTP_POOL
@@ -491,7 +528,7 @@ class SqliteStore implements Store {
            lease_until = min(@now + @leaseMs, @now + timeout_ms + @grace)
          WHERE id IN (${pick})
          RETURNING id, tenant_id, job_id, name, attempt, payload, scheduled_for, lease_until, timeout_ms, target, priority, ready_at`,
-      ).all({ pool: p.pool, tenant: p.tenantId ?? null, now: p.now, max: p.max, worker: p.workerId, leaseMs: p.leaseMs, grace: p.graceMs ?? 0 }) as Row[];
+      ).all({ pool: p.pool, tenant: p.tenantId ?? null, now, max: p.max, worker: p.workerId, leaseMs: p.leaseMs, grace: p.graceMs ?? 0 }) as Row[];
       rows.sort(
         (a, b) =>
           (b.priority as number) - (a.priority as number) ||
@@ -514,12 +551,12 @@ class SqliteStore implements Store {
     }
   }
 
-  async executionHeartbeat(p: { tenantId: string; executionId: string; attempt: number; leaseMs?: number; now: number }) {
+  async executionHeartbeat(p: { tenantId: string; executionId: string; attempt: number; leaseMs?: number; now?: number }) {
     const row = this.q(
       `UPDATE executions SET lease_until = min(@now + coalesce(@leaseMs, lease_ms), deadline)
        WHERE id = @id AND tenant_id = @tenant AND attempt = @attempt AND state = 'RUNNING' AND lease_until >= @now
        RETURNING lease_until, cancel_requested`,
-    ).get({ id: p.executionId, tenant: p.tenantId, attempt: p.attempt, now: p.now, leaseMs: p.leaseMs ?? null }) as Row | undefined;
+    ).get({ id: p.executionId, tenant: p.tenantId, attempt: p.attempt, now: leaseNow(p.now), leaseMs: p.leaseMs ?? null }) as Row | undefined;
     if (row) return { status: "ok" as const, leaseUntil: row.lease_until as number, cancelRequested: row.cancel_requested === 1 };
     return this.exists(p.tenantId, p.executionId) ? { status: "lost" as const } : { status: "not_found" as const };
   }
@@ -528,8 +565,9 @@ class SqliteStore implements Store {
     return this.q("SELECT 1 FROM executions WHERE id = ? AND tenant_id = ?").get(executionId, tenantId) !== undefined;
   }
 
-  async executionCompleteMany({ items, now }: { items: CompleteInput[]; now: number }): Promise<AckOutcome[]> {
-    return this.tx(() => this.completeItems(items, now));
+  async executionCompleteMany(p: { items: CompleteInput[]; now?: number }): Promise<AckOutcome[]> {
+    const now = leaseNow(p.now);
+    return this.tx(() => this.completeItems(p.items, now));
   }
 
   /**
@@ -545,10 +583,10 @@ class SqliteStore implements Store {
        FROM (SELECT value ->> 0 AS id, value ->> 1 AS tenant, value ->> 2 AS attempt, value ->> 3 AS result FROM json_each(@input)) AS x
        WHERE executions.id = x.id AND executions.tenant_id = x.tenant AND executions.attempt = x.attempt
          AND executions.state = 'RUNNING' AND executions.lease_until >= @now
-       RETURNING executions.id AS id, executions.job_id AS job_id`,
-    ).all({ now, input }) as { id: string; job_id: string }[];
+       RETURNING executions.id AS id, executions.job_id AS job_id, (SELECT kind FROM jobs WHERE jobs.id = executions.job_id) AS kind`,
+    ).all({ now, input }) as { id: string; job_id: string; kind: "once" | "cron" }[];
     // The succeeding attempt stays on the execution row (history reads it there).
-    if (done.length > 0) this.endOneOffs(done.map((d) => d.job_id), "COMPLETED", now);
+    this.changeJobs(done.map((d) => ({ jobId: d.job_id, change: jobChangeAfterExecution(d.kind, "SUCCEEDED") })), now);
     const succeeded = new Set(done.map((d) => d.id));
     return items.map((item): AckOutcome => {
       if (succeeded.has(item.executionId)) return { status: "ok", state: "SUCCEEDED" };
@@ -572,23 +610,29 @@ class SqliteStore implements Store {
     ).run(attempt, state, now, json(error ?? undefined), executionId);
   }
 
-  /** A one-off job ends with its execution (its pending occurrence, if triggered early, goes too); a cron job stays SCHEDULED. */
-  private endOneOff(jobId: string, state: "COMPLETED" | "DEAD", now: number): void {
-    this.endOneOffs([jobId], state, now);
+  /**
+   * Applies core's job changes (core/states.ts JobChange), each a
+   * compare-and-set on the job's state in one UPDATE; a job that moved
+   * meanwhile is left alone. Null changes are skipped.
+   */
+  private changeJobs(items: { jobId: string; change: JobChange | null }[], now: number): void {
+    const changes = items.flatMap(({ jobId, change }) => (change ? [{ jobId, ...change }] : []));
+    if (changes.length === 0) return;
+    const input = changes.map((c) => [c.jobId, c.from, c.to]);
+    const dropDue = new Set(changes.filter((c) => c.due === "drop").map((c) => c.jobId));
+    const changed = this.q(
+      `UPDATE jobs SET state = x.state, version = version + 1, updated_at = @now
+       FROM (SELECT value ->> 0 AS id, value ->> 1 AS from_state, value ->> 2 AS state FROM json_each(@input)) AS x
+       WHERE jobs.id = x.id AND jobs.state = x.from_state
+       RETURNING jobs.id AS id`,
+    ).all({ now, input: JSON.stringify(input) }) as { id: string }[];
+    const drop = changed.filter((c) => dropDue.has(c.id)).map((c) => c.id);
+    if (drop.length > 0) this.q("DELETE FROM due WHERE job_id IN (SELECT value FROM json_each(?))").run(JSON.stringify(drop));
   }
 
-  private endOneOffs(jobIds: string[], state: "COMPLETED" | "DEAD", now: number): void {
-    const ended = this.q(
-      `UPDATE jobs SET state = @state, version = version + 1, updated_at = @now
-       WHERE id IN (SELECT value FROM json_each(@ids)) AND kind = 'once' AND state = 'SCHEDULED' RETURNING id`,
-    ).all({ state, now, ids: JSON.stringify(jobIds) }) as { id: string }[];
-    if (ended.length > 0) {
-      this.q("DELETE FROM due WHERE job_id IN (SELECT value FROM json_each(?))").run(JSON.stringify(ended.map((e) => e.id)));
-    }
-  }
-
-  async executionFailMany(p: { items: FailInput[]; now: number }): Promise<AckOutcome[]> {
-    return this.tx(() => this.failItems(p.items, p.now));
+  async executionFailMany(p: { items: FailInput[]; now?: number }): Promise<AckOutcome[]> {
+    const now = leaseNow(p.now);
+    return this.tx(() => this.failItems(p.items, now));
   }
 
   private failItems(items: FailInput[], now: number): AckOutcome[] {
@@ -601,7 +645,7 @@ class SqliteStore implements Store {
     // its lease and the facts decided on still hold; a cancel that landed in
     // between (another handle) is the one fact that can move: decide again.
     for (;;) {
-      const e = this.q(`SELECT * FROM executions WHERE id = @id AND tenant_id = @tenant AND attempt = @attempt AND ${LEASE_HELD}`).get({
+      const e = this.q(`SELECT ${ENDING_ROW} WHERE id = @id AND tenant_id = @tenant AND attempt = @attempt AND ${LEASE_HELD}`).get({
         id: item.executionId,
         tenant: item.tenantId,
         attempt: item.attempt,
@@ -649,35 +693,51 @@ class SqliteStore implements Store {
       }).changes === 1;
     if (!ended) return false;
     this.finishAttempt(id, attempt, o.attemptState, o.now, o.error);
-    if (end.state === "DEAD") this.endOneOff(e.job_id as string, "DEAD", o.now);
+    if (end.state === "DEAD") this.changeJobs([{ jobId: e.job_id as string, change: jobChangeAfterExecution(e.job_kind as "once" | "cron", "DEAD") }], o.now);
     return true;
   }
 
   async executionRelease(p: {
     items: { executionId: string; tenantId: string; attempt: number; readyAt: number }[];
-    now: number;
+    now?: number;
   }): Promise<("ok" | "lost")[]> {
-    // A job cancelled while its call waited ends here, CANCELLED, rather than going back to READY.
+    const now = leaseNow(p.now);
+    // core/retry.ts endReleasedAttempt decides on one fact of the row, cancel_requested:
+    // both of its answers go into the one UPDATE, which picks by the fact as it is then.
     return this.tx(() =>
-      p.items.map((i) =>
-        this.q(
+      p.items.map((i) => {
+        const live = endReleasedAttempt(false, i.readyAt);
+        const cancelled = endReleasedAttempt(true, i.readyAt);
+        const finished = (end: AttemptEnd) => (end.state === "READY" ? null : now);
+        return this.q(
           `UPDATE executions SET
-             state = CASE WHEN cancel_requested = 1 THEN 'CANCELLED' ELSE 'READY' END,
-             finished_at = CASE WHEN cancel_requested = 1 THEN @now END,
+             state = CASE cancel_requested WHEN 1 THEN @cancelledState ELSE @liveState END,
+             finished_at = CASE cancel_requested WHEN 1 THEN @cancelledFinished ELSE @liveFinished END,
              ready_at = @readyAt, lease_until = NULL, attempt_base = attempt_base + 1
-           WHERE id = @id AND tenant_id = @tenant AND attempt = @attempt AND state = 'RUNNING' AND lease_until >= @now`,
-        ).run({ readyAt: i.readyAt, id: i.executionId, tenant: i.tenantId, attempt: i.attempt, now: p.now }).changes === 1
+           WHERE id = @id AND tenant_id = @tenant AND attempt = @attempt AND ${LEASE_HELD}`,
+        ).run({
+          cancelledState: cancelled.state,
+          liveState: live.state,
+          cancelledFinished: finished(cancelled),
+          liveFinished: finished(live),
+          readyAt: i.readyAt,
+          id: i.executionId,
+          tenant: i.tenantId,
+          attempt: i.attempt,
+          now,
+        }).changes === 1
           ? "ok"
-          : "lost",
-      ),
+          : "lost";
+      }),
     );
   }
 
-  async executionReap({ now, limit }: { now: number; limit: number }) {
+  async executionReap(p: { now?: number; limit: number }) {
+    const now = leaseNow(p.now);
     return this.tx(() => {
       const rows = this.q(
-        `SELECT * FROM executions WHERE state = 'RUNNING' AND ${LEASE_EXPIRED} ORDER BY lease_until LIMIT @limit`,
-      ).all({ now, limit }) as Row[];
+        `SELECT ${ENDING_ROW} WHERE ${LEASE_EXPIRED} ORDER BY lease_until LIMIT @limit`,
+      ).all({ now, limit: p.limit }) as Row[];
       const reaped: { executionId: string; tenantId: string; pool: string; state: "READY" | "DEAD" | "CANCELLED" }[] = [];
       for (const e of rows) {
         const error = expiredAttemptError({
@@ -752,9 +812,7 @@ class SqliteStore implements Store {
          WHERE id = ? AND tenant_id = ? AND state = 'DEAD' RETURNING job_id, pool`,
       ).get(p.now, p.executionId, p.tenantId) as Row | undefined;
       if (!row) return null;
-      this.q(
-        "UPDATE jobs SET state = 'SCHEDULED', version = version + 1, updated_at = ? WHERE id = ? AND state = 'DEAD'",
-      ).run(p.now, row.job_id);
+      this.changeJobs([{ jobId: row.job_id as string, change: REPLAY_JOB_CHANGE }], p.now);
       this.appendAudit(p.audit);
       return { pool: row.pool as string, row: this.attemptZero(p.executionId) };
     });
@@ -773,9 +831,10 @@ class SqliteStore implements Store {
 
   // ---- shards, stats, audit -----------------------------------------------------------
 
-  async shardAcquire(p: { owner: string; shards: readonly number[]; leaseMs: number; now: number }): Promise<ShardLease[]> {
+  async shardAcquire(p: { owner: string; shards: readonly number[]; leaseMs: number; now?: number }): Promise<ShardLease[]> {
+    const now = leaseNow(p.now);
     return this.tx(() => {
-      const until = p.now + p.leaseMs;
+      const until = now + p.leaseMs;
       const take = this.q(
         `INSERT INTO shards (shard, owner, epoch, lease_until) VALUES (@shard, @owner, 1, @until)
          ON CONFLICT (shard) DO UPDATE SET
@@ -786,7 +845,7 @@ class SqliteStore implements Store {
       );
       const held: ShardLease[] = [];
       for (const shard of p.shards) {
-        const r = take.get({ shard, owner: p.owner, until, now: p.now }) as Row | undefined;
+        const r = take.get({ shard, owner: p.owner, until, now }) as Row | undefined;
         if (r) held.push(toShard(r));
       }
       return held;
