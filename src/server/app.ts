@@ -22,10 +22,11 @@ import {
   makeErrorHandler,
   makeFrameworkErrorHandler,
   notFoundHandler,
+  payloadTooLarge,
   sendError,
 } from "./http-errors.js";
 import { HttpMetrics, METRICS_CONTENT_TYPE } from "./http-metrics.js";
-import { DEFAULT_MAX_JSON_DEPTH, installJsonParser } from "./json-body.js";
+import { DEFAULT_MAX_JSON_DEPTH, drainUnreadBody, installJsonParser } from "./json-body.js";
 import { checkRequestHead, HEAD_LIMITS } from "./request-head.js";
 import { registerRoutes } from "./routes.js";
 import type { Service } from "../engine/service.js";
@@ -135,6 +136,15 @@ export function buildApp(options: AppOptions): FastifyInstance {
     // Its body, if any, is left unread: the connection cannot carry another request.
     void reply.header("connection", "close");
     throw refused;
+  });
+  // After parsing, so only bodies no parser read (GET, HEAD) are left to drain.
+  app.addHook("preHandler", async (request, reply) => {
+    try {
+      await drainUnreadBody(request.raw, bodyLimitBytes, () => payloadTooLarge(bodyLimitBytes));
+    } catch (err) {
+      void reply.header("connection", "close");
+      throw err;
+    }
   });
   app.addHook("onRequest", async () => {
     if (closing) throw new DuetimeError("UNAVAILABLE", "the server is shutting down", undefined, 5);

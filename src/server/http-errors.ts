@@ -64,13 +64,7 @@ export function toDuetimeError(err: unknown, bodyLimitBytes: number): { error: D
 
   switch (code) {
     case "FST_ERR_CTP_BODY_TOO_LARGE":
-      return {
-        error: new DuetimeError("PAYLOAD_TOO_LARGE", `body: larger than the limit of ${bodyLimitBytes} bytes`, {
-          field: "body",
-          limitBytes: bodyLimitBytes,
-        }),
-        internal: false,
-      };
+      return { error: payloadTooLarge(bodyLimitBytes), internal: false };
     case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
       return { error: invalidArgument("content-type", "unsupported media type; send application/json"), internal: false };
     case "FST_ERR_CTP_EMPTY_JSON_BODY":
@@ -97,6 +91,13 @@ export function toDuetimeError(err: unknown, bodyLimitBytes: number): { error: D
   }
 
   return { error: new DuetimeError("INTERNAL", "internal error"), internal: true };
+}
+
+export function payloadTooLarge(bodyLimitBytes: number): DuetimeError {
+  return new DuetimeError("PAYLOAD_TOO_LARGE", `body: larger than the limit of ${bodyLimitBytes} bytes`, {
+    field: "body",
+    limitBytes: bodyLimitBytes,
+  });
 }
 
 export function envelopeOf(error: DuetimeError): ErrorEnvelope {

@@ -255,6 +255,28 @@ describe("answers from the HTTP layer, over raw sockets", () => {
     assert.equal(error.details?.field, "body");
   });
 
+  test("a GET carrying a body is answered only once its body has arrived (no reset can overtake the answer)", async () => {
+    const body = JSON.stringify({ pad: "x".repeat(50_000) });
+    const socket = await open(s.port);
+    const closed = untilClosed(socket, "GET with a body");
+    let answered = false;
+    socket.once("data", () => (answered = true));
+    socket.write(`GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`);
+    socket.write(body.slice(0, 1000));
+    // Another request answered proves the server has turned its event loop since the head arrived.
+    for (let i = 0; i < 3; i++) assert.equal((await exchange(s.port, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")).status, 200);
+    assert.equal(answered, false, "answered before the body arrived");
+    socket.end(body.slice(1000));
+    const res = parseResponse(await closed);
+    assert.equal(res.status, 200);
+    assert.deepEqual(res.body, { status: "ok" });
+  });
+
+  test("a GET carrying a body over the limit answers 413 on body", async () => {
+    const res = await exchange(s.port, "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 104857600\r\n\r\n");
+    assertRefused(res, 413, "PAYLOAD_TOO_LARGE", "body");
+  });
+
   test("the server runs with the bounded timings and limits", () => {
     const server = s.app.server;
     assert.equal(server.headersTimeout, HTTP_TIMEOUTS.headersTimeoutMs);

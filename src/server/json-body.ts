@@ -9,6 +9,7 @@
 // - "__proto__" keys and constructor.prototype are refused (prototype
 //   poisoning), like Fastify's default parser.
 
+import type { IncomingMessage } from "node:http";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { invalidArgument } from "../core/errors.js";
 
@@ -91,4 +92,22 @@ export function installJsonParser(app: FastifyInstance, options: { bodyLimitByte
       }
     },
   );
+}
+
+/**
+ * Reads and drops a body that no parser read (a GET or HEAD that carries
+ * one), before the answer goes out. Answering first and closing with bytes
+ * unread makes the kernel reset the connection, and the reset can overtake
+ * the answer on its way to the client (RFC 9112 9.6 asks servers to linger
+ * for this reason). Bounded by the body limit: past it, `tooLarge()` is thrown.
+ */
+export async function drainUnreadBody(raw: IncomingMessage, limitBytes: number, tooLarge: () => Error): Promise<void> {
+  const announced = Number(raw.headers["content-length"] ?? 0);
+  if (raw.complete || (!(announced > 0) && raw.headers["transfer-encoding"] === undefined)) return;
+  if (announced > limitBytes) throw tooLarge();
+  let received = 0;
+  for await (const chunk of raw) {
+    received += (chunk as Buffer).length;
+    if (received > limitBytes) throw tooLarge();
+  }
 }
