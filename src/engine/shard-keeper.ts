@@ -59,7 +59,7 @@ export class ShardKeeper {
   runOnce(): Promise<void> {
     if (this.running) return this.running;
     this.running = (async () => {
-      let next = this.leaseMs / 3;
+      let next = Math.floor(this.leaseMs / 3); // whole milliseconds, as every clock reading is
       try {
         await this.round();
         this.failures = 0;
