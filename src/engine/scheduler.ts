@@ -175,6 +175,7 @@ export class Scheduler {
   private horizonTruncated = false;
 
   private async reload(): Promise<void> {
+    await this.shards.ensure();
     const now = this.clock.now();
     const before = now + this.opts.windowMs;
     const rows = await this.store.dueLoad({ shards: [...this.epochs.keys()], before, limit: this.opts.loadLimit });

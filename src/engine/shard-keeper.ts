@@ -31,6 +31,8 @@ export class ShardKeeper {
   private stopped = true;
   private failures = 0;
   private held = 0;
+  /** Whether a round has told which shards are this node's. */
+  private known = false;
 
   constructor(private readonly o: ShardKeeperOptions) {
     this.leaseMs = o.leaseMs ?? SHARD_LEASE_MS;
@@ -39,6 +41,11 @@ export class ShardKeeper {
   async start(): Promise<void> {
     this.stopped = false;
     await this.runOnce();
+  }
+
+  /** A round unless one has completed: a scheduler driven by hand (runOnce, unstarted) knows its shards. */
+  async ensure(): Promise<void> {
+    if (!this.known) await this.runOnce();
   }
 
   /** Leaves the cluster and hands every shard over, so the others take them at once. */
@@ -83,6 +90,7 @@ export class ShardKeeper {
     if (plan.release.length > 0) await store.shardRelease({ owner: self, shards: plan.release });
     const held = await store.shardAcquire({ owner: self, shards: [...plan.keep, ...plan.acquire], leaseMs: this.leaseMs, now });
     this.held = held.length;
+    this.known = true;
     this.o.onShards(new Map(held.map((l) => [l.shard, l.epoch])));
   }
 
