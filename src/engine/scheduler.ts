@@ -175,8 +175,8 @@ export class Scheduler {
   private horizonTruncated = false;
 
   private async reload(): Promise<void> {
-    await this.shards.ensure();
     const now = this.clock.now();
+    await this.shards.ensure();
     const before = now + this.opts.windowMs;
     const rows = await this.store.dueLoad({ shards: [...this.epochs.keys()], before, limit: this.opts.loadLimit });
     for (const row of rows) this.timer.push(row);
