@@ -12,7 +12,7 @@ import { completesAtDispatch, MISFIRE_THRESHOLD_MS, planCronDispatch } from "../
 import { isCron } from "../core/schedule.js";
 import type { DispatchItem, LoadedDueEntry, Store } from "../store/store.js";
 import type { EngineEvents } from "./events.js";
-import { SHARD_LEASE_MS, ShardKeeper } from "./shard-keeper.js";
+import { ShardKeeper } from "./shard-keeper.js";
 import { DueTimer } from "./timer.js";
 
 export interface SchedulerOptions {
@@ -72,7 +72,7 @@ export class Scheduler {
       nodeId: options.nodeId,
       address: options.address ?? null,
       events: options.events,
-      leaseMs: options.shardLeaseMs ?? SHARD_LEASE_MS,
+      ...(options.shardLeaseMs !== undefined ? { leaseMs: options.shardLeaseMs } : {}),
       onShards: (epochs) => this.setShards(epochs),
     });
   }
