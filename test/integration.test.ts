@@ -7,7 +7,11 @@ import { DuetimeApiError } from "../src/sdk/errors.js";
 import { NonRetryableError } from "../src/sdk/errors.js";
 import { Worker } from "../src/sdk/worker.js";
 import type { LeasedExecution } from "../src/core/api.js";
-import { queueJob, startTestServer, waitFor } from "./helpers.js";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DuetimeClient } from "../src/sdk/client.js";
+import { queueJob, spawnServer, startTestServer, waitFor } from "./helpers.js";
 
 async function apiError(promise: Promise<unknown>): Promise<DuetimeApiError> {
   try {
@@ -339,5 +343,27 @@ test("long poll returns as soon as work is due", async () => {
     assert.deepEqual(stats, { pending: 0, queued: 0, running: 1 });
   } finally {
     await t.close();
+  }
+});
+
+test("two `duetime serve` processes on one store share the shards; a SIGTERM hands its half to the other", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "duetime-cluster-"));
+  const store = `sqlite:${join(dir, "duetime.db")}`;
+  const a = await spawnServer(store, ["--node-id", "node-a"]);
+  const b = await spawnServer(store, ["--node-id", "node-b"]);
+  const client = new DuetimeClient({ url: a.url, retries: 0 });
+  const held = async () => Object.fromEntries((await client.cluster()).nodes.map((n) => [n.nodeId, n.shards.length]));
+  try {
+    await waitFor(async () => JSON.stringify(await held()) === JSON.stringify({ "node-a": 128, "node-b": 128 }), "128 shards each");
+    await b.stop("SIGTERM");
+    // handed over: node-a takes them on its next round (every 3.3 s), not after node-b's 10 s lease
+    const stoppedAt = Date.now();
+    await waitFor(async () => JSON.stringify(await held()) === JSON.stringify({ "node-a": 256 }), "node-a holds every shard", 8_000);
+    assert.ok(Date.now() - stoppedAt < 10_000, "taken before node-b's lease would have expired");
+  } finally {
+    await client.close();
+    await b.stop();
+    await a.stop();
+    rmSync(dir, { recursive: true, force: true });
   }
 });

@@ -342,6 +342,7 @@ describe("CLI parsing: serve", () => {
       DUETIME_API_KEYS: "k1:tenantA:admin,k2:tenantB:worker",
       DUETIME_BODY_LIMIT: "2048",
       DUETIME_LOG_LEVEL: "warn",
+      DUETIME_NODE_ID: "node-a",
     };
     assert.deepEqual(parse(["serve"], env), {
       command: "serve",
@@ -349,6 +350,7 @@ describe("CLI parsing: serve", () => {
         host: "0.0.0.0",
         port: 9000,
         store: "postgres://db/duetime",
+        nodeId: "node-a",
         signingSecret: "s3cret",
         allowTargetHosts: ["127.0.0.1", "localhost"],
         apiKeys: [
@@ -366,6 +368,9 @@ describe("CLI parsing: serve", () => {
     assert.equal(flags.options.logLevel, "silent");
     assert.deepEqual(flags.options.apiKeys, [{ key: "k", tenantId: "t", role: "client" }]);
     assert.equal(flags.options.host, "0.0.0.0");
+    const named = parse(["serve", "--node-id", "eu-1.b:2_x"], env);
+    assert.ok(named.command === "serve");
+    assert.equal(named.options.nodeId, "eu-1.b:2_x");
   });
 
   test("validates every value", () => {
@@ -381,6 +386,10 @@ describe("CLI parsing: serve", () => {
     usageError(["serve"], /DUETIME_API_KEYS: entry 2/, { DUETIME_API_KEYS: "a:b:admin,nope" });
     usageError(["serve", "--body-limit", "0"], /--body-limit: must be between 1/);
     usageError(["serve", "--log-level", "loud"], /--log-level: expected one of fatal/);
+    usageError(["serve", "--node-id", ""], /--node-id: expected 1 to 128 letters/);
+    usageError(["serve", "--node-id", "a b"], /--node-id: expected 1 to 128 letters/);
+    usageError(["serve", "--node-id=.a"], /--node-id: expected 1 to 128 letters/);
+    usageError(["serve"], /DUETIME_NODE_ID: expected 1 to 128 letters/, { DUETIME_NODE_ID: "x".repeat(129) });
     usageError(["serve", "--allow-target-hosts", "a,,b"], /comma-separated list/);
     usageError(["serve", "--json"], /Unknown option '--json'/);
     usageError(["serve", "extra"], /unexpected argument "extra"/);

@@ -27,6 +27,8 @@ set from the environment variable shown; a flag wins over the environment.
   --host HOST                 DUETIME_HOST                 (default 127.0.0.1)
   --port PORT                 DUETIME_PORT                 0..65535, 0 picks a free port (default 8080)
   --store URL                 DUETIME_STORE                sqlite:PATH or postgres://... (default sqlite:./duetime.db)
+  --node-id ID                DUETIME_NODE_ID              this node's id in a cluster, the same across its restarts:
+                                                           letters, digits, . _ : - (at most 128; default HOSTNAME-PORT)
   --signing-secret S[,S2]     DUETIME_SIGNING_SECRET       the default tenant's callback signing secret; a second one
                                                            during a rotation (newest first: both sign). Without it,
                                                            one is generated once and kept in the store
@@ -62,6 +64,7 @@ const SERVE_OPTIONS = {
   host: { type: "string" },
   port: { type: "string" },
   store: { type: "string" },
+  "node-id": { type: "string" },
   "signing-secret": { type: "string" },
   "signing-secrets-file": { type: "string" },
   "allow-target-hosts": { type: "string" },
@@ -81,6 +84,7 @@ const SERVE_OPTIONS = {
   "log-level": { type: "string" },
 } as const;
 
+const NODE_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 
 export function parseServe(args: string[], env: Env): ServeCommand {
@@ -106,6 +110,11 @@ export function parseServe(args: string[], env: Env): ServeCommand {
     port: port ? integerOption(port.source.replace(/^--/, ""), port.value, 0, 65535, usage)! : 8080,
     store: store.value,
   };
+  const nodeId = pick("node-id", "DUETIME_NODE_ID");
+  if (nodeId) {
+    if (!NODE_ID.test(nodeId.value)) throw new UsageError(`${nodeId.source}: expected 1 to 128 letters, digits, ".", "_", ":" or "-", starting with a letter or digit, got ${JSON.stringify(nodeId.value)}`, usage);
+    options.nodeId = nodeId.value;
+  }
   const secret = pick("signing-secret", "DUETIME_SIGNING_SECRET");
   if (secret) {
     const list = secret.value.split(",").map((s) => s.trim());

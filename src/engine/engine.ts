@@ -24,8 +24,10 @@ import { newSigningSecret, SigningSecretReader, STORED_SECRET_TENANT } from "./s
 export interface EngineOptions {
   /** "sqlite:./duetime.db", "sqlite::memory:", or later "postgres://...". */
   store: string;
-  /** Unique per process; defaults to hostname-pid-random. */
+  /** Unique per node of a cluster, stable across its restarts; defaults to hostname-pid-random. */
   nodeId?: string;
+  /** Where this node serves its API (host:port), shown by GET /v1/cluster. */
+  address?: string;
   clock?: Clock;
   /** HTTP targets may reach these hosts even when they resolve to loopback or private addresses. */
   allowTargetHosts?: string[];
@@ -42,7 +44,7 @@ export interface EngineOptions {
   /** Run the in-server HTTP-target executor (default true). */
   httpTargets?: boolean;
   /** Scheduler tuning (tests shorten these). */
-  scheduler?: { windowMs?: number; reloadMs?: number; batchSize?: number; misfireThresholdMs?: number };
+  scheduler?: { windowMs?: number; reloadMs?: number; batchSize?: number; misfireThresholdMs?: number; shardLeaseMs?: number };
   /** How often expired leases are reaped (default 1000 ms). */
   reapIntervalMs?: number;
   /**
@@ -84,6 +86,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     store,
     clock,
     nodeId,
+    address: options.address ?? null,
     events,
     ...options.scheduler,
     onDispatched: (ready) => {

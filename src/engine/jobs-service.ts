@@ -507,17 +507,19 @@ export class JobsService implements Service {
     return { times: times.map((t) => toIso(t.at)), local: times.map((t) => t.local), dst: times.map((t) => t.dst ?? null) };
   }
 
+  /** The live nodes (heartbeat rows) with the shards each holds, and every shard lease. */
   async cluster(): Promise<ClusterView> {
+    const now = this.clock.now();
+    const nodes = await this.store.nodeList({ now });
     const shards = await this.store.shardList();
     const byOwner = new Map<string, number[]>();
-    for (const s of shards) if (s.owner) byOwner.set(s.owner, [...(byOwner.get(s.owner) ?? []), s.shard]);
-    const now = this.clock.now();
+    for (const s of shards) if (s.owner && s.leaseUntil >= now) byOwner.set(s.owner, [...(byOwner.get(s.owner) ?? []), s.shard]);
     return {
-      nodes: [...byOwner].map(([nodeId, owned]) => ({
-        nodeId,
-        address: null,
-        shards: owned,
-        lastHeartbeatAt: toIso(Math.max(...shards.filter((s) => s.owner === nodeId).map((s) => s.leaseUntil)) - 30_000 || now),
+      nodes: nodes.map((n) => ({
+        nodeId: n.nodeId,
+        address: n.address,
+        shards: byOwner.get(n.nodeId) ?? [],
+        lastHeartbeatAt: toIso(n.lastHeartbeatAt),
       })),
       shards: shards.map((s) => ({ shard: s.shard, owner: s.owner, epoch: s.epoch, leaseUntil: toIso(s.leaseUntil) })),
     };

@@ -1,5 +1,6 @@
-// The scheduler: owns shards, keeps the next window of due work in memory,
-// and dispatches due occurrences in batches (one store transaction each).
+// The scheduler: keeps the next window of due work of the shards this node
+// owns (engine/shard-keeper.ts keeps those) in memory, and dispatches due
+// occurrences in batches (one store transaction each).
 //
 // Invariant: every due entry of an owned shard with dueAt <= horizon is in the
 // timer (or being dispatched). Reloads extend the horizon; entries created or
@@ -7,28 +8,31 @@
 // 5-second delay is not missed between reloads.
 
 import type { Clock, TimerHandle } from "../core/clock.js";
-import { SHARD_COUNT } from "../core/ids.js";
 import { completesAtDispatch, MISFIRE_THRESHOLD_MS, planCronDispatch } from "../core/misfire.js";
 import { isCron } from "../core/schedule.js";
 import type { DispatchItem, LoadedDueEntry, Store } from "../store/store.js";
 import type { EngineEvents } from "./events.js";
+import { ShardKeeper } from "./shard-keeper.js";
 import { DueTimer } from "./timer.js";
 
 export interface SchedulerOptions {
   store: Store;
   clock: Clock;
   nodeId: string;
+  /** Where this node serves its API (host:port), shown by GET /v1/cluster. */
+  address?: string | null;
   events: EngineEvents;
   /** Called after each committed batch with the pools that got ready work. */
   onDispatched: (ready: { tenantId: string; pool: string }[]) => void;
   /** How far ahead due work is loaded into memory. */
   windowMs?: number;
-  /** How often the window is reloaded and shard leases renewed. */
+  /** How often the window is reloaded. */
   reloadMs?: number;
   /** Most occurrences dispatched in one transaction. */
   batchSize?: number;
   /** Most due entries loaded per reload; the horizon stops at the last one loaded. */
   loadLimit?: number;
+  /** How long a shard lease (and node heartbeat) lasts unrenewed; renewed every third of it (default 10 s). */
   shardLeaseMs?: number;
   /** A recurring occurrence dispatched later than this after its due time is a misfire (default 60 s). */
   misfireThresholdMs?: number;
@@ -37,7 +41,9 @@ export interface SchedulerOptions {
 export class Scheduler {
   private readonly store: Store;
   private readonly clock: Clock;
-  private readonly opts: Required<Omit<SchedulerOptions, "store" | "clock" | "events" | "onDispatched" | "nodeId">>;
+  private readonly opts: Required<Omit<SchedulerOptions, "store" | "clock" | "events" | "onDispatched" | "nodeId" | "address" | "shardLeaseMs">>;
+  /** This node's membership and shard leases, renewed on their own loop. */
+  readonly shards: ShardKeeper;
   private readonly timer = new DueTimer();
   private epochs = new Map<number, number>();
   private horizon = -Infinity;
@@ -58,9 +64,17 @@ export class Scheduler {
       reloadMs: options.reloadMs ?? 15_000,
       batchSize: options.batchSize ?? 1000,
       loadLimit: options.loadLimit ?? 50_000,
-      shardLeaseMs: options.shardLeaseMs ?? 15_000,
       misfireThresholdMs: options.misfireThresholdMs ?? MISFIRE_THRESHOLD_MS,
     };
+    this.shards = new ShardKeeper({
+      store: options.store,
+      clock: options.clock,
+      nodeId: options.nodeId,
+      address: options.address ?? null,
+      events: options.events,
+      ...(options.shardLeaseMs !== undefined ? { leaseMs: options.shardLeaseMs } : {}),
+      onShards: (epochs) => this.setShards(epochs),
+    });
   }
 
   get ownedShards(): number[] {
@@ -73,22 +87,29 @@ export class Scheduler {
 
   async start(): Promise<void> {
     this.stopped = false;
+    await this.shards.start();
     await this.runOnce();
   }
 
-  /** Stops dispatching and hands the shards back, so a restarted node takes them at once. */
+  /** Stops dispatching, then hands the shards over, so another node (or this one restarted) takes them at once. */
   async stop(): Promise<void> {
     this.stopped = true;
     this.armed?.handle.cancel();
     this.armed = null;
     await this.running;
-    if (this.epochs.size > 0) {
-      // Unreleased (the store is failing), the shards pass on when their leases expire.
-      await this.store.shardRelease({ owner: this.options.nodeId }).catch((error: unknown) => {
-        this.options.events.emit("error", { where: "scheduler", error });
-      });
-    }
+    await this.shards.stop();
     this.epochs.clear();
+  }
+
+  /** The keeper's word on which shards are this node's: a change drops the window and reloads it. */
+  private setShards(epochs: Map<number, number>): void {
+    if (sameEpochs(epochs, this.epochs)) return;
+    this.epochs = epochs;
+    this.timer.clear();
+    this.horizon = -Infinity;
+    this.nextReloadAt = 0;
+    this.options.events.emit("shards:changed", { owned: epochs.size });
+    if (!this.stopped) void this.runOnce();
   }
 
   /**
@@ -129,7 +150,7 @@ export class Scheduler {
         this.options.events.emit("error", { where: "scheduler", error: err });
         // A failing store (a full disk) is retried with backoff, not at once
         // and forever; the retry reloads, which puts a failed batch back in the window.
-        this.retryAt = this.clock.now() + Math.min(1000 * 2 ** this.failures++, this.reloadEveryMs);
+        this.retryAt = this.clock.now() + Math.min(1000 * 2 ** this.failures++, this.opts.reloadMs);
         this.nextReloadAt = 0;
       } finally {
         this.running = null;
@@ -155,25 +176,13 @@ export class Scheduler {
 
   private async reload(): Promise<void> {
     const now = this.clock.now();
-    const leases = await this.store.shardAcquire({
-      owner: this.options.nodeId,
-      shards: allShards,
-      leaseMs: this.opts.shardLeaseMs,
-      now: this.clock.storeNow(),
-    });
-    const epochs = new Map(leases.map((l) => [l.shard, l.epoch]));
-    if (!sameEpochs(epochs, this.epochs)) {
-      this.timer.clear();
-      this.horizon = -Infinity;
-      this.options.events.emit("shards:changed", { owned: epochs.size });
-    }
-    this.epochs = epochs;
+    await this.shards.ensure();
     const before = now + this.opts.windowMs;
-    const rows = await this.store.dueLoad({ shards: [...epochs.keys()], before, limit: this.opts.loadLimit });
+    const rows = await this.store.dueLoad({ shards: [...this.epochs.keys()], before, limit: this.opts.loadLimit });
     for (const row of rows) this.timer.push(row);
     this.horizonTruncated = rows.length === this.opts.loadLimit;
     this.horizon = this.horizonTruncated ? rows[rows.length - 1]!.dueAt : before;
-    this.nextReloadAt = now + this.reloadEveryMs;
+    this.nextReloadAt = now + this.opts.reloadMs;
   }
 
   private async dispatch(batch: LoadedDueEntry[]): Promise<void> {
@@ -190,12 +199,7 @@ export class Scheduler {
       const next = items[i]!.next;
       if (next && next.dueAt <= this.horizon && !skipped.has(entry.jobId)) this.timer.push({ ...entry, ...next });
     });
-    if (result.fenced.length > 0) this.nextReloadAt = 0; // lost a shard: re-read who owns what
-  }
-
-  /** Shards are renewed (and the window reloaded) at least three times per lease. */
-  private get reloadEveryMs(): number {
-    return Math.min(this.opts.reloadMs, this.opts.shardLeaseMs / 3);
+    if (result.fenced.length > 0) void this.shards.runOnce(); // lost a shard: re-read who owns what
   }
 
   private arm(): void {
@@ -225,8 +229,6 @@ function planOccurrence(entry: LoadedDueEntry, now: number, misfireThresholdMs: 
   const plan = planCronDispatch(entry.schedule, entry.jobId, entry.scheduledFor, now, misfireThresholdMs);
   return { entry, next: plan.next, run: plan.run, skipped: plan.skipped, overlap: entry.schedule.overlap };
 }
-
-const allShards: readonly number[] = Array.from({ length: SHARD_COUNT }, (_, i) => i);
 
 function sameEpochs(a: Map<number, number>, b: Map<number, number>): boolean {
   if (a.size !== b.size) return false;

@@ -67,7 +67,7 @@ test("a store fault turns readiness off and the gauge to 0; the background probe
   await store.close();
 });
 
-test("the scheduler retries a failing store with backoff, not at once, and takes its shards once it works", async () => {
+test("the scheduler's shard keeper retries a failing store with backoff, not at once, and takes its shards once it works", async () => {
   const { clock, events, health, faults, lock, store } = await setup();
   const scheduler = new Scheduler({ store, clock, nodeId: "n", events, onDispatched: () => {} });
   const errors: EngineEventMap["error"][] = [];
@@ -78,7 +78,7 @@ test("the scheduler retries a failing store with backoff, not at once, and takes
     clock.advance(100);
     await new Promise((resolve) => setImmediate(resolve));
   }
-  const tries = faults.filter((f) => f.op === "shardAcquire").length;
+  const tries = faults.filter((f) => f.op === "nodeHeartbeat").length;
   assert.ok(tries >= 2 && tries <= 4, `retried ${tries} times in 6 s: at 0, 1, 3 s (backing off), not every tick`);
   assert.equal(scheduler.ownedShards.length, 0);
   assert.equal(errors.length, tries, "each failed pass is reported (counted in duetime_internal_errors_total)");

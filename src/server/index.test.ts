@@ -3,6 +3,8 @@
 // contract's options and started before the server listens; close() ends
 // long polls, closes the app, then stops the engine.
 
+import { createServer } from "node:net";
+import { hostname } from "node:os";
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { Engine, EngineOptions } from "../engine/engine.js";
@@ -38,6 +40,15 @@ function fakeEngine(log: string[], options: { failStart?: boolean } = {}): { ope
       return engine;
     },
   };
+}
+
+/** A port free a moment ago. */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
 }
 
 const base: Omit<ServerOptions, "openEngine"> = {
@@ -84,6 +95,17 @@ test("only the options given are passed to the engine", async () => {
   const server = await startServer({ host: "127.0.0.1", port: 0, store: "sqlite::memory:", logLevel: "silent", openEngine: fake.open });
   await server.close();
   assert.deepEqual(fake.opened, [{ store: "sqlite::memory:" }]);
+});
+
+test("the node id is given, or HOSTNAME-PORT on a fixed port, which is also the node's address", async () => {
+  const given = fakeEngine([]);
+  await (await startServer({ ...base, nodeId: "node-a", openEngine: given.open })).close();
+  assert.equal(given.opened[0]!.nodeId, "node-a");
+  const port = await freePort();
+  const fixed = fakeEngine([]);
+  await (await startServer({ ...base, port, openEngine: fixed.open })).close();
+  assert.equal(fixed.opened[0]!.nodeId, `${hostname()}-${port}`);
+  assert.equal(fixed.opened[0]!.address, `127.0.0.1:${port}`);
 });
 
 test("API keys and the body limit reach the app", async () => {

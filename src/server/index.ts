@@ -4,6 +4,7 @@
 // (in-flight long polls are aborted and answer at once), then stops the
 // engine.
 
+import { hostname } from "node:os";
 import type { AddressInfo } from "node:net";
 import type { FastifyBaseLogger, FastifyInstance } from "fastify";
 import { StoreUnavailableError } from "../core/errors.js";
@@ -21,6 +22,8 @@ export interface ServerOptions {
   port: number;
   /** Store URL, e.g. "sqlite:./duetime.db". */
   store: string;
+  /** This node's id in a cluster, the same across restarts; defaults to HOSTNAME-PORT (random when the port is 0). */
+  nodeId?: string;
   /** The default tenant's callback signing secret; several (newest first) during a rotation. */
   signingSecret?: string | string[];
   /** Callback signing secrets by tenant id (--signing-secrets-file). */
@@ -81,6 +84,9 @@ function logEngineEvents(engine: Engine, log: FastifyBaseLogger): void {
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const open = options.openEngine ?? defaultOpenEngine;
   const engineOptions: EngineOptions = { store: options.store };
+  const nodeId = options.nodeId ?? (options.port !== 0 ? `${hostname()}-${options.port}` : undefined);
+  if (nodeId !== undefined) engineOptions.nodeId = nodeId;
+  if (options.port !== 0) engineOptions.address = `${options.host}:${options.port}`;
   if (options.signingSecret !== undefined) engineOptions.signingSecret = options.signingSecret;
   if (options.signingSecrets !== undefined) engineOptions.signingSecrets = options.signingSecrets;
   if (options.allowTargetHosts !== undefined) engineOptions.allowTargetHosts = options.allowTargetHosts;

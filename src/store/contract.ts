@@ -2061,6 +2061,32 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         assert.deepEqual(b.map((l) => l.owner), ["node-b", "node-b"]);
         assert.ok(b.every((l) => l.epoch > a.get(l.shard)!));
       });
+      storeTest("releasing listed shards hands over only those, and only the owner's", async (store) => {
+        await acquireAll(store, "node-a", T0, HOUR);
+        await store.shardRelease({ owner: "node-a", shards: [1, 2] });
+        await store.shardRelease({ owner: "node-b", shards: [3] });
+        const b = await store.shardAcquire({ owner: "node-b", shards: [0, 1, 2, 3], leaseMs: HOUR, now: T0 + SECOND });
+        assert.deepEqual(b.map((l) => l.shard), [1, 2], "the listed shards are free at once; shard 3 stays node-a's");
+        const owners = new Map((await store.shardList()).map((l) => [l.shard, l.owner]));
+        assert.equal(owners.get(0), "node-a");
+        assert.equal(owners.get(3), "node-a");
+      });
+    });
+
+    describe("nodeHeartbeat / nodeList / nodeLeave", () => {
+      storeTest("a node is live until its heartbeat expires; a heartbeat renews it; leaving removes it", async (store) => {
+        await store.nodeHeartbeat({ nodeId: "node-b", address: "10.0.0.2:8080", now: T0, ttlMs: 10 * SECOND });
+        await store.nodeHeartbeat({ nodeId: "node-a", address: null, now: T0, ttlMs: 10 * SECOND });
+        assert.deepEqual(await store.nodeList({ now: T0 + 10 * SECOND }), [
+          { nodeId: "node-a", address: null, lastHeartbeatAt: T0, expiresAt: T0 + 10 * SECOND },
+          { nodeId: "node-b", address: "10.0.0.2:8080", lastHeartbeatAt: T0, expiresAt: T0 + 10 * SECOND },
+        ]);
+        await store.nodeHeartbeat({ nodeId: "node-a", address: "10.0.0.1:8080", now: T0 + 5 * SECOND, ttlMs: 10 * SECOND });
+        const later = await store.nodeList({ now: T0 + 10 * SECOND + 1 });
+        assert.deepEqual(later.map((n) => [n.nodeId, n.address, n.lastHeartbeatAt]), [["node-a", "10.0.0.1:8080", T0 + 5 * SECOND]]);
+        await store.nodeLeave({ nodeId: "node-a" });
+        assert.deepEqual(await store.nodeList({ now: T0 }), [{ nodeId: "node-b", address: "10.0.0.2:8080", lastHeartbeatAt: T0, expiresAt: T0 + 10 * SECOND }]);
+      });
     });
 
     describe("poolCounts", () => {

@@ -197,6 +197,14 @@ export interface ShardLease {
   leaseUntil: number;
 }
 
+/** A cluster member, live until its heartbeat expires. */
+export interface NodeRecord {
+  nodeId: string;
+  address: string | null;
+  lastHeartbeatAt: number;
+  expiresAt: number;
+}
+
 export interface PoolCounts {
   tenantId: string;
   pool: string;
@@ -458,11 +466,23 @@ export interface Store {
   // ---- shards, stats, audit --------------------------------------------------
   /** Takes these shards for owner when free or expired (or already owned), bumping the epoch on a change of owner. */
   shardAcquire(params: { owner: string; shards: readonly number[]; leaseMs: number; now?: number }): Promise<ShardLease[]>;
-  /** Gives up this owner's shards (a clean stop) so the next owner need not wait for the leases to expire. */
-  shardRelease(params: { owner: string }): Promise<void>;
+  /**
+   * Gives up this owner's shards, all of them (a clean stop) or the listed
+   * ones (a handover to a joining node), so the next owner need not wait for
+   * the leases to expire. Shards another owner holds are left alone.
+   */
+  shardRelease(params: { owner: string; shards?: readonly number[] }): Promise<void>;
   shardList(): Promise<ShardLease[]>;
   poolCounts(params: { tenantId?: string; pool?: string; now: number }): Promise<PoolCounts[]>;
   auditList(params: { tenantId: string; limit: number; after?: { at: number; id: number } }): Promise<(AuditEntry & { id: number })[]>;
+
+  // ---- cluster membership -----------------------------------------------------
+  /** Registers or refreshes this node; it counts as live until now + ttlMs. */
+  nodeHeartbeat(params: { nodeId: string; address: string | null; now: number; ttlMs: number }): Promise<void>;
+  /** The nodes live at now (heartbeat not expired), by id. */
+  nodeList(params: { now: number }): Promise<NodeRecord[]>;
+  /** Removes this node (a clean stop), so the others count it out at once. */
+  nodeLeave(params: { nodeId: string }): Promise<void>;
 
   // ---- API keys ---------------------------------------------------------------
   /**

@@ -44,6 +44,7 @@ import type {
   LoadedDueEntry,
   NewJob,
   NextOccurrence,
+  NodeRecord,
   PoolCounts,
   PurgedRow,
   RetentionKind,
@@ -55,6 +56,7 @@ import { expiredRows, purgeBatch } from "./retention.js";
 import { onStoreError } from "../faults.js";
 import { rethrowSqliteError } from "./errors.js";
 import { MIGRATIONS } from "./schema.js";
+import { heartbeat, leave, liveNodes, releaseShards } from "./nodes.js";
 
 export interface SqliteStoreOptions {
   /** A file path, or ":memory:". */
@@ -852,8 +854,8 @@ class SqliteStore implements Store {
     });
   }
 
-  async shardRelease({ owner }: { owner: string }): Promise<void> {
-    this.q("UPDATE shards SET owner = NULL, lease_until = 0 WHERE owner = ?").run(owner);
+  async shardRelease(p: { owner: string; shards?: readonly number[] }): Promise<void> {
+    releaseShards((sql) => this.q(sql), p);
   }
 
   async shardList(): Promise<ShardLease[]> {
@@ -974,6 +976,20 @@ class SqliteStore implements Store {
 
   async retentionPurge(p: { kind: RetentionKind; before: number; limit: number; only?: readonly { tenantId: string; id: string }[] }) {
     return this.tx(() => purgeBatch((sql) => this.q(sql), p));
+  }
+
+  // ---- cluster membership (sqlite/nodes.ts) ---------------------------------------------
+
+  async nodeHeartbeat(p: { nodeId: string; address: string | null; now: number; ttlMs: number }): Promise<void> {
+    heartbeat((sql) => this.q(sql), p);
+  }
+
+  async nodeList(p: { now: number }): Promise<NodeRecord[]> {
+    return liveNodes((sql) => this.q(sql), p);
+  }
+
+  async nodeLeave(p: { nodeId: string }): Promise<void> {
+    leave((sql) => this.q(sql), p);
   }
 }
 

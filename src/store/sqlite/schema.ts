@@ -160,4 +160,17 @@ CREATE INDEX idempotency_keys_by_created ON idempotency_keys (created_at);
 CREATE INDEX audit_by_at ON audit (at);
 `,
   },
+  {
+    version: 5,
+    sql: `
+-- Cluster membership (sqlite/nodes.ts): one heartbeat row per node; a node
+-- is live until expires_at. Node ids are stable across restarts.
+CREATE TABLE nodes (
+  node_id           TEXT PRIMARY KEY,
+  address           TEXT,
+  last_heartbeat_at INTEGER NOT NULL,
+  expires_at        INTEGER NOT NULL
+) WITHOUT ROWID;
+`,
+  },
 ];

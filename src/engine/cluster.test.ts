@@ -1,0 +1,170 @@
+// Several engines (nodes) on one SQLite file (WAL lets several connections
+// share it), each with its own fake clock, set to the same time unless a test
+// freezes one: membership, shard balance, handover and takeover.
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, test } from "node:test";
+import { FakeClock } from "../core/clock.js";
+import { SHARD_COUNT, shardOf } from "../core/ids.js";
+import { openSqliteStore } from "../store/sqlite/index.js";
+import type { Store } from "../store/store.js";
+import { openEngine, type Engine } from "./engine.js";
+import { EngineEvents } from "./events.js";
+import { Scheduler } from "./scheduler.js";
+import { DEFAULT_CONTEXT as ctx } from "./service.js";
+
+const dir = mkdtempSync(join(tmpdir(), "duetime-cluster-"));
+after(() => rmSync(dir, { recursive: true, force: true }));
+let files = 0;
+const START = Date.parse("2026-03-01T00:00:00Z");
+/** The documented default shard lease, renewed every third of it. */
+const LEASE_MS = 10_000;
+const ROUND_MS = Math.floor(LEASE_MS / 3);
+
+interface Node {
+  id: string;
+  engine: Engine;
+  clock: FakeClock;
+  /** A frozen node's clock stands still: its loops never run again (a paused or partitioned process). */
+  frozen: boolean;
+}
+
+class Cluster {
+  readonly nodes: Node[] = [];
+  private readonly file = join(dir, `cluster${files++}.sqlite`);
+  now = START;
+
+  async join(id: string): Promise<Node> {
+    const clock = new FakeClock(this.now);
+    const engine = await openEngine({ store: `sqlite:${this.file}`, clock, nodeId: id, address: `${id}.internal:8080`, httpTargets: false });
+    await engine.start();
+    const node = { id, engine, clock, frozen: false };
+    this.nodes.push(node);
+    return node;
+  }
+
+  get live(): Node[] {
+    return this.nodes.filter((n) => !n.frozen);
+  }
+
+  /** Moves the live nodes' clocks on (their timers fire), then lets each finish a shard round and a dispatch pass. */
+  async step(ms: number): Promise<void> {
+    this.now += ms;
+    for (const n of this.live) n.clock.advance(ms);
+    for (const n of this.live) {
+      await n.engine.scheduler.shards.runOnce();
+      await n.engine.scheduler.runOnce();
+    }
+  }
+
+  /** Shards held (lease not expired at now) by each owner, read from the store. */
+  async holdings(): Promise<Map<string, number[]>> {
+    const byOwner = new Map<string, number[]>();
+    for (const s of (await this.live[0]!.engine.service.cluster(ctx)).shards) {
+      if (s.owner !== null && Date.parse(s.leaseUntil) >= this.now) byOwner.set(s.owner, [...(byOwner.get(s.owner) ?? []), s.shard]);
+    }
+    return byOwner;
+  }
+
+  async counts(): Promise<Record<string, number>> {
+    return Object.fromEntries([...(await this.holdings())].map(([owner, shards]) => [owner, shards.length]).sort());
+  }
+
+  async stop(): Promise<void> {
+    for (const n of this.nodes) await n.engine.stop();
+  }
+}
+
+test("three nodes share the 256 shards evenly; a fourth joins and they rebalance, handing shards over", async () => {
+  const cluster = new Cluster();
+  for (const id of ["node-a", "node-b", "node-c"]) await cluster.join(id);
+  await cluster.step(ROUND_MS);
+  assert.deepEqual(await cluster.counts(), { "node-a": 86, "node-b": 85, "node-c": 85 });
+  for (const n of cluster.nodes) assert.equal(n.engine.scheduler.ownedShards.length, n.id === "node-a" ? 86 : 85, `${n.id} dispatches what it holds`);
+
+  await cluster.join("node-d");
+  // one round: the others hand their surplus over, which node-d takes on its next round, not a lease later
+  await cluster.step(0);
+  await cluster.step(0);
+  assert.deepEqual(await cluster.counts(), { "node-a": 64, "node-b": 64, "node-c": 64, "node-d": 64 });
+  const owned = cluster.nodes.flatMap((n) => n.engine.scheduler.ownedShards).sort((x, y) => x - y);
+  assert.deepEqual(owned, Array.from({ length: SHARD_COUNT }, (_, i) => i), "every shard dispatched by exactly one node");
+
+  const view = await cluster.nodes[0]!.engine.service.cluster(ctx);
+  assert.deepEqual(
+    view.nodes.map((n) => [n.nodeId, n.address, n.shards.length, n.lastHeartbeatAt]),
+    ["node-a", "node-b", "node-c", "node-d"].map((id) => [id, `${id}.internal:8080`, 64, new Date(cluster.now).toISOString()]),
+  );
+  await cluster.stop();
+});
+
+test("a node that stops gracefully hands its shards over at once: the others take them in their next round", async () => {
+  const cluster = new Cluster();
+  for (const id of ["node-a", "node-b", "node-c", "node-d"]) await cluster.join(id);
+  await cluster.step(ROUND_MS);
+  await cluster.step(ROUND_MS);
+  assert.equal((await cluster.holdings()).get("node-d")?.length, 64);
+
+  await cluster.nodes[3]!.engine.stop();
+  cluster.nodes.pop();
+  await cluster.step(0); // no time passes: no lease has expired
+  assert.deepEqual(await cluster.counts(), { "node-a": 86, "node-b": 85, "node-c": 85 });
+  assert.deepEqual((await cluster.nodes[0]!.engine.service.cluster(ctx)).nodes.map((n) => n.nodeId), ["node-a", "node-b", "node-c"]);
+  await cluster.stop();
+});
+
+test("a node that stops renewing keeps its shards until its 10 s lease ends; then the others take them over and run its due work", async () => {
+  const cluster = new Cluster();
+  for (const id of ["node-a", "node-b", "node-c"]) await cluster.join(id);
+  await cluster.step(ROUND_MS);
+  const c = cluster.nodes[2]!;
+  const cShards = new Set((await cluster.holdings()).get("node-c"));
+  const jobs = [];
+  for (let i = 0; i < 12; i++) jobs.push(await cluster.nodes[0]!.engine.service.createJob(ctx, { name: `j${i}`, target: { type: "queue", pool: "p" }, schedule: { delaySeconds: 1 } }));
+  const onC = jobs.filter((j) => cShards.has(shardOf(j.jobId)));
+  assert.ok(onC.length > 0 && onC.length < jobs.length, "some jobs on node-c's shards, some elsewhere");
+
+  c.frozen = true; // its last round was at START + ROUND_MS: its lease and heartbeat last until START + ROUND_MS + 10 s
+  for (let t = ROUND_MS; t + ROUND_MS < ROUND_MS + LEASE_MS; t += ROUND_MS) await cluster.step(ROUND_MS);
+  assert.equal((await cluster.holdings()).get("node-c")?.length, 85, "a live lease is never taken");
+  for (const j of onC) assert.equal((await cluster.nodes[0]!.engine.service.listExecutions(ctx, j.jobId, {})).items.length, 0, "node-c's work waits");
+
+  await cluster.step(ROUND_MS); // past the lease: taken over within one round
+  assert.deepEqual(await cluster.counts(), { "node-a": 128, "node-b": 128 });
+  for (const j of jobs) {
+    const runs = (await cluster.nodes[0]!.engine.service.listExecutions(ctx, j.jobId, {})).items;
+    assert.equal(runs.length, 1, `${j.jobId} ran once`);
+    if (cShards.has(shardOf(j.jobId))) assert.notEqual(runs[0]!.dispatchedBy, "node-c");
+  }
+  await cluster.stop();
+});
+
+test("shard leases are renewed on their own loop, while a dispatch pass is stuck", async () => {
+  const clock = new FakeClock(START);
+  const raw = await openSqliteStore({ path: join(dir, `stuck${files++}.sqlite`) });
+  let unblock!: () => void;
+  const blocked = new Promise<void>((resolve) => (unblock = resolve));
+  // the window load never returns until unblocked: the scheduler's pass hangs
+  const store = new Proxy(raw, {
+    get(target, prop, receiver) {
+      if (prop === "dueLoad") return async (p: Parameters<Store["dueLoad"]>[0]) => (await blocked, target.dueLoad(p));
+      const value: unknown = Reflect.get(target, prop, receiver);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  const scheduler = new Scheduler({ store, clock, nodeId: "n", events: new EngineEvents(), onDispatched: () => {} });
+  const starting = scheduler.start();
+  for (let t = 0; t < 3 * LEASE_MS; t += 500) {
+    clock.advance(500);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  const leases = await raw.shardList();
+  assert.equal(leases.length, SHARD_COUNT);
+  assert.ok(leases.every((l) => l.owner === "n" && l.leaseUntil >= clock.now()), "every lease still held, 30 s into a stuck pass");
+  unblock();
+  await starting;
+  await scheduler.stop();
+  await raw.close();
+});

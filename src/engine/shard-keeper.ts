@@ -1,0 +1,106 @@
+// The shard keeper: this node's membership and shard leases. Each round
+// heartbeats, reads the live nodes and the shard leases, hands over shards
+// beyond this node's share and takes free or expired ones up to it
+// (core/shards.ts), and renews the rest. It runs on its own timer, a third
+// of a lease apart, so a long dispatch pass never lets a lease lapse.
+
+import type { Clock, TimerHandle } from "../core/clock.js";
+import { planShards } from "../core/shards.js";
+import type { Store } from "../store/store.js";
+import type { EngineEvents } from "./events.js";
+
+/** A node that stops renewing loses its shards (and its membership) this long after its last round. */
+export const SHARD_LEASE_MS = 10_000;
+
+export interface ShardKeeperOptions {
+  store: Store;
+  clock: Clock;
+  nodeId: string;
+  /** Where this node serves its API, shown by GET /v1/cluster. */
+  address: string | null;
+  events: EngineEvents;
+  leaseMs?: number;
+  /** Told after every round the shards held and their epochs. */
+  onShards: (epochs: Map<number, number>) => void;
+}
+
+export class ShardKeeper {
+  private readonly leaseMs: number;
+  private timer: TimerHandle | null = null;
+  private running: Promise<void> | null = null;
+  private stopped = true;
+  private failures = 0;
+  private held = 0;
+  /** Whether a round has told which shards are this node's. */
+  private known = false;
+
+  constructor(private readonly o: ShardKeeperOptions) {
+    this.leaseMs = o.leaseMs ?? SHARD_LEASE_MS;
+  }
+
+  async start(): Promise<void> {
+    this.stopped = false;
+    await this.runOnce();
+  }
+
+  /** A round unless one has completed: a scheduler driven by hand (runOnce, unstarted) knows its shards. */
+  async ensure(): Promise<void> {
+    if (!this.known) await this.runOnce();
+  }
+
+  /** Leaves the cluster and hands every shard over, so the others take them at once. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.timer?.cancel();
+    this.timer = null;
+    await this.running;
+    const { store, nodeId } = this.o;
+    // Left first: whoever sees the shards free already counts this node out.
+    // On a failing store both pass on when the heartbeat and leases expire.
+    await store.nodeLeave({ nodeId }).catch((error: unknown) => this.o.events.emit("error", { where: "shards", error }));
+    if (this.held > 0) await store.shardRelease({ owner: nodeId }).catch((error: unknown) => this.o.events.emit("error", { where: "shards", error }));
+    this.held = 0;
+  }
+
+  /** One round now; a call during a round waits for it. */
+  runOnce(): Promise<void> {
+    if (this.running) return this.running;
+    this.running = (async () => {
+      let next = Math.floor(this.leaseMs / 3); // whole milliseconds, as every clock reading is
+      try {
+        await this.round();
+        this.failures = 0;
+      } catch (error) {
+        this.o.events.emit("error", { where: "shards", error });
+        next = Math.min(1000 * 2 ** this.failures++, next); // a failing store is retried with backoff
+      } finally {
+        this.running = null;
+      }
+      if (!this.stopped) this.schedule(next);
+    })();
+    return this.running;
+  }
+
+  private async round(): Promise<void> {
+    const { store, clock, nodeId: self } = this.o;
+    // Liveness and the plan use this node's clock; the acquire itself judges expiry by the store's (storeNow).
+    // A networked store should also answer heartbeats and the lease list on its own clock: left for its driver.
+    const now = clock.now();
+    await store.nodeHeartbeat({ nodeId: self, address: this.o.address, now, ttlMs: this.leaseMs });
+    const nodes = await store.nodeList({ now });
+    const plan = planShards({ leases: await store.shardList(), liveNodes: nodes.map((n) => n.nodeId), self, now });
+    if (plan.release.length > 0) await store.shardRelease({ owner: self, shards: plan.release });
+    const held = await store.shardAcquire({ owner: self, shards: [...plan.keep, ...plan.acquire], leaseMs: this.leaseMs, now: clock.storeNow() });
+    this.held = held.length;
+    this.known = true;
+    this.o.onShards(new Map(held.map((l) => [l.shard, l.epoch])));
+  }
+
+  private schedule(ms: number): void {
+    this.timer?.cancel();
+    this.timer = this.o.clock.setTimer(() => {
+      this.timer = null;
+      void this.runOnce();
+    }, ms);
+  }
+}
