@@ -133,6 +133,18 @@ test("a node that stops renewing keeps its shards until its 10 s lease ends; the
 
   await cluster.step(ROUND_MS); // past the lease: taken over within one round
   assert.deepEqual(await cluster.counts(), { "node-a": 128, "node-b": 128 });
+  // The metrics tell the takeover: every one of node-c's 85 shards was taken, within a round of its expiry.
+  let takenOver = 0;
+  for (const n of cluster.live) {
+    const text = await n.engine.metricsText();
+    assert.match(text, /^duetime_shards_owned 128$/m, n.id);
+    const changes = (change: string) => Number(new RegExp(`^duetime_shard_changes_total\\{change="${change}"\\} (\\d+)$`, "m").exec(text)?.[1]);
+    assert.equal(changes("gained") - changes("lost"), 128, `${n.id}: what it gained less what it lost is what it holds`);
+    takenOver += Number(/^duetime_shard_takeover_seconds_count (\d+)$/m.exec(text)?.[1]);
+    assert.match(text, /^duetime_shard_takeover_seconds_bucket\{le="5"\} (\d+)$/m, n.id);
+    assert.equal(/^duetime_shard_takeover_seconds_bucket\{le="5"\} (\d+)$/m.exec(text)?.[1], /^duetime_shard_takeover_seconds_count (\d+)$/m.exec(text)?.[1], `${n.id}: within a round`);
+  }
+  assert.equal(takenOver, 85);
   for (const j of jobs) {
     const runs = (await cluster.nodes[0]!.engine.service.listExecutions(ctx, j.jobId, {})).items;
     assert.equal(runs.length, 1, `${j.jobId} ran once`);

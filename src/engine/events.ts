@@ -12,7 +12,10 @@ export interface EngineEventMap {
   "execution:failed": { executionId: string; tenantId: string; state: "READY" | "DEAD" | "CANCELLED" };
   "execution:timed_out": { executionId: string; tenantId: string; pool: string; state: "READY" | "DEAD" | "CANCELLED" };
   "lease:lost": { executionId: string; attempt: number; call: "heartbeat" | "complete" | "fail" };
-  "shards:changed": { owned: number };
+  /** This node's shards changed: how many it holds now, and how many it gained and lost since the last change. */
+  "shards:changed": { owned: number; gained: number; lost: number };
+  /** This node took a shard whose owner let its lease expire, this long after the expiry. */
+  "shard:taken_over": { shard: number; from: string; afterExpiryMs: number };
   "retention:purged": { kind: RetentionKind; deleted: number };
   /** A store call failed with StoreUnavailableError (store-health.ts). */
   "store:fault": { op: string; kind: StoreFaultKind };

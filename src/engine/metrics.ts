@@ -39,6 +39,19 @@ export function createMetrics(events: EngineEvents, loadedDue: () => number): Re
     labelNames: ["op", "kind"],
     registers: [registry],
   });
+  const shardsOwned = new Gauge({ name: "duetime_shards_owned", help: "Shards this node holds", registers: [registry] });
+  const shardChanges = new Counter({
+    name: "duetime_shard_changes_total",
+    help: "Shards this node gained or lost (handover, takeover, a lost lease)",
+    labelNames: ["change"],
+    registers: [registry],
+  });
+  const takeover = new Histogram({
+    name: "duetime_shard_takeover_seconds",
+    help: "How long after its owner's lease expired this node took a shard over",
+    buckets: [0.5, 1, 2, 3.5, 5, 10, 30, 60],
+    registers: [registry],
+  });
   const storeWritable = new Gauge({ name: "duetime_store_writable", help: "1 while the store takes writes, 0 while they fail", registers: [registry] });
   storeWritable.set(1);
   new Gauge({
@@ -58,6 +71,12 @@ export function createMetrics(events: EngineEvents, loadedDue: () => number): Re
   events.on("execution:failed", (e) => outcomes.inc({ outcome: e.state === "READY" ? "failed" : e.state.toLowerCase() }));
   events.on("execution:timed_out", (e) => outcomes.inc({ outcome: e.state === "READY" ? "timed_out" : e.state.toLowerCase() }));
   events.on("lease:lost", () => leaseLost.inc());
+  events.on("shards:changed", (e) => {
+    shardsOwned.set(e.owned);
+    shardChanges.inc({ change: "gained" }, e.gained);
+    shardChanges.inc({ change: "lost" }, e.lost);
+  });
+  events.on("shard:taken_over", (e) => takeover.observe(e.afterExpiryMs / 1000));
   events.on("retention:purged", (e) => retained.inc({ kind: e.kind }, e.deleted));
   events.on("error", (e) => errors.inc({ where: e.where }));
   events.on("store:fault", (e) => storeFailures.inc({ op: e.op, kind: e.kind }));

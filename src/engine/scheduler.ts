@@ -104,11 +104,13 @@ export class Scheduler {
   /** The keeper's word on which shards are this node's: a change drops the window and reloads it. */
   private setShards(epochs: Map<number, number>): void {
     if (sameEpochs(epochs, this.epochs)) return;
+    const gained = [...epochs].filter(([shard, epoch]) => this.epochs.get(shard) !== epoch).length;
+    const lost = [...this.epochs].filter(([shard, epoch]) => epochs.get(shard) !== epoch).length;
     this.epochs = epochs;
     this.timer.clear();
     this.horizon = -Infinity;
     this.nextReloadAt = 0;
-    this.options.events.emit("shards:changed", { owned: epochs.size });
+    this.options.events.emit("shards:changed", { owned: epochs.size, gained, lost });
     if (!this.stopped) void this.runOnce();
   }
 

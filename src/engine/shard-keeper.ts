@@ -6,7 +6,7 @@
 
 import type { Clock, TimerHandle } from "../core/clock.js";
 import { planShards } from "../core/shards.js";
-import type { Store } from "../store/store.js";
+import type { ShardLease, Store } from "../store/store.js";
 import type { EngineEvents } from "./events.js";
 
 /** A node that stops renewing loses its shards (and its membership) this long after its last round. */
@@ -62,6 +62,17 @@ export class ShardKeeper {
     this.held = 0;
   }
 
+  /** Shards now held that another owner let expire: how long after the expiry they were taken (metrics). */
+  private reportTakeovers(before: readonly ShardLease[], held: readonly ShardLease[], now: number): void {
+    const previous = new Map(before.map((l) => [l.shard, l]));
+    for (const lease of held) {
+      const was = previous.get(lease.shard);
+      if (was?.owner && was.owner !== this.o.nodeId && was.leaseUntil < now) {
+        this.o.events.emit("shard:taken_over", { shard: lease.shard, from: was.owner, afterExpiryMs: now - was.leaseUntil });
+      }
+    }
+  }
+
   /** One round now; a call during a round waits for it. */
   runOnce(): Promise<void> {
     if (this.running) return this.running;
@@ -88,9 +99,11 @@ export class ShardKeeper {
     const now = clock.now();
     await store.nodeHeartbeat({ nodeId: self, address: this.o.address, now, ttlMs: this.leaseMs });
     const nodes = await store.nodeList({ now });
-    const plan = planShards({ leases: await store.shardList(), liveNodes: nodes.map((n) => n.nodeId), self, now });
+    const leases = await store.shardList();
+    const plan = planShards({ leases, liveNodes: nodes.map((n) => n.nodeId), self, now });
     if (plan.release.length > 0) await store.shardRelease({ owner: self, shards: plan.release });
     const held = await store.shardAcquire({ owner: self, shards: [...plan.keep, ...plan.acquire], leaseMs: this.leaseMs, now: clock.storeNow() });
+    this.reportTakeovers(leases, held, now);
     this.held = held.length;
     this.known = true;
     this.o.onShards(new Map(held.map((l) => [l.shard, l.epoch])));
