@@ -94,15 +94,15 @@ export class ShardKeeper {
 
   private async round(): Promise<void> {
     const { store, clock, nodeId: self } = this.o;
-    // Liveness and the plan use this node's clock; the acquire itself judges expiry by the store's (storeNow).
-    // A networked store should also answer heartbeats and the lease list on its own clock: left for its driver.
-    const now = clock.now();
+    // Heartbeats, liveness and the plan go by the store's clock, as the leases do: a node whose own clock
+    // runs ahead or behind neither counts others out early nor keeps shards late. A fake clock pins it in tests.
+    const now = clock.storeNow() ?? (await store.storeTime());
     await store.nodeHeartbeat({ nodeId: self, address: this.o.address, now, ttlMs: this.leaseMs });
     const nodes = await store.nodeList({ now });
     const leases = await store.shardList();
     const plan = planShards({ leases, liveNodes: nodes.map((n) => n.nodeId), self, now });
     if (plan.release.length > 0) await store.shardRelease({ owner: self, shards: plan.release });
-    const held = await store.shardAcquire({ owner: self, shards: [...plan.keep, ...plan.acquire], leaseMs: this.leaseMs, now: clock.storeNow() });
+    const held = await store.shardAcquire({ owner: self, shards: [...plan.keep, ...plan.acquire], leaseMs: this.leaseMs, now });
     this.reportTakeovers(leases, held, now);
     this.held = held.length;
     this.known = true;

@@ -2305,6 +2305,11 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         return { value, from, to: Date.now() + STORE_CLOCK_TOLERANCE_MS };
       };
 
+      storeTest("storeTime reads the store's clock: within the call's window", async (store) => {
+        const { value, from, to } = await window(() => store.storeTime());
+        assert.ok(Number.isSafeInteger(value) && value >= from && value <= to, `${value} in [${from}, ${to}]`);
+      });
+
       storeTest("a lease granted, renewed and completed by the store's clock: its deadline is now + leaseMs in the call's window", async (store) => {
         const epochs = await acquireAll(store, "n1");
         const r = await readyExecution(store, epochs);

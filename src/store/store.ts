@@ -268,6 +268,12 @@ export interface Store {
   /** Throws when the store cannot answer. */
   ping(): Promise<void>;
   /**
+   * The store's clock, epoch ms: the one lease deadlines are judged by when
+   * `now` is omitted (PostgreSQL's now(); SQLite's host clock). Node
+   * heartbeats and shard plans read it, so nodes with skewed clocks agree.
+   */
+  storeTime(): Promise<number>;
+  /**
    * Throws StoreUnavailableError when the store cannot write: a small real
    * write that changes nothing and needs fresh space, not space a failed
    * write left behind (readiness probes with it while writes fail).
