@@ -103,9 +103,9 @@ export class Scheduler {
 
   /** The keeper's word on which shards are this node's: a change drops the window and reloads it. */
   private setShards(epochs: Map<number, number>): void {
-    if (sameEpochs(epochs, this.epochs)) return;
-    const gained = [...epochs].filter(([shard, epoch]) => this.epochs.get(shard) !== epoch).length;
-    const lost = [...this.epochs].filter(([shard, epoch]) => epochs.get(shard) !== epoch).length;
+    const gained = shardsNotIn(epochs, this.epochs);
+    const lost = shardsNotIn(this.epochs, epochs);
+    if (gained === 0 && lost === 0) return;
     this.epochs = epochs;
     this.timer.clear();
     this.horizon = -Infinity;
@@ -232,8 +232,9 @@ function planOccurrence(entry: LoadedDueEntry, now: number, misfireThresholdMs: 
   return { entry, next: plan.next, run: plan.run, skipped: plan.skipped, overlap: entry.schedule.overlap };
 }
 
-function sameEpochs(a: Map<number, number>, b: Map<number, number>): boolean {
-  if (a.size !== b.size) return false;
-  for (const [shard, epoch] of a) if (b.get(shard) !== epoch) return false;
-  return true;
+/** How many shards of `a` are not in `b` at the same epoch. */
+function shardsNotIn(a: Map<number, number>, b: Map<number, number>): number {
+  let n = 0;
+  for (const [shard, epoch] of a) if (b.get(shard) !== epoch) n++;
+  return n;
 }
