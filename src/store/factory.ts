@@ -7,7 +7,14 @@ import { resolve } from "node:path";
 import { invalidArgument } from "../core/errors.js";
 import type { Store } from "./store.js";
 
-export async function openStore(url: string): Promise<Store> {
+export interface OpenStoreOptions {
+  /** PostgreSQL: the schema holding duetime's tables (default "duetime"); SQLite has none and ignores it. */
+  schema?: string;
+  /** PostgreSQL: apply missing migrations on open (default true); SQLite always migrates its file on open. */
+  migrate?: boolean;
+}
+
+export async function openStore(url: string, options: OpenStoreOptions = {}): Promise<Store> {
   if (url.startsWith("sqlite:")) {
     const path = url.slice("sqlite:".length);
     if (!path) throw invalidArgument("store", 'needs a path, e.g. "sqlite:./duetime.db" or "sqlite::memory:"');
@@ -15,7 +22,12 @@ export async function openStore(url: string): Promise<Store> {
     return openSqliteStore({ path: path === ":memory:" ? path : resolve(path) });
   }
   if (url.startsWith("postgres:") || url.startsWith("postgresql:")) {
-    throw invalidArgument("store", "the PostgreSQL store is not available in this version yet; use sqlite:PATH");
+    const { openPostgresStore } = await import("./postgres/index.js");
+    return openPostgresStore({
+      url,
+      ...(options.schema !== undefined ? { schema: options.schema } : {}),
+      ...(options.migrate !== undefined ? { migrate: options.migrate } : {}),
+    });
   }
-  throw invalidArgument("store", `unknown store ${JSON.stringify(url)}; use sqlite:PATH`);
+  throw invalidArgument("store", `unknown store ${JSON.stringify(url)}; use sqlite:PATH or postgres://USER@HOST:PORT/DATABASE`);
 }

@@ -46,6 +46,7 @@ WITH x AS (
     AS x(job_id, scheduled_for, shard, epoch, next_at, next_due)
 ), held AS MATERIALIZED (
   SELECT x.* FROM x JOIN shards s ON s.shard = x.shard AND s.owner = $7 AND s.epoch = x.epoch
+  ORDER BY x.shard -- locked in shard order, as acquireShards takes them: the two cannot deadlock
   FOR SHARE OF s
 ), moved AS (
   UPDATE due d SET scheduled_for = h.next_at, due_at = h.next_due FROM held h

@@ -46,12 +46,13 @@ export async function createJobs(c: pg.PoolClient, jobs: NewJob[], now: number):
   const keyed = jobs.flatMap((nj, i) => (nj.idempotency ? [{ i, tenantId: nj.job.tenantId, ...nj.idempotency }] : []));
   // A key whose job is gone (retention removed it first) no longer answers for a request with its hash.
   if (keyed.length > 0) {
-    await c.query(
-      `DELETE FROM idempotency_keys k USING unnest($1::text[], $2::text[], $3::text[]) AS x(tenant_id, key, request_hash)
+    await c.query({
+      name: "idempotency_drop_orphans",
+      text: `DELETE FROM idempotency_keys k USING unnest($1::text[], $2::text[], $3::text[]) AS x(tenant_id, key, request_hash)
        WHERE k.tenant_id = x.tenant_id AND k.key = x.key AND k.request_hash = x.request_hash
          AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = k.job_id)`,
-      [keyed.map((k) => k.tenantId), keyed.map((k) => k.key), keyed.map((k) => k.requestHash)],
-    );
+      values: [keyed.map((k) => k.tenantId), keyed.map((k) => k.key), keyed.map((k) => k.requestHash)],
+    });
   }
   const keyOf = (k: { tenantId: string; key: string }): string => JSON.stringify([k.tenantId, k.key]);
   const claims = new Map<string, (typeof keyed)[number]>();
@@ -65,6 +66,7 @@ export async function createJobs(c: pg.PoolClient, jobs: NewJob[], now: number):
          SELECT *, $5::bigint FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])
          ON CONFLICT (tenant_id, key) DO NOTHING RETURNING tenant_id, key`,
         [ordered.map((k) => k.tenantId), ordered.map((k) => k.key), ordered.map((k) => k.requestHash), ordered.map((k) => jobs[k.i]!.job.jobId), now],
+        "idempotency_claim",
       )
     ).map((r) => keyOf({ tenantId: r.tenant_id, key: r.key })),
   );
@@ -78,6 +80,7 @@ export async function createJobs(c: pg.PoolClient, jobs: NewJob[], now: number):
        FROM idempotency_keys k JOIN unnest($1::text[], $2::text[]) AS x(tenant_id, key) ON k.tenant_id = x.tenant_id AND k.key = x.key
        LEFT JOIN jobs j ON j.id = k.job_id LEFT JOIN due d ON d.job_id = j.id`,
       [held.map((k) => k.tenantId), held.map((k) => k.key)],
+      "idempotency_held",
     );
     for (const r of found) {
       holders.set(keyOf({ tenantId: r.key_tenant as string, key: r.key as string }), { hash: r.request_hash as string, job: r.id ? toJob(r) : null });
@@ -110,15 +113,16 @@ function record({ job, due }: NewJob): JobRecord {
 async function insertJobs(c: pg.PoolClient, created: NewJob[]): Promise<void> {
   if (created.length === 0) return;
   const col = <T>(f: (nj: NewJob) => T): T[] => created.map(f);
-  await c.query(
-    `INSERT INTO jobs (id, tenant_id, shard, kind, name, state, target, pool, payload, schedule, retry,
+  await c.query({
+    name: "jobs_insert",
+    text: `INSERT INTO jobs (id, tenant_id, shard, kind, name, state, target, pool, payload, schedule, retry,
        timeout_seconds, priority, version, created_at, updated_at)
      SELECT id, tenant_id, shard, kind, name, state, target::jsonb, pool, payload::jsonb, schedule::jsonb, retry::jsonb,
        timeout_seconds, priority, 1, created_at, created_at
      FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
        $10::text[], $11::text[], $12::int[], $13::int[], $14::bigint[])
        AS x(id, tenant_id, shard, kind, name, state, target, pool, payload, schedule, retry, timeout_seconds, priority, created_at)`,
-    [
+    values: [
       col((nj) => nj.job.jobId),
       col((nj) => nj.job.tenantId),
       col((nj) => nj.job.shard),
@@ -134,14 +138,15 @@ async function insertJobs(c: pg.PoolClient, created: NewJob[]): Promise<void> {
       col((nj) => nj.job.priority),
       col((nj) => nj.job.createdAt),
     ],
-  );
+  });
   const due = created.filter((nj) => nj.due !== null);
   if (due.length > 0) {
-    await c.query(
-      `INSERT INTO due (job_id, tenant_id, shard, scheduled_for, due_at)
+    await c.query({
+      name: "due_insert",
+      text: `INSERT INTO due (job_id, tenant_id, shard, scheduled_for, due_at)
        SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::bigint[], $5::bigint[])`,
-      [due.map((nj) => nj.job.jobId), due.map((nj) => nj.job.tenantId), due.map((nj) => nj.job.shard), due.map((nj) => nj.due!.scheduledFor), due.map((nj) => nj.due!.dueAt)],
-    );
+      values: [due.map((nj) => nj.job.jobId), due.map((nj) => nj.job.tenantId), due.map((nj) => nj.job.shard), due.map((nj) => nj.due!.scheduledFor), due.map((nj) => nj.due!.dueAt)],
+    });
   }
 }
 
