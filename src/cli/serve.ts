@@ -13,6 +13,7 @@ import type { RetentionOptions } from "../engine/retention.js";
 import type { RunningServer, ServerOptions } from "../server/index.js";
 import { UsageError, expectPositionals, integerOption, parseDuration, strictParse, type Env } from "./args.js";
 import type { Io } from "./output.js";
+import { parseStoreOptions, STORE_HELP, STORE_OPTIONS } from "./store-options.js";
 
 export interface ServeCommand {
   command: "serve";
@@ -26,7 +27,7 @@ set from the environment variable shown; a flag wins over the environment.
 
   --host HOST                 DUETIME_HOST                 (default 127.0.0.1)
   --port PORT                 DUETIME_PORT                 0..65535, 0 picks a free port (default 8080)
-  --store URL                 DUETIME_STORE                sqlite:PATH or postgres://... (default sqlite:./duetime.db)
+${STORE_HELP}
   --node-id ID                DUETIME_NODE_ID              this node's id in a cluster, the same across its restarts:
                                                            letters, digits, . _ : - (at most 128; default HOSTNAME-PORT)
   --signing-secret S[,S2]     DUETIME_SIGNING_SECRET       the default tenant's callback signing secret; a second one
@@ -63,7 +64,7 @@ SIGTERM or SIGINT stops accepting work, drains, and exits within 10 seconds.`;
 const SERVE_OPTIONS = {
   host: { type: "string" },
   port: { type: "string" },
-  store: { type: "string" },
+  ...STORE_OPTIONS,
   "node-id": { type: "string" },
   "signing-secret": { type: "string" },
   "signing-secrets-file": { type: "string" },
@@ -101,15 +102,13 @@ export function parseServe(args: string[], env: Env): ServeCommand {
   const host = pick("host", "DUETIME_HOST") ?? { value: "127.0.0.1", source: "--host" };
   if (host.value.trim() === "") throw new UsageError(`${host.source}: must not be empty`, usage);
   const port = pick("port", "DUETIME_PORT");
-  const store = pick("store", "DUETIME_STORE") ?? { value: "sqlite:./duetime.db", source: "--store" };
-  if (!/^(sqlite:.+|postgres(ql)?:\/\/.+)$/.test(store.value)) {
-    throw new UsageError(`${store.source}: expected sqlite:PATH or postgres://..., got ${JSON.stringify(store.value)}`, usage);
-  }
+  const store = parseStoreOptions(v, env, usage);
   const options: ServerOptions = {
     host: host.value,
     port: port ? integerOption(port.source.replace(/^--/, ""), port.value, 0, 65535, usage)! : 8080,
-    store: store.value,
+    store: store.url,
   };
+  if (Object.keys(store.options).length > 0) options.storeOptions = store.options;
   const nodeId = pick("node-id", "DUETIME_NODE_ID");
   if (nodeId) {
     if (!NODE_ID.test(nodeId.value)) throw new UsageError(`${nodeId.source}: expected 1 to 128 letters, digits, ".", "_", ":" or "-", starting with a letter or digit, got ${JSON.stringify(nodeId.value)}`, usage);

@@ -7,7 +7,7 @@ import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import { systemClock, type Clock } from "../core/clock.js";
 import { retentionPeriods } from "../core/retention.js";
-import { openStore } from "../store/factory.js";
+import { openStore, type StoreOptions } from "../store/factory.js";
 import { EngineEvents } from "./events.js";
 import { Executor } from "./executor.js";
 import { HttpTargetRunner, type HttpTargetSettings } from "./http-target.js";
@@ -22,8 +22,10 @@ import type { Service } from "./service.js";
 import { newSigningSecret, SigningSecretReader, STORED_SECRET_TENANT } from "./signing-secrets.js";
 
 export interface EngineOptions {
-  /** "sqlite:./duetime.db", "sqlite::memory:", or later "postgres://...". */
+  /** "sqlite:./duetime.db", "sqlite::memory:", or "postgres://...". */
   store: string;
+  /** How to open it (PostgreSQL's schema and pool size). */
+  storeOptions?: StoreOptions;
   /** Unique per node of a cluster, stable across its restarts; defaults to hostname-pid-random. */
   nodeId?: string;
   /** Where this node serves its API (host:port), shown by GET /v1/cluster. */
@@ -78,7 +80,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   const periods = retentionPeriods(periodOptions);
   const archive = archiveDir !== undefined ? new ArchiveWriter(archiveDir, newArchivePart(clock.now())) : null;
   const events = new EngineEvents();
-  const storeHealth = new StoreHealth(await openStore(options.store), clock, events);
+  const storeHealth = new StoreHealth(await openStore(options.store, options.storeOptions), clock, events);
   const store = storeHealth.store;
   const retention = new Retention({ store, clock, events, periods, archive, tuning: { intervalMs, batchSize, maxBatchesPerRun } });
   const executor = new Executor({ store, clock, events, ...(options.reapIntervalMs ? { reapIntervalMs: options.reapIntervalMs } : {}) });

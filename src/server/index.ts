@@ -11,6 +11,8 @@ import { StoreUnavailableError } from "../core/errors.js";
 import type { Engine, EngineOptions } from "../engine/engine.js";
 import type { HttpTargetSettings } from "../engine/http-target.js";
 import type { RetentionOptions } from "../engine/retention.js";
+import type { StoreOptions } from "../store/factory.js";
+import { redactStoreUrl } from "../store/names.js";
 import { buildApp, type ApiKey } from "./app.js";
 
 export { buildApp, DEFAULT_BODY_LIMIT_BYTES, HTTP_TIMEOUTS, type AppOptions } from "./app.js";
@@ -20,8 +22,10 @@ export interface ServerOptions {
   host: string;
   /** 0 picks a free port; RunningServer.url reports the real one. */
   port: number;
-  /** Store URL, e.g. "sqlite:./duetime.db". */
+  /** Store URL, e.g. "sqlite:./duetime.db" or "postgres://duetime@db/duetime". */
   store: string;
+  /** PostgreSQL's schema and pool size (store/factory.ts). */
+  storeOptions?: StoreOptions;
   /** This node's id in a cluster, the same across restarts; defaults to HOSTNAME-PORT (random when the port is 0). */
   nodeId?: string;
   /** The default tenant's callback signing secret; several (newest first) during a rotation. */
@@ -84,6 +88,7 @@ function logEngineEvents(engine: Engine, log: FastifyBaseLogger): void {
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const open = options.openEngine ?? defaultOpenEngine;
   const engineOptions: EngineOptions = { store: options.store };
+  if (options.storeOptions !== undefined) engineOptions.storeOptions = options.storeOptions;
   const nodeId = options.nodeId ?? (options.port !== 0 ? `${hostname()}-${options.port}` : undefined);
   if (nodeId !== undefined) engineOptions.nodeId = nodeId;
   if (options.port !== 0) engineOptions.address = `${options.host}:${options.port}`;
@@ -116,7 +121,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
   const started = app;
   const url = urlOf(started.server.address(), options.host);
-  started.log.info({ url, store: options.store.replace(/\/\/[^@/]*@/, "//***@") }, "duetime listening");
+  started.log.info({ url, store: redactStoreUrl(options.store) }, "duetime listening");
 
   let closing: Promise<void> | undefined;
   return {

@@ -303,8 +303,11 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
       storeTest("migrate on an already-migrated store is a no-op that keeps the data", async (store) => {
         const nj = newJob();
         await createOne(store, nj);
-        await store.migrate();
-        await store.migrate();
+        const first = await store.migrate();
+        const second = await store.migrate();
+        assert.deepEqual(first.applied, [], "the store was opened migrated");
+        assert.deepEqual(second, first);
+        assert.ok(Number.isInteger(first.version) && first.version >= 1, `version ${first.version}`);
         const got = await getJob(store, nj);
         assert.equal(got.jobId, nj.job.jobId);
       });

@@ -197,6 +197,11 @@ export interface ShardLease {
   leaseUntil: number;
 }
 
+export interface MigrateResult {
+  applied: number[];
+  version: number;
+}
+
 /** A cluster member, live until its heartbeat expires. */
 export interface NodeRecord {
   nodeId: string;
@@ -263,8 +268,13 @@ export interface PurgedRow {
  */
 export interface Store {
   readonly kind: string;
-  /** Creates or migrates the schema. */
-  migrate(): Promise<void>;
+  /**
+   * Creates or migrates the schema: applies the numbered migrations it lacks,
+   * in order, each once however many nodes race (PostgreSQL: under an
+   * advisory lock). Answers the versions this call applied (none when it was
+   * current) and the version the schema is now at.
+   */
+  migrate(): Promise<MigrateResult>;
   /** Throws when the store cannot answer. */
   ping(): Promise<void>;
   /**

@@ -42,6 +42,7 @@ import type {
   JobRecord,
   LeasedRow,
   LoadedDueEntry,
+  MigrateResult,
   NewJob,
   NextOccurrence,
   NodeRecord,
@@ -65,6 +66,8 @@ export interface SqliteStoreOptions {
   synchronous?: "FULL" | "NORMAL";
   /** How long a write waits for another connection's lock before it fails as busy (default 5000). */
   busyTimeoutMs?: number;
+  /** Apply missing migrations on open (default true). */
+  migrate?: boolean;
 }
 
 type Row = Record<string, unknown>;
@@ -121,7 +124,7 @@ const parse = <T>(text: unknown): T => (text === null || text === undefined ? (n
 export async function openSqliteStore(options: SqliteStoreOptions): Promise<Store> {
   // Every statement and transaction runs inside a method: faults are classified on the way out of each.
   const store = onStoreError(new SqliteStore(options), rethrowSqliteError);
-  await store.migrate();
+  if (options.migrate ?? true) await store.migrate();
   return store;
 }
 
@@ -152,18 +155,21 @@ class SqliteStore implements Store {
     return this.db.transaction(fn).immediate();
   }
 
-  async migrate(): Promise<void> {
+  async migrate(): Promise<MigrateResult> {
     this.db.exec("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)");
-    const applied = new Set(
+    const done = new Set(
       (this.db.prepare("SELECT version FROM schema_migrations").all() as { version: number }[]).map((r) => r.version),
     );
+    const applied: number[] = [];
     for (const m of MIGRATIONS) {
-      if (applied.has(m.version)) continue;
+      if (done.has(m.version)) continue;
       this.tx(() => {
         this.db.exec(m.sql);
         this.db.prepare("INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)").run(m.version, Date.now());
       });
+      applied.push(m.version);
     }
+    return { applied, version: MIGRATIONS[MIGRATIONS.length - 1]!.version };
   }
 
   async ping(): Promise<void> {
