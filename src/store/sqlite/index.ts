@@ -32,6 +32,7 @@ import type {
   ApiKeyRecord,
   AttemptRow,
   AuditEntry,
+  ClusterSignal,
   CompleteInput,
   DeadLetterRow,
   DispatchItem,
@@ -50,6 +51,7 @@ import type {
   PurgedRow,
   RetentionKind,
   ShardLease,
+  SignalEvent,
   Store,
 } from "../store.js";
 import { HTTP_POOL } from "../store.js";
@@ -58,6 +60,7 @@ import { onStoreError } from "../faults.js";
 import { rethrowSqliteError } from "./errors.js";
 import { MIGRATIONS } from "./schema.js";
 import { heartbeat, leave, liveNodes, releaseShards } from "./nodes.js";
+import { SignalBus } from "./signals.js";
 
 export interface SqliteStoreOptions {
   /** A file path, or ":memory:". */
@@ -132,6 +135,8 @@ class SqliteStore implements Store {
   readonly kind = "sqlite";
   private readonly db: Database.Database;
   private readonly stmts = new Map<string, Database.Statement>();
+  private readonly signals: SignalBus;
+  private readonly unsubscribes = new Set<() => Promise<void>>();
 
   constructor(options: SqliteStoreOptions) {
     this.db = new Database(options.path);
@@ -139,6 +144,7 @@ class SqliteStore implements Store {
     this.db.pragma(`synchronous = ${options.synchronous ?? "FULL"}`);
     this.db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
     this.db.pragma("foreign_keys = OFF");
+    this.signals = new SignalBus(options.path === ":memory:" ? `:memory:${Math.random()}` : options.path);
   }
 
   /** Prepared statements are cached by their text. */
@@ -189,7 +195,24 @@ class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
+    await Promise.all([...this.unsubscribes].map((unsubscribe) => unsubscribe()));
     if (this.db.open) this.db.close();
+  }
+
+  // ---- signals ---------------------------------------------------------------
+
+  async signalPublish({ from, signals }: { from: string; signals: ClusterSignal[] }): Promise<void> {
+    if (signals.length > 0) this.signals.publish({ from, signals });
+  }
+
+  async signalSubscribe(handler: (event: SignalEvent) => void): Promise<() => Promise<void>> {
+    const unsubscribe = this.signals.subscribe(handler);
+    const once = async (): Promise<void> => {
+      this.unsubscribes.delete(once);
+      await unsubscribe();
+    };
+    this.unsubscribes.add(once);
+    return once;
   }
 
   // ---- jobs ------------------------------------------------------------------
