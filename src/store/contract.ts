@@ -294,6 +294,10 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         await store.ping();
       });
 
+      storeTest("a primary trails nothing: replicaLagMs answers 0", async (store) => {
+        assert.equal(await store.replicaLagMs(), 0);
+      });
+
       storeTest("pingWrite answers on a healthy store and changes no data", async (store) => {
         const created = await createOne(store, newJob());
         await store.pingWrite();

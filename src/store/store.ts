@@ -296,6 +296,13 @@ export interface Store {
    */
   storeTime(): Promise<number>;
   /**
+   * How far this store's data trails its primary, in ms: 0 for a primary
+   * (and for SQLite), Infinity for a replica that is not streaming from its
+   * primary (its lag is unknown and growing). engine/read-routing.ts sends
+   * list and history reads to a replica only while this stays small.
+   */
+  replicaLagMs(): Promise<number>;
+  /**
    * Throws StoreUnavailableError when the store cannot write: a small real
    * write that changes nothing and needs fresh space, not space a failed
    * write left behind (readiness probes with it while writes fail).

@@ -182,6 +182,10 @@ class SqliteStore implements Store {
     this.q("SELECT 1").get();
   }
 
+  async replicaLagMs(): Promise<number> {
+    return 0; // one file: always its own primary
+  }
+
   async storeTime(): Promise<number> {
     return leaseNow(undefined);
   }
