@@ -46,6 +46,7 @@ import {
   runOps,
   type OpsCommand,
 } from "./ops.js";
+import { MIGRATE_HELP, parseMigrate, runMigrate, type MigrateCommand } from "./migrate.js";
 import { Printer, type Io } from "./output.js";
 import { SECRETS_HELP, SECRETS_SHOW_HELP, parseSecretsShow, runSecrets, type SecretsCommand } from "./secrets.js";
 import { SERVE_HELP, parseServe, runServe, type ServeCommand, type ServeDeps } from "./serve.js";
@@ -54,6 +55,7 @@ import { closest } from "../sdk/options.js";
 export type Command =
   | { command: "help"; text: string }
   | ServeCommand
+  | MigrateCommand
   | JobsCommand
   | LedgerCommand
   | OpsCommand
@@ -67,6 +69,7 @@ duetime: a durable scheduler for delayed and recurring jobs.
 
 Commands:
   serve                                  Run the server
+  migrate                                Create or upgrade the store's tables
   jobs create|get|list|update|cancel|pause|resume|trigger
                                          Manage jobs
   jobs backfill|occurrences <jobId> --from T --to T
@@ -130,6 +133,7 @@ const ARCHIVE: Record<string, Leaf> = {
 /** Top-level commands: a leaf, or a group of leaves with its own help. */
 const COMMANDS: Record<string, Leaf | { help: string; group: Record<string, Leaf> }> = {
   serve: { help: SERVE_HELP, parse: parseServe },
+  migrate: { help: MIGRATE_HELP, parse: parseMigrate },
   jobs: { help: JOBS_HELP, group: JOBS },
   executions: { help: EXECUTIONS_HELP, parse: parseExecutions },
   dlq: { help: DLQ_HELP, group: DLQ },
@@ -197,6 +201,10 @@ export async function execute(cmd: Command, io: Io, deps: MainDeps = {}): Promis
     return 0;
   }
   if (cmd.command === "serve") return runServe(cmd, io, deps.serve);
+  if (cmd.command === "migrate") {
+    await runMigrate(cmd, io); // the store itself: no client; main() reports a failure (exit 1)
+    return 0;
+  }
   if (cmd.command === "archive read") {
     await runArchive(cmd, io); // local files: no client; main() reports a failure (exit 1)
     return 0;

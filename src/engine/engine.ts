@@ -7,7 +7,7 @@ import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import { systemClock, type Clock } from "../core/clock.js";
 import { retentionPeriods } from "../core/retention.js";
-import { openStore } from "../store/factory.js";
+import { openStore, type StoreOptions } from "../store/factory.js";
 import { EngineEvents } from "./events.js";
 import { Executor } from "./executor.js";
 import { HttpTargetRunner, type HttpTargetSettings } from "./http-target.js";
@@ -15,6 +15,7 @@ import { httpTargetMetrics } from "./http-target-metrics.js";
 import { JobsService } from "./jobs-service.js";
 import { createMetrics } from "./metrics.js";
 import { ArchiveWriter, newArchivePart } from "./archive.js";
+import { readRouting } from "./read-routing.js";
 import { Retention, type RetentionOptions } from "./retention.js";
 import { Scheduler } from "./scheduler.js";
 import { StoreHealth } from "./store-health.js";
@@ -22,8 +23,14 @@ import type { Service } from "./service.js";
 import { newSigningSecret, SigningSecretReader, STORED_SECRET_TENANT } from "./signing-secrets.js";
 
 export interface EngineOptions {
-  /** "sqlite:./duetime.db", "sqlite::memory:", or later "postgres://...". */
+  /** "sqlite:./duetime.db", "sqlite::memory:", or "postgres://...". */
   store: string;
+  /** How to open it (PostgreSQL's schema and pool size). */
+  storeOptions?: StoreOptions;
+  /** A read replica of the store for list and history reads (engine/read-routing.ts), opened like the store but never migrated. */
+  readStore?: string;
+  /** The most the replica may trail the store and still serve reads (default 10 s). */
+  readStoreMaxLagMs?: number;
   /** Unique per node of a cluster, stable across its restarts; defaults to hostname-pid-random. */
   nodeId?: string;
   /** Where this node serves its API (host:port), shown by GET /v1/cluster. */
@@ -78,8 +85,12 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   const periods = retentionPeriods(periodOptions);
   const archive = archiveDir !== undefined ? new ArchiveWriter(archiveDir, newArchivePart(clock.now())) : null;
   const events = new EngineEvents();
-  const storeHealth = new StoreHealth(await openStore(options.store), clock, events);
+  const storeHealth = new StoreHealth(await openStore(options.store, options.storeOptions), clock, events);
   const store = storeHealth.store;
+  const replica = options.readStore ? await openStore(options.readStore, { ...options.storeOptions, migrate: false }) : null;
+  const reads = replica
+    ? readRouting({ primary: store, replica, clock, events, ...(options.readStoreMaxLagMs !== undefined ? { maxLagMs: options.readStoreMaxLagMs } : {}) })
+    : store;
   const retention = new Retention({ store, clock, events, periods, archive, tuning: { intervalMs, batchSize, maxBatchesPerRun } });
   const executor = new Executor({ store, clock, events, ...(options.reapIntervalMs ? { reapIntervalMs: options.reapIntervalMs } : {}) });
   const scheduler = new Scheduler({
@@ -134,6 +145,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   const runner = http;
   const service = new JobsService({
     store,
+    reads,
     clock,
     scheduler,
     executor,
@@ -168,7 +180,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
       executor.stop();
       await http?.stop();
       storeHealth.stop();
-      await store.close();
+      await Promise.all([store.close(), replica?.close()]);
     },
     metricsText: () => registry.metrics(),
   };

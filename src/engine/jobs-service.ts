@@ -61,11 +61,14 @@ import { ScheduleLedger } from "./ledger.js";
 import { invalidState, poolOf, toExecution, toJob } from "./wire.js";
 import { WorkerProtocol } from "./worker-protocol.js";
 import type { Executor } from "./executor.js";
+import type { ReadStore } from "./read-routing.js";
 import type { Scheduler } from "./scheduler.js";
 import type { RequestContext, Service, StoredKey } from "./service.js";
 
 export interface JobsServiceOptions {
   store: Store;
+  /** Where list and history reads go (engine/read-routing.ts; default the store). */
+  reads?: ReadStore;
   clock: Clock;
   scheduler: Scheduler;
   executor: Executor;
@@ -84,6 +87,8 @@ const DEFAULT_LIMIT = 50;
 
 export class JobsService implements Service {
   private readonly store: Store;
+  /** Only for reads that show data, never for one that decides (read-routing.ts). */
+  private readonly reads: ReadStore;
   private readonly clock: Clock;
 
   private readonly protocol: WorkerProtocol;
@@ -93,9 +98,10 @@ export class JobsService implements Service {
 
   constructor(private readonly o: JobsServiceOptions) {
     this.store = o.store;
+    this.reads = o.reads ?? o.store;
     this.clock = o.clock;
     this.protocol = new WorkerProtocol(o.store, o.clock, o.executor);
-    this.ledger = new ScheduleLedger(o.store, o.clock, o.executor, o.nodeId, o.historyRetentionMs ?? RETENTION_DEFAULTS.historyMs);
+    this.ledger = new ScheduleLedger(o.store, this.reads, o.clock, o.executor, o.nodeId, o.historyRetentionMs ?? RETENTION_DEFAULTS.historyMs);
     this.keys = new KeyManager(o.store, o.clock);
     this.secrets = o.signingSecrets ?? new SigningSecretReader(o.store, new Map());
   }
@@ -207,7 +213,7 @@ export class JobsService implements Service {
   async listJobs(ctx: RequestContext, query: ListJobsQuery): Promise<Page<Job>> {
     const limit = query.limit ?? DEFAULT_LIMIT;
     const after = query.cursor ? decodeCursor(query.cursor, { c: "number", i: "string" }) : undefined;
-    const rows = await this.store.jobList({
+    const rows = await this.reads.jobList({
       tenantId: ctx.tenantId,
       ...(query.state ? { state: query.state } : {}),
       ...(query.name ? { name: query.name } : {}),
@@ -351,7 +357,7 @@ export class JobsService implements Service {
     await this.requireJob(ctx, jobId);
     const limit = query.limit ?? DEFAULT_LIMIT;
     const after = query.cursor ? decodeCursor(query.cursor, { s: "number", a: "number" }) : undefined;
-    const rows = await this.store.executionHistory({
+    const rows = await this.reads.executionHistory({
       tenantId: ctx.tenantId,
       jobId,
       limit,
@@ -369,7 +375,7 @@ export class JobsService implements Service {
   async listDeadLetters(ctx: RequestContext, query: PageQuery): Promise<Page<DeadLetter>> {
     const limit = query.limit ?? DEFAULT_LIMIT;
     const after = query.cursor ? decodeCursor(query.cursor, { d: "number", e: "string" }) : undefined;
-    const rows = await this.store.deadLetterList({
+    const rows = await this.reads.deadLetterList({
       tenantId: ctx.tenantId,
       limit,
       ...(after ? { after: { deadAt: after.d, executionId: after.e } } : {}),
@@ -407,7 +413,7 @@ export class JobsService implements Service {
   async listAudit(ctx: RequestContext, query: PageQuery): Promise<Page<AuditItem>> {
     const limit = query.limit ?? DEFAULT_LIMIT;
     const after = query.cursor ? decodeCursor(query.cursor, { t: "number", i: "number" }) : undefined;
-    const rows = await this.store.auditList({ tenantId: ctx.tenantId, limit, ...(after ? { after: { at: after.t, id: after.i } } : {}) });
+    const rows = await this.reads.auditList({ tenantId: ctx.tenantId, limit, ...(after ? { after: { at: after.t, id: after.i } } : {}) });
     const last = rows[rows.length - 1];
     return {
       items: rows.map((r) => ({ at: toIso(r.at), actor: r.actor, action: r.action, subject: r.subject, details: r.details ?? null })),
@@ -472,12 +478,12 @@ export class JobsService implements Service {
   // ---- stats, preview, health -------------------------------------------------------------
 
   async poolStats(ctx: RequestContext, pool: string): Promise<PoolStats> {
-    const [row] = await this.store.poolCounts({ tenantId: ctx.tenantId, pool, now: this.clock.now() });
+    const [row] = await this.reads.poolCounts({ tenantId: ctx.tenantId, pool, now: this.clock.now() });
     return { pending: row?.pending ?? 0, queued: row?.queued ?? 0, running: row?.running ?? 0 };
   }
 
   async stats(ctx: RequestContext): Promise<Stats> {
-    const rows = await this.store.poolCounts({ tenantId: ctx.tenantId, now: this.clock.now() });
+    const rows = await this.reads.poolCounts({ tenantId: ctx.tenantId, now: this.clock.now() });
     const stats: Stats = { pools: {}, tenants: {} };
     for (const r of rows) {
       const counts = { pending: r.pending, queued: r.queued, running: r.running };

@@ -11,6 +11,8 @@ import { StoreUnavailableError } from "../core/errors.js";
 import type { Engine, EngineOptions } from "../engine/engine.js";
 import type { HttpTargetSettings } from "../engine/http-target.js";
 import type { RetentionOptions } from "../engine/retention.js";
+import type { StoreOptions } from "../store/factory.js";
+import { redactStoreUrl } from "../store/names.js";
 import { buildApp, type ApiKey } from "./app.js";
 
 export { buildApp, DEFAULT_BODY_LIMIT_BYTES, HTTP_TIMEOUTS, type AppOptions } from "./app.js";
@@ -20,8 +22,14 @@ export interface ServerOptions {
   host: string;
   /** 0 picks a free port; RunningServer.url reports the real one. */
   port: number;
-  /** Store URL, e.g. "sqlite:./duetime.db". */
+  /** Store URL, e.g. "sqlite:./duetime.db" or "postgres://duetime@db/duetime". */
   store: string;
+  /** PostgreSQL's schema and pool size (store/factory.ts). */
+  storeOptions?: StoreOptions;
+  /** A PostgreSQL read replica for list and history reads (engine/read-routing.ts). */
+  readStore?: string;
+  /** The most the replica may trail and still serve reads (default 10). */
+  readStoreMaxLagSeconds?: number;
   /** This node's id in a cluster, the same across restarts; defaults to HOSTNAME-PORT (random when the port is 0). */
   nodeId?: string;
   /** The default tenant's callback signing secret; several (newest first) during a rotation. */
@@ -75,6 +83,10 @@ function logEngineEvents(engine: Engine, log: FastifyBaseLogger): void {
     if (writable) log.info("the store takes writes again");
     else log.error({ err: error?.cause, kind: error?.kind }, "the store cannot write; /readyz answers 503 until a write probe succeeds");
   });
+  engine.events.on("reads:replica", ({ serving, lagMs, error }) => {
+    if (serving) log.info({ lagMs }, "the read replica serves list and history reads");
+    else log.warn({ lagMs, err: error }, "the read replica lags or fails; the store serves list and history reads");
+  });
   engine.events.on("error", ({ where, error }) => {
     // Store faults are told once, above, however often the loops retry.
     if (!(error instanceof StoreUnavailableError)) log.error({ err: error, where }, `${where} loop failed; it retries`);
@@ -84,6 +96,9 @@ function logEngineEvents(engine: Engine, log: FastifyBaseLogger): void {
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const open = options.openEngine ?? defaultOpenEngine;
   const engineOptions: EngineOptions = { store: options.store };
+  if (options.storeOptions !== undefined) engineOptions.storeOptions = options.storeOptions;
+  if (options.readStore !== undefined) engineOptions.readStore = options.readStore;
+  if (options.readStoreMaxLagSeconds !== undefined) engineOptions.readStoreMaxLagMs = options.readStoreMaxLagSeconds * 1000;
   const nodeId = options.nodeId ?? (options.port !== 0 ? `${hostname()}-${options.port}` : undefined);
   if (nodeId !== undefined) engineOptions.nodeId = nodeId;
   if (options.port !== 0) engineOptions.address = `${options.host}:${options.port}`;
@@ -116,7 +131,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
   const started = app;
   const url = urlOf(started.server.address(), options.host);
-  started.log.info({ url, store: options.store.replace(/\/\/[^@/]*@/, "//***@") }, "duetime listening");
+  started.log.info({ url, store: redactStoreUrl(options.store) }, "duetime listening");
 
   let closing: Promise<void> | undefined;
   return {

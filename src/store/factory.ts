@@ -5,27 +5,34 @@
 
 import { resolve } from "node:path";
 import { invalidArgument } from "../core/errors.js";
+import { checkSchemaName } from "./names.js";
 import type { Store } from "./store.js";
 
-export interface OpenStoreOptions {
-  /** PostgreSQL: the schema holding duetime's tables (default "duetime"); SQLite has none and ignores it. */
+export interface StoreOptions {
+  /** PostgreSQL only: the schema duetime's tables live in (default "duetime"). */
   schema?: string;
-  /** PostgreSQL: apply missing migrations on open (default true); SQLite always migrates its file on open. */
+  /** PostgreSQL only: connections in the pool (default 10). */
+  poolSize?: number;
+  /** Apply missing migrations on open (default true); `duetime migrate` opens without and migrates itself. */
   migrate?: boolean;
 }
 
-export async function openStore(url: string, options: OpenStoreOptions = {}): Promise<Store> {
+export async function openStore(url: string, options: StoreOptions = {}): Promise<Store> {
   if (url.startsWith("sqlite:")) {
     const path = url.slice("sqlite:".length);
     if (!path) throw invalidArgument("store", 'needs a path, e.g. "sqlite:./duetime.db" or "sqlite::memory:"');
+    if (options.schema !== undefined) throw invalidArgument("schema", "only a PostgreSQL store has schemas; a SQLite store is one file");
+    if (options.poolSize !== undefined) throw invalidArgument("poolSize", "only a PostgreSQL store has a connection pool");
     const { openSqliteStore } = await import("./sqlite/index.js");
-    return openSqliteStore({ path: path === ":memory:" ? path : resolve(path) });
+    return openSqliteStore({ path: path === ":memory:" ? path : resolve(path), migrate: options.migrate ?? true });
   }
   if (url.startsWith("postgres:") || url.startsWith("postgresql:")) {
+    if (options.schema !== undefined) checkSchemaName(options.schema);
     const { openPostgresStore } = await import("./postgres/index.js");
     return openPostgresStore({
       url,
       ...(options.schema !== undefined ? { schema: options.schema } : {}),
+      ...(options.poolSize !== undefined ? { poolSize: options.poolSize } : {}),
       ...(options.migrate !== undefined ? { migrate: options.migrate } : {}),
     });
   }

@@ -197,6 +197,11 @@ export interface ShardLease {
   leaseUntil: number;
 }
 
+export interface MigrateResult {
+  applied: number[];
+  version: number;
+}
+
 /** A cluster member, live until its heartbeat expires. */
 export interface NodeRecord {
   nodeId: string;
@@ -235,6 +240,18 @@ export interface ApiKeyRecord {
   revokedAt: number | null;
 }
 
+/**
+ * What one node tells the others after a write has committed (engine/signals.ts):
+ * - due: a recurring job's due entry was created or moved (the shard's owner
+ *   puts it in its loaded window if it falls there);
+ * - ready: a pool has work ready at `at` (long polls and the HTTP runner on
+ *   every node wake then).
+ */
+export type ClusterSignal = { kind: "due"; entry: LoadedDueEntry } | { kind: "ready"; tenantId: string; pool: string; at: number };
+
+/** What a subscriber hears: a batch from one node, or "resync" after the channel was down (signals may have been lost meanwhile). */
+export type SignalEvent = { from: string; signals: ClusterSignal[] } | { resync: true };
+
 /** What retention removes (engine/retention.ts decides when), in the order a run removes them: a job only once its executions have gone. */
 export const RETENTION_KINDS = ["executions", "jobs", "idempotency", "audit"] as const;
 export type RetentionKind = (typeof RETENTION_KINDS)[number];
@@ -263,8 +280,13 @@ export interface PurgedRow {
  */
 export interface Store {
   readonly kind: string;
-  /** Creates or migrates the schema. */
-  migrate(): Promise<void>;
+  /**
+   * Creates or migrates the schema: applies the numbered migrations it lacks,
+   * in order, each once however many nodes race (PostgreSQL: under an
+   * advisory lock). Answers the versions this call applied (none when it was
+   * current) and the version the schema is now at.
+   */
+  migrate(): Promise<MigrateResult>;
   /** Throws when the store cannot answer. */
   ping(): Promise<void>;
   /**
@@ -273,6 +295,13 @@ export interface Store {
    * heartbeats and shard plans read it, so nodes with skewed clocks agree.
    */
   storeTime(): Promise<number>;
+  /**
+   * How far this store's data trails its primary, in ms: 0 for a primary
+   * (and for SQLite), Infinity for a replica that is not streaming from its
+   * primary (its lag is unknown and growing). engine/read-routing.ts sends
+   * list and history reads to a replica only while this stays small.
+   */
+  replicaLagMs(): Promise<number>;
   /**
    * Throws StoreUnavailableError when the store cannot write: a small real
    * write that changes nothing and needs fresh space, not space a failed
@@ -489,6 +518,18 @@ export interface Store {
   nodeList(params: { now: number }): Promise<NodeRecord[]>;
   /** Removes this node (a clean stop), so the others count it out at once. */
   nodeLeave(params: { nodeId: string }): Promise<void>;
+
+  // ---- signals between nodes -------------------------------------------------
+  // Best effort, at most once: a signal may be lost (a dropped connection, a
+  // node that was not listening), and every receiver heals by its periodic
+  // reloads and re-checks; signals only make things happen sooner. PostgreSQL
+  // carries them with NOTIFY on one channel per schema; SQLite within this
+  // process only (the handles on one file), since its nodes share no server.
+
+  /** Sends signals to every subscriber on the store, this node's included; `from` names the sender. */
+  signalPublish(params: { from: string; signals: ClusterSignal[] }): Promise<void>;
+  /** Calls handler for every batch published on the store until the returned function is called. */
+  signalSubscribe(handler: (event: SignalEvent) => void): Promise<() => Promise<void>>;
 
   // ---- API keys ---------------------------------------------------------------
   /**

@@ -17,10 +17,7 @@ export interface PoolOptions {
   applicationName: string;
 }
 
-/** A schema name as the driver accepts it: unquoted-safe, and short enough to stay one identifier. */
-export const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
-
-/** A validated identifier, quoted all the same (a schema may be named like a keyword). */
+/** A schema name checked by store/names.ts, quoted all the same (a schema may be named like a keyword). */
 export const ident = (name: string): string => `"${name}"`;
 
 const INT8_OID = 20;
@@ -35,17 +32,21 @@ const types: pg.CustomTypesConfig = {
     oid === INT8_OID ? parseInt8 : pg.types.getTypeParser(oid, format ?? "text")) as pg.CustomTypesConfig["getTypeParser"],
 };
 
-export function createPool(o: PoolOptions): pg.Pool {
-  const pool = new pg.Pool({
+/** What every connection of the store is opened with, the pool's and the signal listener's. */
+export function clientConfig(o: PoolOptions): pg.ClientConfig {
+  return {
     connectionString: o.url,
-    max: o.poolSize,
     statement_timeout: o.statementTimeoutMs,
     connectionTimeoutMillis: o.connectTimeoutMs,
     application_name: o.applicationName,
     // Every statement names its tables unqualified: the store's schema comes first.
     options: `-c search_path=${ident(o.schema)}`,
     types,
-  });
+  };
+}
+
+export function createPool(o: PoolOptions): pg.Pool {
+  const pool = new pg.Pool({ ...clientConfig(o), max: o.poolSize });
   // An idle connection the server ends (a restart, pg_terminate_backend) is
   // reported here and dropped from the pool; the next query opens a new one.
   // Without a listener, Node would crash the process on the 'error' event.

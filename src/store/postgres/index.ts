@@ -6,26 +6,29 @@
 // jobs.ts, dispatch.ts, leases.ts, history.ts, cluster.ts, retention.ts;
 // core's rules as writes in changes.ts.
 
-import type pg from "pg";
+import pg from "pg";
 import type { JobState, Role } from "../../core/api.js";
-import { invalidArgument } from "../../core/errors.js";
 import { onStoreError } from "../faults.js";
 import type {
   ApiKeyRecord,
   AuditEntry,
+  ClusterSignal,
   CompleteInput,
   DispatchItem,
   FailInput,
   JobRecord,
   LeaseParams,
   LoadedDueEntry,
+  MigrateResult,
   NewJob,
   NextOccurrence,
   RetentionKind,
+  SignalEvent,
   Store,
 } from "../store.js";
 import { acquireShards, heartbeat, leave, listShards, liveNodes, releaseShards } from "./cluster.js";
-import { createPool, one, type Row, rows, SCHEMA_NAME, transaction } from "./db.js";
+import { checkSchemaName } from "../names.js";
+import { clientConfig, createPool, one, type PoolOptions, type Row, rows, transaction } from "./db.js";
 import { createExecutions, dispatch } from "./dispatch.js";
 import { rethrowPostgresError } from "./errors.js";
 import { appendAudit, deadLetters, history, inWindow, replay } from "./history.js";
@@ -33,6 +36,7 @@ import { createJobs, getJob, listJobs, transitionJob, updateJob } from "./jobs.j
 import * as leases from "./leases.js";
 import { expiredRows, purgeBatch } from "./retention.js";
 import { migrate } from "./schema.js";
+import { chunkSignals, NOTIFY_SQL, PgSignals } from "./signals.js";
 
 export interface PostgresStoreOptions {
   /** postgres://user:password@host:port/database */
@@ -52,20 +56,16 @@ export interface PostgresStoreOptions {
 }
 
 export async function openPostgresStore(options: PostgresStoreOptions): Promise<Store> {
-  const schema = options.schema ?? "duetime";
-  if (!SCHEMA_NAME.test(schema)) {
-    throw invalidArgument("schema", `${JSON.stringify(schema)} is not a schema name: lower-case letters, digits and _, at most 63, not starting with a digit`);
-  }
-  const pool = createPool({
+  const connection: PoolOptions = {
     url: options.url,
-    schema,
+    schema: checkSchemaName(options.schema ?? "duetime"),
     poolSize: options.poolSize ?? 10,
     statementTimeoutMs: options.statementTimeoutMs ?? 30_000,
     connectTimeoutMs: options.connectTimeoutMs ?? 10_000,
     applicationName: options.applicationName ?? "duetime",
-  });
+  };
   // Every statement runs inside a method: faults are classified on the way out of each.
-  const store = onStoreError(new PostgresStore(pool, schema), rethrowPostgresError);
+  const store = onStoreError(new PostgresStore(connection), rethrowPostgresError);
   if (options.migrate ?? true) {
     try {
       await store.migrate();
@@ -79,23 +79,42 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
 
 class PostgresStore implements Store {
   readonly kind = "postgres";
+  private readonly pool: pg.Pool;
+  private readonly schema: string;
+  private readonly signals: PgSignals;
   private closed = false;
 
-  constructor(
-    private readonly pool: pg.Pool,
-    private readonly schema: string,
-  ) {}
+  constructor(connection: PoolOptions) {
+    this.pool = createPool(connection);
+    this.schema = connection.schema;
+    this.signals = new PgSignals({ client: () => new pg.Client(clientConfig(connection)), schema: connection.schema });
+  }
 
   private tx<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
     return transaction(this.pool, fn);
   }
 
-  async migrate(): Promise<void> {
-    await migrate(this.pool, this.schema);
+  async migrate(): Promise<MigrateResult> {
+    return migrate(this.pool, this.schema);
   }
 
   async ping(): Promise<void> {
     await this.pool.query({ name: "ping", text: "SELECT 1" });
+  }
+
+  async replicaLagMs(): Promise<number> {
+    // A replica trails by the age of the last transaction it replayed, unless it
+    // has replayed all it received (an idle primary); not streaming: unknown.
+    const row = await one<{ lag: number }>(
+      this.pool,
+      `SELECT (CASE
+         WHEN NOT pg_is_in_recovery() THEN 0
+         WHEN NOT EXISTS (SELECT 1 FROM pg_stat_wal_receiver WHERE status = 'streaming') THEN 'Infinity'::float8
+         WHEN pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0
+         ELSE greatest(0, extract(epoch FROM now() - pg_last_xact_replay_timestamp()) * 1000)
+       END)::float8 AS lag`,
+    );
+    return row!.lag;
   }
 
   async storeTime(): Promise<number> {
@@ -110,7 +129,20 @@ class PostgresStore implements Store {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    await this.signals.close();
     await this.pool.end();
+  }
+
+  // ---- signals between nodes (signals.ts) --------------------------------------
+
+  async signalPublish({ from, signals }: { from: string; signals: ClusterSignal[] }): Promise<void> {
+    if (signals.length === 0) return;
+    // One statement: the chunks are delivered at its commit, in order.
+    await this.pool.query(NOTIFY_SQL, [this.signals.channel, chunkSignals(from, this.schema, signals)]);
+  }
+
+  async signalSubscribe(handler: (event: SignalEvent) => void): Promise<() => Promise<void>> {
+    return this.signals.subscribe(handler);
   }
 
   // ---- jobs (jobs.ts) --------------------------------------------------------

@@ -8,6 +8,7 @@
 // column a time partitioning of history would range on.
 
 import type pg from "pg";
+import type { MigrateResult } from "../store.js";
 import { DB_NOW, ident, transaction } from "./db.js";
 
 export const MIGRATIONS: readonly { version: number; sql: string }[] = [
@@ -166,19 +167,23 @@ const MIGRATION_LOCK = 0x64756574;
  * Creates the schema if absent and applies the migrations it lacks, in one
  * transaction under an advisory lock keyed on the schema's name: nodes that
  * start together take turns, and the later ones find nothing left to do.
+ * Answers what this call applied and the version the schema is at.
  */
-export async function migrate(pool: pg.Pool, schema: string): Promise<void> {
-  await transaction(pool, async (c) => {
+export async function migrate(pool: pg.Pool, schema: string): Promise<MigrateResult> {
+  return transaction(pool, async (c) => {
     await c.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [MIGRATION_LOCK, schema]);
     await c.query(`CREATE SCHEMA IF NOT EXISTS ${ident(schema)}`);
     await c.query(`SET LOCAL search_path TO ${ident(schema)}`);
     await c.query("CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, applied_at bigint NOT NULL)");
     const { rows } = await c.query<{ version: number }>("SELECT version FROM schema_migrations");
-    const applied = new Set(rows.map((r) => r.version));
+    const done = new Set(rows.map((r) => r.version));
+    const applied: number[] = [];
     for (const m of MIGRATIONS) {
-      if (applied.has(m.version)) continue;
+      if (done.has(m.version)) continue;
       await c.query(m.sql);
       await c.query(`INSERT INTO schema_migrations (version, applied_at) VALUES ($1, ${DB_NOW})`, [m.version]);
+      applied.push(m.version);
     }
+    return { applied, version: MIGRATIONS[MIGRATIONS.length - 1]!.version };
   });
 }

@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url";
 import { test } from "node:test";
 
 const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
-const FILE = "src/store/postgres/schema.test.ts";
+const FILE = "src/store/postgres/migrate.test.ts";
 
 async function runWithoutPostgres(ci: boolean): Promise<{ code: number; stdout: string; stderr: string }> {
   const env: NodeJS.ProcessEnv = { ...process.env, DUETIME_TEST_PG_URL: "postgres://postgres@127.0.0.1:1/test" };

@@ -32,6 +32,7 @@ import type {
   ApiKeyRecord,
   AttemptRow,
   AuditEntry,
+  ClusterSignal,
   CompleteInput,
   DeadLetterRow,
   DispatchItem,
@@ -42,6 +43,7 @@ import type {
   JobRecord,
   LeasedRow,
   LoadedDueEntry,
+  MigrateResult,
   NewJob,
   NextOccurrence,
   NodeRecord,
@@ -49,6 +51,7 @@ import type {
   PurgedRow,
   RetentionKind,
   ShardLease,
+  SignalEvent,
   Store,
 } from "../store.js";
 import { HTTP_POOL } from "../store.js";
@@ -57,6 +60,7 @@ import { onStoreError } from "../faults.js";
 import { rethrowSqliteError } from "./errors.js";
 import { MIGRATIONS } from "./schema.js";
 import { heartbeat, leave, liveNodes, releaseShards } from "./nodes.js";
+import { SignalBus } from "./signals.js";
 
 export interface SqliteStoreOptions {
   /** A file path, or ":memory:". */
@@ -65,6 +69,8 @@ export interface SqliteStoreOptions {
   synchronous?: "FULL" | "NORMAL";
   /** How long a write waits for another connection's lock before it fails as busy (default 5000). */
   busyTimeoutMs?: number;
+  /** Apply missing migrations on open (default true). */
+  migrate?: boolean;
 }
 
 type Row = Record<string, unknown>;
@@ -121,7 +127,7 @@ const parse = <T>(text: unknown): T => (text === null || text === undefined ? (n
 export async function openSqliteStore(options: SqliteStoreOptions): Promise<Store> {
   // Every statement and transaction runs inside a method: faults are classified on the way out of each.
   const store = onStoreError(new SqliteStore(options), rethrowSqliteError);
-  await store.migrate();
+  if (options.migrate ?? true) await store.migrate();
   return store;
 }
 
@@ -129,6 +135,8 @@ class SqliteStore implements Store {
   readonly kind = "sqlite";
   private readonly db: Database.Database;
   private readonly stmts = new Map<string, Database.Statement>();
+  private readonly signals: SignalBus;
+  private readonly unsubscribes = new Set<() => Promise<void>>();
 
   constructor(options: SqliteStoreOptions) {
     this.db = new Database(options.path);
@@ -136,6 +144,7 @@ class SqliteStore implements Store {
     this.db.pragma(`synchronous = ${options.synchronous ?? "FULL"}`);
     this.db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
     this.db.pragma("foreign_keys = OFF");
+    this.signals = new SignalBus(options.path === ":memory:" ? `:memory:${Math.random()}` : options.path);
   }
 
   /** Prepared statements are cached by their text. */
@@ -152,22 +161,29 @@ class SqliteStore implements Store {
     return this.db.transaction(fn).immediate();
   }
 
-  async migrate(): Promise<void> {
+  async migrate(): Promise<MigrateResult> {
     this.db.exec("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)");
-    const applied = new Set(
+    const done = new Set(
       (this.db.prepare("SELECT version FROM schema_migrations").all() as { version: number }[]).map((r) => r.version),
     );
+    const applied: number[] = [];
     for (const m of MIGRATIONS) {
-      if (applied.has(m.version)) continue;
+      if (done.has(m.version)) continue;
       this.tx(() => {
         this.db.exec(m.sql);
         this.db.prepare("INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)").run(m.version, Date.now());
       });
+      applied.push(m.version);
     }
+    return { applied, version: MIGRATIONS[MIGRATIONS.length - 1]!.version };
   }
 
   async ping(): Promise<void> {
     this.q("SELECT 1").get();
+  }
+
+  async replicaLagMs(): Promise<number> {
+    return 0; // one file: always its own primary
   }
 
   async storeTime(): Promise<number> {
@@ -183,7 +199,24 @@ class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
+    await Promise.all([...this.unsubscribes].map((unsubscribe) => unsubscribe()));
     if (this.db.open) this.db.close();
+  }
+
+  // ---- signals ---------------------------------------------------------------
+
+  async signalPublish({ from, signals }: { from: string; signals: ClusterSignal[] }): Promise<void> {
+    if (signals.length > 0) this.signals.publish({ from, signals });
+  }
+
+  async signalSubscribe(handler: (event: SignalEvent) => void): Promise<() => Promise<void>> {
+    const unsubscribe = this.signals.subscribe(handler);
+    const once = async (): Promise<void> => {
+      this.unsubscribes.delete(once);
+      await unsubscribe();
+    };
+    this.unsubscribes.add(once);
+    return once;
   }
 
   // ---- jobs ------------------------------------------------------------------

@@ -1,8 +1,12 @@
 // Migrations on PostgreSQL: applied once into the named schema, created if
-// absent, even when several nodes open a fresh database at the same moment;
-// and a schema name that is not one is refused, naming the option.
+// absent, even when several nodes open a fresh database at the same moment,
+// and by `duetime migrate` (a real child process); a schema name that is not
+// one is refused, naming the option.
 
 import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 import { test } from "node:test";
 import { DuetimeError } from "../../core/errors.js";
 import { openStore } from "../factory.js";
@@ -28,6 +32,7 @@ if (await postgresAvailable("PostgreSQL migrations")) {
     const stores = await Promise.all(Array.from({ length: 4 }, () => openStore(url, { schema })));
     try {
       const { rows } = await adminPool().query(`SELECT version FROM "${schema}".schema_migrations ORDER BY version`);
+      assert.ok(rows.length > 0);
       assert.deepEqual(rows.map((r: { version: number }) => r.version), MIGRATIONS.map((m) => m.version));
       for (const store of stores) await store.ping();
     } finally {
@@ -49,4 +54,16 @@ if (await postgresAvailable("PostgreSQL migrations")) {
     }
   });
 
+
+  test("duetime migrate --schema applies the migrations once, and a second run finds the store current", async () => {
+    const { url, schema } = freshPostgresSchema();
+    const bin = fileURLToPath(new URL("../../../bin/duetime.js", import.meta.url));
+    const migrate = async () => {
+      const { stdout } = await promisify(execFile)(process.execPath, [bin, "migrate", "--store", url, "--schema", schema, "--json"], { timeout: 60_000 });
+      return JSON.parse(stdout) as { applied: number[]; version: number };
+    };
+    const latest = MIGRATIONS[MIGRATIONS.length - 1]!.version;
+    assert.deepEqual(await migrate(), { applied: MIGRATIONS.map((m) => m.version), version: latest });
+    assert.deepEqual(await migrate(), { applied: [], version: latest });
+  });
 }
