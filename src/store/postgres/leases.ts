@@ -120,7 +120,7 @@ function rounds<T extends { executionId: string }>(items: readonly T[]): number[
   return out;
 }
 
-/** Key columns of items, as unnest arrays; items whose id names no execution are left out. */
+/** Items with the (job_id, scheduled_for) their execution id names; those whose id names none are left out. */
 function keyed<T extends { executionId: string }>(items: readonly T[]) {
   return items.flatMap((item) => {
     const key = executionKey(item.executionId);
