@@ -46,14 +46,43 @@ const CHILDREN: Partial<Record<RetentionKind, string>> = {
   jobs: "DELETE FROM due d USING gone WHERE d.job_id = gone.id",
 };
 
-/** Reads up to `limit` due rows, oldest first; executions with their attempts, in the same statement (one snapshot). */
+const byKind = (sql: (kind: RetentionKind) => string) =>
+  Object.fromEntries(Object.keys(DUE).map((kind) => [kind, sql(kind as RetentionKind)])) as Record<RetentionKind, string>;
+
+/** Removes the rows `remove` (a DELETE … RETURNING the key) answers, with what goes with them; answers their count. */
+const withChildren = (kind: RetentionKind, remove: string): string => {
+  const children = CHILDREN[kind];
+  return `WITH gone AS (${remove})${children ? `, children AS (${children})` : ""} SELECT count(*) AS n FROM gone`;
+};
+
+/** The due rows at $1, oldest first, at most $2; executions with their attempts. Exported (as are the others) for the plan test. */
+export const EXPIRED_SQL = byKind((kind) => {
+  const d = DUE[kind];
+  const extra = kind === "executions" ? `, ${ATTEMPTS_OF_E}` : "";
+  return `SELECT *${extra} FROM ${d.table} WHERE ${d.rule} ORDER BY ${d.time}, ${d.key.join(", ")} LIMIT $2`;
+});
+
+/** Deletes the oldest due rows at $1, at most $2 (rows another purge holds are left to it). */
+export const PURGE_SQL = byKind((kind) => {
+  const d = DUE[kind];
+  const key = d.key.join(", ");
+  return withChildren(
+    kind,
+    `DELETE FROM ${d.table} WHERE (${key}) IN (
+      SELECT ${key} FROM ${d.table} WHERE ${d.rule} ORDER BY ${d.time} LIMIT $2 FOR UPDATE SKIP LOCKED) RETURNING ${key}`,
+  );
+});
+
+/** Deletes the listed rows ($2, $3: key columns) that are still due at $1. */
+export const PURGE_ONLY_SQL = byKind((kind) => {
+  const d = DUE[kind];
+  const key = d.key.join(", ");
+  return withChildren(kind, `DELETE FROM ${d.table} WHERE (${key}) IN (SELECT * FROM ${LISTED[kind]}) AND ${d.rule} RETURNING ${key}`);
+});
+
+/** Reads up to `limit` due rows, oldest first, in one statement (one snapshot). */
 export async function expiredRows(db: Db, p: { kind: RetentionKind; before: number; limit: number }): Promise<PurgedRow[]> {
-  const d = DUE[p.kind];
-  const extra = p.kind === "executions" ? `, ${ATTEMPTS_OF_E}` : "";
-  const found = await rows(db, `SELECT *${extra} FROM ${d.table} WHERE ${d.rule} ORDER BY ${d.time}, ${d.key.join(", ")} LIMIT $2`, [
-    p.before,
-    p.limit,
-  ]);
+  const found = await rows(db, EXPIRED_SQL[p.kind], [p.before, p.limit]);
   return found.map((r) => toPurged(p.kind, r)).sort((a, b) => a.at - b.at || (a.id < b.id ? -1 : 1));
 }
 
@@ -62,26 +91,14 @@ export async function purgeBatch(
   db: Db,
   p: { kind: RetentionKind; before: number; limit: number; only?: readonly { tenantId: string; id: string }[] },
 ): Promise<{ deleted: number }> {
-  const d = DUE[p.kind];
-  const key = d.key.join(", ");
-  let remove: string;
-  let values: unknown[];
+  let counted: { n: number } | undefined;
   if (p.only === undefined) {
-    remove = `DELETE FROM ${d.table} WHERE (${key}) IN (
-      SELECT ${key} FROM ${d.table} WHERE ${d.rule} ORDER BY ${d.time} LIMIT $2 FOR UPDATE SKIP LOCKED) RETURNING ${key}`;
-    values = [p.before, p.limit];
+    counted = (await rows<{ n: number }>(db, PURGE_SQL[p.kind], [p.before, p.limit]))[0];
   } else {
     const listed = listedKeys(p.kind, p.only.slice(0, p.limit));
     if (listed[0]!.length === 0) return { deleted: 0 };
-    remove = `DELETE FROM ${d.table} WHERE (${key}) IN (SELECT * FROM ${LISTED[p.kind]}) AND ${d.rule} RETURNING ${key}`;
-    values = [p.before, ...listed];
+    counted = (await rows<{ n: number }>(db, PURGE_ONLY_SQL[p.kind], [p.before, ...listed]))[0];
   }
-  const children = CHILDREN[p.kind];
-  const [counted] = await rows<{ n: number }>(
-    db,
-    `WITH gone AS (${remove})${children ? `, children AS (${children})` : ""} SELECT count(*) AS n FROM gone`,
-    values,
-  );
   return { deleted: counted?.n ?? 0 };
 }
 
