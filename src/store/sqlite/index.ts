@@ -589,7 +589,7 @@ class SqliteStore implements Store {
     for (const priority of this.priorityLevels(scope, p)) {
       if (ids.length >= p.max) break;
       const rows = this.q(
-        `SELECT id FROM executions WHERE ${scope} AND state = 'READY' AND priority = @priority AND ready_at <= @now ORDER BY ready_at LIMIT @n`,
+        `SELECT id FROM ${scope} AND state = 'READY' AND priority = @priority AND ready_at <= @now ORDER BY ready_at LIMIT @n`,
       ).all({ pool: p.pool, tenant: p.tenantId ?? null, priority, now, n: p.max - ids.length }) as { id: string }[];
       for (const r of rows) ids.push(r.id);
     }
@@ -624,20 +624,20 @@ class SqliteStore implements Store {
 
   /** The priorities that hold READY executions in scope, highest first: one index seek each. */
   private *priorityLevels(scope: string, p: { pool: string; tenantId?: string }): Generator<number> {
-    const below = this.q(`SELECT max(priority) AS priority FROM executions WHERE ${scope} AND state = 'READY' AND priority < @below`);
-    for (let level = below.get({ ...scopeParams(p), below: Infinity }) as { priority: number | null }; level.priority !== null; ) {
+    const below = this.q(`SELECT priority FROM ${scope} AND state = 'READY' AND priority < @below ORDER BY priority DESC LIMIT 1`);
+    for (let level = below.get({ ...scopeParams(p), below: Infinity }) as { priority: number } | undefined; level; ) {
       yield level.priority;
-      level = below.get({ ...scopeParams(p), below: level.priority }) as { priority: number | null };
+      level = below.get({ ...scopeParams(p), below: level.priority }) as { priority: number } | undefined;
     }
   }
 
   async executionNextReady(p: { pool: string; tenantId?: string }): Promise<number | null> {
     const scope = readyScope(p);
-    const first = this.q(`SELECT min(ready_at) AS at FROM executions WHERE ${scope} AND state = 'READY' AND priority = @priority`);
+    const first = this.q(`SELECT ready_at FROM ${scope} AND state = 'READY' AND priority = @priority ORDER BY ready_at LIMIT 1`);
     let next: number | null = null;
     for (const priority of this.priorityLevels(scope, p)) {
-      const { at } = first.get({ ...scopeParams(p), priority }) as { at: number | null };
-      if (at !== null && (next === null || at < next)) next = at;
+      const { ready_at: at } = first.get({ ...scopeParams(p), priority }) as { ready_at: number };
+      if (next === null || at < next) next = at;
     }
     return next;
   }
@@ -1088,13 +1088,14 @@ class SqliteStore implements Store {
 }
 
 /**
- * The READY rows a lease (or a long poll's next look) may take, as served by
- * an index: the HTTP runner's pool across tenants (executions_ready_http),
- * or one tenant's pool (executions_ready).
+ * "executions WHERE …" of the READY rows a lease (or a long poll's next
+ * look) may take, each kind served by its index: one tenant's pool
+ * (executions_ready), the HTTP runner's pool across tenants
+ * (executions_ready_http, named: the planner would take the other).
  */
 function readyScope(p: { pool: string; tenantId?: string }): string {
-  if (p.tenantId !== undefined) return "pool = @pool AND tenant_id = @tenant";
-  return p.pool === HTTP_POOL ? "pool = '$http'" : "pool = @pool";
+  if (p.tenantId !== undefined) return "executions WHERE pool = @pool AND tenant_id = @tenant";
+  return p.pool === HTTP_POOL ? "executions INDEXED BY executions_ready_http WHERE pool = '$http'" : "executions WHERE pool = @pool";
 }
 
 function scopeParams(p: { pool: string; tenantId?: string }): { pool: string; tenant: string | null } {
