@@ -72,7 +72,7 @@ export interface JobRecord {
   nextDueAt: number | null;
 }
 
-/** A row of the due index: the next occurrence of one job. */
+/** A row of the due index: the next occurrence of one recurring job (a one-off has its execution instead). */
 export interface DueEntry {
   jobId: string;
   tenantId: string;
