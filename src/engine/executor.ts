@@ -91,6 +91,7 @@ export class Executor {
     this.reapTimer?.cancel();
     for (const w of this.wakeups.values()) w.handle.cancel();
     this.wakeups.clear();
+    this.looked.clear();
     for (const set of this.waiters.values()) for (const w of set) w.wake();
   }
 
@@ -191,7 +192,8 @@ export class Executor {
     this.store
       .executionNextReady({ pool, ...(tenantId !== undefined ? { tenantId } : {}) })
       .then((at) => {
-        if (at !== null) this.notifyAt(tenantId, pool, at);
+        // Not in the future: it became ready since the lease, or the store's clock is behind ours; look again soon, never in a tight loop.
+        if (at !== null) this.notifyAt(tenantId, pool, Math.max(at, this.clock.now() + WAKE_SLOT_MS));
       })
       .catch((error) => this.events.emit("error", { where: "long-poll", error }));
   }
@@ -281,7 +283,7 @@ export class Executor {
    */
   notifyAt(tenantId: string | undefined, pool: string, at: number): void {
     if (this.stopped) return;
-    const slot = Math.ceil(at / 50) * 50;
+    const slot = Math.ceil(at / WAKE_SLOT_MS) * WAKE_SLOT_MS;
     const key = poolKey(tenantId, pool);
     const planned = this.wakeups.get(key);
     if (planned && planned.at <= slot) return;
@@ -293,6 +295,9 @@ export class Executor {
     this.wakeups.set(key, { at: slot, handle });
   }
 }
+
+/** Wake-ups are rounded up to this, so work ready within it wakes long polls once. */
+const WAKE_SLOT_MS = 50;
 
 function poolKey(tenantId: string | undefined, pool: string): string {
   return `${tenantId ?? "*"}\u0000${pool}`;
