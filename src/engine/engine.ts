@@ -54,6 +54,8 @@ export interface EngineOptions {
   scheduler?: { windowMs?: number; reloadMs?: number; batchSize?: number; misfireThresholdMs?: number; shardLeaseMs?: number };
   /** How often expired leases are reaped (default 1000 ms). */
   reapIntervalMs?: number;
+  /** How often a long poll re-checks the store without a wake-up, the safety net for work another node inserted (default 2000 ms). */
+  pollIntervalMs?: number;
   /**
    * How long history (30 days after an execution ends), idempotency keys
    * (24 h, the least allowed) and audit entries (90 days) are kept, and where
@@ -92,7 +94,13 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     ? readRouting({ primary: store, replica, clock, events, ...(options.readStoreMaxLagMs !== undefined ? { maxLagMs: options.readStoreMaxLagMs } : {}) })
     : store;
   const retention = new Retention({ store, clock, events, periods, archive, tuning: { intervalMs, batchSize, maxBatchesPerRun } });
-  const executor = new Executor({ store, clock, events, ...(options.reapIntervalMs ? { reapIntervalMs: options.reapIntervalMs } : {}) });
+  const executor = new Executor({
+    store,
+    clock,
+    events,
+    ...(options.reapIntervalMs ? { reapIntervalMs: options.reapIntervalMs } : {}),
+    ...(options.pollIntervalMs ? { pollIntervalMs: options.pollIntervalMs } : {}),
+  });
   const scheduler = new Scheduler({
     store,
     clock,

@@ -82,13 +82,21 @@ export class ScheduleLedger {
     return { items };
   }
 
+  /**
+   * What became of an occurrence that has an execution. One never attempted
+   * and not yet due (a one-off's, created at submit) is still to come; one
+   * held by a pause is not run while the job is paused.
+   */
   private entryOf(e: AttemptRow): Partial<OccurrenceItem> {
     const executionState = toExecution({ ...e, attempt: 0 }, this.clock.now()).state;
+    const execution = { executionId: e.executionId, executionState };
     if (e.state === "SKIPPED") {
       const reason = (e.error?.reason as OccurrenceItem["reason"]) ?? "misfire";
-      return { status: "skipped", reason, executionId: e.executionId, executionState };
+      return { status: "skipped", reason, ...execution };
     }
-    return { status: "dispatched", executionId: e.executionId, executionState };
+    if (executionState === "PAUSED") return { status: "not_run", reason: "paused", ...execution };
+    if (executionState === "PENDING" && e.attempt === 0) return { status: "due", ...execution };
+    return { status: "dispatched", ...execution };
   }
 }
 

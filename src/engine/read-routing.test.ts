@@ -27,6 +27,7 @@ async function storeWithJob(file: string, name: string): Promise<Store> {
   const jobId = newId(T0);
   await store.jobCreateMany({
     now: T0,
+    nodeId: "n1",
     jobs: [
       {
         job: {
@@ -44,7 +45,8 @@ async function storeWithJob(file: string, name: string): Promise<Store> {
           priority: 0,
           createdAt: T0,
         },
-        due: { scheduledFor: T0 + 60_000, dueAt: T0 + 60_000 },
+        due: null,
+        execution: { scheduledFor: T0 + 60_000, dueAt: T0 + 60_000 },
       },
     ],
   });

@@ -3,14 +3,18 @@
 // in-flight executions. Both are single statements over arrays.
 
 import type { ErrorRecord } from "../../core/api.js";
-import { inFlightOnCancel, type JobChange } from "../../core/states.js";
+import { inFlightOnCancel, type JobChange, NOT_STARTED } from "../../core/states.js";
 import { type Db, json, nowOr, rows } from "./db.js";
 
+/** core/states.ts NOT_STARTED as a condition on an execution row: held, or READY and never leased. */
+export const NOT_STARTED_SQL = `(state = '${NOT_STARTED.held}' OR (state = '${NOT_STARTED.waiting}' AND attempt = ${NOT_STARTED.attempt}))`;
+
 /**
- * Applies core's job changes in one UPDATE, each only while the job is still
- * in change.from (a job that moved meanwhile is left alone); then drops the
- * due entries of the changed jobs whose change says so. Null changes are skipped.
- * `now` absent: the database clock.
+ * Applies core's job changes in one statement, each only while the job is
+ * still in change.from (a job that moved meanwhile is left alone); the
+ * changed jobs whose change says "drop" lose their due entry and their
+ * executions that have not started (a one-off's pending one, overtaken by a
+ * trigger). Null changes are skipped. `now` absent: the database clock.
  */
 export async function changeJobs(db: Db, items: { jobId: string; change: JobChange | null }[], now: number | null): Promise<void> {
   const changes = items.flatMap(({ jobId, change }) => (change ? [{ jobId, ...change }] : []));
@@ -20,7 +24,8 @@ export async function changeJobs(db: Db, items: { jobId: string; change: JobChan
      changed AS (
        UPDATE jobs SET state = x.to_state, version = version + 1, updated_at = ${nowOr("$5")}
        FROM x WHERE jobs.id = x.id AND jobs.state = x.from_state
-       RETURNING jobs.id, x.drop_due)
+       RETURNING jobs.id, x.drop_due),
+     pending AS (DELETE FROM executions USING changed WHERE executions.job_id = changed.id AND changed.drop_due AND ${NOT_STARTED_SQL})
      DELETE FROM due USING changed WHERE due.job_id = changed.id AND changed.drop_due`,
     [changes.map((c) => c.jobId), changes.map((c) => c.from), changes.map((c) => c.to), changes.map((c) => c.due === "drop"), now],
   );

@@ -14,11 +14,11 @@ import { json, rows } from "./db.js";
 import { attemptZeros } from "./history.js";
 
 /** An execution to insert; whenIdle inserts it only while its job has none in flight (overlap: forbid). */
-interface NewExecution {
+export interface NewExecution {
   jobId: string;
   scheduledFor: number;
   readyAt: number | null;
-  state: "READY" | "SKIPPED";
+  state: "READY" | "PAUSED" | "SKIPPED";
   lastError: ErrorRecord | null;
   whenIdle: boolean;
 }
@@ -128,9 +128,16 @@ function runOf(entry: DueEntry, run: number, overlap: Overlap, now: number, repl
  * and so is a whenIdle one whose job has an execution in flight (checked in
  * the statement). Without a tenant (dispatch), only jobs in core/states.ts
  * DISPATCHING_STATES get executions; with one (trigger, backfill), any state
- * of that tenant's job does. Answers those inserted, in the order given.
+ * of that tenant's job does; with anyJobState (a one-off's own execution,
+ * written with its job), any job. Answers those inserted, in the order given.
  */
-async function insertExecutions(c: pg.PoolClient, executions: NewExecution[], now: number, nodeId: string, only: { tenantId?: string } = {}) {
+export async function insertExecutions(
+  c: pg.PoolClient,
+  executions: NewExecution[],
+  now: number,
+  nodeId: string,
+  only: { tenantId?: string; anyJobState?: boolean } = {},
+) {
   if (executions.length === 0) return [];
   const inserted = await rows<{ id: string; job_id: string; tenant_id: string; pool: string; state: string }>(
     c,
@@ -144,10 +151,10 @@ async function insertExecutions(c: pg.PoolClient, executions: NewExecution[], no
      FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::bool[])
        AS x(id, job_id, scheduled_for, ready_at, state, last_error, when_idle)
      JOIN jobs j ON j.id = x.job_id
-     WHERE (($10::text IS NULL AND j.state = ANY($11::text[])) OR j.tenant_id = $10)
+     WHERE ($13 OR ($10::text IS NULL AND j.state = ANY($11::text[])) OR j.tenant_id = $10)
        AND (NOT x.when_idle OR NOT EXISTS (
          SELECT 1 FROM executions f WHERE f.job_id = j.id AND f.state = ANY($12::text[])))
-     ON CONFLICT ON CONSTRAINT executions_occurrence DO NOTHING
+     ON CONFLICT (job_id, scheduled_for) DO NOTHING
      RETURNING id, job_id, tenant_id, pool, state`,
     [
       executions.map((e) => executionIdFor(e.jobId, e.scheduledFor)),
@@ -162,6 +169,7 @@ async function insertExecutions(c: pg.PoolClient, executions: NewExecution[], no
       only.tenantId ?? null,
       DISPATCHING_STATES,
       IN_FLIGHT_STATES,
+      only.anyJobState ?? false,
     ],
     "executions_insert",
   );

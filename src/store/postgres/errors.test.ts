@@ -80,7 +80,8 @@ if (await postgresAvailable("PostgreSQL store faults")) {
         target: { type: "queue" as const, pool: "p1" }, payload: null, schedule: { runAt: new Date().toISOString() },
         retry: { maxAttempts: 3, backoffSeconds: 1, maxBackoffSeconds: 1 }, timeoutSeconds: 30, priority: 0, createdAt: Date.now(),
       },
-      due: { scheduledFor: Date.now(), dueAt: Date.now() },
+      due: null,
+      execution: { scheduledFor: Date.now(), dueAt: Date.now() },
     };
   };
 
@@ -102,7 +103,7 @@ if (await postgresAvailable("PostgreSQL store faults")) {
       assert.ok((await terminate(app)) >= 2, "idle backends to end");
       await store.ping();
       const nj = job();
-      const [created] = await store.jobCreateMany({ jobs: [nj], now: Date.now() });
+      const [created] = await store.jobCreateMany({ jobs: [nj], nodeId: "n1", now: Date.now() });
       assert.equal(created?.status, "created");
       assert.equal((await store.jobGet({ tenantId: "t1", jobId: nj.job.jobId }))?.jobId, nj.job.jobId);
     } finally {
@@ -115,7 +116,7 @@ if (await postgresAvailable("PostgreSQL store faults")) {
     const blocker = await adminPool().connect();
     try {
       const nj = job();
-      await store.jobCreateMany({ jobs: [nj], now: Date.now() });
+      await store.jobCreateMany({ jobs: [nj], nodeId: "n1", now: Date.now() });
       // Hold the due table so the store's transaction waits inside it, then end its connection.
       await blocker.query("BEGIN");
       await blocker.query(`LOCK TABLE "${schema}".due IN ACCESS EXCLUSIVE MODE`);

@@ -22,6 +22,8 @@ import type {
   MigrateResult,
   NewJob,
   NextOccurrence,
+  PendingChange,
+  PendingReplace,
   RetentionKind,
   SignalEvent,
   Store,
@@ -147,8 +149,8 @@ class PostgresStore implements Store {
 
   // ---- jobs (jobs.ts) --------------------------------------------------------
 
-  async jobCreateMany({ jobs, now }: { jobs: NewJob[]; now: number }) {
-    return this.tx((c) => createJobs(c, jobs, now));
+  async jobCreateMany({ jobs, nodeId, now }: { jobs: NewJob[]; nodeId: string; now: number }) {
+    return this.tx((c) => createJobs(c, jobs, nodeId, now));
   }
 
   async jobGet({ tenantId, jobId }: { tenantId: string; jobId: string }): Promise<JobRecord | null> {
@@ -166,6 +168,7 @@ class PostgresStore implements Store {
     state: JobState;
     due: NextOccurrence | null | "keep";
     cancelExecutions?: boolean;
+    pending?: PendingChange;
     now: number;
   }) {
     return this.tx((c) => transitionJob(c, p));
@@ -177,6 +180,8 @@ class PostgresStore implements Store {
     fromVersion: number;
     fields: Pick<JobRecord, "kind" | "name" | "target" | "payload" | "schedule" | "retry" | "timeoutSeconds" | "priority">;
     due: NextOccurrence | null | "keep";
+    pending?: PendingReplace;
+    nodeId: string;
     now: number;
   }) {
     return this.tx((c) => updateJob(c, p));
@@ -230,6 +235,10 @@ class PostgresStore implements Store {
       failed: await leases.fail(c, p.fail, p.now ?? null),
       leased: await leases.lease(c, p),
     }));
+  }
+
+  async executionNextReady(p: { pool: string; tenantId?: string }) {
+    return leases.nextReady(this.pool, p);
   }
 
   async executionHeartbeat(p: { tenantId: string; executionId: string; attempt: number; leaseMs?: number; now?: number }) {

@@ -7,16 +7,33 @@
 
 import type pg from "pg";
 import type { JobState } from "../../core/api.js";
-import type { JobCreateOutcome, JobRecord, NewJob, NextOccurrence } from "../store.js";
+import { NOT_STARTED } from "../../core/states.js";
+import type { JobCreateOutcome, JobRecord, NewJob, NextOccurrence, PendingChange, PendingReplace } from "../store.js";
 import { HTTP_POOL } from "../store.js";
-import { cancelInFlight } from "./changes.js";
+import { cancelInFlight, NOT_STARTED_SQL } from "./changes.js";
 import { type Db, json, one, Rollback, type Row, rows } from "./db.js";
+import { insertExecutions, type NewExecution } from "./dispatch.js";
 
-const JOB_WITH_DUE = "SELECT j.*, d.scheduled_for AS next_run_at, d.due_at AS next_due_at FROM jobs j LEFT JOIN due d ON d.job_id = j.id";
+/**
+ * A job with its next occurrence (store.ts JobRecord.nextRunAt): a recurring
+ * job's due entry; a one-off's pending execution that is ready first.
+ */
+const JOB_WITH_NEXT = `SELECT j.*, coalesce(d.scheduled_for, p.scheduled_for) AS next_run_at, coalesce(d.due_at, p.ready_at) AS next_due_at
+  FROM jobs j LEFT JOIN due d ON d.job_id = j.id
+  LEFT JOIN LATERAL (
+    SELECT x.scheduled_for, x.ready_at FROM executions x
+    WHERE j.kind = 'once' AND x.job_id = j.id AND x.state = '${NOT_STARTED.waiting}' AND x.attempt = ${NOT_STARTED.attempt}
+    ORDER BY x.ready_at LIMIT 1) p ON true`;
 
 export async function getJob(db: Db, tenantId: string, jobId: string): Promise<JobRecord | null> {
-  const row = await one(db, `${JOB_WITH_DUE} WHERE j.id = $1 AND j.tenant_id = $2`, [jobId, tenantId], "job_get");
+  const row = await one(db, `${JOB_WITH_NEXT} WHERE j.id = $1 AND j.tenant_id = $2`, [jobId, tenantId], "job_get");
   return row ? toJob(row) : null;
+}
+
+async function jobsById(db: Db, jobIds: readonly string[]): Promise<Map<string, JobRecord>> {
+  if (jobIds.length === 0) return new Map();
+  const found = await rows(db, `${JOB_WITH_NEXT} WHERE j.id = ANY($1::text[])`, [jobIds]);
+  return new Map(found.map((r) => [r.id as string, toJob(r)]));
 }
 
 export async function listJobs(
@@ -29,19 +46,20 @@ export async function listJobs(
   if (p.state) where.push(`j.state = ${bind(p.state)}`);
   if (p.name) where.push(`j.name = ${bind(p.name)}`);
   if (p.after) where.push(`(j.created_at, j.id) < (${bind(p.after.createdAt)}::bigint, ${bind(p.after.jobId)}::text)`);
-  const found = await rows(db, `${JOB_WITH_DUE} WHERE ${where.join(" AND ")} ORDER BY j.created_at DESC, j.id DESC LIMIT $2`, values);
+  const found = await rows(db, `${JOB_WITH_NEXT} WHERE ${where.join(" AND ")} ORDER BY j.created_at DESC, j.id DESC LIMIT $2`, values);
   return found.map(toJob);
 }
 
 /**
  * Creates jobs in one transaction, a handful of statements for the whole
- * batch. Idempotency: the first item of each key claims it with INSERT … ON
+ * batch: the jobs, the due entries of recurring ones, the executions of
+ * one-offs (dispatched by nodeId at now). Idempotency: the first item of each key claims it with INSERT … ON
  * CONFLICT DO NOTHING (keys in one order, so two batches cannot deadlock);
  * a key another transaction holds uncommitted is waited for, then read as it
  * committed. Every other item of a key answers as the key does: existing
  * with the same request hash, idempotency_mismatch with another.
  */
-export async function createJobs(c: pg.PoolClient, jobs: NewJob[], now: number): Promise<JobCreateOutcome[]> {
+export async function createJobs(c: pg.PoolClient, jobs: NewJob[], nodeId: string, now: number): Promise<JobCreateOutcome[]> {
   if (jobs.length === 0) return [];
   const keyed = jobs.flatMap((nj, i) => (nj.idempotency ? [{ i, tenantId: nj.job.tenantId, ...nj.idempotency }] : []));
   // A key whose job is gone (retention removed it first) no longer answers for a request with its hash.
@@ -74,17 +92,15 @@ export async function createJobs(c: pg.PoolClient, jobs: NewJob[], now: number):
   const held = ordered.filter((k) => !won.has(keyOf(k)));
   const holders = new Map<string, { hash: string; job: JobRecord | null }>();
   if (held.length > 0) {
-    const found = await rows(
+    const found = await rows<{ tenant_id: string; key: string; request_hash: string; job_id: string }>(
       c,
-      `SELECT k.tenant_id AS key_tenant, k.key, k.request_hash, j.*, d.scheduled_for AS next_run_at, d.due_at AS next_due_at
-       FROM idempotency_keys k JOIN unnest($1::text[], $2::text[]) AS x(tenant_id, key) ON k.tenant_id = x.tenant_id AND k.key = x.key
-       LEFT JOIN jobs j ON j.id = k.job_id LEFT JOIN due d ON d.job_id = j.id`,
+      `SELECT k.tenant_id, k.key, k.request_hash, k.job_id
+       FROM idempotency_keys k JOIN unnest($1::text[], $2::text[]) AS x(tenant_id, key) ON k.tenant_id = x.tenant_id AND k.key = x.key`,
       [held.map((k) => k.tenantId), held.map((k) => k.key)],
       "idempotency_held",
     );
-    for (const r of found) {
-      holders.set(keyOf({ tenantId: r.key_tenant as string, key: r.key as string }), { hash: r.request_hash as string, job: r.id ? toJob(r) : null });
-    }
+    const owners = await jobsById(c, found.map((r) => r.job_id));
+    for (const r of found) holders.set(keyOf({ tenantId: r.tenant_id, key: r.key }), { hash: r.request_hash, job: owners.get(r.job_id) ?? null });
   }
 
   const created: NewJob[] = [];
@@ -102,12 +118,21 @@ export async function createJobs(c: pg.PoolClient, jobs: NewJob[], now: number):
     return { status: "idempotency_mismatch" };
   });
   await insertJobs(c, created);
+  const executions = created.flatMap((nj) => (nj.execution ? [pendingExecution(nj.job.jobId, nj.execution, false)] : []));
+  await insertExecutions(c, executions, now, nodeId, { anyJobState: true });
   return outcomes;
 }
 
 /** The record a created job answers with: version 1, as it will read back. */
-function record({ job, due }: NewJob): JobRecord {
-  return { ...job, version: 1, updatedAt: job.createdAt, nextRunAt: due?.scheduledFor ?? null, nextDueAt: due?.dueAt ?? null };
+function record({ job, due, execution }: NewJob): JobRecord {
+  const next = due ?? execution ?? null;
+  return { ...job, version: 1, updatedAt: job.createdAt, nextRunAt: next?.scheduledFor ?? null, nextDueAt: next?.dueAt ?? null };
+}
+
+/** A one-off's pending execution (store.ts NewJob.execution), held when its job is paused. */
+function pendingExecution(jobId: string, at: NextOccurrence, held: boolean): NewExecution {
+  const state = held ? NOT_STARTED.held : NOT_STARTED.waiting;
+  return { jobId, scheduledFor: at.scheduledFor, readyAt: at.dueAt, state, lastError: null, whenIdle: false };
 }
 
 async function insertJobs(c: pg.PoolClient, created: NewJob[]): Promise<void> {
@@ -164,11 +189,21 @@ async function lockDue(c: pg.PoolClient, jobId: string): Promise<void> {
 
 export async function transitionJob(
   c: pg.PoolClient,
-  p: { tenantId: string; jobId: string; fromVersion: number; state: JobState; due: NextOccurrence | null | "keep"; cancelExecutions?: boolean; now: number },
+  p: {
+    tenantId: string;
+    jobId: string;
+    fromVersion: number;
+    state: JobState;
+    due: NextOccurrence | null | "keep";
+    cancelExecutions?: boolean;
+    pending?: PendingChange;
+    now: number;
+  },
 ): Promise<JobRecord | null> {
   await lockDue(c, p.jobId);
   // Executions before the job row (the lock order); undone below when the version moved.
   if (p.cancelExecutions) await cancelInFlight(c, [p.jobId], p.now, null);
+  if (p.pending) await changePending(c, p.jobId, p.pending);
   const row = await one<{ shard: number }>(
     c,
     `UPDATE jobs SET state = $1, version = version + 1, updated_at = $2
@@ -189,21 +224,60 @@ export async function updateJob(
     fromVersion: number;
     fields: Pick<JobRecord, "kind" | "name" | "target" | "payload" | "schedule" | "retry" | "timeoutSeconds" | "priority">;
     due: NextOccurrence | null | "keep";
+    pending?: PendingReplace;
+    nodeId: string;
     now: number;
   },
 ): Promise<JobRecord | null> {
   await lockDue(c, p.jobId);
   const f = p.fields;
-  const row = await one<{ shard: number }>(
+  const row = await one<{ shard: number; state: JobState }>(
     c,
     `UPDATE jobs SET kind = $1, name = $2, target = $3::jsonb, pool = $4, payload = $5::jsonb, schedule = $6::jsonb,
        retry = $7::jsonb, timeout_seconds = $8, priority = $9, version = version + 1, updated_at = $10
-     WHERE id = $11 AND tenant_id = $12 AND version = $13 RETURNING shard`,
+     WHERE id = $11 AND tenant_id = $12 AND version = $13 RETURNING shard, state`,
     [f.kind, f.name, json(f.target), poolOf(f.target), json(f.payload), json(f.schedule), json(f.retry), f.timeoutSeconds, f.priority, p.now, p.jobId, p.tenantId, p.fromVersion],
   );
   if (!row) return null;
   await replaceDue(c, p.jobId, p.tenantId, row.shard, p.due);
+  if (p.pending) await replacePending(c, p.jobId, row.state, p.pending, p.now, p.nodeId);
   return getJob(c, p.tenantId, p.jobId);
+}
+
+/**
+ * Holds or releases a one-off's pending execution, a compare-and-set on its
+ * state: a lease that took it first wins (the hold then finds it RUNNING),
+ * and one that comes after finds it PAUSED.
+ */
+async function changePending(c: pg.PoolClient, jobId: string, change: PendingChange): Promise<void> {
+  if ("hold" in change) {
+    await c.query({
+      name: "pending_hold",
+      text: `UPDATE executions SET state = '${NOT_STARTED.held}'
+             WHERE job_id = $1 AND scheduled_for = $2 AND state = '${NOT_STARTED.waiting}' AND attempt = ${NOT_STARTED.attempt}`,
+      values: [jobId, change.hold],
+    });
+    return;
+  }
+  await c.query({
+    name: "pending_release",
+    text: `UPDATE executions SET state = '${NOT_STARTED.waiting}', ready_at = $3 WHERE job_id = $1 AND scheduled_for = $2 AND state = '${NOT_STARTED.held}'`,
+    values: [jobId, change.release.scheduledFor, change.release.readyAt],
+  });
+}
+
+/**
+ * Replaces a one-off's pending execution (store.ts PendingReplace): removing
+ * the old one while it has not started is the compare-and-set; the new one is
+ * built from the job as it now is, held when the job is paused. It only ever
+ * touches a row no attempt holds, so it may come after the job row.
+ */
+async function replacePending(c: pg.PoolClient, jobId: string, jobState: JobState, r: PendingReplace, now: number, nodeId: string): Promise<void> {
+  if (r.from !== null) {
+    const removed = await c.query(`DELETE FROM executions WHERE job_id = $1 AND scheduled_for = $2 AND ${NOT_STARTED_SQL}`, [jobId, r.from]);
+    if (removed.rowCount === 0) return;
+  }
+  if (r.to) await insertExecutions(c, [pendingExecution(jobId, r.to, jobState === NOT_STARTED.held)], now, nodeId, { anyJobState: true });
 }
 
 async function replaceDue(c: pg.PoolClient, jobId: string, tenantId: string, shard: number, due: NextOccurrence | null | "keep"): Promise<void> {

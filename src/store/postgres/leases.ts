@@ -26,14 +26,39 @@ import { type Db, DB_NOW, executionKey, json, nowOr, one, type Row, rows } from 
 const LEASE_HELD = "e.state = 'RUNNING' AND e.lease_until >= t.now";
 const LEASE_EXPIRED = "e.state = 'RUNNING' AND e.lease_until < t.now";
 
-/** The lease statement, for a pool across tenants or one tenant's: the claim and the grant in one statement. */
-const leaseSql = (byTenant: boolean): string => `
-WITH t AS (SELECT ${nowOr("$1")} AS now),
+/** READY rows of a pool, or of one tenant's: the scope of a lease, as a condition on alias `e` with its parameters. */
+const readyIn = (e: string, pool: string, tenant: string | null): string =>
+  `${e}.pool = ${pool} ${tenant ? `AND ${e}.tenant_id = ${tenant}` : ""} AND ${e}.state = 'READY'`;
+
+/**
+ * The priority levels that hold READY rows in scope, highest first: one index
+ * seek each (a loose index scan). A pool's READY rows include every one-off
+ * not yet due, so a lease or a next-ready look reads each level's index range
+ * up to now, and never walks the rows beyond it.
+ */
+const levels = (pool: string, tenant: string | null): string => `levels AS (
+  (SELECT e.priority FROM executions e WHERE ${readyIn("e", pool, tenant)} ORDER BY e.priority DESC LIMIT 1)
+  UNION ALL
+  SELECT (SELECT e.priority FROM executions e WHERE ${readyIn("e", pool, tenant)} AND e.priority < l.priority ORDER BY e.priority DESC LIMIT 1)
+  FROM levels l WHERE l.priority IS NOT NULL)`;
+
+/**
+ * The lease statement, for a pool across tenants or one tenant's ($7): the
+ * claim and the grant in one statement. Each level gives its earliest rows
+ * due by now, claimed FOR UPDATE SKIP LOCKED (rows another lease holds are
+ * passed over, not waited for); the highest levels' rows are granted, up to max.
+ */
+const leaseSql = (tenant: string | null): string => `
+WITH RECURSIVE t AS (SELECT ${nowOr("$1")} AS now),
+${levels("$2", tenant)},
 picked AS MATERIALIZED (
-  SELECT x.job_id, x.scheduled_for FROM executions x, t
-  WHERE x.pool = $2 ${byTenant ? "AND x.tenant_id = $7" : ""} AND x.state = 'READY' AND x.ready_at <= t.now
-  ORDER BY x.priority DESC, x.ready_at LIMIT $3
-  FOR UPDATE OF x SKIP LOCKED)
+  SELECT c.job_id, c.scheduled_for FROM levels l, t, LATERAL (
+    SELECT x.job_id, x.scheduled_for, x.priority, x.ready_at FROM executions x
+    WHERE ${readyIn("x", "$2", tenant)} AND x.priority = l.priority AND x.ready_at <= t.now
+    ORDER BY x.ready_at LIMIT $3
+    FOR UPDATE OF x SKIP LOCKED) c
+  WHERE l.priority IS NOT NULL
+  ORDER BY c.priority DESC, c.ready_at LIMIT $3)
 UPDATE executions e SET state = 'RUNNING', attempt = e.attempt + 1, worker_id = $4, cancel_requested = false,
   started_at = t.now, deadline = t.now + e.timeout_ms + $6, lease_ms = $5,
   lease_until = least(t.now + $5, t.now + e.timeout_ms + $6)
@@ -41,8 +66,26 @@ FROM picked, t
 WHERE e.job_id = picked.job_id AND e.scheduled_for = picked.scheduled_for
 RETURNING e.id, e.tenant_id, e.job_id, e.name, e.attempt, e.payload, e.scheduled_for, e.lease_until, e.timeout_ms, e.target,
   e.priority, e.ready_at`;
-const LEASE_POOL = leaseSql(false);
-const LEASE_TENANT = leaseSql(true);
+export const LEASE_POOL = leaseSql(null);
+const LEASE_TENANT = leaseSql("$7");
+
+/** The least of each level's earliest ready_at: a seek per level. */
+const nextReadySql = (tenant: string | null): string => `
+WITH RECURSIVE ${levels("$1", tenant)}
+SELECT min((SELECT x.ready_at FROM executions x WHERE ${readyIn("x", "$1", tenant)} AND x.priority = l.priority
+            ORDER BY x.ready_at LIMIT 1)) AS next
+FROM levels l WHERE l.priority IS NOT NULL`;
+export const NEXT_READY_POOL = nextReadySql(null);
+const NEXT_READY_TENANT = nextReadySql("$2");
+
+/** When a pool's work (one tenant's, or all) is next ready; null when it has none READY. */
+export async function nextReady(db: Db, p: { pool: string; tenantId?: string }): Promise<number | null> {
+  const row =
+    p.tenantId === undefined
+      ? await one<{ next: number | null }>(db, NEXT_READY_POOL, [p.pool], "next_ready_pool")
+      : await one<{ next: number | null }>(db, NEXT_READY_TENANT, [p.pool, p.tenantId], "next_ready_tenant");
+  return row?.next ?? null;
+}
 
 export async function lease(db: Db, p: LeaseParams): Promise<LeasedRow[]> {
   const values = [p.now ?? null, p.pool, p.max, p.workerId, p.leaseMs, p.graceMs ?? 0];
