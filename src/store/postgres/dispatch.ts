@@ -146,7 +146,7 @@ export async function insertExecutions(
        last_error, finished_at)
      SELECT x.id, j.tenant_id, j.id, x.scheduled_for, j.pool, j.name, j.priority, x.state,
        (j.retry ->> 'maxAttempts')::int, (j.retry ->> 'backoffSeconds')::float8, (j.retry ->> 'maxBackoffSeconds')::float8,
-       j.timeout_seconds * 1000, x.ready_at, j.payload, j.target, $8, $9,
+       round(j.timeout_seconds * 1000)::bigint, x.ready_at, j.payload, j.target, $8, $9,
        x.last_error::jsonb, CASE WHEN x.state = 'SKIPPED' THEN $8::bigint END
      FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::bool[])
        AS x(id, job_id, scheduled_for, ready_at, state, last_error, when_idle)

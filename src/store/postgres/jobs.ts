@@ -145,7 +145,7 @@ async function insertJobs(c: pg.PoolClient, created: NewJob[]): Promise<void> {
      SELECT id, tenant_id, shard, kind, name, state, target::jsonb, pool, payload::jsonb, schedule::jsonb, retry::jsonb,
        timeout_seconds, priority, 1, created_at, created_at
      FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
-       $10::text[], $11::text[], $12::int[], $13::int[], $14::bigint[])
+       $10::text[], $11::text[], $12::float8[], $13::int[], $14::bigint[])
        AS x(id, tenant_id, shard, kind, name, state, target, pool, payload, schedule, retry, timeout_seconds, priority, created_at)`,
     values: [
       col((nj) => nj.job.jobId),

@@ -27,7 +27,7 @@ CREATE TABLE jobs (
   payload         jsonb,
   schedule        jsonb NOT NULL,             -- the effective schedule
   retry           jsonb NOT NULL,
-  timeout_seconds integer NOT NULL,
+  timeout_seconds double precision NOT NULL, -- the API takes fractions
   priority        integer NOT NULL,
   version         integer NOT NULL,
   created_at      bigint NOT NULL,
