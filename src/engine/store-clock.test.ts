@@ -4,16 +4,15 @@
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { FakeClock } from "../core/clock.js";
+import { FakeClock, type Clock } from "../core/clock.js";
 import { StoreClock } from "./store-clock.js";
 
 const T0 = Date.parse("2026-03-01T00:00:00Z");
 
-/** A host clock that does not pin the store's time (as in production). */
-function hostClock(): FakeClock {
-  const clock = new FakeClock(T0);
-  clock.storeNow = () => undefined;
-  return clock;
+/** A host clock that does not pin the store's time (as in production), moved by advance(). */
+function hostClock(): Clock & { advance(ms: number): void } {
+  const fake = new FakeClock(T0);
+  return { now: () => fake.now(), setTimer: (fn, ms) => fake.setTimer(fn, ms), storeNow: () => undefined, advance: (ms) => fake.advance(ms) };
 }
 
 test("now() is the store's time: a host 30 s behind or ahead reads the store's clock, halfway through the round trip", async () => {
