@@ -18,7 +18,7 @@ for (const kind of CLUSTER_STORES) {
   test(`[${kind}] three nodes share the shards 86/85/85; a fourth takes 64 by handover, not expiry; a SIGTERM hands its shards over with no gap in dispatch`, async (t) => {
     const cluster = new Cluster(await openClusterStore(kind));
     after(() => cluster.close());
-    await Promise.all(["n1", "n2", "n3"].map((id) => cluster.start(id)));
+    await cluster.startAll(["n1", "n2", "n3"]);
     await cluster.waitForCounts({ n1: 86, n2: 85, n3: 85 }, 20_000);
 
     const jobs = await createAll(cluster.client, Array.from({ length: JOBS }, (_, i) => everySecond("balance", i)));

@@ -17,7 +17,7 @@ for (const kind of CLUSTER_STORES) {
   test(`[${kind}] a SIGKILLed node's shards are taken within 15 s and every occurrence of its jobs runs, none twice`, async (t) => {
     const cluster = new Cluster(await openClusterStore(kind));
     after(() => cluster.close());
-    await Promise.all(["n1", "n2", "n3"].map((id) => cluster.start(id)));
+    await cluster.startAll(["n1", "n2", "n3"]);
     await cluster.waitForCounts({ n1: 86, n2: 85, n3: 85 }, 20_000);
     const lost = new Set((await cluster.holdings()).get("n3"));
     const jobs = await createAll(cluster.client, Array.from({ length: JOBS }, (_, i) => everySecond("crash", i)));

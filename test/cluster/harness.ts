@@ -124,6 +124,18 @@ export class Cluster {
     return node;
   }
 
+  /**
+   * Starts the nodes: the first alone (it creates the schema), then the rest at
+   * once. (Several nodes migrating a fresh SQLite file at once collide:
+   * "table jobs already exists"; see the report of issue 8's cluster tests.)
+   */
+  async startAll(ids: string[], options: NodeOptions = {}): Promise<ClusterNode[]> {
+    const [first, ...rest] = ids;
+    const nodes = [await this.start(first!, options)];
+    nodes.push(...(await Promise.all(rest.map((id) => this.start(id, options)))));
+    return nodes;
+  }
+
   node(id: string): ClusterNode {
     const node = this.nodes.get(id);
     if (!node) throw new Error(`no node ${id}`);
