@@ -7,7 +7,7 @@
 // and this process share one host (a node under faketime aside).
 
 import { spawn, type ChildProcess } from "node:child_process";
-import type { ClusterView, ExecutionItem, JobSpec, LeasedExecution, OccurrenceItem } from "../../src/core/api.js";
+import type { ClusterView, ExecutionItem, JobSpec, JobState, LeasedExecution, OccurrenceItem } from "../../src/core/api.js";
 import { DuetimeClient } from "../../src/sdk/client.js";
 import { Worker } from "../../src/sdk/worker.js";
 import { waitFor } from "../helpers.js";
@@ -172,7 +172,7 @@ export class Cluster {
   }
 
   /** A worker in this process, leasing through one node: every attempt it is handed goes into the recorder. */
-  worker(node: ClusterNode, pool: string, recorder: Deliveries, options: { concurrency?: number; workerId?: string } = {}): Worker {
+  worker(node: ClusterNode, pool: string, recorder: Deliveries, options: { concurrency?: number; workerId?: string; busyMs?: number } = {}): Worker {
     const workerId = options.workerId ?? `${node.id}-w${this.workers.length}`;
     const worker = new Worker({
       url: node.url,
@@ -185,6 +185,7 @@ export class Cluster {
       client: { retries: 0 },
       handler: async (job) => {
         recorder.record(job, workerId, node.id);
+        if (options.busyMs) await new Promise((r) => setTimeout(r, options.busyMs));
         return null;
       },
     });
@@ -273,6 +274,18 @@ export async function createAll(client: DuetimeClient, specs: JobSpec[]): Promis
     }
   }
   return ids;
+}
+
+/** How many jobs are in the state. */
+export async function countJobs(client: DuetimeClient, state: JobState): Promise<number> {
+  let count = 0;
+  let cursor: string | undefined;
+  do {
+    const page = await client.listJobs({ state, limit: 500, ...(cursor ? { cursor } : {}) });
+    count += page.items.length;
+    cursor = page.nextCursor ?? undefined;
+  } while (cursor);
+  return count;
 }
 
 /** Every execution item of a job (every attempt), newest first. */

@@ -1,0 +1,49 @@
+// One pool across the cluster (issue 8, "Tests that must exist"): workers
+// leasing through different `duetime serve` processes share one pool, each
+// gets work that other nodes dispatched, and no attempt is handed out twice.
+
+import assert from "node:assert/strict";
+import { after, test } from "node:test";
+import type { JobSpec } from "../../src/core/api.js";
+import { shardOf } from "../../src/core/ids.js";
+import { waitFor } from "../helpers.js";
+import { Cluster, countJobs, createAll, Deliveries } from "./harness.js";
+import { CLUSTER_STORES, openClusterStore } from "./stores.js";
+
+const JOBS = 600;
+const NODES = ["n1", "n2", "n3"];
+
+for (const kind of CLUSTER_STORES) {
+  test(`[${kind}] workers on two nodes lease one pool: each job handed out once, at its first attempt, the third node's work through both`, async (t) => {
+    const cluster = new Cluster(await openClusterStore(kind));
+    after(() => cluster.close());
+    await cluster.startAll(NODES);
+    await cluster.waitForCounts({ n1: 86, n2: 85, n3: 85 }, 20_000);
+    const owner = new Map<number, string>();
+    for (const [node, shards] of await cluster.holdings()) for (const s of shards) owner.set(s, node);
+
+    // Two workers on n1 and two on n2, none on n3: what n3 dispatches can only run through the
+    // others, whose lease calls race for it (a herd due together). Each job keeps its worker busy
+    // a while, so no one node's workers drain the herd alone.
+    const deliveries = new Deliveries();
+    for (const id of ["n1", "n2"]) for (let w = 0; w < 2; w++) cluster.worker(cluster.node(id), "shared", deliveries, { concurrency: 8, busyMs: 100 });
+    const runAt = new Date(Date.now() + 3_000).toISOString();
+    const spec = (i: number): JobSpec => ({ name: `one-${i}`, target: { type: "queue", pool: "shared" }, payload: { i }, schedule: { runAt } });
+    const jobs = await createAll(cluster.client, Array.from({ length: JOBS }, (_, i) => spec(i)));
+
+    await waitFor(() => new Set(deliveries.all.map((d) => d.jobId)).size === JOBS, "every job handed to a worker", 30_000);
+    await waitFor(async () => (await countJobs(cluster.client, "COMPLETED")) === JOBS, "every job completed", 20_000);
+
+    assert.deepEqual(deliveries.repeated((d) => `${d.executionId}#${d.attempt}`), [], "no attempt handed out twice");
+    assert.deepEqual(deliveries.repeated((d) => d.jobId), [], "no job handed out twice");
+    assert.equal(deliveries.all.length, JOBS);
+    assert.ok(deliveries.all.every((d) => d.attempt === 1), "every job ran at its first attempt");
+    assert.deepEqual(new Set(jobs), new Set(deliveries.all.map((d) => d.jobId)));
+
+    // One pool, not three: n3's work ran through both other nodes.
+    const fromN3 = deliveries.all.filter((d) => owner.get(shardOf(d.jobId)) === "n3");
+    const through = Object.fromEntries(["n1", "n2"].map((id) => [id, fromN3.filter((d) => d.via === id).length]));
+    assert.ok(fromN3.length > 0 && through.n1! > 0 && through.n2! > 0, `n3's work leased through n1 and n2: ${JSON.stringify(through)}`);
+    t.diagnostic(`${fromN3.length} jobs dispatched by n3, leased through ${JSON.stringify(through)}`);
+  });
+}
