@@ -197,11 +197,11 @@ test("pause stops new executions; resuming a one-off whose time passed runs it a
     assert.equal(paused.state, "PAUSED");
     assert.equal(paused.nextRunAt, null);
     assert.equal((await t.client.pauseJob(job.jobId)).state, "PAUSED"); // no-op
-    // a control job due just after it: once that is dispatched, the scheduler
-    // has passed the paused job's due time
-    const control = await t.client.createJob(queueJob("pause-control", { schedule: { delaySeconds: 1 } }));
-    await waitFor(async () => (await t.client.listExecutions(control.jobId)).items.length > 0, "the control job dispatched", 5_000);
-    assert.equal((await t.client.listExecutions(job.jobId)).items.length, 0);
+    // a control job due just after it: once that is leased, the paused job's due time has passed
+    await t.client.createJob(queueJob("pause-control", { schedule: { delaySeconds: 1 } }));
+    await waitFor(async () => (await t.client.lease("pause-control", { workerId: "w", max: 1 })).items.length > 0, "the control job ran", 5_000);
+    assert.deepEqual((await t.client.listExecutions(job.jobId)).items.map((e) => e.state), ["PAUSED"], "its execution is held");
+    assert.equal((await t.client.lease("pause", { workerId: "w", max: 1 })).items.length, 0);
     const resumed = await t.client.resumeJob(job.jobId);
     assert.equal(resumed.state, "SCHEDULED");
     const leased = await waitFor(async () => (await t.client.lease("pause", { workerId: "w", max: 1 })).items[0], "runs after resume", 5_000);

@@ -38,6 +38,21 @@ describe("CLI parsing: the store flags (migrate and serve)", () => {
     assert.equal(plain.options.storeOptions, undefined);
   });
 
+  test("serve takes a read replica and its lag bound, only with a PostgreSQL store", () => {
+    const cmd = parseCommand(["serve", "--store", "postgres://primary/app", "--read-store", "postgres://replica/app", "--read-store-max-lag", "30s"], {});
+    assert.ok(cmd.command === "serve");
+    assert.equal(cmd.options.readStore, "postgres://replica/app");
+    assert.equal(cmd.options.readStoreMaxLagSeconds, 30);
+    const env = parseCommand(["serve"], { DUETIME_STORE: "postgres://p/a", DUETIME_READ_STORE: "postgresql://r/a" });
+    assert.ok(env.command === "serve");
+    assert.equal(env.options.readStore, "postgresql://r/a");
+    usageError(["serve", "--read-store", "postgres://r/a"], /--read-store: a read replica needs a PostgreSQL --store/);
+    usageError(["serve", "--store", "postgres://p/a", "--read-store", "sqlite:x.db"], /--read-store: expected postgres:\/\//);
+    usageError(["serve", "--store", "postgres://p/a", "--read-store-max-lag", "5s"], /--read-store-max-lag: only applies with --read-store/);
+    usageError(["serve", "--store", "postgres://p/a", "--read-store", "postgres://r/a", "--read-store-max-lag", "0"], /--read-store-max-lag: expected a duration from 1s to 1h/);
+    usageError(["serve", "--store", "postgres://p/a", "--read-store", "postgres://r/a", "--read-store-max-lag", "2h"], /--read-store-max-lag: expected a duration/);
+  });
+
   test("refuses a bad schema or pool size, and either on SQLite, naming the flag", () => {
     for (const command of ["migrate", "serve"]) {
       usageError([command, "--store", "postgres://db/app", "--schema", "Duetime"], /--schema: expected 1 to 63 lower-case letters/);

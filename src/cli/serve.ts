@@ -28,6 +28,9 @@ set from the environment variable shown; a flag wins over the environment.
   --host HOST                 DUETIME_HOST                 (default 127.0.0.1)
   --port PORT                 DUETIME_PORT                 0..65535, 0 picks a free port (default 8080)
 ${STORE_HELP}
+  --read-store URL            DUETIME_READ_STORE           a PostgreSQL read replica for list and history reads; the
+                                                           store serves them while it lags or fails
+  --read-store-max-lag D      DUETIME_READ_STORE_MAX_LAG   the most the replica may trail and still serve (default 10s)
   --node-id ID                DUETIME_NODE_ID              this node's id in a cluster, the same across its restarts:
                                                            letters, digits, . _ : - (at most 128; default HOSTNAME-PORT)
   --signing-secret S[,S2]     DUETIME_SIGNING_SECRET       the default tenant's callback signing secret; a second one
@@ -77,6 +80,8 @@ const SERVE_OPTIONS = {
   "http-breaker-open-seconds": { type: "string" },
   "api-keys": { type: "string" },
   "misfire-threshold": { type: "string" },
+  "read-store": { type: "string" },
+  "read-store-max-lag": { type: "string" },
   "history-retention": { type: "string" },
   "idempotency-retention": { type: "string" },
   "audit-retention": { type: "string" },
@@ -140,6 +145,19 @@ export function parseServe(args: string[], env: Env): ServeCommand {
   if (logLevel) {
     if (!LOG_LEVELS.includes(logLevel.value)) throw new UsageError(`${logLevel.source}: expected one of ${LOG_LEVELS.join(", ")}, got ${JSON.stringify(logLevel.value)}`, usage);
     options.logLevel = logLevel.value;
+  }
+  const readStore = pick("read-store", "DUETIME_READ_STORE");
+  if (readStore) {
+    if (!/^postgres(ql)?:\/\/.+/.test(readStore.value)) throw new UsageError(`${readStore.source}: expected postgres://..., got ${JSON.stringify(readStore.value)}`, usage);
+    if (!/^postgres(ql)?:/.test(store.url)) throw new UsageError(`${readStore.source}: a read replica needs a PostgreSQL --store`, usage);
+    options.readStore = readStore.value;
+  }
+  const maxLag = pick("read-store-max-lag", "DUETIME_READ_STORE_MAX_LAG");
+  if (maxLag) {
+    if (!readStore) throw new UsageError(`${maxLag.source}: only applies with --read-store`, usage);
+    const seconds = parseDuration(maxLag.value);
+    if (seconds === undefined || seconds < 1 || seconds > 3600) throw new UsageError(`${maxLag.source}: expected a duration from 1s to 1h, got ${JSON.stringify(maxLag.value)}`, usage);
+    options.readStoreMaxLagSeconds = seconds;
   }
   const retention = parseRetention(pick, usage);
   if (retention) options.retention = retention;

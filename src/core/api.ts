@@ -7,6 +7,7 @@ export const JOB_STATES: readonly JobState[] = ["SCHEDULED", "PAUSED", "CANCELLE
 
 export type AttemptState =
   | "PENDING"
+  | "PAUSED"
   | "QUEUED"
   | "RUNNING"
   | "SUCCEEDED"

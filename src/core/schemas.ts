@@ -575,7 +575,7 @@ export const executionItemResponse = {
     attempt: { type: "integer", minimum: 0 },
     state: {
       type: "string",
-      enum: ["PENDING", "QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "TIMED_OUT", "CANCELLED", "SKIPPED", "DEAD"],
+      enum: ["PENDING", "PAUSED", "QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "TIMED_OUT", "CANCELLED", "SKIPPED", "DEAD"],
     },
     dispatchedAt: nullableDateTime,
     dispatchedBy: { type: ["string", "null"] },

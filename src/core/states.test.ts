@@ -1,7 +1,17 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { JOB_STATES } from "./api.js";
-import { DISPATCHING_STATES, inFlightOnCancel, IN_FLIGHT_STATES, jobChangeAfterExecution, jobVerdict, LAST_DISPATCH_JOB_CHANGE, REPLAY_JOB_CHANGE } from "./states.js";
+import {
+  DISPATCHING_STATES,
+  inFlightOnCancel,
+  IN_FLIGHT_STATES,
+  jobChangeAfterExecution,
+  jobVerdict,
+  LAST_DISPATCH_JOB_CHANGE,
+  occurrenceHome,
+  PENDING_ON_ACTION,
+  REPLAY_JOB_CHANGE,
+} from "./states.js";
 
 test("cancel: scheduled and paused jobs are cancelled, repeating is a no-op, finished jobs refuse", () => {
   assert.deepEqual(jobVerdict("SCHEDULED", "cancel"), { kind: "apply", to: "CANCELLED" });
@@ -40,8 +50,14 @@ test("a last dispatch completes a scheduled job; replaying a dead letter revives
   assert.deepEqual(DISPATCHING_STATES, ["SCHEDULED"]);
 });
 
-test("cancelling in-flight executions ends waiting ones and asks running ones to stop, covering every in-flight state", () => {
-  assert.deepEqual(inFlightOnCancel("end"), ["READY"]);
+test("cancelling in-flight executions ends waiting and held ones and asks running ones to stop, covering every in-flight state", () => {
+  assert.deepEqual(inFlightOnCancel("end"), ["READY", "PAUSED"]);
   assert.deepEqual(inFlightOnCancel("ask_to_stop"), ["RUNNING"]);
   assert.deepEqual([...inFlightOnCancel("end"), ...inFlightOnCancel("ask_to_stop")].sort(), [...IN_FLIGHT_STATES].sort());
+});
+
+test("a one-off's occurrence is its execution, a recurring job's a due entry; pause holds a one-off's pending execution, resume releases it", () => {
+  assert.equal(occurrenceHome("once"), "execution");
+  assert.equal(occurrenceHome("cron"), "due");
+  assert.deepEqual(PENDING_ON_ACTION, { pause: "hold", resume: "release" });
 });

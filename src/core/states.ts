@@ -25,7 +25,11 @@ export function jobVerdict(state: JobState, action: JobAction): Verdict {
 // What the store applies to rows as compare-and-sets: each rule is data here,
 // the driver only writes it (DESIGN.md, "Rules of the port").
 
-/** A job state change the store makes only while the job is still in `from`; "drop" deletes its due entry, "keep" leaves it. */
+/**
+ * A job state change the store makes only while the job is still in `from`.
+ * "drop" deletes its due entry and its pending executions (NOT_STARTED: a
+ * one-off's execution that a trigger overtook); "keep" leaves both.
+ */
 export interface JobChange {
   from: JobState;
   to: JobState;
@@ -39,7 +43,7 @@ export interface JobChange {
  */
 export function jobChangeAfterExecution(kind: "once" | "cron", execution: "SUCCEEDED" | "DEAD"): JobChange | null {
   if (kind !== "once") return null;
-  // An occurrence triggered early is still due: the ended job has none left.
+  // An occurrence triggered early is still due (its execution not started): the ended job has none left.
   return { from: "SCHEDULED", to: execution === "SUCCEEDED" ? "COMPLETED" : "DEAD", due: "drop" };
 }
 
@@ -52,17 +56,38 @@ export const REPLAY_JOB_CHANGE: JobChange = { from: "DEAD", to: "SCHEDULED", due
 /** Job states whose due occurrences the scheduler turns into executions (trigger and backfill go by jobVerdict instead). */
 export const DISPATCHING_STATES: readonly JobState[] = ["SCHEDULED"];
 
-/** Execution states that count as in flight (overlap policies look at them). */
-export const IN_FLIGHT_STATES = ["READY", "RUNNING"] as const;
+/** Execution states that count as in flight (overlap policies look at them). PAUSED: a paused one-off's held execution. */
+export const IN_FLIGHT_STATES = ["READY", "PAUSED", "RUNNING"] as const;
 export type InFlightState = (typeof IN_FLIGHT_STATES)[number];
 
 /**
  * Cancelling a job's in-flight executions (a cancelled job, or overlap:
- * replace): a waiting one ends CANCELLED; a running one is asked to stop
- * and ends CANCELLED when its attempt ends.
+ * replace): a waiting or held one ends CANCELLED; a running one is asked to
+ * stop and ends CANCELLED when its attempt ends.
  */
-const ON_CANCEL: Record<InFlightState, "end" | "ask_to_stop"> = { READY: "end", RUNNING: "ask_to_stop" };
+const ON_CANCEL: Record<InFlightState, "end" | "ask_to_stop"> = { READY: "end", PAUSED: "end", RUNNING: "ask_to_stop" };
 
 export function inFlightOnCancel(effect: "end" | "ask_to_stop"): InFlightState[] {
   return IN_FLIGHT_STATES.filter((s) => ON_CANCEL[s] === effect);
 }
+
+// One-off jobs get their execution at submit time (docs/design-notes.md):
+// only a recurring job's next occurrence waits in the due index for its
+// shard's owner to dispatch; a one-off's is its execution, READY from its
+// due time (PENDING until then) and leased like any other.
+
+/** Where a new or changed job's next occurrence is stored. */
+export function occurrenceHome(kind: "once" | "cron"): "execution" | "due" {
+  return kind === "once" ? "execution" : "due";
+}
+
+/**
+ * An execution that has not started: READY and never leased (attempt 0), or
+ * held (PAUSED). A one-off's is its pending execution: pausing the job holds
+ * it, resuming releases it, a PATCH replaces it, a finished trigger drops it.
+ * A retry waiting (READY at attempt 1 or more) has started, and runs on.
+ */
+export const NOT_STARTED = { held: "PAUSED", waiting: "READY", attempt: 0 } as const;
+
+/** What pausing and resuming a one-off do to its pending execution: hold it (never leased) and release it (READY again). */
+export const PENDING_ON_ACTION: Partial<Record<JobAction, "hold" | "release">> = { pause: "hold", resume: "release" };

@@ -122,14 +122,22 @@ test("a node that stops renewing keeps its shards until its 10 s lease ends; the
   const c = cluster.nodes[2]!;
   const cShards = new Set((await cluster.holdings()).get("node-c"));
   const jobs = [];
-  for (let i = 0; i < 12; i++) jobs.push(await cluster.nodes[0]!.engine.service.createJob(ctx, { name: `j${i}`, target: { type: "queue", pool: "p" }, schedule: { delaySeconds: 1 } }));
+  // Recurring jobs with one occurrence, a second from now: dispatched by their shard's owner.
+  const once = { cron: "* * * * * *", endAt: new Date(cluster.now + 1000).toISOString() };
+  for (let i = 0; i < 12; i++) jobs.push(await cluster.nodes[0]!.engine.service.createJob(ctx, { name: `j${i}`, target: { type: "queue", pool: "p" }, schedule: once }));
   const onC = jobs.filter((j) => cShards.has(shardOf(j.jobId)));
   assert.ok(onC.length > 0 && onC.length < jobs.length, "some jobs on node-c's shards, some elsewhere");
+  // A one-off passes through no shard owner: its execution exists from submit, leasable at its time.
+  let oneOff;
+  do oneOff = await cluster.nodes[0]!.engine.service.createJob(ctx, { name: "one-off", target: { type: "queue", pool: "o" }, schedule: { delaySeconds: 1 } });
+  while (!cShards.has(shardOf(oneOff.jobId)));
 
   c.frozen = true; // its last round was at START + ROUND_MS: its lease and heartbeat last until START + ROUND_MS + 10 s
   for (let t = ROUND_MS; t + ROUND_MS < ROUND_MS + LEASE_MS; t += ROUND_MS) await cluster.step(ROUND_MS);
   assert.equal((await cluster.holdings()).get("node-c")?.length, 85, "a live lease is never taken");
   for (const j of onC) assert.equal((await cluster.nodes[0]!.engine.service.listExecutions(ctx, j.jobId, {})).items.length, 0, "node-c's work waits");
+  const leased = (await cluster.nodes[0]!.engine.service.lease(ctx, "o", { workerId: "w", max: 1000 })).items.map((i) => i.jobId);
+  assert.ok(leased.includes(oneOff.jobId), "a one-off on node-c's shard does not wait");
 
   await cluster.step(ROUND_MS); // past the lease: taken over within one round
   assert.deepEqual(await cluster.counts(), { "node-a": 128, "node-b": 128 });

@@ -15,6 +15,7 @@ import { httpTargetMetrics } from "./http-target-metrics.js";
 import { JobsService } from "./jobs-service.js";
 import { createMetrics } from "./metrics.js";
 import { ArchiveWriter, newArchivePart } from "./archive.js";
+import { readRouting } from "./read-routing.js";
 import { Retention, type RetentionOptions } from "./retention.js";
 import { Scheduler } from "./scheduler.js";
 import { StoreHealth } from "./store-health.js";
@@ -26,6 +27,10 @@ export interface EngineOptions {
   store: string;
   /** How to open it (PostgreSQL's schema and pool size). */
   storeOptions?: StoreOptions;
+  /** A read replica of the store for list and history reads (engine/read-routing.ts), opened like the store but never migrated. */
+  readStore?: string;
+  /** The most the replica may trail the store and still serve reads (default 10 s). */
+  readStoreMaxLagMs?: number;
   /** Unique per node of a cluster, stable across its restarts; defaults to hostname-pid-random. */
   nodeId?: string;
   /** Where this node serves its API (host:port), shown by GET /v1/cluster. */
@@ -49,6 +54,8 @@ export interface EngineOptions {
   scheduler?: { windowMs?: number; reloadMs?: number; batchSize?: number; misfireThresholdMs?: number; shardLeaseMs?: number };
   /** How often expired leases are reaped (default 1000 ms). */
   reapIntervalMs?: number;
+  /** How often a long poll re-checks the store without a wake-up, the safety net for work another node inserted (default 2000 ms). */
+  pollIntervalMs?: number;
   /**
    * How long history (30 days after an execution ends), idempotency keys
    * (24 h, the least allowed) and audit entries (90 days) are kept, and where
@@ -82,8 +89,18 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   const events = new EngineEvents();
   const storeHealth = new StoreHealth(await openStore(options.store, options.storeOptions), clock, events);
   const store = storeHealth.store;
+  const replica = options.readStore ? await openStore(options.readStore, { ...options.storeOptions, migrate: false }) : null;
+  const reads = replica
+    ? readRouting({ primary: store, replica, clock, events, ...(options.readStoreMaxLagMs !== undefined ? { maxLagMs: options.readStoreMaxLagMs } : {}) })
+    : store;
   const retention = new Retention({ store, clock, events, periods, archive, tuning: { intervalMs, batchSize, maxBatchesPerRun } });
-  const executor = new Executor({ store, clock, events, ...(options.reapIntervalMs ? { reapIntervalMs: options.reapIntervalMs } : {}) });
+  const executor = new Executor({
+    store,
+    clock,
+    events,
+    ...(options.reapIntervalMs ? { reapIntervalMs: options.reapIntervalMs } : {}),
+    ...(options.pollIntervalMs ? { pollIntervalMs: options.pollIntervalMs } : {}),
+  });
   const scheduler = new Scheduler({
     store,
     clock,
@@ -136,6 +153,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   const runner = http;
   const service = new JobsService({
     store,
+    reads,
     clock,
     scheduler,
     executor,
@@ -170,7 +188,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
       executor.stop();
       await http?.stop();
       storeHealth.stop();
-      await store.close();
+      await Promise.all([store.close(), replica?.close()]);
     },
     metricsText: () => registry.metrics(),
   };

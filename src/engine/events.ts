@@ -21,6 +21,8 @@ export interface EngineEventMap {
   "store:fault": { op: string; kind: StoreFaultKind };
   /** The store stopped (with the fault that showed it) or started again to take writes. */
   "store:writable": { writable: boolean; error?: StoreUnavailableError };
+  /** The read replica (--read-store) started or stopped serving list and history reads: its lag, or the error that stopped it. */
+  "reads:replica": { serving: boolean; lagMs?: number; error?: unknown };
   error: { where: string; error: unknown };
 }
 

@@ -65,8 +65,10 @@ export class Executor {
   private readonly pollIntervalMs: number;
   /** Long polls waiting for work, by pool (and tenant). */
   private readonly waiters = new Map<string, Set<Waiter>>();
-  /** Wake-ups planned for retries that become ready later, by pool key and time. */
-  private readonly wakeups = new Map<string, TimerHandle>();
+  /** The one wake-up planned per pool key: the earliest time work there becomes ready, as far as this node knows. */
+  private readonly wakeups = new Map<string, { at: number; handle: TimerHandle }>();
+  /** When each pool key's long polls last asked the store when work is next ready. */
+  private readonly looked = new Map<string, number>();
   private reapTimer: TimerHandle | null = null;
   private stopped = true;
 
@@ -87,14 +89,16 @@ export class Executor {
   stop(): void {
     this.stopped = true;
     this.reapTimer?.cancel();
-    for (const handle of this.wakeups.values()) handle.cancel();
+    for (const w of this.wakeups.values()) w.handle.cancel();
     this.wakeups.clear();
+    this.looked.clear();
     for (const set of this.waiters.values()) for (const w of set) w.wake();
   }
 
-  /** Wakes the long polls of a pool: ready work arrived. */
-  notify(tenantId: string, pool: string): void {
+  /** Wakes the long polls of a pool: ready work arrived. Those that find none look ahead again. */
+  notify(tenantId: string | undefined, pool: string): void {
     for (const key of [poolKey(tenantId, pool), poolKey(undefined, pool)]) {
+      this.looked.delete(key);
       const set = this.waiters.get(key);
       if (!set) continue;
       this.waiters.delete(key);
@@ -127,7 +131,9 @@ export class Executor {
     while (leased.length === 0) {
       const left = end - this.clock.now();
       if (left <= 0 || this.stopped || gone()) break;
-      await this.waitForWork(poolKey(p.tenantId, p.pool), Math.min(left, this.pollIntervalMs), p.signal);
+      const waiting = this.waitForWork(poolKey(p.tenantId, p.pool), Math.min(left, this.pollIntervalMs), p.signal);
+      this.lookAhead(p.tenantId, p.pool);
+      await waiting;
       if (gone()) break;
       leased = await this.store.executionLease({ ...base, now: this.clock.storeNow() });
     }
@@ -152,7 +158,12 @@ export class Executor {
         wake: () => {
           timer.cancel();
           signal?.removeEventListener("abort", waiter.wake);
-          this.waiters.get(key)?.delete(waiter);
+          const waiting = this.waiters.get(key);
+          waiting?.delete(waiter);
+          if (waiting?.size === 0) {
+            this.waiters.delete(key);
+            this.looked.delete(key);
+          }
           resolve();
         },
       };
@@ -160,6 +171,31 @@ export class Executor {
       signal?.addEventListener("abort", waiter.wake, { once: true });
       set.add(waiter);
     });
+  }
+
+  /**
+   * A long poll found nothing ready: asks the store when the pool's work is
+   * next ready and plans a wake-up then. Work becomes ready without anyone
+   * announcing it (a one-off is inserted READY at submit, on any node, and
+   * this node may have restarted since), so the wake-up is read from the
+   * store, not remembered; local submits and retries only bring it earlier
+   * (notifyAt). One look per pool key per poll interval serves every waiter,
+   * and a notify starts a new one. The poll interval's re-check stays the
+   * safety net, for work inserted by another node after the look. Called
+   * once the waiter is registered, so a wake-up that fires at once reaches it.
+   */
+  private lookAhead(tenantId: string | undefined, pool: string): void {
+    const key = poolKey(tenantId, pool);
+    const now = this.clock.now();
+    if ((this.looked.get(key) ?? -Infinity) > now - this.pollIntervalMs) return;
+    this.looked.set(key, now);
+    this.store
+      .executionNextReady({ pool, ...(tenantId !== undefined ? { tenantId } : {}) })
+      .then((at) => {
+        // Not in the future: it became ready since the lease, or the store's clock is behind ours; look again soon, never in a tight loop.
+        if (at !== null) this.notifyAt(tenantId, pool, Math.max(at, this.clock.now() + WAKE_SLOT_MS));
+      })
+      .catch((error) => this.events.emit("error", { where: "long-poll", error }));
   }
 
   async complete(items: CompleteInput[]): Promise<AckOutcome[]> {
@@ -239,18 +275,29 @@ export class Executor {
     }, this.reapIntervalMs);
   }
 
-  /** Work becomes ready later (a retry, a backfill); wake that pool's long polls then (coalesced to 50 ms). */
-  notifyAt(tenantId: string, pool: string, at: number): void {
-    const slot = Math.ceil(at / 50) * 50;
-    const key = `${poolKey(tenantId, pool)}@${slot}`;
-    if (this.wakeups.has(key) || this.stopped) return;
+  /**
+   * Work becomes ready later (a one-off, a retry, a backfill): wake that
+   * pool's long polls then (rounded up to 50 ms). One wake-up per pool key,
+   * the earliest: a later time is dropped, since the polls it wakes look
+   * ahead in the store again (lookAhead) and find whatever is next.
+   */
+  notifyAt(tenantId: string | undefined, pool: string, at: number): void {
+    if (this.stopped) return;
+    const slot = Math.ceil(at / WAKE_SLOT_MS) * WAKE_SLOT_MS;
+    const key = poolKey(tenantId, pool);
+    const planned = this.wakeups.get(key);
+    if (planned && planned.at <= slot) return;
+    planned?.handle.cancel();
     const handle = this.clock.setTimer(() => {
       this.wakeups.delete(key);
       this.notify(tenantId, pool);
     }, slot - this.clock.now());
-    this.wakeups.set(key, handle);
+    this.wakeups.set(key, { at: slot, handle });
   }
 }
+
+/** Wake-ups are rounded up to this, so work ready within it wakes long polls once. */
+const WAKE_SLOT_MS = 50;
 
 function poolKey(tenantId: string | undefined, pool: string): string {
   return `${tenantId ?? "*"}\u0000${pool}`;

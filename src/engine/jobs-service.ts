@@ -50,9 +50,9 @@ import { isExecutionId, isJobId, newId, shardOf } from "../core/ids.js";
 import { canonicalJson, effectiveJob } from "../core/job-spec.js";
 import { RETENTION_DEFAULTS } from "../core/retention.js";
 import { firstOccurrence, isCron, nextOccurrence, type Occurrence } from "../core/schedule.js";
-import { jobVerdict, type JobAction } from "../core/states.js";
+import { jobVerdict, occurrenceHome, PENDING_ON_ACTION, type JobAction } from "../core/states.js";
 import { parseRfc3339, toIso } from "../core/time.js";
-import type { JobRecord, NewJob, Store } from "../store/store.js";
+import type { JobRecord, NewJob, PendingChange, PendingReplace, Store } from "../store/store.js";
 import { decodeCursor, encodeCursor } from "./cursor.js";
 import { KeyManager } from "./keys.js";
 import { SigningSecretReader } from "./signing-secrets.js";
@@ -61,11 +61,14 @@ import { ScheduleLedger } from "./ledger.js";
 import { invalidState, poolOf, toExecution, toJob } from "./wire.js";
 import { WorkerProtocol } from "./worker-protocol.js";
 import type { Executor } from "./executor.js";
+import type { ReadStore } from "./read-routing.js";
 import type { Scheduler } from "./scheduler.js";
 import type { RequestContext, Service, StoredKey } from "./service.js";
 
 export interface JobsServiceOptions {
   store: Store;
+  /** Where list and history reads go (engine/read-routing.ts; default the store). */
+  reads?: ReadStore;
   clock: Clock;
   scheduler: Scheduler;
   executor: Executor;
@@ -84,6 +87,8 @@ const DEFAULT_LIMIT = 50;
 
 export class JobsService implements Service {
   private readonly store: Store;
+  /** Only for reads that show data, never for one that decides (read-routing.ts). */
+  private readonly reads: ReadStore;
   private readonly clock: Clock;
 
   private readonly protocol: WorkerProtocol;
@@ -93,9 +98,10 @@ export class JobsService implements Service {
 
   constructor(private readonly o: JobsServiceOptions) {
     this.store = o.store;
+    this.reads = o.reads ?? o.store;
     this.clock = o.clock;
     this.protocol = new WorkerProtocol(o.store, o.clock, o.executor);
-    this.ledger = new ScheduleLedger(o.store, o.clock, o.executor, o.nodeId, o.historyRetentionMs ?? RETENTION_DEFAULTS.historyMs);
+    this.ledger = new ScheduleLedger(o.store, this.reads, o.clock, o.executor, o.nodeId, o.historyRetentionMs ?? RETENTION_DEFAULTS.historyMs);
     this.keys = new KeyManager(o.store, o.clock);
     this.secrets = o.signingSecrets ?? new SigningSecretReader(o.store, new Map());
   }
@@ -139,7 +145,7 @@ export class JobsService implements Service {
         results.push(err);
       }
     });
-    const outcomes = writes.length ? await this.store.jobCreateMany({ jobs: writes.map((w) => w.job), now }) : [];
+    const outcomes = writes.length ? await this.store.jobCreateMany({ jobs: writes.map((w) => w.job), nodeId: this.o.nodeId, now }) : [];
     outcomes.forEach((outcome, i) => {
       const { index } = writes[i]!;
       if (outcome.status === "idempotency_mismatch") {
@@ -170,17 +176,22 @@ export class JobsService implements Service {
         state: first || fields.kind === "once" ? "SCHEDULED" : "COMPLETED",
         createdAt: now,
       },
-      due: first,
+      ...occurrenceOf(fields.kind, first),
       ...(idempotencyKey !== undefined
         ? { idempotency: { key: idempotencyKey, requestHash: createHash("sha256").update(canonicalJson(spec)).digest("hex") } }
         : {}),
     };
   }
 
-  /** Hands a job's due entry to the scheduler's in-memory window. */
+  /**
+   * Hands a job's next occurrence on: a recurring job's due entry to the
+   * scheduler's in-memory window; a one-off's execution, already in the
+   * store, to the executor, which wakes its pool's long polls when it is due.
+   */
   private offer(job: JobRecord): void {
-    if (job.state !== "SCHEDULED" || job.nextRunAt === null) {
+    if (job.state !== "SCHEDULED" || job.nextRunAt === null || occurrenceHome(job.kind) === "execution") {
       this.o.scheduler.forget(job.jobId);
+      if (job.state === "SCHEDULED" && job.nextDueAt !== null) this.o.executor.notifyAt(job.tenantId, poolOf(job), job.nextDueAt);
       return;
     }
     this.o.scheduler.offer({
@@ -207,7 +218,7 @@ export class JobsService implements Service {
   async listJobs(ctx: RequestContext, query: ListJobsQuery): Promise<Page<Job>> {
     const limit = query.limit ?? DEFAULT_LIMIT;
     const after = query.cursor ? decodeCursor(query.cursor, { c: "number", i: "string" }) : undefined;
-    const rows = await this.store.jobList({
+    const rows = await this.reads.jobList({
       tenantId: ctx.tenantId,
       ...(query.state ? { state: query.state } : {}),
       ...(query.name ? { name: query.name } : {}),
@@ -226,37 +237,16 @@ export class JobsService implements Service {
   }
 
   async pauseJob(ctx: RequestContext, jobId: string): Promise<Job> {
-    return toJob(await this.transition(ctx, jobId, "pause", () => ({ due: null })));
+    return toJob(await this.transition(ctx, jobId, "pause", (job) => ({ due: null, ...pendingChange(job, "pause", this.clock.now()) })));
   }
 
   async resumeJob(ctx: RequestContext, jobId: string): Promise<Job> {
-    const job = await this.requireJob(ctx, jobId);
-    const due = job.state === "PAUSED" ? await this.resumeOccurrence(job, this.clock.now()) : null;
     return toJob(
-      await this.transition(ctx, jobId, "resume", (current) => {
-        if (current.version !== job.version) throw new RetryTransition();
-        return { due };
+      await this.transition(ctx, jobId, "resume", (job) => {
+        const now = this.clock.now();
+        return { due: resumeOccurrence(job, now), ...pendingChange(job, "resume", now) };
       }),
     );
-  }
-
-  /**
-   * Where a resumed job picks up. A one-off that never ran runs at its time,
-   * or at once if that passed. A recurring job resumes at its first
-   * occurrence after the pause (the pause time is the job's updatedAt): when
-   * that passed, it is due now and the scheduler's misfire rule
-   * (core/misfire.ts) decides what of the missed ones runs.
-   */
-  private async resumeOccurrence(job: JobRecord, now: number): Promise<Occurrence | null> {
-    if (!isCron(job.schedule)) {
-      const ran = await this.store.executionHistory({ tenantId: job.tenantId, jobId: job.jobId, limit: 1 });
-      if (ran.length > 0) return null;
-      const runAt = parseRfc3339(job.schedule.runAt)!;
-      return { scheduledFor: runAt, dueAt: Math.max(runAt, now) };
-    }
-    const missed = nextOccurrence(job.schedule, job.jobId, job.updatedAt);
-    if (missed && missed.scheduledFor <= now) return { scheduledFor: missed.scheduledFor, dueAt: now };
-    return firstOccurrence(job.schedule, job.jobId, now);
   }
 
   /** Applies a state-machine action by compare-and-set on the job's version, re-reading on a concurrent change. */
@@ -264,20 +254,14 @@ export class JobsService implements Service {
     ctx: RequestContext,
     jobId: string,
     action: JobAction,
-    change: (job: JobRecord) => { due: Occurrence | null; cancelExecutions?: boolean },
+    change: (job: JobRecord) => { due: Occurrence | null; cancelExecutions?: boolean; pending?: PendingChange },
   ): Promise<JobRecord> {
     for (let tries = 0; tries < 5; tries++) {
       const job = await this.requireJob(ctx, jobId);
       const verdict = jobVerdict(job.state, action);
       if (verdict.kind === "invalid") throw invalidState(job, action);
       if (verdict.kind === "noop") return job;
-      let plan: ReturnType<typeof change>;
-      try {
-        plan = change(job);
-      } catch (err) {
-        if (err instanceof RetryTransition) continue;
-        throw err;
-      }
+      const plan = change(job);
       const updated = await this.store.jobTransition({
         tenantId: ctx.tenantId,
         jobId,
@@ -285,6 +269,7 @@ export class JobsService implements Service {
         state: verdict.to,
         due: plan.due,
         ...(plan.cancelExecutions ? { cancelExecutions: true } : {}),
+        ...(plan.pending ? { pending: plan.pending } : {}),
         now: this.clock.now(),
       });
       if (updated) {
@@ -331,9 +316,15 @@ export class JobsService implements Service {
       ...(changes.retry ? { retry: { ...job.retry, ...changes.retry } } : {}),
     };
     const { first, ...fields } = effectiveJob(spec, jobId, now);
-    // A new schedule moves the next occurrence; a dispatch of the old one still in flight finds its due entry gone.
-    const due = patch.schedule === undefined ? "keep" : job.state === "SCHEDULED" ? first : null;
-    const updated = await this.store.jobUpdate({ tenantId: ctx.tenantId, jobId, fromVersion: job.version, fields, due, now });
+    const updated = await this.store.jobUpdate({
+      tenantId: ctx.tenantId,
+      jobId,
+      fromVersion: job.version,
+      fields,
+      ...nextAfterPatch(job, fields.kind, { changed: patch.schedule !== undefined, first }),
+      nodeId: this.o.nodeId,
+      now,
+    });
     if (!updated) throw new DuetimeError("VERSION_CONFLICT", "the job changed concurrently; GET it and retry");
     this.offer(updated);
     return toJob(updated);
@@ -351,7 +342,7 @@ export class JobsService implements Service {
     await this.requireJob(ctx, jobId);
     const limit = query.limit ?? DEFAULT_LIMIT;
     const after = query.cursor ? decodeCursor(query.cursor, { s: "number", a: "number" }) : undefined;
-    const rows = await this.store.executionHistory({
+    const rows = await this.reads.executionHistory({
       tenantId: ctx.tenantId,
       jobId,
       limit,
@@ -369,7 +360,7 @@ export class JobsService implements Service {
   async listDeadLetters(ctx: RequestContext, query: PageQuery): Promise<Page<DeadLetter>> {
     const limit = query.limit ?? DEFAULT_LIMIT;
     const after = query.cursor ? decodeCursor(query.cursor, { d: "number", e: "string" }) : undefined;
-    const rows = await this.store.deadLetterList({
+    const rows = await this.reads.deadLetterList({
       tenantId: ctx.tenantId,
       limit,
       ...(after ? { after: { deadAt: after.d, executionId: after.e } } : {}),
@@ -407,7 +398,7 @@ export class JobsService implements Service {
   async listAudit(ctx: RequestContext, query: PageQuery): Promise<Page<AuditItem>> {
     const limit = query.limit ?? DEFAULT_LIMIT;
     const after = query.cursor ? decodeCursor(query.cursor, { t: "number", i: "number" }) : undefined;
-    const rows = await this.store.auditList({ tenantId: ctx.tenantId, limit, ...(after ? { after: { at: after.t, id: after.i } } : {}) });
+    const rows = await this.reads.auditList({ tenantId: ctx.tenantId, limit, ...(after ? { after: { at: after.t, id: after.i } } : {}) });
     const last = rows[rows.length - 1];
     return {
       items: rows.map((r) => ({ at: toIso(r.at), actor: r.actor, action: r.action, subject: r.subject, details: r.details ?? null })),
@@ -472,12 +463,12 @@ export class JobsService implements Service {
   // ---- stats, preview, health -------------------------------------------------------------
 
   async poolStats(ctx: RequestContext, pool: string): Promise<PoolStats> {
-    const [row] = await this.store.poolCounts({ tenantId: ctx.tenantId, pool, now: this.clock.now() });
+    const [row] = await this.reads.poolCounts({ tenantId: ctx.tenantId, pool, now: this.clock.now() });
     return { pending: row?.pending ?? 0, queued: row?.queued ?? 0, running: row?.running ?? 0 };
   }
 
   async stats(ctx: RequestContext): Promise<Stats> {
-    const rows = await this.store.poolCounts({ tenantId: ctx.tenantId, now: this.clock.now() });
+    const rows = await this.reads.poolCounts({ tenantId: ctx.tenantId, now: this.clock.now() });
     const stats: Stats = { pools: {}, tenants: {} };
     for (const r of rows) {
       const counts = { pending: r.pending, queued: r.queued, running: r.running };
@@ -535,7 +526,62 @@ export class JobsService implements Service {
   }
 }
 
-class RetryTransition extends Error {}
+/** Where a new job's first occurrence goes (core/states.ts occurrenceHome): the due index, or its execution. */
+function occurrenceOf(kind: "once" | "cron", first: Occurrence | null): Pick<NewJob, "due" | "execution"> {
+  if (occurrenceHome(kind) === "due") return { due: first };
+  return first ? { due: null, execution: first } : { due: null };
+}
+
+/** The scheduledFor of a one-off's own execution: its runAt. */
+function runAtOf(job: JobRecord): number | null {
+  return occurrenceHome(job.kind) === "execution" && !isCron(job.schedule) ? parseRfc3339(job.schedule.runAt)! : null;
+}
+
+/** What a pause or resume does to a one-off's pending execution (core/states.ts PENDING_ON_ACTION); nothing for a recurring job. */
+function pendingChange(job: JobRecord, action: JobAction, now: number): { pending?: PendingChange } {
+  const runAt = runAtOf(job);
+  const effect = PENDING_ON_ACTION[action];
+  if (runAt === null || !effect) return {};
+  // Resuming a one-off whose time passed runs it at once.
+  return effect === "hold" ? { pending: { hold: runAt } } : { pending: { release: { scheduledFor: runAt, readyAt: Math.max(runAt, now) } } };
+}
+
+/**
+ * Where a resumed recurring job picks up (a one-off's execution is released
+ * instead: pendingChange). It resumes at its first occurrence after the pause
+ * (the pause time is the job's updatedAt): when that passed, it is due now and
+ * the scheduler's misfire rule (core/misfire.ts) decides what of the missed
+ * ones runs.
+ */
+function resumeOccurrence(job: JobRecord, now: number): Occurrence | null {
+  if (!isCron(job.schedule)) return null;
+  const missed = nextOccurrence(job.schedule, job.jobId, job.updatedAt);
+  if (missed && missed.scheduledFor <= now) return { scheduledFor: missed.scheduledFor, dueAt: now };
+  return firstOccurrence(job.schedule, job.jobId, now);
+}
+
+/**
+ * Where a PATCH leaves the job's next occurrence; `first` is the new
+ * schedule's, when the PATCH changed the schedule. A recurring job's due
+ * entry moves (a dispatch of the old one still in flight finds it gone); a
+ * paused one has none until it resumes. A one-off's pending execution is
+ * rebuilt from the new definition, at the new time when the schedule moved,
+ * so a changed payload or target reaches it; a change of kind moves the
+ * occurrence from one home to the other.
+ */
+function nextAfterPatch(
+  job: JobRecord,
+  kind: "once" | "cron",
+  schedule: { changed: boolean; first: Occurrence | null },
+): { due: Occurrence | null | "keep"; pending?: PendingReplace } {
+  const from = runAtOf(job);
+  if (occurrenceHome(kind) === "due") {
+    const due = !schedule.changed ? "keep" : job.state === "SCHEDULED" ? schedule.first : null;
+    return from === null ? { due } : { due, pending: { from, to: null } };
+  }
+  const to = schedule.changed ? schedule.first : from !== null ? { scheduledFor: from, dueAt: from } : null;
+  return { due: occurrenceHome(job.kind) === "due" ? null : "keep", pending: { from, to } };
+}
 
 function addCounts(a: PoolStats | undefined, b: PoolStats): PoolStats {
   return { pending: (a?.pending ?? 0) + b.pending, queued: (a?.queued ?? 0) + b.queued, running: (a?.running ?? 0) + b.running };

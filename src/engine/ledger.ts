@@ -9,12 +9,15 @@ import { REACH_MS } from "../core/cron/index.js";
 import { fireTimesBetween, isCron, localTime } from "../core/schedule.js";
 import { parseRfc3339, toIso, toIsoOrNull } from "../core/time.js";
 import type { AttemptRow, JobRecord, Store } from "../store/store.js";
+import type { ReadStore } from "./read-routing.js";
 import type { Executor } from "./executor.js";
 import { invalidState, poolOf, toExecution } from "./wire.js";
 
 export class ScheduleLedger {
   constructor(
     private readonly store: Store,
+    /** For the run ledger, which only shows data (read-routing.ts). */
+    private readonly reads: ReadStore,
     private readonly clock: Clock,
     private readonly executor: Executor,
     private readonly nodeId: string,
@@ -62,7 +65,7 @@ export class ScheduleLedger {
       ? fireTimesBetween(job.schedule, jobId, from, to, LEDGER_MAX + 1)
       : [parseRfc3339(job.schedule.runAt)!].filter((t) => t > from && t <= to).map((at) => ({ at, local: toIso(at).slice(0, 19) }));
     if (fires.length > LEDGER_MAX) throw invalidArgument("to", `the window holds more than ${LEDGER_MAX} occurrences; ask for a shorter one`);
-    const executions = new Map((await this.store.executionsInWindow({ tenantId, jobId, from: from + 1, to })).map((e) => [e.scheduledFor, e]));
+    const executions = new Map((await this.reads.executionsInWindow({ tenantId, jobId, from: from + 1, to })).map((e) => [e.scheduledFor, e]));
     const items = fires.map((f): OccurrenceItem => {
       const item: OccurrenceItem = { scheduledFor: toIso(f.at), local: f.local, status: "due", ...(f.dst ? { dst: f.dst } : {}) };
       const execution = executions.get(f.at);
@@ -79,13 +82,21 @@ export class ScheduleLedger {
     return { items };
   }
 
+  /**
+   * What became of an occurrence that has an execution. One never attempted
+   * and not yet due (a one-off's, created at submit) is still to come; one
+   * held by a pause is not run while the job is paused.
+   */
   private entryOf(e: AttemptRow): Partial<OccurrenceItem> {
     const executionState = toExecution({ ...e, attempt: 0 }, this.clock.now()).state;
+    const execution = { executionId: e.executionId, executionState };
     if (e.state === "SKIPPED") {
       const reason = (e.error?.reason as OccurrenceItem["reason"]) ?? "misfire";
-      return { status: "skipped", reason, executionId: e.executionId, executionState };
+      return { status: "skipped", reason, ...execution };
     }
-    return { status: "dispatched", executionId: e.executionId, executionState };
+    if (executionState === "PAUSED") return { status: "not_run", reason: "paused", ...execution };
+    if (executionState === "PENDING" && e.attempt === 0) return { status: "due", ...execution };
+    return { status: "dispatched", ...execution };
   }
 }
 

@@ -81,5 +81,11 @@ export function createMetrics(events: EngineEvents, loadedDue: () => number): Re
   events.on("error", (e) => errors.inc({ where: e.where }));
   events.on("store:fault", (e) => storeFailures.inc({ op: e.op, kind: e.kind }));
   events.on("store:writable", (e) => storeWritable.set(e.writable ? 1 : 0));
+  const replicaServing = new Gauge({
+    name: "duetime_read_replica_serving",
+    help: "1 while the read replica (--read-store) serves list and history reads, 0 while the store does",
+    registers: [registry],
+  });
+  events.on("reads:replica", (e) => replicaServing.set(e.serving ? 1 : 0));
   return registry;
 }

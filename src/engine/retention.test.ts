@@ -143,7 +143,10 @@ test("the run ledger says an occurrence older than the history retention is unkn
   const { clock, engine } = await setup();
   const job = await engine.service.createJob(ctx, { name: "hourly", target: { type: "queue", pool: "h" }, schedule: { cron: "0 * * * *" } });
   clock.jump(HOUR);
-  await succeedNow(engine, "h"); // dispatches and completes the 11:00 occurrence
+  await engine.scheduler.runOnce(); // dispatches the 11:00 occurrence
+  const { leased } = await engine.executor.lease({ pool: "h", workerId: "w", max: 10, leaseMs: 30_000, waitMs: 0 });
+  assert.equal(leased.length, 1);
+  await engine.executor.complete(leased.map((l) => ({ executionId: l.executionId, tenantId: l.tenantId, attempt: l.attempt })));
   const window = (fromMs: number, hours: number) => ({ from: new Date(fromMs).toISOString(), to: new Date(fromMs + hours * HOUR).toISOString() });
   const t0 = Date.parse(T0);
   assert.deepEqual((await engine.service.listOccurrences(ctx, job.jobId, window(t0, 1))).items.map((i) => i.status), ["dispatched"]);

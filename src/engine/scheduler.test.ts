@@ -27,10 +27,11 @@ async function tick(engine: Engine, clock: FakeClock, ms: number): Promise<void>
 
 const queue = { type: "queue" as const, pool: "p" };
 
-test("a delayed job becomes leasable at its due time, never before", async () => {
+test("a delayed job becomes leasable at its due time, never before, without passing through the scheduler", async () => {
   const clock = new FakeClock("2026-03-01T00:00:00Z");
   const engine = await engineAt(clock);
   await engine.service.createJob(ctx, { name: "a", target: queue, schedule: { delaySeconds: 10 } });
+  assert.equal(engine.scheduler.loaded, 0, "a one-off is not in the scheduler's window");
   await tick(engine, clock, 9_999);
   assert.equal((await engine.service.lease(ctx, "p", { workerId: "w", max: 10 })).items.length, 0);
   await tick(engine, clock, 1);
@@ -40,12 +41,14 @@ test("a delayed job becomes leasable at its due time, never before", async () =>
   await engine.stop();
 });
 
-test("a job due beyond the window is loaded by a later reload, not held in memory now", async () => {
+test("a recurring occurrence due beyond the window is loaded by a later reload, not held in memory now", async () => {
   const clock = new FakeClock("2026-03-01T00:00:00Z");
   const engine = await engineAt(clock);
-  await engine.service.createJob(ctx, { name: "far", target: queue, schedule: { delaySeconds: 3600 } });
+  await engine.service.createJob(ctx, { name: "far", target: queue, schedule: { cron: "0 * * * *" } });
   assert.equal(engine.scheduler.loaded, 0);
-  for (let t = 0; t < 3600; t += 15) await tick(engine, clock, 15_000);
+  for (let t = 0; t < 3600 - 60; t += 15) await tick(engine, clock, 15_000);
+  assert.equal(engine.scheduler.loaded, 1, "loaded once inside the window");
+  for (let t = 3600 - 60; t < 3600; t += 15) await tick(engine, clock, 15_000);
   await tick(engine, clock, 1_000);
   assert.equal((await engine.service.lease(ctx, "p", { workerId: "w", max: 10 })).items.length, 1);
   await engine.stop();
@@ -69,18 +72,31 @@ test("a recurring job dispatches each occurrence once and advances nextRunAt", a
 test("a cancelled job inside the window never dispatches", async () => {
   const clock = new FakeClock("2026-03-01T00:00:00Z");
   const engine = await engineAt(clock);
+  const job = await engine.service.createJob(ctx, { name: "x", target: queue, schedule: { cron: "* * * * *" } });
+  assert.equal(engine.scheduler.loaded, 1);
+  await engine.service.cancelJob(ctx, job.jobId);
+  await tick(engine, clock, 120_000);
+  assert.equal((await engine.service.lease(ctx, "p", { workerId: "w", max: 10 })).items.length, 0);
+  assert.equal((await engine.service.listExecutions(ctx, job.jobId, {})).items.length, 0);
+  await engine.stop();
+});
+
+test("a cancelled one-off never runs: its execution, created at submit, ends CANCELLED", async () => {
+  const clock = new FakeClock("2026-03-01T00:00:00Z");
+  const engine = await engineAt(clock);
   const job = await engine.service.createJob(ctx, { name: "x", target: queue, schedule: { delaySeconds: 5 } });
+  assert.deepEqual((await engine.service.listExecutions(ctx, job.jobId, {})).items.map((e) => e.state), ["PENDING"]);
   await engine.service.cancelJob(ctx, job.jobId);
   await tick(engine, clock, 10_000);
   assert.equal((await engine.service.lease(ctx, "p", { workerId: "w", max: 10 })).items.length, 0);
-  assert.equal((await engine.service.listExecutions(ctx, job.jobId, {})).items.length, 0);
+  assert.deepEqual((await engine.service.listExecutions(ctx, job.jobId, {})).items.map((e) => e.state), ["CANCELLED"]);
   await engine.stop();
 });
 
 test("a scheduler that lost its shards cannot dispatch (fenced by epoch)", async () => {
   const clock = new FakeClock("2026-03-01T00:00:00Z");
   const a = await engineAt(clock, "node-a", "shared.sqlite");
-  const job = await a.service.createJob(ctx, { name: "x", target: queue, schedule: { delaySeconds: 2 } });
+  const job = await a.service.createJob(ctx, { name: "x", target: queue, schedule: { cron: "*/2 * * * * *" } });
   assert.equal(a.scheduler.loaded, 1);
   // node-a stalls after its last reload; to node-b, whose clock reads 40 s
   // later, node-a's 15 s shard lease has expired, so node-b takes every shard.

@@ -1,6 +1,8 @@
 // The scheduler: keeps the next window of due work of the shards this node
 // owns (engine/shard-keeper.ts keeps those) in memory, and dispatches due
-// occurrences in batches (one store transaction each).
+// occurrences in batches (one store transaction each). Only recurring jobs
+// have due entries: a one-off's execution is written with the job, and the
+// executor wakes long polls when it is due.
 //
 // Invariant: every due entry of an owned shard with dueAt <= horizon is in the
 // timer (or being dispatched). Reloads extend the horizon; entries created or
@@ -218,8 +220,9 @@ export class Scheduler {
 }
 
 /**
- * A one-off runs its occurrence; a recurring job's plan applies its misfire
- * and overlap policies (core/misfire.ts), and its last occurrence completes it.
+ * A recurring job's plan applies its misfire and overlap policies
+ * (core/misfire.ts), and its last occurrence completes it. (A due entry of
+ * another kind runs its occurrence as it is.)
  */
 function planDispatch(entry: LoadedDueEntry, now: number, misfireThresholdMs: number): DispatchItem {
   const item = planOccurrence(entry, now, misfireThresholdMs);

@@ -27,7 +27,7 @@ export function toJob(r: JobRecord): Job {
   };
 }
 
-/** One history row; attempt 0 of a READY execution is PENDING until due, QUEUED after. */
+/** One history row; attempt 0 of a READY execution is PENDING until due, QUEUED after; a paused one-off's held execution is PAUSED. */
 export function toExecution(r: AttemptRow, now: number): ExecutionItem {
   const state = r.state === "READY" ? ((r.readyAt ?? 0) > now ? "PENDING" : "QUEUED") : r.state;
   return {

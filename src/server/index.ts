@@ -26,6 +26,10 @@ export interface ServerOptions {
   store: string;
   /** PostgreSQL's schema and pool size (store/factory.ts). */
   storeOptions?: StoreOptions;
+  /** A PostgreSQL read replica for list and history reads (engine/read-routing.ts). */
+  readStore?: string;
+  /** The most the replica may trail and still serve reads (default 10). */
+  readStoreMaxLagSeconds?: number;
   /** This node's id in a cluster, the same across restarts; defaults to HOSTNAME-PORT (random when the port is 0). */
   nodeId?: string;
   /** The default tenant's callback signing secret; several (newest first) during a rotation. */
@@ -79,6 +83,10 @@ function logEngineEvents(engine: Engine, log: FastifyBaseLogger): void {
     if (writable) log.info("the store takes writes again");
     else log.error({ err: error?.cause, kind: error?.kind }, "the store cannot write; /readyz answers 503 until a write probe succeeds");
   });
+  engine.events.on("reads:replica", ({ serving, lagMs, error }) => {
+    if (serving) log.info({ lagMs }, "the read replica serves list and history reads");
+    else log.warn({ lagMs, err: error }, "the read replica lags or fails; the store serves list and history reads");
+  });
   engine.events.on("error", ({ where, error }) => {
     // Store faults are told once, above, however often the loops retry.
     if (!(error instanceof StoreUnavailableError)) log.error({ err: error, where }, `${where} loop failed; it retries`);
@@ -89,6 +97,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const open = options.openEngine ?? defaultOpenEngine;
   const engineOptions: EngineOptions = { store: options.store };
   if (options.storeOptions !== undefined) engineOptions.storeOptions = options.storeOptions;
+  if (options.readStore !== undefined) engineOptions.readStore = options.readStore;
+  if (options.readStoreMaxLagSeconds !== undefined) engineOptions.readStoreMaxLagMs = options.readStoreMaxLagSeconds * 1000;
   const nodeId = options.nodeId ?? (options.port !== 0 ? `${hostname()}-${options.port}` : undefined);
   if (nodeId !== undefined) engineOptions.nodeId = nodeId;
   if (options.port !== 0) engineOptions.address = `${options.host}:${options.port}`;

@@ -20,6 +20,7 @@ import {
   type AckOutcome,
   type ApiKeyRecord,
   type AttemptRow,
+  type ClusterSignal,
   type DueEntry,
   type FailInput,
   type JobRecord,
@@ -62,15 +63,18 @@ const FATAL: ErrorRecord = { message: "fatal", class: "permanent" };
 type JobFields = NewJob["job"];
 
 interface JobOverrides extends Partial<JobFields> {
-  /** The first occurrence's scheduledFor and dueAt (default T0); ignored when `due` is given. */
+  /** The first occurrence's scheduledFor and dueAt (default T0); ignored when `due` (recurring) or `execution` (one-off) is given. */
   at?: number;
+  /** A recurring job's first due entry (default at `at`); a one-off has none unless given. */
   due?: NextOccurrence | null;
+  /** A one-off's execution (default at `at`; null: none); a recurring job has none. */
+  execution?: NextOccurrence | null;
   idempotency?: NewJob["idempotency"];
 }
 
-/** A valid NewJob: tenant t1, a one-off queue job in pool p1 due at T0. */
+/** A valid NewJob: tenant t1, a one-off queue job in pool p1 due at T0, created with its execution. */
 function newJob(overrides: JobOverrides = {}): NewJob {
-  const { at = T0, due, idempotency, ...fields } = overrides;
+  const { at = T0, due, execution, idempotency, ...fields } = overrides;
   const createdAt = fields.createdAt ?? CREATED;
   const jobId = fields.jobId ?? newId(createdAt);
   const job: JobFields = {
@@ -89,15 +93,19 @@ function newJob(overrides: JobOverrides = {}): NewJob {
     createdAt,
     ...fields,
   };
-  const result: NewJob = { job, due: due === undefined ? { scheduledFor: at, dueAt: at } : due };
+  const first = { scheduledFor: at, dueAt: at };
+  const result: NewJob =
+    job.kind === "once" ? { job, due: due ?? null, ...(execution !== null ? { execution: execution ?? first } : {}) } : { job, due: due === undefined ? first : due };
   if (idempotency) result.idempotency = idempotency;
   return result;
 }
 
-/** A recurring job (hourly, UTC) whose first occurrence is at T0. */
+/** A recurring job (hourly, UTC) whose first occurrence is at T0, in the due index. */
 function cronJob(overrides: JobOverrides = {}): NewJob {
-  return newJob({ kind: "cron", schedule: { ...CRON_SCHEDULE }, ...overrides });
+  return newJob({ ...CRON, ...overrides });
 }
+
+const CRON: JobOverrides = { kind: "cron", schedule: { ...CRON_SCHEDULE } };
 
 /** A job whose shard is not in `avoid`. */
 function jobOutsideShards(avoid: ReadonlySet<number>, overrides: JobOverrides = {}): NewJob {
@@ -125,7 +133,7 @@ async function acquireAll(store: Store, owner: string, now = T0 - 2 * HOUR, leas
 }
 
 async function createOne(store: Store, nj: NewJob, now = CREATED): Promise<JobRecord> {
-  const [outcome] = await store.jobCreateMany({ jobs: [nj], now });
+  const [outcome] = await store.jobCreateMany({ nodeId: "n1", jobs: [nj], now });
   assert.ok(outcome && outcome.status === "created", `created, got ${JSON.stringify(outcome)}`);
   return outcome.job;
 }
@@ -144,7 +152,10 @@ interface Ready {
   scheduledFor: number;
 }
 
-/** Creates a job due at `at` (default T0) and dispatches it at its due time: a READY execution. */
+/**
+ * A READY execution of a job due at `at` (default T0): a one-off's, created
+ * with it; a recurring job's, dispatched at its due time.
+ */
 async function readyExecution(
   store: Store,
   epochs: ReadonlyMap<number, number>,
@@ -153,6 +164,7 @@ async function readyExecution(
 ): Promise<Ready> {
   const nj = newJob(overrides);
   const job = await createOne(store, nj);
+  if (nj.execution) return { nj, job, executionId: executionIdFor(job.jobId, nj.execution.scheduledFor), scheduledFor: nj.execution.scheduledFor };
   const entry = entryOf(nj);
   const res = await store.dispatchMany({ nodeId: "n1", epochs, now: entry.dueAt, items: [{ entry, next }] });
   assert.equal(res.dispatched.length, 1, "dispatched");
@@ -293,6 +305,10 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         await store.ping();
       });
 
+      storeTest("a primary trails nothing: replicaLagMs answers 0", async (store) => {
+        assert.equal(await store.replicaLagMs(), 0);
+      });
+
       storeTest("pingWrite answers on a healthy store and changes no data", async (store) => {
         const created = await createOne(store, newJob());
         await store.pingWrite();
@@ -315,8 +331,8 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
 
     describe("jobCreateMany", () => {
       storeTest("creates a job SCHEDULED at version 1 with nextRunAt = due.scheduledFor and updatedAt = createdAt", async (store) => {
-        const nj = newJob({ due: { scheduledFor: T0, dueAt: T0 + 1500 } });
-        const [outcome] = await store.jobCreateMany({ jobs: [nj], now: CREATED });
+        const nj = cronJob({ due: { scheduledFor: T0, dueAt: T0 + 1500 } });
+        const [outcome] = await store.jobCreateMany({ nodeId: "n1", jobs: [nj], now: CREATED });
         assert.ok(outcome && outcome.status === "created");
         assert.equal(outcome.job.state, "SCHEDULED");
         assert.equal(outcome.job.version, 1);
@@ -363,7 +379,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
 
       storeTest("creates a batch of many jobs in one call, answering in request order", async (store) => {
         const jobs = Array.from({ length: 300 }, (_, i) => newJob({ name: `j${i}`, at: T0 + i * SECOND }));
-        const outcomes = await store.jobCreateMany({ jobs, now: CREATED });
+        const outcomes = await store.jobCreateMany({ nodeId: "n1", jobs, now: CREATED });
         assert.equal(outcomes.length, jobs.length);
         outcomes.forEach((o, i) => {
           assert.ok(o.status === "created", `item ${i} created`);
@@ -375,8 +391,47 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         assert.equal(listed.length, 300);
       });
 
+      storeTest("a one-off is created with its execution: READY from its due time at attempt 0, dispatched by the creating node at creation", async (store) => {
+        const nj = newJob({ execution: { scheduledFor: T0, dueAt: T0 + 1500 } });
+        const created = await createOne(store, nj, CREATED + 7);
+        assert.equal(created.nextRunAt, T0);
+        assert.equal(created.nextDueAt, T0 + 1500);
+        assert.deepEqual(await getJob(store, nj), created);
+        const rows = await history(store, "t1", nj.job.jobId);
+        assert.equal(rows.length, 1);
+        const row = attemptOf(rows, executionIdFor(nj.job.jobId, T0), 0);
+        assert.equal(row.state, "READY");
+        assert.equal(row.scheduledFor, T0);
+        assert.equal(row.readyAt, T0 + 1500);
+        assert.equal(row.dispatchedAt, CREATED + 7);
+        assert.equal(row.dispatchedBy, "n1");
+        assert.equal(row.startedAt, null);
+        assert.deepEqual(await store.dueLoad({ shards: [nj.job.shard], before: T0 + HOUR, limit: 10 }), [], "a one-off has no due entry");
+      });
+
+      storeTest("a one-off's execution is leased from its pool once due, with the job's payload and priority, never before", async (store) => {
+        const nj = newJob({ execution: { scheduledFor: T0, dueAt: T0 + 1500 }, target: { type: "queue", pool: "mail" }, payload: { to: "ada" }, priority: 5 });
+        await createOne(store, nj);
+        assert.deepEqual(await lease(store, T0 + 1499, { pool: "mail" }), []);
+        assert.deepEqual(countsOf(await store.poolCounts({ now: T0 + 1499 }), "t1", "mail"), { pending: 1, queued: 0, running: 0 });
+        const leased = await leaseOne(store, T0 + 1500, { pool: "mail" });
+        assert.equal(leased.executionId, executionIdFor(nj.job.jobId, T0));
+        assert.equal(leased.attempt, 1);
+        assert.deepEqual(leased.payload, { to: "ada" });
+        assert.equal(leased.scheduledFor, T0);
+      });
+
+      storeTest("a one-off's nextRunAt is its pending execution's: none once it started", async (store) => {
+        const nj = newJob();
+        await createOne(store, nj);
+        await leaseOne(store, T0);
+        const job = await getJob(store, nj);
+        assert.equal(job.nextRunAt, null);
+        assert.equal(job.nextDueAt, null);
+      });
+
       storeTest("a job with due null has nextRunAt and nextDueAt null and no due entry", async (store) => {
-        const nj = newJob({ due: null });
+        const nj = cronJob({ due: null });
         const created = await createOne(store, nj);
         assert.equal(created.nextRunAt, null);
         assert.equal(created.nextDueAt, null);
@@ -388,10 +443,12 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const first = newJob({ idempotency: { key: "k1", requestHash: "h1" } });
         const created = await createOne(store, first);
         const retry = newJob({ at: T0 + HOUR, idempotency: { key: "k1", requestHash: "h1" } });
-        const [outcome] = await store.jobCreateMany({ jobs: [retry], now: CREATED + 10 });
+        const [outcome] = await store.jobCreateMany({ nodeId: "n1", jobs: [retry], now: CREATED + 10 });
         assert.ok(outcome && outcome.status === "existing", JSON.stringify(outcome));
         assert.deepEqual(outcome.job, created);
         assert.equal(await store.jobGet({ tenantId: "t1", jobId: retry.job.jobId }), null);
+        assert.deepEqual(await history(store, "t1", retry.job.jobId), [], "no execution of the job not created");
+        assert.equal((await history(store, "t1", first.job.jobId)).length, 1, "the first job has one execution");
         assert.equal((await store.jobList({ tenantId: "t1", limit: 10 })).length, 1);
         assert.deepEqual(await store.dueLoad({ shards: [retry.job.shard], before: T0 + 2 * HOUR, limit: 10 }).then((r) => r.filter((e) => e.jobId === retry.job.jobId)), []);
       });
@@ -399,7 +456,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
       storeTest("the same idempotency key with another hash answers idempotency_mismatch, writing nothing", async (store) => {
         const created = await createOne(store, newJob({ idempotency: { key: "k1", requestHash: "h1" } }));
         const other = newJob({ idempotency: { key: "k1", requestHash: "h2" } });
-        const [outcome] = await store.jobCreateMany({ jobs: [other], now: CREATED + 10 });
+        const [outcome] = await store.jobCreateMany({ nodeId: "n1", jobs: [other], now: CREATED + 10 });
         assert.deepEqual(outcome, { status: "idempotency_mismatch" });
         assert.equal(await store.jobGet({ tenantId: "t1", jobId: other.job.jobId }), null);
         const listed = await store.jobList({ tenantId: "t1", limit: 10 });
@@ -409,17 +466,17 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
       storeTest("idempotency keys are per tenant: the same key in another tenant creates", async (store) => {
         await createOne(store, newJob({ idempotency: { key: "k1", requestHash: "h1" } }));
         const t2 = newJob({ tenantId: "t2", idempotency: { key: "k1", requestHash: "h1" } });
-        const [outcome] = await store.jobCreateMany({ jobs: [t2], now: CREATED });
+        const [outcome] = await store.jobCreateMany({ nodeId: "n1", jobs: [t2], now: CREATED });
         assert.ok(outcome && outcome.status === "created", JSON.stringify(outcome));
         assert.equal(outcome.job.tenantId, "t2");
         const t2other = newJob({ tenantId: "t2", idempotency: { key: "k2", requestHash: "h9" } });
-        assert.equal((await store.jobCreateMany({ jobs: [t2other], now: CREATED }))[0]?.status, "created");
+        assert.equal((await store.jobCreateMany({ nodeId: "n1", jobs: [t2other], now: CREATED }))[0]?.status, "created");
       });
 
       storeTest("the same key twice in one batch: the second answers existing with the first's job", async (store) => {
         const a = newJob({ idempotency: { key: "k1", requestHash: "h1" } });
         const b = newJob({ idempotency: { key: "k1", requestHash: "h1" } });
-        const outcomes = await store.jobCreateMany({ jobs: [a, b], now: CREATED });
+        const outcomes = await store.jobCreateMany({ nodeId: "n1", jobs: [a, b], now: CREATED });
         assert.equal(outcomes.length, 2);
         assert.ok(outcomes[0]?.status === "created");
         assert.ok(outcomes[1]?.status === "existing", JSON.stringify(outcomes[1]));
@@ -432,7 +489,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const a = newJob({ idempotency: { key: "k1", requestHash: "h1" } });
         const b = newJob({ idempotency: { key: "k1", requestHash: "h2" } });
         const c = newJob();
-        const outcomes = await store.jobCreateMany({ jobs: [a, b, c], now: CREATED });
+        const outcomes = await store.jobCreateMany({ nodeId: "n1", jobs: [a, b, c], now: CREATED });
         assert.deepEqual(outcomes.map((o) => o.status), ["created", "idempotency_mismatch", "created"]);
         assert.equal(await store.jobGet({ tenantId: "t1", jobId: b.job.jobId }), null);
         assert.ok(await store.jobGet({ tenantId: "t1", jobId: c.job.jobId }));
@@ -458,7 +515,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
           newJob({ createdAt: CREATED - 2000 }),
           newJob({ createdAt: CREATED - 2000 }),
         ];
-        await store.jobCreateMany({ jobs, now: CREATED });
+        await store.jobCreateMany({ nodeId: "n1", jobs, now: CREATED });
         const expected = jobs
           .map((j) => j.job)
           .sort((x, y) => y.createdAt - x.createdAt || (y.jobId < x.jobId ? -1 : y.jobId > x.jobId ? 1 : 0))
@@ -471,7 +528,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const a = newJob({ name: "alpha", createdAt: CREATED - 3 });
         const b = newJob({ name: "beta", createdAt: CREATED - 2 });
         const c = newJob({ name: "alpha", createdAt: CREATED - 1 });
-        await store.jobCreateMany({ jobs: [a, b, c], now: CREATED });
+        await store.jobCreateMany({ nodeId: "n1", jobs: [a, b, c], now: CREATED });
         await store.jobTransition({ tenantId: "t1", jobId: a.job.jobId, fromVersion: 1, state: "PAUSED", due: null, now: CREATED + 1 });
         const ids = (js: JobRecord[]): string[] => js.map((j) => j.jobId);
         assert.deepEqual(ids(await store.jobList({ tenantId: "t1", state: "PAUSED", limit: 10 })), [a.job.jobId]);
@@ -484,7 +541,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
 
       storeTest("respects limit, and the after cursor pages through every job exactly once in order", async (store) => {
         const jobs = Array.from({ length: 11 }, (_, i) => newJob({ createdAt: CREATED - Math.floor(i / 3) * 1000 }));
-        await store.jobCreateMany({ jobs, now: CREATED });
+        await store.jobCreateMany({ nodeId: "n1", jobs, now: CREATED });
         const all = await store.jobList({ tenantId: "t1", limit: 100 });
         assert.equal(all.length, 11);
         assert.equal((await store.jobList({ tenantId: "t1", limit: 4 })).length, 4);
@@ -503,7 +560,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
 
       storeTest("sees only the caller's tenant", async (store) => {
         const mine = newJob();
-        await store.jobCreateMany({ jobs: [mine, newJob({ tenantId: "t2" }), newJob({ tenantId: "t2" })], now: CREATED });
+        await store.jobCreateMany({ nodeId: "n1", jobs: [mine, newJob({ tenantId: "t2" }), newJob({ tenantId: "t2" })], now: CREATED });
         assert.deepEqual((await store.jobList({ tenantId: "t1", limit: 10 })).map((j) => j.jobId), [mine.job.jobId]);
         assert.equal((await store.jobList({ tenantId: "t2", limit: 10 })).length, 2);
         assert.deepEqual(await store.jobList({ tenantId: "t3", limit: 10 }), []);
@@ -527,7 +584,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
       });
 
       storeTest("a stale fromVersion answers null and changes nothing", async (store) => {
-        const nj = newJob();
+        const nj = cronJob();
         await createOne(store, nj);
         const moved = await store.jobTransition({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: 1, state: "PAUSED", due: "keep", now: T0 - 5 });
         assert.ok(moved);
@@ -548,7 +605,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
       });
 
       storeTest("a new due replaces the entry: nextRunAt, nextDueAt and dueLoad follow", async (store) => {
-        const nj = newJob();
+        const nj = cronJob();
         await createOne(store, nj);
         const moved = await store.jobTransition({
           tenantId: "t1",
@@ -569,7 +626,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
       });
 
       storeTest("due null removes the entry: nextRunAt and nextDueAt null, nothing to load", async (store) => {
-        const nj = newJob();
+        const nj = cronJob();
         await createOne(store, nj);
         const cancelled = await store.jobTransition({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: 1, state: "CANCELLED", due: null, now: T0 - 5 });
         assert.equal(cancelled?.state, "CANCELLED");
@@ -580,7 +637,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
       });
 
       storeTest('due "keep" leaves the entry as it was', async (store) => {
-        const nj = newJob({ due: { scheduledFor: T0, dueAt: T0 + 700 } });
+        const nj = cronJob({ due: { scheduledFor: T0, dueAt: T0 + 700 } });
         await createOne(store, nj);
         const paused = await store.jobTransition({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: 1, state: "PAUSED", due: "keep", now: T0 - 5 });
         assert.equal(paused?.nextRunAt, T0);
@@ -663,7 +720,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
 
       storeTest("without cancelExecutions, READY executions stay leasable", async (store) => {
         const epochs = await acquireAll(store, "n1");
-        const r = await readyExecution(store, epochs);
+        const r = await readyExecution(store, epochs, CRON);
         const job = await getJob(store, r.nj);
         await store.jobTransition({ tenantId: "t1", jobId: r.job.jobId, fromVersion: job.version, state: "PAUSED", due: null, now: T0 + 10 });
         const leased = await leaseOne(store, T0 + 20);
@@ -673,9 +730,9 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
 
     describe("dueLoad", () => {
       storeTest("loads only the given shards", async (store) => {
-        const a = newJob();
-        const b = jobOutsideShards(new Set([a.job.shard]));
-        await store.jobCreateMany({ jobs: [a, b], now: CREATED });
+        const a = cronJob();
+        const b = jobOutsideShards(new Set([a.job.shard]), CRON);
+        await store.jobCreateMany({ nodeId: "n1", jobs: [a, b], now: CREATED });
         const onlyA = await store.dueLoad({ shards: [a.job.shard], before: T0, limit: 10 });
         assert.deepEqual(onlyA.map((e) => e.jobId), [a.job.jobId]);
         const both = await store.dueLoad({ shards: [a.job.shard, b.job.shard], before: T0, limit: 10 });
@@ -686,12 +743,12 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
 
       storeTest("loads only entries with dueAt <= before, earliest dueAt first", async (store) => {
         // scheduledFor order differs from dueAt order (jitter): dueAt decides.
-        const late = newJob({ due: { scheduledFor: T0, dueAt: T0 + 5000 } });
-        const early = newJob({ due: { scheduledFor: T0 + 1000, dueAt: T0 + 1000 } });
-        const edge = newJob({ due: { scheduledFor: T0 + 6000, dueAt: T0 + 6000 } });
-        const future = newJob({ due: { scheduledFor: T0 + 6001, dueAt: T0 + 6001 } });
+        const late = cronJob({ due: { scheduledFor: T0, dueAt: T0 + 5000 } });
+        const early = cronJob({ due: { scheduledFor: T0 + 1000, dueAt: T0 + 1000 } });
+        const edge = cronJob({ due: { scheduledFor: T0 + 6000, dueAt: T0 + 6000 } });
+        const future = cronJob({ due: { scheduledFor: T0 + 6001, dueAt: T0 + 6001 } });
         const jobs = [late, early, edge, future];
-        await store.jobCreateMany({ jobs, now: CREATED });
+        await store.jobCreateMany({ nodeId: "n1", jobs, now: CREATED });
         const shards = [...new Set(jobs.map((j) => j.job.shard))];
         const loaded = await store.dueLoad({ shards, before: T0 + 6000, limit: 10 });
         assert.deepEqual(loaded.map((e) => e.jobId), [early.job.jobId, late.job.jobId, edge.job.jobId]);
@@ -704,21 +761,20 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
       });
 
       storeTest("respects the limit, keeping the earliest", async (store) => {
-        const jobs = Array.from({ length: 12 }, (_, i) => newJob({ at: T0 + (12 - i) * SECOND }));
-        await store.jobCreateMany({ jobs, now: CREATED });
+        const jobs = Array.from({ length: 12 }, (_, i) => cronJob({ at: T0 + (12 - i) * SECOND }));
+        await store.jobCreateMany({ nodeId: "n1", jobs, now: CREATED });
         const shards = Array.from({ length: SHARD_COUNT }, (_, i) => i);
         const loaded = await store.dueLoad({ shards, before: T0 + HOUR, limit: 5 });
         assert.deepEqual(loaded.map((e) => e.dueAt), [1, 2, 3, 4, 5].map((s) => T0 + s * SECOND));
       });
 
-      storeTest("returns the job's kind and schedule with each entry", async (store) => {
+      storeTest("returns the job's kind and schedule with each entry; a one-off has none", async (store) => {
         const once = newJob();
         const cron = cronJob();
-        await store.jobCreateMany({ jobs: [once, cron], now: CREATED });
+        await store.jobCreateMany({ nodeId: "n1", jobs: [once, cron], now: CREATED });
         const loaded = await store.dueLoad({ shards: [once.job.shard, cron.job.shard], before: T0, limit: 10 });
         const byId = new Map(loaded.map((e) => [e.jobId, e]));
-        assert.equal(byId.get(once.job.jobId)?.kind, "once");
-        assert.deepEqual(byId.get(once.job.jobId)?.schedule, once.job.schedule);
+        assert.equal(byId.has(once.job.jobId), false);
         assert.equal(byId.get(cron.job.jobId)?.kind, "cron");
         assert.deepEqual(byId.get(cron.job.jobId)?.schedule, cron.job.schedule);
       });
@@ -727,7 +783,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
     describe("dispatchMany", () => {
       storeTest("creates a READY execution named executionIdFor(jobId, scheduledFor), leasable from the job's queue pool", async (store) => {
         const epochs = await acquireAll(store, "n1");
-        const nj = newJob({ due: { scheduledFor: T0, dueAt: T0 + 200 } });
+        const nj = cronJob({ due: { scheduledFor: T0, dueAt: T0 + 200 } });
         await createOne(store, nj);
         const res = await store.dispatchMany({ nodeId: "n1", epochs, now: T0 + 200, items: [{ entry: entryOf(nj), next: null }] });
         const executionId = executionIdFor(nj.job.jobId, T0);
@@ -747,7 +803,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
 
       storeTest("records dispatchedBy = nodeId and dispatchedAt = now", async (store) => {
         const epochs = await acquireAll(store, "node-a");
-        const nj = newJob();
+        const nj = cronJob();
         await createOne(store, nj);
         await store.dispatchMany({ nodeId: "node-a", epochs, now: T0 + 42, items: [{ entry: entryOf(nj), next: null }] });
         const row = attemptOf(await history(store, "t1", nj.job.jobId), executionIdFor(nj.job.jobId, T0), 0);
@@ -758,16 +814,16 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
       storeTest("an http target's execution waits in HTTP_POOL and is leased with its target", async (store) => {
         const epochs = await acquireAll(store, "n1");
         const target: Target = { type: "http", url: "https://example.com/hook", method: "POST", headers: { "x-k": "v" } };
-        const r = await readyExecution(store, epochs, { target });
+        const r = await readyExecution(store, epochs, { ...CRON, target });
         assert.deepEqual(await lease(store, T0), []);
         const leased = await leaseOne(store, T0, { pool: HTTP_POOL });
         assert.equal(leased.executionId, r.executionId);
         assert.deepEqual(leased.target, target);
       });
 
-      storeTest("a one-off's due entry is deleted; the job stays SCHEDULED with nextRunAt and nextDueAt null", async (store) => {
+      storeTest("a last occurrence's due entry is deleted; the job stays SCHEDULED with nextRunAt and nextDueAt null", async (store) => {
         const epochs = await acquireAll(store, "n1");
-        const r = await readyExecution(store, epochs);
+        const r = await readyExecution(store, epochs, CRON);
         const job = await getJob(store, r.nj);
         assert.equal(job.state, "SCHEDULED");
         assert.equal(job.nextRunAt, null);
@@ -832,29 +888,29 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
 
       storeTest("dispatching the same entry twice: the second is stale and creates no second execution", async (store) => {
         const epochs = await acquireAll(store, "n1");
-        const once = newJob();
+        const last = cronJob();
         const cron = cronJob();
-        await store.jobCreateMany({ jobs: [once, cron], now: CREATED });
+        await store.jobCreateMany({ nodeId: "n1", jobs: [last, cron], now: CREATED });
         const items = [
-          { entry: entryOf(once), next: null },
+          { entry: entryOf(last), next: null },
           { entry: entryOf(cron), next: { scheduledFor: T0 + HOUR, dueAt: T0 + HOUR } },
         ];
         const first = await store.dispatchMany({ nodeId: "n1", epochs, now: T0, items });
         assert.equal(first.dispatched.length, 2);
         const again = await store.dispatchMany({ nodeId: "n1", epochs, now: T0 + 5, items });
         assert.deepEqual(again.dispatched, []);
-        assert.deepEqual(new Set(again.stale), new Set([once.job.jobId, cron.job.jobId]));
+        assert.deepEqual(new Set(again.stale), new Set([last.job.jobId, cron.job.jobId]));
         assert.deepEqual(again.fenced, []);
-        assert.equal((await history(store, "t1", once.job.jobId)).length, 1);
+        assert.equal((await history(store, "t1", last.job.jobId)).length, 1);
         assert.equal((await history(store, "t1", cron.job.jobId)).length, 1);
-        assert.equal(attemptOf(await history(store, "t1", once.job.jobId), executionIdFor(once.job.jobId, T0), 0).dispatchedAt, T0);
+        assert.equal(attemptOf(await history(store, "t1", last.job.jobId), executionIdFor(last.job.jobId, T0), 0).dispatchedAt, T0);
         assert.equal((await getJob(store, cron)).nextRunAt, T0 + HOUR, "the stale item did not advance the entry");
         assert.equal((await lease(store, T0 + 10)).length, 2);
       });
 
       storeTest("an entry whose job was cancelled (due removed) is stale", async (store) => {
         const epochs = await acquireAll(store, "n1");
-        const nj = newJob();
+        const nj = cronJob();
         await createOne(store, nj);
         const [entry] = await store.dueLoad({ shards: [nj.job.shard], before: T0, limit: 10 });
         assert.ok(entry);
@@ -868,7 +924,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
 
       storeTest("an entry whose due moved to another time is stale, and the moved entry stays", async (store) => {
         const epochs = await acquireAll(store, "n1");
-        const nj = newJob();
+        const nj = cronJob();
         await createOne(store, nj);
         const entry = entryOf(nj);
         await store.jobTransition({
@@ -888,7 +944,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
 
       storeTest("an item whose shard epoch moved is fenced and nothing is written", async (store) => {
         const epochs = await acquireAll(store, "n1");
-        const nj = newJob();
+        const nj = cronJob();
         await createOne(store, nj);
         const wrong = new Map(epochs);
         wrong.set(nj.job.shard, epochs.get(nj.job.shard)! + 1);
@@ -912,7 +968,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
 
       storeTest("an item of a shard missing from epochs is fenced", async (store) => {
         const epochs = await acquireAll(store, "n1");
-        const nj = newJob();
+        const nj = cronJob();
         await createOne(store, nj);
         const partial = new Map(epochs);
         partial.delete(nj.job.shard);
@@ -924,7 +980,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
 
       storeTest("after a takeover the old owner's epochs are fenced and the new owner dispatches", async (store) => {
         const old = await acquireAll(store, "old", T0 - HOUR, 10 * SECOND);
-        const nj = newJob();
+        const nj = cronJob();
         await createOne(store, nj);
         const taken = await acquireAll(store, "new", T0 - HOUR + 20 * SECOND, HOUR);
         assert.ok(taken.get(nj.job.shard)! > old.get(nj.job.shard)!);
@@ -938,10 +994,10 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
 
       storeTest("one batch answers dispatched, stale and fenced items each on its own", async (store) => {
         const epochs = await acquireAll(store, "n1");
-        const fencedJob = newJob();
-        const good = jobOutsideShards(new Set([fencedJob.job.shard]), { tenantId: "t2", target: { type: "queue", pool: "p2" } });
-        const staleJob = jobOutsideShards(new Set([fencedJob.job.shard]));
-        await store.jobCreateMany({ jobs: [fencedJob, good, staleJob], now: CREATED });
+        const fencedJob = cronJob();
+        const good = jobOutsideShards(new Set([fencedJob.job.shard]), { ...CRON, tenantId: "t2", target: { type: "queue", pool: "p2" } });
+        const staleJob = jobOutsideShards(new Set([fencedJob.job.shard]), CRON);
+        await store.jobCreateMany({ nodeId: "n1", jobs: [fencedJob, good, staleJob], now: CREATED });
         await store.jobTransition({ tenantId: "t1", jobId: staleJob.job.jobId, fromVersion: 1, state: "CANCELLED", due: null, now: T0 - 1 });
         const wrong = new Map(epochs);
         wrong.set(fencedJob.job.shard, epochs.get(fencedJob.job.shard)! - 1);
@@ -959,7 +1015,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
 
       storeTest("an execution that already exists for (jobId, scheduledFor) is not inserted again", async (store) => {
         const epochs = await acquireAll(store, "n1");
-        const r = await readyExecution(store, epochs);
+        const r = await readyExecution(store, epochs, CRON);
         const leased = await leaseOne(store, T0);
         assertOk((await store.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 1 }], now: T0 + 10 }))[0], "SUCCEEDED");
         // Re-arm the same occurrence (e.g. a resume that recomputed the same time).
@@ -1045,20 +1101,20 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
 
     describe("jobUpdate and executionsInWindow", () => {
       storeTest("jobUpdate replaces the definition at fromVersion and moves or keeps the due entry", async (store) => {
-        const nj = newJob();
+        const nj = cronJob({ name: "before" });
         await createOne(store, nj);
         const fields = { kind: "cron" as const, name: "renamed", target: { type: "queue" as const, pool: "p2" }, payload: { n: 2 }, schedule: { ...CRON_SCHEDULE }, retry: RETRY, timeoutSeconds: 60, priority: 5 };
-        assert.equal(await store.jobUpdate({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: 7, fields, due: "keep", now: T0 }), null);
-        const updated = await store.jobUpdate({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: 1, fields, due: { scheduledFor: T0 + HOUR, dueAt: T0 + HOUR }, now: T0 });
+        assert.equal(await store.jobUpdate({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: 7, fields, due: "keep", nodeId: "n1", now: T0 }), null);
+        const updated = await store.jobUpdate({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: 1, fields, due: { scheduledFor: T0 + HOUR, dueAt: T0 + HOUR }, nodeId: "n1", now: T0 });
         assert.ok(updated);
         assert.equal(updated.version, 2);
         assert.equal(updated.name, "renamed");
         assert.equal(updated.kind, "cron");
         assert.deepEqual(updated.target, { type: "queue", pool: "p2" });
         assert.equal(updated.nextRunAt, T0 + HOUR);
-        const kept = await store.jobUpdate({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: 2, fields, due: "keep", now: T0 });
+        const kept = await store.jobUpdate({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: 2, fields, due: "keep", nodeId: "n1", now: T0 });
         assert.equal(kept?.nextRunAt, T0 + HOUR);
-        assert.equal(await store.jobUpdate({ tenantId: "t2", jobId: nj.job.jobId, fromVersion: 3, fields, due: "keep", now: T0 }), null);
+        assert.equal(await store.jobUpdate({ tenantId: "t2", jobId: nj.job.jobId, fromVersion: 3, fields, due: "keep", nodeId: "n1", now: T0 }), null);
       });
 
       storeTest("executionsInWindow lists a job's executions with scheduledFor in [from, to]", async (store) => {
@@ -1069,6 +1125,156 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const rows = await store.executionsInWindow({ tenantId: "t1", jobId: nj.job.jobId, from: T0 + HOUR, to: T0 + 2 * HOUR });
         assert.deepEqual(rows.map((r) => r.scheduledFor), [T0 + HOUR, T0 + 2 * HOUR]);
         assert.deepEqual(await store.executionsInWindow({ tenantId: "t2", jobId: nj.job.jobId, from: T0, to: T0 + 9 * HOUR }), []);
+      });
+    });
+
+    describe("a one-off's pending execution (pause, resume, PATCH, cancel)", () => {
+      /** The job at its current version, and one transition of it. */
+      async function transition(store: Store, nj: NewJob, state: "PAUSED" | "SCHEDULED" | "CANCELLED", extra: Partial<Parameters<Store["jobTransition"]>[0]>, now = T0 - MINUTE) {
+        const job = await getJob(store, nj);
+        return store.jobTransition({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: job.version, state, due: null, now, ...extra });
+      }
+
+      async function update(store: Store, nj: NewJob, fields: Partial<NewJob["job"]>, pending: { from: number | null; to: NextOccurrence | null }, now = T0 - MINUTE) {
+        const job = await getJob(store, nj);
+        const { kind, name, target, payload, schedule, retry, timeoutSeconds, priority } = { ...job, ...fields };
+        return store.jobUpdate({
+          tenantId: "t1",
+          jobId: nj.job.jobId,
+          fromVersion: job.version,
+          fields: { kind, name, target, payload, schedule, retry, timeoutSeconds, priority },
+          due: kind === "cron" ? null : "keep",
+          pending,
+          nodeId: "n2",
+          now,
+        });
+      }
+
+      storeTest("hold makes it PAUSED: never leased, not counted, not the job's next run; release makes it READY from readyAt", async (store) => {
+        const nj = newJob();
+        await createOne(store, nj);
+        const id = executionIdFor(nj.job.jobId, T0);
+        const paused = await transition(store, nj, "PAUSED", { pending: { hold: T0 } });
+        assert.equal(paused?.nextRunAt, null);
+        assert.equal(paused?.nextDueAt, null);
+        assert.equal(attemptOf(await history(store, "t1", nj.job.jobId), id, 0).state, "PAUSED");
+        assert.deepEqual(await lease(store, T0 + HOUR), []);
+        assert.deepEqual(nonZero(await store.poolCounts({ now: T0 + HOUR })), []);
+        assert.equal(await store.executionNextReady({ pool: "p1", tenantId: "t1" }), null);
+        const resumed = await transition(store, nj, "SCHEDULED", { pending: { release: { scheduledFor: T0, readyAt: T0 + HOUR } } }, T0 + 10);
+        assert.equal(resumed?.nextRunAt, T0);
+        assert.equal(resumed?.nextDueAt, T0 + HOUR);
+        const row = attemptOf(await history(store, "t1", nj.job.jobId), id, 0);
+        assert.equal(row.state, "READY");
+        assert.equal(row.readyAt, T0 + HOUR);
+        assert.deepEqual(await lease(store, T0 + HOUR - 1), []);
+        assert.equal((await leaseOne(store, T0 + HOUR)).executionId, id);
+      });
+
+      storeTest("hold leaves an execution that started alone: a running attempt, or a retry waiting", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const running = await runningExecution(store, epochs);
+        await transition(store, running.nj, "PAUSED", { pending: { hold: T0 } }, T0 + 1);
+        const beat = await store.executionHeartbeat({ tenantId: "t1", executionId: running.executionId, attempt: 1, now: T0 + 2 });
+        assert.equal(beat.status, "ok");
+        const retrying = await runningExecution(store, epochs, { tenantId: "t2" });
+        assertOk((await store.executionFailMany({ items: [fail({ executionId: retrying.executionId, tenantId: "t2", attempt: 1 })], now: T0 + 3 }))[0], "READY");
+        const job = await store.jobGet({ tenantId: "t2", jobId: retrying.job.jobId });
+        await store.jobTransition({ tenantId: "t2", jobId: retrying.job.jobId, fromVersion: job!.version, state: "PAUSED", due: null, pending: { hold: T0 }, now: T0 + 4 });
+        assert.equal((await leaseOne(store, T0 + 3 + 10 * SECOND, { tenantId: "t2" })).attempt, 2, "the retry runs on");
+      });
+
+      storeTest("a version that moved writes nothing to the pending execution", async (store) => {
+        const nj = newJob();
+        await createOne(store, nj);
+        assert.equal(await store.jobTransition({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: 9, state: "PAUSED", due: null, pending: { hold: T0 }, now: T0 - 1 }), null);
+        assert.equal(await store.jobUpdate({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: 9, fields: nj.job, due: "keep", pending: { from: T0, to: null }, nodeId: "n1", now: T0 - 1 }), null);
+        assert.equal((await leaseOne(store, T0)).executionId, executionIdFor(nj.job.jobId, T0));
+      });
+
+      storeTest("cancelExecutions ends a held execution CANCELLED; resuming cannot bring it back", async (store) => {
+        const nj = newJob();
+        await createOne(store, nj);
+        await transition(store, nj, "PAUSED", { pending: { hold: T0 } });
+        const cancelled = await transition(store, nj, "CANCELLED", { cancelExecutions: true });
+        assert.equal(cancelled?.state, "CANCELLED");
+        const row = attemptOf(await history(store, "t1", nj.job.jobId), executionIdFor(nj.job.jobId, T0), 0);
+        assert.equal(row.state, "CANCELLED");
+        await transition(store, nj, "SCHEDULED", { pending: { release: { scheduledFor: T0, readyAt: T0 } } });
+        assert.deepEqual(await lease(store, T0 + HOUR), []);
+      });
+
+      storeTest("a PATCH to a new time replaces it: a new id at the new time, from the new definition, created by the calling node", async (store) => {
+        const nj = newJob({ at: T0 + HOUR });
+        await createOne(store, nj);
+        const to = { scheduledFor: T0 + 2 * HOUR, dueAt: T0 + 2 * HOUR };
+        const updated = await update(store, nj, { target: { type: "queue", pool: "p2" }, payload: { n: 2 }, priority: 3, schedule: { runAt: iso(to.scheduledFor) } }, { from: T0 + HOUR, to }, T0 + 5);
+        assert.equal(updated?.nextRunAt, to.scheduledFor);
+        const rows = await history(store, "t1", nj.job.jobId);
+        assert.deepEqual(rows.map((r) => [r.executionId, r.state, r.readyAt, r.dispatchedAt, r.dispatchedBy]), [
+          [executionIdFor(nj.job.jobId, to.scheduledFor), "READY", to.dueAt, T0 + 5, "n2"],
+        ]);
+        assert.deepEqual(await lease(store, T0 + 3 * HOUR), [], "nothing left in the old pool");
+        const leased = await leaseOne(store, to.dueAt, { pool: "p2" });
+        assert.deepEqual(leased.payload, { n: 2 });
+        assert.equal(leased.scheduledFor, to.scheduledFor);
+      });
+
+      storeTest("a PATCH at the same time rebuilds it in place, so a new payload reaches it", async (store) => {
+        const nj = newJob();
+        await createOne(store, nj);
+        await update(store, nj, { payload: { n: 42 } }, { from: T0, to: { scheduledFor: T0, dueAt: T0 } });
+        const leased = await leaseOne(store, T0);
+        assert.equal(leased.executionId, executionIdFor(nj.job.jobId, T0));
+        assert.deepEqual(leased.payload, { n: 42 });
+      });
+
+      storeTest("a PATCH of a paused one-off keeps the replacement held", async (store) => {
+        const nj = newJob();
+        await createOne(store, nj);
+        await transition(store, nj, "PAUSED", { pending: { hold: T0 } });
+        const to = { scheduledFor: T0 + HOUR, dueAt: T0 + HOUR };
+        await update(store, nj, { schedule: { runAt: iso(to.scheduledFor) } }, { from: T0, to });
+        const rows = await history(store, "t1", nj.job.jobId);
+        assert.deepEqual(rows.map((r) => [r.executionId, r.state]), [[executionIdFor(nj.job.jobId, to.scheduledFor), "PAUSED"]]);
+        assert.deepEqual(await lease(store, T0 + 2 * HOUR), []);
+      });
+
+      storeTest("a PATCH replaces it only while it has not started: a running one stays, and nothing is added", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await runningExecution(store, epochs);
+        const to = { scheduledFor: T0 + HOUR, dueAt: T0 + HOUR };
+        const updated = await update(store, r.nj, { schedule: { runAt: iso(to.scheduledFor) } }, { from: T0, to }, T0 + 1);
+        assert.ok(updated, "the job itself changes");
+        const rows = await history(store, "t1", r.job.jobId);
+        assert.deepEqual(rows.map((x) => [x.executionId, x.state]), [[r.executionId, "RUNNING"]]);
+        assert.deepEqual(await lease(store, T0 + 2 * HOUR), []);
+      });
+
+      storeTest("a change of kind moves the occurrence: a one-off turned recurring loses its pending execution, and back", async (store) => {
+        const nj = newJob();
+        await createOne(store, nj);
+        await update(store, nj, { kind: "cron", schedule: { ...CRON_SCHEDULE } }, { from: T0, to: null });
+        assert.deepEqual(await history(store, "t1", nj.job.jobId), []);
+        const to = { scheduledFor: T0 + HOUR, dueAt: T0 + HOUR };
+        const back = await update(store, nj, { kind: "once", schedule: { runAt: iso(to.scheduledFor) } }, { from: null, to });
+        assert.equal(back?.nextRunAt, to.scheduledFor);
+        assert.equal((await leaseOne(store, to.dueAt)).executionId, executionIdFor(nj.job.jobId, to.scheduledFor));
+      });
+
+      storeTest("a one-off ended by a triggered execution drops its pending execution", async (store) => {
+        const nj = newJob({ at: T0 + HOUR });
+        await createOne(store, nj);
+        const [triggered] = await store.executionCreateMany({ tenantId: "t1", jobId: nj.job.jobId, nodeId: "n1", now: T0, items: [{ scheduledFor: T0, readyAt: T0 }] });
+        assert.ok(triggered);
+        const leased = await leaseOne(store, T0);
+        assert.equal(leased.executionId, triggered.executionId);
+        assertOk((await store.executionCompleteMany({ items: [{ executionId: leased.executionId, tenantId: "t1", attempt: 1 }], now: T0 + 1 }))[0], "SUCCEEDED");
+        const job = await getJob(store, nj);
+        assert.equal(job.state, "COMPLETED");
+        assert.equal(job.nextRunAt, null);
+        assert.deepEqual((await history(store, "t1", nj.job.jobId)).map((r) => r.executionId), [triggered.executionId]);
+        assert.deepEqual(await lease(store, T0 + 2 * HOUR), []);
       });
     });
 
@@ -1113,7 +1319,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
       });
 
       storeTest("answers null for another tenant's job or an unknown job", async (store) => {
-        const nj = newJob();
+        const nj = cronJob();
         await createOne(store, nj);
         const item = [{ scheduledFor: T0, readyAt: T0 }];
         assert.deepEqual(await store.executionCreateMany({ tenantId: "t2", jobId: nj.job.jobId, nodeId: "n1", now: T0, items: item }), [null]);
@@ -1174,6 +1380,14 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const order: string[] = [];
         for (let i = 0; i < 5; i++) order.push((await leaseOne(store, T0 + 5000)).executionId);
         assert.deepEqual(order, [b, c, d, a, e].map((x) => x.executionId));
+      });
+
+      storeTest("an execution not yet due never stands in the way: a due lower-priority one is leased past a future higher-priority one", async (store) => {
+        const future = newJob({ at: T0 + HOUR, priority: 50 });
+        const due = newJob({ at: T0, priority: -50 });
+        await store.jobCreateMany({ nodeId: "n1", jobs: [future, due], now: CREATED });
+        const leased = await lease(store, T0, { max: 10 });
+        assert.deepEqual(leased.map((r) => r.jobId), [due.job.jobId]);
       });
 
       storeTest("a batch takes the highest-priority executions", async (store) => {
@@ -1256,6 +1470,35 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         assert.equal(row.startedAt, T0 + 50);
         assert.equal(row.finishedAt, null);
         assert.equal(row.error, null);
+      });
+    });
+
+    describe("executionNextReady", () => {
+      storeTest("answers the earliest readyAt of a pool's READY executions, one tenant's or all, across priorities; null when none", async (store) => {
+        assert.equal(await store.executionNextReady({ pool: "p1", tenantId: "t1" }), null);
+        await store.jobCreateMany({
+          nodeId: "n1",
+          jobs: [
+            newJob({ at: T0 + 3 * HOUR, priority: 9 }),
+            newJob({ at: T0 + 2 * HOUR, priority: -4 }),
+            newJob({ at: T0 + HOUR, tenantId: "t2" }),
+            newJob({ at: T0 + MINUTE, target: { type: "queue", pool: "other" } }),
+          ],
+          now: CREATED,
+        });
+        assert.equal(await store.executionNextReady({ pool: "p1", tenantId: "t1" }), T0 + 2 * HOUR);
+        assert.equal(await store.executionNextReady({ pool: "p1" }), T0 + HOUR);
+        assert.equal(await store.executionNextReady({ pool: "p1", tenantId: "t3" }), null);
+        assert.equal(await store.executionNextReady({ pool: "other", tenantId: "t1" }), T0 + MINUTE);
+      });
+
+      storeTest("counts only READY executions: a running one, or the HTTP runner's pool across tenants", async (store) => {
+        await createOne(store, newJob({ at: T0 }));
+        await leaseOne(store, T0);
+        assert.equal(await store.executionNextReady({ pool: "p1", tenantId: "t1" }), null);
+        const target: Target = { type: "http", url: "https://example.com/hook", method: "POST", headers: {} };
+        await store.jobCreateMany({ nodeId: "n1", jobs: [newJob({ at: T0 + HOUR, target }), newJob({ at: T0 + MINUTE, tenantId: "t2", target })], now: CREATED });
+        assert.equal(await store.executionNextReady({ pool: HTTP_POOL }), T0 + MINUTE);
       });
     });
 
@@ -2353,7 +2596,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
     describe("fencing", () => {
       storeTest("dispatch is fenced by owner: another node with the owner's epochs, or the owner after releasing, dispatches nothing", async (store) => {
         const epochs = await acquireAll(store, "node-a");
-        const nj = newJob();
+        const nj = cronJob();
         await createOne(store, nj);
         const items = [{ entry: entryOf(nj), next: null }];
         assert.deepEqual((await store.dispatchMany({ nodeId: "node-b", epochs, now: T0, items })).fenced, [nj.job.jobId]);
@@ -2495,7 +2738,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         assert.deepEqual((await history(store, "t1", r.job.jobId)).map((h) => [h.attempt, h.state]), [[1, "DEAD"]], "its attempt stays");
         assert.equal((await lease(store, T0 + 3 * SECOND, { pool: replayed.pool })).length, 1, "and the replayed execution is leased");
 
-        const jobs = [newJob({ at: T0 + 1000 * HOUR }), newJob({ at: T0 + 1000 * HOUR }), newJob({ at: T0 + 1000 * HOUR })];
+        const jobs = [cronJob({ at: T0 + 1000 * HOUR }), cronJob({ at: T0 + 1000 * HOUR }), cronJob({ at: T0 + 1000 * HOUR })];
         for (const nj of jobs) {
           await createOne(store, nj);
           assert.ok(await store.jobTransition({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: 1, state: "CANCELLED", due: null, now: T0 }));
@@ -2519,14 +2762,14 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
 
       storeTest("jobs: removes ended jobs last changed before `before` once no execution is left; never a live one", async (store) => {
         const epochs = await acquireAll(store, "n1");
-        const cancelled = newJob({ at: T0 + 1000 * HOUR });
+        const cancelled = cronJob({ at: T0 + 1000 * HOUR });
         await createOne(store, cancelled);
         assert.ok(await store.jobTransition({ tenantId: "t1", jobId: cancelled.job.jobId, fromVersion: 1, state: "CANCELLED", due: null, now: T0 }));
         const completed = await succeededAt(store, epochs, T0 + SECOND);
         assert.equal((await getJob(store, completed.nj)).state, "COMPLETED");
-        const live = newJob({ at: T0 + 1000 * HOUR });
+        const live = cronJob({ at: T0 + 1000 * HOUR });
         await createOne(store, live);
-        const paused = newJob({ at: T0 + 1000 * HOUR });
+        const paused = cronJob({ at: T0 + 1000 * HOUR });
         await createOne(store, paused);
         assert.ok(await store.jobTransition({ tenantId: "t1", jobId: paused.job.jobId, fromVersion: 1, state: "PAUSED", due: "keep", now: T0 }));
 
@@ -2553,9 +2796,9 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const { rows, deleted } = await expireAndPurge(store, { kind: "idempotency", before: T0 + MINUTE, limit: 10 });
         assert.equal(deleted, 1);
         assert.deepEqual(rows.map((a) => [a.kind, a.id, a.tenantId, a.jobId, a.at]), [["idempotency", "k-old", "t1", first.job.jobId, T0]]);
-        const [again] = await store.jobCreateMany({ jobs: [newJob(key("k-old", "h2"))], now: T0 + 2 * HOUR });
+        const [again] = await store.jobCreateMany({ nodeId: "n1", jobs: [newJob(key("k-old", "h2"))], now: T0 + 2 * HOUR });
         assert.equal(again?.status, "created", "a removed key no longer answers");
-        const [kept] = await store.jobCreateMany({ jobs: [newJob(key("k-new", "h2"))], now: T0 + 2 * HOUR });
+        const [kept] = await store.jobCreateMany({ nodeId: "n1", jobs: [newJob(key("k-new", "h2"))], now: T0 + 2 * HOUR });
         assert.equal(kept?.status, "idempotency_mismatch", "a later key is kept");
       });
 
@@ -2577,14 +2820,13 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
     // sentences under true concurrency.
     describe("races (two handles on one database)", () => {
       pairTest("two leasers on one pool: every ready execution is granted exactly once, no attempt twice", async (a, b) => {
-        const epochs = await acquireAll(a, "n1");
         const READY = 6;
         for (let round = 0; round < RACE_ROUNDS; round++) {
           const pool = `race-${round}`;
+          // One-offs due at T0: READY since their creation.
           const jobs = Array.from({ length: READY }, () => newJob({ target: { type: "queue", pool } }));
-          await a.jobCreateMany({ jobs, now: CREATED });
-          const ready = await a.dispatchMany({ nodeId: "n1", epochs, now: T0, items: jobs.map((nj) => ({ entry: entryOf(nj), next: null })) });
-          assert.equal(ready.dispatched.length, READY);
+          await a.jobCreateMany({ nodeId: "n1", jobs, now: CREATED });
+          const ready = jobs.map((nj) => executionIdFor(nj.job.jobId, T0));
           /** Leases two at a time until the pool answers none (or more calls than there is work). */
           const drain = async (store: Store, workerId: string): Promise<LeasedRow[]> => {
             const got: LeasedRow[] = [];
@@ -2600,7 +2842,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
           assert.equal(new Set(grants).size, grants.length, `round ${round}: an attempt was granted twice: ${grants.join(" ")}`);
           assert.deepEqual(
             [...byA, ...byB].map((r) => r.executionId).sort(),
-            ready.dispatched.map((d) => d.executionId).sort(),
+            ready.sort(),
             `round ${round}: every ready execution granted once`,
           );
         }
@@ -2637,10 +2879,10 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
       pairTest("dispatch against a shard takeover: each occurrence is dispatched once, by the owner of the current epoch", async (a, b) => {
         for (let round = 0; round < RACE_ROUNDS; round++) {
           const now = T0 + round * MINUTE;
-          const nj = newJob({ at: now });
+          const nj = cronJob({ at: now });
           const shard = nj.job.shard;
-          const later = jobOnShard(shard, { at: now });
-          await a.jobCreateMany({ jobs: [nj, later], now: CREATED });
+          const later = jobOnShard(shard, { ...CRON, at: now });
+          await a.jobCreateMany({ nodeId: "n1", jobs: [nj, later], now: CREATED });
           // node-a's lease has expired by `now`, so node-b may take the shard then.
           const [held] = await a.shardAcquire({ owner: "node-a", shards: [shard], leaseMs: SECOND, now: now - 2 * SECOND });
           assert.equal(held?.owner, "node-a");
@@ -2677,14 +2919,36 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         }
       });
 
+      pairTest("pause against a lease: a one-off's pending execution is either held, never leased after, or leased and left running", async (a, b) => {
+        for (let round = 0; round < RACE_ROUNDS; round++) {
+          const pool = `race-${round}`;
+          const nj = newJob({ target: { type: "queue", pool } });
+          await a.jobCreateMany({ nodeId: "n1", jobs: [nj], now: CREATED });
+          const executionId = executionIdFor(nj.job.jobId, T0);
+          const [paused, leased] = await race(
+            round,
+            () => a.jobTransition({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: 1, state: "PAUSED", due: null, pending: { hold: T0 }, now: T0 }),
+            () => lease(b, T0, { pool }),
+          );
+          assert.equal(paused?.state, "PAUSED", `round ${round}: the pause applies either way`);
+          const state = attemptOf(await history(a, "t1", nj.job.jobId), executionId, leased.length).state;
+          if (leased.length === 1) {
+            assert.equal(state, "RUNNING", `round ${round}: leased first, it runs on`);
+          } else {
+            assert.equal(state, "PAUSED", `round ${round}: held first`);
+            assert.deepEqual(await lease(b, T0 + HOUR, { pool }), [], `round ${round}: a held execution is never leased`);
+          }
+        }
+      });
+
       pairTest("create with one idempotency key from two handles: one job, and both answers name it", async (a, b) => {
         for (let round = 0; round < RACE_ROUNDS; round++) {
           const idempotency = { key: `k-${round}`, requestHash: "h" };
           const [fromA, fromB] = [newJob({ idempotency }), newJob({ idempotency })];
           const [[outA], [outB]] = await race(
             round,
-            () => a.jobCreateMany({ jobs: [fromA], now: CREATED }),
-            () => b.jobCreateMany({ jobs: [fromB], now: CREATED }),
+            () => a.jobCreateMany({ nodeId: "n1", jobs: [fromA], now: CREATED }),
+            () => b.jobCreateMany({ nodeId: "n1", jobs: [fromB], now: CREATED }),
           );
           assert.ok(outA && outA.status !== "idempotency_mismatch" && outB && outB.status !== "idempotency_mismatch");
           assert.deepEqual([outA.status, outB.status].sort(), ["created", "existing"], `round ${round}`);
@@ -2722,5 +2986,80 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         }
       });
     });
+
+    describe("signals (two handles on one database)", () => {
+      const dueSignal = (i: number): ClusterSignal => {
+        const nj = newJob({ kind: "cron", schedule: CRON_SCHEDULE, due: { scheduledFor: T0 + i * SECOND, dueAt: T0 + i * SECOND } });
+        return { kind: "due", entry: { ...entryOf(nj), schedule: CRON_SCHEDULE } };
+      };
+
+      pairTest("a batch published on one handle reaches the subscribers of both, whole, in order, with its sender", async (a, b) => {
+        const onA = collectSignals(a);
+        const onB = collectSignals(b);
+        await Promise.all([onA.ready, onB.ready]);
+        const sent: ClusterSignal[] = [dueSignal(1), { kind: "ready", tenantId: "t1", pool: "p1", at: T0 }, dueSignal(2)];
+        await a.signalPublish({ from: "node-a", signals: sent });
+        for (const heard of [await onA.until(3), await onB.until(3)]) assert.deepEqual(heard, sent.map((signal) => ({ from: "node-a", signal })));
+        await Promise.all([onA.stop(), onB.stop()]);
+      });
+
+      pairTest("a batch larger than one notification arrives whole and in order", async (a, b) => {
+        const onB = collectSignals(b);
+        await onB.ready;
+        const sent = Array.from({ length: 300 }, (_, i) => dueSignal(i)); // about 100 KB of JSON
+        await a.signalPublish({ from: "node-a", signals: sent });
+        assert.deepEqual(await onB.until(sent.length), sent.map((signal) => ({ from: "node-a", signal })));
+        await onB.stop();
+      });
+
+      pairTest("an unsubscribed handler hears nothing more", async (a, b) => {
+        const gone = collectSignals(b);
+        const stays = collectSignals(b);
+        await Promise.all([gone.ready, stays.ready]);
+        await gone.stop();
+        await a.signalPublish({ from: "node-a", signals: [dueSignal(1)] });
+        assert.equal((await stays.until(1)).length, 1, "the batch reached handle b");
+        await stays.stop();
+        assert.deepEqual(gone.heard, []);
+      });
+    });
   });
+}
+
+/** Records what a handle's subscription hears; until(n) waits (up to 10 s) for n signals. */
+function collectSignals(store: Store): {
+  ready: Promise<unknown>;
+  heard: { from: string; signal: ClusterSignal }[];
+  until(n: number): Promise<{ from: string; signal: ClusterSignal }[]>;
+  stop(): Promise<void>;
+} {
+  const heard: { from: string; signal: ClusterSignal }[] = [];
+  let wake = (): void => undefined;
+  const subscribed = store.signalSubscribe((event) => {
+    if ("resync" in event) return;
+    for (const signal of event.signals) heard.push({ from: event.from, signal });
+    wake();
+  });
+  return {
+    ready: subscribed,
+    heard,
+    async until(n) {
+      const deadline = Date.now() + 10_000;
+      while (heard.length < n) {
+        const left = deadline - Date.now();
+        if (left <= 0) throw new Error(`heard ${heard.length} of ${n} signals in 10 s`);
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, left);
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+      }
+      return heard.slice(0, n);
+    },
+    async stop() {
+      await (await subscribed)();
+    },
+  };
 }

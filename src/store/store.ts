@@ -17,6 +17,15 @@
 // agree on who holds a lease; SQLite, one process on one host, reads the
 // host's. The engine passes Clock.storeNow(): nothing in production.
 //
+// One-off jobs (kind "once") get their execution at submit time
+// (docs/design-notes.md): jobCreateMany inserts it with the job, READY from
+// its due time, and only recurring jobs have due entries. Until it starts
+// (core/states.ts NOT_STARTED) it is the one-off's pending execution: it
+// gives the job its nextRunAt; pause holds it (PAUSED, never leased), resume
+// releases it, PATCH replaces it, cancel ends it, each in the job's own
+// compare-and-set; and leases take it the moment it is due. Nothing
+// dispatches it, so no shard fence guards it: attempt fencing does.
+//
 // A driver stores and fences; it does not decide (DESIGN.md, "Rules of the
 // port"). Every rule lives in core, reaching the driver one of two ways:
 // - as data in the call, when the engine knows the facts beforehand
@@ -53,13 +62,17 @@ export interface JobRecord {
   version: number;
   createdAt: number;
   updatedAt: number;
-  /** Nominal time of the next occurrence (from the due index), null when none. */
+  /**
+   * Nominal time of the next occurrence, null when none: a recurring job's
+   * due entry; a one-off's pending execution (READY at attempt 0; the
+   * earliest-ready one if a trigger added another; a held one is not next).
+   */
   nextRunAt: number | null;
-  /** When that occurrence is dispatched (nextRunAt plus jitter, or now for a missed one). */
+  /** When that occurrence is dispatched (nextRunAt plus jitter, or now for a missed one); a one-off's: its execution's readyAt. */
   nextDueAt: number | null;
 }
 
-/** A row of the due index: the next occurrence of one job. */
+/** A row of the due index: the next occurrence of one recurring job (a one-off has its execution instead). */
 export interface DueEntry {
   jobId: string;
   tenantId: string;
@@ -94,7 +107,8 @@ export interface DispatchItem {
   completeJob?: boolean;
 }
 
-export type ExecutionState = "READY" | "RUNNING" | "SUCCEEDED" | "DEAD" | "CANCELLED" | "SKIPPED";
+/** PAUSED: a paused one-off's pending execution, held (never leased) until the job resumes. */
+export type ExecutionState = "READY" | "PAUSED" | "RUNNING" | "SUCCEEDED" | "DEAD" | "CANCELLED" | "SKIPPED";
 
 /** One row of history: an attempt, or attempt 0 for an execution not yet attempted. */
 export interface AttemptRow {
@@ -102,7 +116,7 @@ export interface AttemptRow {
   jobId: string;
   scheduledFor: number;
   attempt: number;
-  /** Attempt state; for attempt 0 the execution's READY/CANCELLED/SKIPPED state. */
+  /** Attempt state; for attempt 0 the execution's READY/PAUSED/CANCELLED/SKIPPED state. */
   state: string;
   readyAt: number | null;
   dispatchedAt: number;
@@ -185,8 +199,15 @@ export type JobCreateOutcome =
 
 export interface NewJob {
   job: Omit<JobRecord, "version" | "updatedAt" | "nextRunAt" | "nextDueAt">;
-  /** The first occurrence, or null when the schedule has none. */
+  /** A recurring job's first occurrence, for the due index; null when the schedule has none, and for a one-off. */
   due: NextOccurrence | null;
+  /**
+   * A one-off's occurrence (core/states.ts occurrenceHome): its execution,
+   * inserted in the same transaction, named executionIdFor(jobId,
+   * scheduledFor), READY from dueAt (PENDING until then) at attempt 0,
+   * dispatchedAt = now and dispatchedBy = nodeId of the create call.
+   */
+  execution?: NextOccurrence;
   idempotency?: { key: string; requestHash: string };
 }
 
@@ -200,6 +221,30 @@ export interface ShardLease {
 export interface MigrateResult {
   applied: number[];
   version: number;
+}
+
+/**
+ * What a pause or resume does to a one-off's pending execution, the one at
+ * scheduledFor (core/states.ts PENDING_ON_ACTION): hold makes it PAUSED while
+ * it has not started (READY at attempt 0); release makes a PAUSED one READY
+ * again from readyAt (its due time, or now when that passed).
+ */
+export type PendingChange = { hold: number } | { release: { scheduledFor: number; readyAt: number } };
+
+/**
+ * What a PATCH does to a one-off's pending execution: the one at `from`
+ * (null: there is none, a recurring job becoming a one-off) is replaced by
+ * one at `to` (null: none, a one-off becoming recurring), built from the new
+ * definition at attempt 0, PAUSED when the job is, else READY from to.dueAt;
+ * dispatchedAt = now, dispatchedBy = nodeId. Only while the one at `from` has
+ * not started (READY at attempt 0, or PAUSED): removing it is the
+ * compare-and-set, and when that misses (it started, or ended) nothing is
+ * inserted. from = to.scheduledFor replaces it in place (same id), so a new
+ * payload, target, priority or retry policy reaches it.
+ */
+export interface PendingReplace {
+  from: number | null;
+  to: NextOccurrence | null;
 }
 
 /** A cluster member, live until its heartbeat expires. */
@@ -239,6 +284,18 @@ export interface ApiKeyRecord {
   /** When it was revoked; null while active. */
   revokedAt: number | null;
 }
+
+/**
+ * What one node tells the others after a write has committed (engine/signals.ts):
+ * - due: a recurring job's due entry was created or moved (the shard's owner
+ *   puts it in its loaded window if it falls there);
+ * - ready: a pool has work ready at `at` (long polls and the HTTP runner on
+ *   every node wake then).
+ */
+export type ClusterSignal = { kind: "due"; entry: LoadedDueEntry } | { kind: "ready"; tenantId: string; pool: string; at: number };
+
+/** What a subscriber hears: a batch from one node, or "resync" after the channel was down (signals may have been lost meanwhile). */
+export type SignalEvent = { from: string; signals: ClusterSignal[] } | { resync: true };
 
 /** What retention removes (engine/retention.ts decides when), in the order a run removes them: a job only once its executions have gone. */
 export const RETENTION_KINDS = ["executions", "jobs", "idempotency", "audit"] as const;
@@ -284,6 +341,13 @@ export interface Store {
    */
   storeTime(): Promise<number>;
   /**
+   * How far this store's data trails its primary, in ms: 0 for a primary
+   * (and for SQLite), Infinity for a replica that is not streaming from its
+   * primary (its lag is unknown and growing). engine/read-routing.ts sends
+   * list and history reads to a replica only while this stays small.
+   */
+  replicaLagMs(): Promise<number>;
+  /**
    * Throws StoreUnavailableError when the store cannot write: a small real
    * write that changes nothing and needs fresh space, not space a failed
    * write left behind (readiness probes with it while writes fail).
@@ -293,11 +357,13 @@ export interface Store {
 
   // ---- jobs -------------------------------------------------------------
   /**
-   * Inserts jobs and their first due entries in one transaction. A job whose
+   * Inserts jobs with their first due entries (recurring jobs) or their
+   * executions (one-offs: NewJob.execution) in one transaction. A job whose
    * idempotency key exists with the same request hash answers "existing"
-   * (nothing written); with another hash "idempotency_mismatch".
+   * (nothing written); with another hash "idempotency_mismatch". A created
+   * one-off answers nextRunAt and nextDueAt of its execution.
    */
-  jobCreateMany(params: { jobs: NewJob[]; now: number }): Promise<JobCreateOutcome[]>;
+  jobCreateMany(params: { jobs: NewJob[]; nodeId: string; now: number }): Promise<JobCreateOutcome[]>;
   jobGet(params: { tenantId: string; jobId: string }): Promise<JobRecord | null>;
   /** Newest first (createdAt desc, jobId desc), strictly after the cursor. */
   jobList(params: {
@@ -309,10 +375,12 @@ export interface Store {
   }): Promise<JobRecord[]>;
   /**
    * Compare-and-set of a job's state at fromVersion: sets the state, bumps the
-   * version, replaces the due entry ("keep" leaves it), and with
+   * version, replaces the due entry ("keep" leaves it), with
    * cancelExecutions treats the job's in-flight executions as core/states.ts
-   * inFlightOnCancel says (READY ones end CANCELLED, RUNNING ones are asked
-   * to stop).
+   * inFlightOnCancel says (READY and PAUSED ones end CANCELLED, RUNNING ones
+   * are asked to stop), and applies `pending` to a one-off's pending
+   * execution (PendingChange). Nothing of it is written when the version
+   * moved; the execution's change is itself a compare-and-set on its state.
    * Returns null when the version moved (the caller re-reads and retries).
    */
   jobTransition(params: {
@@ -322,6 +390,7 @@ export interface Store {
     state: JobState;
     due: NextOccurrence | null | "keep";
     cancelExecutions?: boolean;
+    pending?: PendingChange;
     now: number;
   }): Promise<JobRecord | null>;
 
@@ -372,8 +441,9 @@ export interface Store {
   executionsInWindow(params: { tenantId: string; jobId: string; from: number; to: number }): Promise<AttemptRow[]>;
   /**
    * Compare-and-set of a job's definition at fromVersion (PATCH): replaces the
-   * given fields, bumps the version and replaces the due entry ("keep" leaves
-   * it). Null when the version moved.
+   * given fields, bumps the version, replaces the due entry ("keep" leaves
+   * it) and a one-off's pending execution (PendingReplace), in one
+   * transaction. Null, writing nothing, when the version moved.
    */
   jobUpdate(params: {
     tenantId: string;
@@ -381,6 +451,8 @@ export interface Store {
     fromVersion: number;
     fields: Pick<JobRecord, "kind" | "name" | "target" | "payload" | "schedule" | "retry" | "timeoutSeconds" | "priority">;
     due: NextOccurrence | null | "keep";
+    pending?: PendingReplace;
+    nodeId: string;
     now: number;
   }): Promise<JobRecord | null>;
   /**
@@ -388,7 +460,10 @@ export interface Store {
    * absent) with readyAt <= now, higher priority first, then earlier readyAt;
    * each grant is a new attempt. The lease ends at min(now + leaseMs, deadline)
    * where deadline = now + timeoutSeconds × 1000 + graceMs (default 0);
-   * heartbeats never extend a lease past the deadline.
+   * heartbeats never extend a lease past the deadline. A pool's READY rows
+   * include every one-off not yet due (a million due next week): the lease
+   * must read only rows with readyAt <= now, never walk the future ones
+   * (SQLite walks priority levels, each an index range up to now).
    */
   executionLease(params: LeaseParams): Promise<LeasedRow[]>;
   /**
@@ -460,6 +535,13 @@ export interface Store {
     now?: number;
     limit: number;
   }): Promise<{ executionId: string; tenantId: string; pool: string; state: "READY" | "DEAD" | "CANCELLED" }[]>;
+  /**
+   * The earliest readyAt among the READY executions of a pool (one tenant's,
+   * or every tenant's when tenantId is absent), null when there is none:
+   * when a long poll that found nothing ready should look again. Served by
+   * indexes, as the lease is, never by a scan of the pool.
+   */
+  executionNextReady(params: { pool: string; tenantId?: string }): Promise<number | null>;
   /** History of one job: newest first by (scheduledFor, attempt), strictly after the cursor. */
   executionHistory(params: {
     tenantId: string;
@@ -489,6 +571,7 @@ export interface Store {
    */
   shardRelease(params: { owner: string; shards?: readonly number[] }): Promise<void>;
   shardList(): Promise<ShardLease[]>;
+  /** READY executions with readyAt > now are pending (one-offs not yet due among them), the others queued; held (PAUSED) ones are not counted. */
   poolCounts(params: { tenantId?: string; pool?: string; now: number }): Promise<PoolCounts[]>;
   auditList(params: { tenantId: string; limit: number; after?: { at: number; id: number } }): Promise<(AuditEntry & { id: number })[]>;
 
@@ -499,6 +582,18 @@ export interface Store {
   nodeList(params: { now: number }): Promise<NodeRecord[]>;
   /** Removes this node (a clean stop), so the others count it out at once. */
   nodeLeave(params: { nodeId: string }): Promise<void>;
+
+  // ---- signals between nodes -------------------------------------------------
+  // Best effort, at most once: a signal may be lost (a dropped connection, a
+  // node that was not listening), and every receiver heals by its periodic
+  // reloads and re-checks; signals only make things happen sooner. PostgreSQL
+  // carries them with NOTIFY on one channel per schema; SQLite within this
+  // process only (the handles on one file), since its nodes share no server.
+
+  /** Sends signals to every subscriber on the store, this node's included; `from` names the sender. */
+  signalPublish(params: { from: string; signals: ClusterSignal[] }): Promise<void>;
+  /** Calls handler for every batch published on the store until the returned function is called. */
+  signalSubscribe(handler: (event: SignalEvent) => void): Promise<() => Promise<void>>;
 
   // ---- API keys ---------------------------------------------------------------
   /**

@@ -25,6 +25,7 @@ import {
   type JobChange,
   jobChangeAfterExecution,
   LAST_DISPATCH_JOB_CHANGE,
+  NOT_STARTED,
   REPLAY_JOB_CHANGE,
 } from "../../core/states.js";
 import type {
@@ -32,6 +33,7 @@ import type {
   ApiKeyRecord,
   AttemptRow,
   AuditEntry,
+  ClusterSignal,
   CompleteInput,
   DeadLetterRow,
   DispatchItem,
@@ -46,10 +48,13 @@ import type {
   NewJob,
   NextOccurrence,
   NodeRecord,
+  PendingChange,
+  PendingReplace,
   PoolCounts,
   PurgedRow,
   RetentionKind,
   ShardLease,
+  SignalEvent,
   Store,
 } from "../store.js";
 import { HTTP_POOL } from "../store.js";
@@ -58,6 +63,7 @@ import { onStoreError } from "../faults.js";
 import { rethrowSqliteError } from "./errors.js";
 import { MIGRATIONS } from "./schema.js";
 import { heartbeat, leave, liveNodes, releaseShards } from "./nodes.js";
+import { SignalBus } from "./signals.js";
 
 export interface SqliteStoreOptions {
   /** A file path, or ":memory:". */
@@ -82,7 +88,27 @@ const jobRange = (jobId: string): [string, string] => [`${jobId}-`, `${jobId}.`]
  * for insertExecutions; whenIdle 1 inserts it only while its job has no
  * execution in flight (overlap: forbid).
  */
-type NewExecution = [string, string, number, number | null, "READY" | "SKIPPED", string | null, (0 | 1)?];
+type NewExecution = [string, string, number, number | null, "READY" | "PAUSED" | "SKIPPED", string | null, (0 | 1)?];
+
+/** A one-off's pending execution (store.ts NewJob.execution), held when its job is paused. */
+function pendingRow(jobId: string, at: NextOccurrence, held: boolean): NewExecution {
+  return [executionIdFor(jobId, at.scheduledFor), jobId, at.scheduledFor, at.dueAt, held ? NOT_STARTED.held : NOT_STARTED.waiting, null];
+}
+
+/** core/states.ts NOT_STARTED as a condition on an execution row (of alias `e`, or none). */
+const notStarted = (e = "") =>
+  `(${e}state = '${NOT_STARTED.held}' OR (${e}state = '${NOT_STARTED.waiting}' AND ${e}attempt = ${NOT_STARTED.attempt}))`;
+
+/**
+ * A job with its next occurrence (store.ts JobRecord.nextRunAt): a recurring
+ * job's due entry; a one-off's pending execution that is ready first.
+ */
+const JOB_WITH_NEXT = `SELECT j.*, coalesce(d.scheduled_for, p.scheduled_for) AS next_run_at, coalesce(d.due_at, p.ready_at) AS next_due_at
+  FROM jobs j LEFT JOIN due d ON d.job_id = j.id
+  LEFT JOIN executions p ON p.id = (
+    SELECT x.id FROM executions x WHERE j.kind = 'once' AND x.id > j.id || '-' AND x.id < j.id || '.'
+      AND x.state = '${NOT_STARTED.waiting}' AND x.attempt = ${NOT_STARTED.attempt}
+    ORDER BY x.ready_at LIMIT 1)`;
 
 function skippedRow(jobId: string, scheduledFor: number, reason: string): NewExecution {
   return [executionIdFor(jobId, scheduledFor), jobId, scheduledFor, null, "SKIPPED", JSON.stringify(skippedError(reason))];
@@ -132,6 +158,8 @@ class SqliteStore implements Store {
   readonly kind = "sqlite";
   private readonly db: Database.Database;
   private readonly stmts = new Map<string, Database.Statement>();
+  private readonly signals: SignalBus;
+  private readonly unsubscribes = new Set<() => Promise<void>>();
 
   constructor(options: SqliteStoreOptions) {
     this.db = new Database(options.path);
@@ -139,6 +167,7 @@ class SqliteStore implements Store {
     this.db.pragma(`synchronous = ${options.synchronous ?? "FULL"}`);
     this.db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
     this.db.pragma("foreign_keys = OFF");
+    this.signals = new SignalBus(options.path === ":memory:" ? `:memory:${Math.random()}` : options.path);
   }
 
   /** Prepared statements are cached by their text. */
@@ -165,6 +194,7 @@ class SqliteStore implements Store {
       if (done.has(m.version)) continue;
       this.tx(() => {
         this.db.exec(m.sql);
+        m.data?.(this.db, Date.now());
         this.db.prepare("INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)").run(m.version, Date.now());
       });
       applied.push(m.version);
@@ -174,6 +204,10 @@ class SqliteStore implements Store {
 
   async ping(): Promise<void> {
     this.q("SELECT 1").get();
+  }
+
+  async replicaLagMs(): Promise<number> {
+    return 0; // one file: always its own primary
   }
 
   async storeTime(): Promise<number> {
@@ -189,16 +223,33 @@ class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
+    await Promise.all([...this.unsubscribes].map((unsubscribe) => unsubscribe()));
     if (this.db.open) this.db.close();
+  }
+
+  // ---- signals ---------------------------------------------------------------
+
+  async signalPublish({ from, signals }: { from: string; signals: ClusterSignal[] }): Promise<void> {
+    if (signals.length > 0) this.signals.publish({ from, signals });
+  }
+
+  async signalSubscribe(handler: (event: SignalEvent) => void): Promise<() => Promise<void>> {
+    const unsubscribe = this.signals.subscribe(handler);
+    const once = async (): Promise<void> => {
+      this.unsubscribes.delete(once);
+      await unsubscribe();
+    };
+    this.unsubscribes.add(once);
+    return once;
   }
 
   // ---- jobs ------------------------------------------------------------------
 
-  async jobCreateMany({ jobs, now }: { jobs: NewJob[]; now: number }): Promise<JobCreateOutcome[]> {
-    return this.tx(() => jobs.map((j) => this.createOne(j, now)));
+  async jobCreateMany({ jobs, nodeId, now }: { jobs: NewJob[]; nodeId: string; now: number }): Promise<JobCreateOutcome[]> {
+    return this.tx(() => jobs.map((j) => this.createOne(j, nodeId, now)));
   }
 
-  private createOne({ job, due, idempotency }: NewJob, now: number): JobCreateOutcome {
+  private createOne({ job, due, execution, idempotency }: NewJob, nodeId: string, now: number): JobCreateOutcome {
     if (idempotency) {
       const prior = this.q(
         "SELECT request_hash, job_id FROM idempotency_keys WHERE tenant_id = ? AND key = ?",
@@ -235,12 +286,14 @@ class SqliteStore implements Store {
       created: job.createdAt,
     });
     if (due) this.putDue(job.jobId, job.tenantId, job.shard, due);
+    if (execution) this.insertExecutions([pendingRow(job.jobId, execution, false)], now, nodeId, { anyJobState: true });
+    const next = due ?? execution ?? null;
     const record: JobRecord = {
       ...job,
       version: 1,
       updatedAt: job.createdAt,
-      nextRunAt: due?.scheduledFor ?? null,
-      nextDueAt: due?.dueAt ?? null,
+      nextRunAt: next?.scheduledFor ?? null,
+      nextDueAt: next?.dueAt ?? null,
     };
     return { status: "created", job: record };
   }
@@ -257,10 +310,7 @@ class SqliteStore implements Store {
   }
 
   private getJob(tenantId: string, jobId: string): JobRecord | null {
-    const row = this.q(
-      `SELECT j.*, d.scheduled_for AS next_run_at, d.due_at AS next_due_at FROM jobs j LEFT JOIN due d ON d.job_id = j.id
-       WHERE j.id = ? AND j.tenant_id = ?`,
-    ).get(jobId, tenantId) as Row | undefined;
+    const row = this.q(`${JOB_WITH_NEXT} WHERE j.id = ? AND j.tenant_id = ?`).get(jobId, tenantId) as Row | undefined;
     return row ? toJob(row) : null;
   }
 
@@ -279,10 +329,7 @@ class SqliteStore implements Store {
     if (p.state) where.push("j.state = @state");
     if (p.name) where.push("j.name = @name");
     if (p.after) where.push("(j.created_at < @afterCreated OR (j.created_at = @afterCreated AND j.id < @afterId))");
-    const rows = this.q(
-      `SELECT j.*, d.scheduled_for AS next_run_at, d.due_at AS next_due_at FROM jobs j LEFT JOIN due d ON d.job_id = j.id
-       WHERE ${where.join(" AND ")} ORDER BY j.created_at DESC, j.id DESC LIMIT @limit`,
-    ).all({
+    const rows = this.q(`${JOB_WITH_NEXT} WHERE ${where.join(" AND ")} ORDER BY j.created_at DESC, j.id DESC LIMIT @limit`).all({
       tenant: p.tenantId,
       state: p.state ?? null,
       name: p.name ?? null,
@@ -300,6 +347,7 @@ class SqliteStore implements Store {
     state: JobState;
     due: NextOccurrence | null | "keep";
     cancelExecutions?: boolean;
+    pending?: PendingChange;
     now: number;
   }): Promise<JobRecord | null> {
     return this.tx(() => {
@@ -310,8 +358,39 @@ class SqliteStore implements Store {
       if (!row) return null;
       this.replaceDue(p.jobId, p.tenantId, row.shard, p.due);
       if (p.cancelExecutions) this.cancelInFlight(p.jobId, p.now, null);
+      if (p.pending) this.changePending(p.jobId, p.pending);
       return this.getJob(p.tenantId, p.jobId);
     });
+  }
+
+  /** Holds or releases a one-off's pending execution: each a compare-and-set on its state. */
+  private changePending(jobId: string, change: PendingChange): void {
+    if ("hold" in change) {
+      this.q(`UPDATE executions SET state = @held WHERE id = @id AND state = @waiting AND attempt = @attempt`).run({
+        ...NOT_STARTED,
+        id: executionIdFor(jobId, change.hold),
+      });
+      return;
+    }
+    this.q(`UPDATE executions SET state = @waiting, ready_at = @readyAt WHERE id = @id AND state = @held`).run({
+      held: NOT_STARTED.held,
+      waiting: NOT_STARTED.waiting,
+      id: executionIdFor(jobId, change.release.scheduledFor),
+      readyAt: change.release.readyAt,
+    });
+  }
+
+  /**
+   * Replaces a one-off's pending execution (store.ts PendingReplace): removing
+   * the old one while it has not started is the compare-and-set; the new one
+   * is built from the job as it now is, held when the job is paused.
+   */
+  private replacePending(jobId: string, jobState: JobState, r: PendingReplace, now: number, nodeId: string): void {
+    if (r.from !== null) {
+      const removed = this.q(`DELETE FROM executions WHERE id = ? AND ${notStarted()}`).run(executionIdFor(jobId, r.from));
+      if (removed.changes === 0) return;
+    }
+    if (r.to) this.insertExecutions([pendingRow(jobId, r.to, jobState === "PAUSED")], now, nodeId, { anyJobState: true });
   }
 
   async jobUpdate(p: {
@@ -320,6 +399,8 @@ class SqliteStore implements Store {
     fromVersion: number;
     fields: Pick<JobRecord, "kind" | "name" | "target" | "payload" | "schedule" | "retry" | "timeoutSeconds" | "priority">;
     due: NextOccurrence | null | "keep";
+    pending?: PendingReplace;
+    nodeId: string;
     now: number;
   }): Promise<JobRecord | null> {
     return this.tx(() => {
@@ -327,7 +408,7 @@ class SqliteStore implements Store {
       const row = this.q(
         `UPDATE jobs SET kind = @kind, name = @name, target = @target, pool = @pool, payload = @payload, schedule = @schedule,
            retry = @retry, timeout_seconds = @timeout, priority = @priority, version = version + 1, updated_at = @now
-         WHERE id = @id AND tenant_id = @tenant AND version = @version RETURNING shard`,
+         WHERE id = @id AND tenant_id = @tenant AND version = @version RETURNING shard, state`,
       ).get({
         kind: f.kind,
         name: f.name,
@@ -342,9 +423,10 @@ class SqliteStore implements Store {
         id: p.jobId,
         tenant: p.tenantId,
         version: p.fromVersion,
-      }) as { shard: number } | undefined;
+      }) as { shard: number; state: JobState } | undefined;
       if (!row) return null;
       this.replaceDue(p.jobId, p.tenantId, row.shard, p.due);
+      if (p.pending) this.replacePending(p.jobId, row.state, p.pending, p.now, p.nodeId);
       return this.getJob(p.tenantId, p.jobId);
     });
   }
@@ -445,9 +527,10 @@ class SqliteStore implements Store {
    * alone, and so is a whenIdle one whose job has an execution in flight
    * (checked in the statement). Without a tenant (dispatch), only jobs in
    * core/states.ts DISPATCHING_STATES get executions; with one (trigger,
-   * backfill), any state of that tenant's job does. Answers those inserted.
+   * backfill), any state of that tenant's job does; with anyJobState (a
+   * one-off's own execution, written with its job), any job. Answers those inserted.
    */
-  private insertExecutions(rows: NewExecution[], now: number, nodeId: string, only: { tenantId?: string } = {}) {
+  private insertExecutions(rows: NewExecution[], now: number, nodeId: string, only: { tenantId?: string; anyJobState?: boolean } = {}) {
     if (rows.length === 0) return [];
     return (
       this.q(
@@ -459,7 +542,7 @@ class SqliteStore implements Store {
            j.timeout_seconds * 1000, x.value ->> 3, j.payload, j.target, @now, @node,
            x.value ->> 5, CASE WHEN x.value ->> 4 = 'SKIPPED' THEN @now END
          FROM json_each(@items) x JOIN jobs j ON j.id = x.value ->> 1
-         WHERE ((@tenant IS NULL AND j.state IN (SELECT value FROM json_each(@dispatching))) OR j.tenant_id = @tenant)
+         WHERE (@any = 1 OR (@tenant IS NULL AND j.state IN (SELECT value FROM json_each(@dispatching))) OR j.tenant_id = @tenant)
            AND (coalesce(x.value ->> 6, 0) = 0 OR NOT EXISTS (
              SELECT 1 FROM executions f WHERE f.id > j.id || '-' AND f.id < j.id || '.'
                AND f.state IN (SELECT value FROM json_each(@inFlight))))
@@ -470,6 +553,7 @@ class SqliteStore implements Store {
         now,
         node: nodeId,
         tenant: only.tenantId ?? null,
+        any: only.anyJobState ? 1 : 0,
         dispatching: JSON.stringify(DISPATCHING_STATES),
         inFlight: JSON.stringify(IN_FLIGHT_STATES),
       }) as Row[]
@@ -526,41 +610,69 @@ class SqliteStore implements Store {
     }));
   }
 
+  /**
+   * Grants up to max READY executions due by now. The pool's READY rows
+   * include every one-off not yet due, so the pick never walks them: it
+   * visits the priority levels that hold READY rows, highest first, and in
+   * each reads the index range up to now, earliest first.
+   */
   private leaseRows(p: LeaseParams, now: number): LeasedRow[] {
-    {
-      const pick =
-        p.tenantId === undefined && p.pool === HTTP_POOL
-          ? "SELECT id FROM executions WHERE pool = '$http' AND state = 'READY' AND ready_at <= @now ORDER BY priority DESC, ready_at LIMIT @max"
-          : p.tenantId === undefined
-          ? "SELECT id FROM executions WHERE pool = @pool AND state = 'READY' AND ready_at <= @now ORDER BY priority DESC, ready_at LIMIT @max"
-          : "SELECT id FROM executions WHERE pool = @pool AND tenant_id = @tenant AND state = 'READY' AND ready_at <= @now ORDER BY priority DESC, ready_at LIMIT @max";
+    const scope = readyScope(p);
+    const ids: string[] = [];
+    for (const priority of this.priorityLevels(scope, p)) {
+      if (ids.length >= p.max) break;
       const rows = this.q(
-        `UPDATE executions SET state = 'RUNNING', attempt = attempt + 1, worker_id = @worker, cancel_requested = 0, started_at = @now,
-           deadline = @now + timeout_ms + @grace, lease_ms = @leaseMs,
-           lease_until = min(@now + @leaseMs, @now + timeout_ms + @grace)
-         WHERE id IN (${pick})
-         RETURNING id, tenant_id, job_id, name, attempt, payload, scheduled_for, lease_until, timeout_ms, target, priority, ready_at`,
-      ).all({ pool: p.pool, tenant: p.tenantId ?? null, now, max: p.max, worker: p.workerId, leaseMs: p.leaseMs, grace: p.graceMs ?? 0 }) as Row[];
-      rows.sort(
-        (a, b) =>
-          (b.priority as number) - (a.priority as number) ||
-          (a.ready_at as number) - (b.ready_at as number) ||
-          ((a.id as string) < (b.id as string) ? -1 : 1),
-      );
-      return rows.map((r) => ({
-        executionId: r.id as string,
-        tenantId: r.tenant_id as string,
-        jobId: r.job_id as string,
-        name: r.name as string,
-        attempt: r.attempt as number,
-        payload: parse(r.payload),
-        scheduledFor: r.scheduled_for as number,
-        leaseUntil: r.lease_until as number,
-        timeoutSeconds: (r.timeout_ms as number) / 1000,
-        // Only the HTTP runner needs the target; queue workers never see it.
-        target: p.pool === HTTP_POOL ? parse(r.target) : { type: "queue", pool: p.pool },
-      }));
+        `SELECT id FROM ${scope} AND state = 'READY' AND priority = @priority AND ready_at <= @now ORDER BY ready_at LIMIT @n`,
+      ).all({ pool: p.pool, tenant: p.tenantId ?? null, priority, now, n: p.max - ids.length }) as { id: string }[];
+      for (const r of rows) ids.push(r.id);
     }
+    if (ids.length === 0) return [];
+    const rows = this.q(
+      `UPDATE executions SET state = 'RUNNING', attempt = attempt + 1, worker_id = @worker, cancel_requested = 0, started_at = @now,
+         deadline = @now + timeout_ms + @grace, lease_ms = @leaseMs,
+         lease_until = min(@now + @leaseMs, @now + timeout_ms + @grace)
+       WHERE id IN (SELECT value FROM json_each(@ids))
+       RETURNING id, tenant_id, job_id, name, attempt, payload, scheduled_for, lease_until, timeout_ms, target, priority, ready_at`,
+    ).all({ ids: JSON.stringify(ids), now, worker: p.workerId, leaseMs: p.leaseMs, grace: p.graceMs ?? 0 }) as Row[];
+    rows.sort(
+      (a, b) =>
+        (b.priority as number) - (a.priority as number) ||
+        (a.ready_at as number) - (b.ready_at as number) ||
+        ((a.id as string) < (b.id as string) ? -1 : 1),
+    );
+    return rows.map((r) => ({
+      executionId: r.id as string,
+      tenantId: r.tenant_id as string,
+      jobId: r.job_id as string,
+      name: r.name as string,
+      attempt: r.attempt as number,
+      payload: parse(r.payload),
+      scheduledFor: r.scheduled_for as number,
+      leaseUntil: r.lease_until as number,
+      timeoutSeconds: (r.timeout_ms as number) / 1000,
+      // Only the HTTP runner needs the target; queue workers never see it.
+      target: p.pool === HTTP_POOL ? parse(r.target) : { type: "queue", pool: p.pool },
+    }));
+  }
+
+  /** The priorities that hold READY executions in scope, highest first: one index seek each. */
+  private *priorityLevels(scope: string, p: { pool: string; tenantId?: string }): Generator<number> {
+    const below = this.q(`SELECT priority FROM ${scope} AND state = 'READY' AND priority < @below ORDER BY priority DESC LIMIT 1`);
+    for (let level = below.get({ ...scopeParams(p), below: Infinity }) as { priority: number } | undefined; level; ) {
+      yield level.priority;
+      level = below.get({ ...scopeParams(p), below: level.priority }) as { priority: number } | undefined;
+    }
+  }
+
+  async executionNextReady(p: { pool: string; tenantId?: string }): Promise<number | null> {
+    const scope = readyScope(p);
+    const first = this.q(`SELECT ready_at FROM ${scope} AND state = 'READY' AND priority = @priority ORDER BY ready_at LIMIT 1`);
+    let next: number | null = null;
+    for (const priority of this.priorityLevels(scope, p)) {
+      const { ready_at: at } = first.get({ ...scopeParams(p), priority }) as { ready_at: number };
+      if (next === null || at < next) next = at;
+    }
+    return next;
   }
 
   async executionHeartbeat(p: { tenantId: string; executionId: string; attempt: number; leaseMs?: number; now?: number }) {
@@ -639,7 +751,12 @@ class SqliteStore implements Store {
        RETURNING jobs.id AS id`,
     ).all({ now, input: JSON.stringify(input) }) as { id: string }[];
     const drop = changed.filter((c) => dropDue.has(c.id)).map((c) => c.id);
-    if (drop.length > 0) this.q("DELETE FROM due WHERE job_id IN (SELECT value FROM json_each(?))").run(JSON.stringify(drop));
+    if (drop.length === 0) return;
+    this.q("DELETE FROM due WHERE job_id IN (SELECT value FROM json_each(?))").run(JSON.stringify(drop));
+    this.q(
+      `DELETE FROM executions WHERE id IN (
+         SELECT e.id FROM json_each(?) x JOIN executions e ON e.id > x.value || '-' AND e.id < x.value || '.' WHERE ${notStarted("e.")})`,
+    ).run(JSON.stringify(drop));
   }
 
   async executionFailMany(p: { items: FailInput[]; now?: number }): Promise<AckOutcome[]> {
@@ -1001,6 +1118,21 @@ class SqliteStore implements Store {
   async nodeLeave(p: { nodeId: string }): Promise<void> {
     leave((sql) => this.q(sql), p);
   }
+}
+
+/**
+ * "executions WHERE …" of the READY rows a lease (or a long poll's next
+ * look) may take, each kind served by its index: one tenant's pool
+ * (executions_ready), the HTTP runner's pool across tenants
+ * (executions_ready_http, named: the planner would take the other).
+ */
+function readyScope(p: { pool: string; tenantId?: string }): string {
+  if (p.tenantId !== undefined) return "executions WHERE pool = @pool AND tenant_id = @tenant";
+  return p.pool === HTTP_POOL ? "executions INDEXED BY executions_ready_http WHERE pool = '$http'" : "executions WHERE pool = @pool";
+}
+
+function scopeParams(p: { pool: string; tenantId?: string }): { pool: string; tenant: string | null } {
+  return { pool: p.pool, tenant: p.tenantId ?? null };
 }
 
 function toApiKey(r: Row): ApiKeyRecord {

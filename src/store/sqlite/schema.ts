@@ -1,7 +1,17 @@
 // SQLite schema, as numbered migrations applied in order at open. Never edit
-// a migration that has shipped; add the next one.
+// a migration that has shipped; add the next one. A migration that moves
+// rows does so in `data`, run in the same transaction after its `sql`.
 
-export const MIGRATIONS: readonly { version: number; sql: string }[] = [
+import type Database from "better-sqlite3";
+import { executionIdFor } from "../../core/ids.js";
+
+export interface Migration {
+  version: number;
+  sql: string;
+  data?: (db: Database.Database, now: number) => void;
+}
+
+export const MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
     sql: `
@@ -173,4 +183,46 @@ CREATE TABLE nodes (
 ) WITHOUT ROWID;
 `,
   },
+  {
+    version: 6,
+    sql: `
+-- One-off jobs get their execution at submit time (docs/design-notes.md):
+-- only recurring jobs keep due entries. The data step gives every one-off
+-- that has not run yet its execution; leases and a long poll's next look
+-- read the READY indexes by priority level, so no index is added.
+`,
+    data: oneOffExecutions,
+  },
 ];
+
+/**
+ * Migration 6's data: a one-off still in the due index gets its execution,
+ * READY from its due time; a paused one that never ran (the pause removed
+ * its due entry) gets it held (PAUSED), for resume to release. Executions
+ * copy the job's fields as dispatch did; dispatched_by is null (no node).
+ */
+function oneOffExecutions(db: Database.Database, now: number): void {
+  const insert = db.prepare(
+    `INSERT INTO executions (id, tenant_id, job_id, pool, name, scheduled_for, priority, state, max_attempts,
+       backoff_seconds, max_backoff_seconds, timeout_ms, ready_at, payload, target, dispatched_at, dispatched_by)
+     SELECT @id, j.tenant_id, j.id, j.pool, j.name, @scheduledFor, j.priority, @state,
+       j.retry ->> '$.maxAttempts', j.retry ->> '$.backoffSeconds', j.retry ->> '$.maxBackoffSeconds',
+       j.timeout_seconds * 1000, @readyAt, j.payload, j.target, @now, NULL
+     FROM jobs j WHERE j.id = @job
+     ON CONFLICT (id) DO NOTHING`,
+  );
+  const add = (job: string, scheduledFor: number, readyAt: number, state: "READY" | "PAUSED") =>
+    insert.run({ id: executionIdFor(job, scheduledFor), job, scheduledFor, readyAt, state, now });
+  const waiting = db
+    .prepare("SELECT d.job_id, d.scheduled_for, d.due_at FROM due d JOIN jobs j ON j.id = d.job_id WHERE j.kind = 'once'")
+    .all() as { job_id: string; scheduled_for: number; due_at: number }[];
+  for (const w of waiting) add(w.job_id, w.scheduled_for, w.due_at, "READY");
+  db.exec("DELETE FROM due WHERE job_id IN (SELECT id FROM jobs WHERE kind = 'once')");
+  const paused = db
+    .prepare(
+      `SELECT j.id, j.schedule ->> '$.runAt' AS run_at FROM jobs j WHERE j.kind = 'once' AND j.state = 'PAUSED'
+         AND NOT EXISTS (SELECT 1 FROM executions e WHERE e.id > j.id || '-' AND e.id < j.id || '.')`,
+    )
+    .all() as { id: string; run_at: string }[];
+  for (const p of paused) add(p.id, Date.parse(p.run_at), Date.parse(p.run_at), "PAUSED");
+}

@@ -1,0 +1,77 @@
+// List and history reads on a read replica (--read-store), as the design's
+// read path says: they are the bulk of reads and need not be fresher than a
+// few seconds, so they leave the primary's CPU to writes and leases. Reads
+// that decide something (a job before a compare-and-set, whether any API key
+// exists, whether a one-off already ran) always go to the primary: only the
+// call sites in jobs-service.ts and ledger.ts that only show data use this.
+//
+// Staleness is bounded: the replica's lag is checked at most once a second
+// (Store.replicaLagMs), and reads go to the primary while it is over maxLagMs
+// or unknown, or while the replica fails (a StoreUnavailableError from it
+// sends that read, and every read for the next second, to the primary). So a
+// list is at most maxLagMs + 1 s behind the primary, and a replica that is
+// down costs no request an error.
+
+import { StoreUnavailableError } from "../core/errors.js";
+import type { Clock } from "../core/clock.js";
+import type { Store } from "../store/store.js";
+import type { EngineEvents } from "./events.js";
+
+/** The reads a replica may serve. */
+export type ReadStore = Pick<Store, "jobList" | "executionHistory" | "executionsInWindow" | "deadLetterList" | "auditList" | "poolCounts">;
+
+export const READ_METHODS = ["jobList", "executionHistory", "executionsInWindow", "deadLetterList", "auditList", "poolCounts"] as const;
+
+/** How often the replica's lag is checked, and how long a failed replica is left alone. */
+const CHECK_MS = 1000;
+
+export interface ReadRoutingOptions {
+  primary: Store;
+  replica: Store;
+  clock: Clock;
+  events: EngineEvents;
+  /** The most a replica may trail the primary and still serve reads (default 10 s). */
+  maxLagMs?: number;
+}
+
+/** A ReadStore that reads from the replica while it is fresh enough, else from the primary. */
+export function readRouting(o: ReadRoutingOptions): ReadStore & { readonly usingReplica: boolean } {
+  const maxLagMs = o.maxLagMs ?? 10_000;
+  let fresh = false;
+  let checkedAt = -Infinity;
+  let checking: Promise<void> | null = null;
+
+  /** Records the replica's state, telling the events when it starts or stops serving. */
+  const judge = (serving: boolean, why: { lagMs?: number; error?: unknown }): void => {
+    if (serving !== fresh) o.events.emit("reads:replica", { serving, ...why });
+    fresh = serving;
+  };
+
+  const check = (): void => {
+    if (checking || o.clock.now() - checkedAt < CHECK_MS) return;
+    checkedAt = o.clock.now();
+    checking = o.replica
+      .replicaLagMs()
+      .then((lagMs) => judge(lagMs <= maxLagMs, { lagMs }))
+      .catch((error: unknown) => judge(false, { error }))
+      .finally(() => void (checking = null));
+  };
+
+  const route = async <T>(read: (store: ReadStore) => Promise<T>): Promise<T> => {
+    check();
+    if (!fresh) return read(o.primary);
+    try {
+      return await read(o.replica);
+    } catch (error) {
+      if (!(error instanceof StoreUnavailableError)) throw error;
+      judge(false, { error });
+      checkedAt = o.clock.now();
+      return read(o.primary);
+    }
+  };
+
+  const routed = Object.fromEntries(
+    READ_METHODS.map((name) => [name, (params: never) => route((store) => (store[name] as (p: never) => Promise<unknown>)(params))]),
+  ) as unknown as ReadStore;
+  return Object.defineProperty(routed, "usingReplica", { get: () => fresh, enumerable: true }) as ReadStore & { readonly usingReplica: boolean };
+}
