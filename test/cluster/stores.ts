@@ -1,9 +1,13 @@
 // The one store a cluster test's nodes share: a fresh SQLite file, or a fresh
-// PostgreSQL schema on 127.0.0.1:5432, so tests run in parallel.
+// PostgreSQL schema on 127.0.0.1:5432, so tests run in parallel. clusterTest
+// declares a scenario once per store.
 
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import assert from "node:assert/strict";
+import { test, type TestContext } from "node:test";
+import { createSchema, POSTGRES_URL, postgresAvailable } from "./postgres.js";
 
 export type StoreKind = "sqlite" | "postgres";
 
@@ -13,10 +17,12 @@ export interface ClusterStore {
   args: string[];
   /** Extra environment of the nodes. */
   env: Record<string, string>;
+  /** PostgreSQL: the schema, which is also the application_name of the nodes' connections. */
+  schema?: string;
   drop(): Promise<void>;
 }
 
-export async function sqliteStore(): Promise<ClusterStore> {
+async function sqliteStore(): Promise<ClusterStore> {
   const dir = mkdtempSync(join(tmpdir(), "duetime-cluster-"));
   return {
     kind: "sqlite",
@@ -28,9 +34,36 @@ export async function sqliteStore(): Promise<ClusterStore> {
   };
 }
 
-/** The stores every scenario runs on. */
-export const CLUSTER_STORES: StoreKind[] = ["sqlite"];
+async function postgresStore(): Promise<ClusterStore> {
+  const schema = await createSchema();
+  return {
+    kind: "postgres",
+    args: ["--store", POSTGRES_URL, "--schema", schema.name],
+    // node-postgres names its connections after PGAPPNAME: the test can find its own nodes' connections.
+    env: { PGAPPNAME: schema.name },
+    schema: schema.name,
+    drop: () => schema.drop(),
+  };
+}
 
-export function openClusterStore(kind: StoreKind): Promise<ClusterStore> {
-  return kind === "sqlite" ? sqliteStore() : Promise.reject(new Error(`no ${kind} store yet`));
+const postgresUp = await postgresAvailable();
+
+/**
+ * Declares the scenario once per store, titled "[kind] title". Without a
+ * reachable PostgreSQL its variant fails with CI=true and skips, loudly, elsewhere.
+ */
+export function clusterTest(title: string, kinds: readonly StoreKind[], fn: (t: TestContext, store: ClusterStore) => Promise<void>): void {
+  for (const kind of kinds) {
+    const name = `[${kind}] ${title}`;
+    if (kind === "postgres" && !postgresUp) {
+      const why = `PostgreSQL is not reachable at ${POSTGRES_URL}`;
+      if (process.env.CI === "true") test(name, () => assert.fail(`${why} (CI=true: the cluster tests need it)`));
+      else {
+        console.warn(`\n*** SKIPPED: ${name}: ${why} ***\n`);
+        test(name, { skip: why }, () => {});
+      }
+      continue;
+    }
+    test(name, async (t) => fn(t, kind === "sqlite" ? await sqliteStore() : await postgresStore()));
+  }
 }
