@@ -18,8 +18,21 @@ const BIN = new URL("../../bin/duetime.js", import.meta.url).pathname;
 /** Every child any harness started, killed if the test process exits with them still running. */
 const children = new Set<ChildProcess>();
 process.on("exit", () => {
-  for (const child of children) child.kill("SIGKILL");
+  for (const child of children) signal(child, "SIGKILL");
 });
+
+/**
+ * Signals the node's whole process group: a launcher such as faketime forks
+ * the node and waits, so signalling the launcher alone would orphan the node
+ * (SIGKILL) or leave it running (SIGSTOP).
+ */
+function signal(child: ChildProcess, name: NodeJS.Signals): void {
+  try {
+    process.kill(-child.pid!, name);
+  } catch {
+    // the group is gone already
+  }
+}
 
 export interface NodeOptions {
   /** A command the node runs under, e.g. ["faketime", "-f", "+30s"]. */
@@ -53,27 +66,27 @@ export class ClusterNode {
   }
 
   /** SIGTERM (a graceful stop: it hands its shards over) or SIGKILL (a crash); resolves once the process is gone. */
-  async stop(signal: "SIGTERM" | "SIGKILL" = "SIGTERM"): Promise<void> {
+  async stop(name: "SIGTERM" | "SIGKILL" = "SIGTERM"): Promise<void> {
     if (this.gone) return;
-    this.child.kill(signal);
+    signal(this.child, name);
     if (this.paused) this.resume(); // a stopped process acts on SIGTERM only once it runs again
     await this.exited;
   }
 
   /** SIGSTOP: the process stands still, as in a long GC pause or a frozen VM. */
   pause(): void {
-    this.child.kill("SIGSTOP");
+    signal(this.child, "SIGSTOP");
     this.paused = true;
   }
 
   resume(): void {
-    this.child.kill("SIGCONT");
+    signal(this.child, "SIGCONT");
     this.paused = false;
   }
 
   async close(): Promise<void> {
     if (!this.gone) {
-      this.child.kill("SIGKILL"); // works on a stopped process too
+      signal(this.child, "SIGKILL"); // works on a stopped process too
       await this.exited;
     }
     await this.client.close();
@@ -95,7 +108,8 @@ export class Cluster {
   async start(id: string, options: NodeOptions = {}): Promise<ClusterNode> {
     const argv = [process.execPath, BIN, "serve", "--port", "0", "--node-id", id, ...this.store.args, "--log-level", "warn"];
     const [command, ...args] = [...(options.launcher ?? []), ...argv] as [string, ...string[]];
-    const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...this.store.env } });
+    // Its own process group (detached), so a signal reaches the node under any launcher.
+    const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...this.store.env }, detached: true });
     children.add(child);
     this.spawned.push(child);
     child.once("exit", () => children.delete(child));
@@ -204,10 +218,10 @@ export class Cluster {
 }
 
 /** Sends the signal unless the process is gone; resolves once it is. */
-function exitOf(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
+function exitOf(child: ChildProcess, name: NodeJS.Signals): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   const gone = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  child.kill(signal);
+  signal(child, name);
   return gone;
 }
 
