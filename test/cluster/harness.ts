@@ -186,7 +186,7 @@ export class Cluster {
   }
 
   /** A worker in this process, leasing through one node: every attempt it is handed goes into the recorder. */
-  worker(node: ClusterNode, pool: string, recorder: Deliveries, options: { concurrency?: number; workerId?: string; busyMs?: number } = {}): Worker {
+  worker(node: ClusterNode, pool: string, recorder: Deliveries, options: { concurrency?: number; workerId?: string; busyMs?: number; leaseSeconds?: number } = {}): Worker {
     const workerId = options.workerId ?? `${node.id}-w${this.workers.length}`;
     const worker = new Worker({
       url: node.url,
@@ -194,6 +194,7 @@ export class Cluster {
       workerId,
       concurrency: options.concurrency ?? 16,
       waitSeconds: 1,
+      leaseSeconds: options.leaseSeconds ?? 30,
       handleSignals: false,
       logger: null,
       client: { retries: 0 },
