@@ -54,6 +54,11 @@ export interface Contender {
    * idle is part of what holding far-future jobs costs.
    */
   servicePids(): number[];
+  /**
+   * PostgreSQL contenders only: rows written to the run's database so far
+   * (FreshDatabase.rowsWritten); the scenarios report the growth per job.
+   */
+  rowsWritten?(): Promise<number>;
   /** Stops workers and servers, drops the database; must not throw if setup failed half-way. */
   teardown(): Promise<void>;
 }

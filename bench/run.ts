@@ -20,9 +20,9 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { lagChart, type Series } from "./chart.js";
 import type { Contender } from "./contender.js";
-import { CONTENDERS } from "./contenders/index.js";
+import { CONTENDERS, PRECONDITIONS } from "./contenders/index.js";
 import { NoiseGauge, Progress, waitForQuiet } from "./measure.js";
-import { herd, idle, immediate, steady, type Column, type RunOutput, type Scenario } from "./scenarios.js";
+import { herd, idle, immediate, STATS_SETTLE_MS, steady, type Column, type RunOutput, type Scenario } from "./scenarios.js";
 
 const USAGE = `usage: npm run bench -- <herd|steady|immediate|idle|all|smoke> [--contenders ${Object.keys(CONTENDERS).join(",")}]
        [--runs N] [--concurrency N] [--jobs N[,N…]] [--rate R[,R…]] [--duration S] [--timeout S] [--window S] [--out DIR]
@@ -74,8 +74,20 @@ const concurrency = num(values.concurrency, 100);
 const runsOverride = values.runs === undefined ? undefined : num(values.runs, 1);
 const timeoutMs = num(values.timeout, smoke ? 60 : 900) * 1000;
 const quietWaitMs = values["quiet-wait"] === "0" ? 0 : num(values["quiet-wait"], smoke ? 0.001 : 60) * 1000;
-const names = (values.contenders ?? Object.keys(CONTENDERS).join(",")).split(",").filter(Boolean);
+const names = values.contenders?.split(",").filter(Boolean) ?? (values["render-only"] ? Object.keys(CONTENDERS) : await workingContenders());
 for (const name of names) if (!CONTENDERS[name]) usage(`unknown contender ${name}`);
+
+/** Every contender, less those whose store does not work in this checkout (said on stderr). */
+async function workingContenders(): Promise<string[]> {
+  const working: string[] = [];
+  for (const name of Object.keys(CONTENDERS)) {
+    const problem = await PRECONDITIONS[name]?.();
+    if (problem) console.error(`leaving out ${name}: ${problem}`);
+    else working.push(name);
+  }
+  return working;
+}
+
 const runsOf = new Map<string, number>();
 for (const item of (values["runs-of"] ?? "").split(",").filter(Boolean)) {
   const [name = "", count] = item.split("=");
@@ -83,15 +95,17 @@ for (const item of (values["runs-of"] ?? "").split(",").filter(Boolean)) {
   runsOf.set(name, num(count, 1));
 }
 
+// A smoke test only checks that the row counts can be read: it does not wait for them to be whole.
+const statsSettleMs = smoke ? 1_500 : STATS_SETTLE_MS;
 const herds = (sizes: number[], runs: number) =>
   sizes.map((jobs) =>
     values.lead !== undefined
-      ? herd({ jobs, leadBaseMs: num(values.lead, 1) * 1000, leadPerJobMs: 0, timeoutMs, runs })
-      : herd({ jobs, leadBaseMs: smoke ? 2_000 : 3_000, leadPerJobMs: 0.15, timeoutMs, runs }),
+      ? herd({ jobs, leadBaseMs: num(values.lead, 1) * 1000, leadPerJobMs: 0, timeoutMs, runs, statsSettleMs })
+      : herd({ jobs, leadBaseMs: smoke ? 2_000 : 3_000, leadPerJobMs: 0.15, timeoutMs, runs, statsSettleMs }),
   );
 const steadies = (rates: number[], runs: number) =>
   rates.map((rate) =>
-    steady({ rate, durationMs: num(values.duration, smoke ? 3 : 30) * 1000, graceMs: smoke ? 30_000 : 60_000, runs, seed: 42 }),
+    steady({ rate, durationMs: num(values.duration, smoke ? 3 : 30) * 1000, graceMs: smoke ? 30_000 : 60_000, runs, seed: 42, statsSettleMs }),
   );
 const immediates = (sizes: number[], runs: number) => sizes.map((jobs) => immediate({ jobs, timeoutMs, runs }));
 const idles = (sizes: number[], runs: number) =>
@@ -201,6 +215,8 @@ function format(c: Pick<Column, "unit">, x: number): string {
       return `${Math.round(x).toLocaleString("en-US")}/s`;
     case "count":
       return Math.round(x).toLocaleString("en-US");
+    case "decimal":
+      return x.toFixed(2);
     case "bytes":
       return x >= 1e9 ? `${(x / 1e9).toFixed(2)} GB` : `${(x / 1e6).toFixed(1)} MB`;
     case "percent":

@@ -25,7 +25,7 @@ export interface RunOutput {
 export interface Column {
   key: string;
   label: string;
-  unit: "ms" | "rate" | "count" | "bytes" | "percent" | "yesno";
+  unit: "ms" | "rate" | "count" | "decimal" | "bytes" | "percent" | "yesno";
 }
 
 export interface Scenario {
@@ -90,6 +90,69 @@ async function awaitAcked(contender: Contender, deadline: number): Promise<numbe
   return NaN;
 }
 
+/**
+ * How long PostgreSQL 15's statistics may trail the writes: a backend adds
+ * its counts to pg_stat_database when a transaction ends, at most once a
+ * second (PGSTAT_MIN_INTERVAL), and what it holds back then is flushed once it
+ * has been idle for 10 s (PGSTAT_IDLE_INTERVAL). pg_stat_force_next_flush()
+ * flushes only the backend that calls it, never the contender's. So a count
+ * is read this long after the moment it stands for: every write made before
+ * that moment is in it, and so may be the contender's background writes of
+ * the seconds after (heartbeats, lease renewals, maintenance; reported).
+ */
+export const STATS_SETTLE_MS = 11_000;
+
+/** The contender's rows written, read settleMs from now (NaN at once when its store does not count them). */
+async function settledRows(contender: Contender, settleMs: number, progress: Progress, what: string): Promise<number> {
+  if (!contender.rowsWritten) return NaN;
+  progress.set(`${what}: waiting ${settleMs / 1000} s for PostgreSQL's statistics`);
+  await sleep(settleMs);
+  return contender.rowsWritten();
+}
+
+interface ServiceCost {
+  /** CPU of the service's processes over the window, % of one core (NaN when the contender uses none). */
+  dbCpu: number;
+  /** Rows written over the window per job (NaN unless the store counts them and every job was acknowledged). */
+  rowsPerJob: number;
+}
+
+/**
+ * Opens a window on what the shared service (the run's PostgreSQL database,
+ * or Redis) spends: call it before the first enqueue, and the function it
+ * answers once every job is acknowledged (with the job count) or once the
+ * scenario gives up (without).
+ */
+async function meterService(
+  contender: Contender,
+  settleMs: number,
+  progress: Progress,
+  what: string,
+): Promise<(jobs?: number) => Promise<ServiceCost>> {
+  const rows0 = await settledRows(contender, settleMs, progress, what);
+  const hasService = contender.servicePids().length > 0;
+  const cpu = cpuSampler(() => contender.servicePids());
+  const t0 = Date.now();
+  return async (jobs) => {
+    const dbCpu = hasService ? (cpu() / Math.max(1, Date.now() - t0)) * 100 : NaN;
+    if (jobs === undefined || Number.isNaN(rows0)) return { dbCpu, rowsPerJob: NaN };
+    return { dbCpu, rowsPerJob: ((await settledRows(contender, settleMs, progress, what)) - rows0) / jobs };
+  };
+}
+
+const SERVICE_COLUMNS: Column[] = [
+  { key: "dbCpu", label: "DB/Redis CPU", unit: "percent" },
+  { key: "rowsPerJob", label: "rows/job", unit: "decimal" },
+];
+
+function serviceNotes(settleMs: number): string[] {
+  return [
+    "DB/Redis CPU = CPU time of the PostgreSQL backends connected to the run's database (or of the Redis server) from the first enqueue until every job is acknowledged, as a share of one core (100% = one core busy throughout); — for SQLite.",
+    `rows/job = growth of tup_inserted + tup_updated + tup_deleted in pg_stat_database for the run's database (every table, catalogs too) over the same window, ÷ jobs; PostgreSQL only. Each end is read ${settleMs / 1000} s after the moment it stands for, because PostgreSQL flushes a backend's counts up to 10 s late; so it may include that many seconds of the contender's background writes.` +
+      (settleMs < STATS_SETTLE_MS ? ` (${settleMs / 1000} s is too short to trust: a quick check only.)` : ""),
+  ];
+}
+
 /** At-least-once allows a duplicate after a lost lease; none should happen in seconds of no-op work, so it is reported (not a failure by itself). */
 function duplicates(tracker: StartTracker): string | undefined {
   return tracker.duplicates ? `${n(tracker.duplicates)} duplicate starts` : undefined;
@@ -102,6 +165,8 @@ export interface HerdOptions {
   leadPerJobMs: number;
   timeoutMs: number;
   runs: number;
+  /** Wait before reading PostgreSQL's row counts (STATS_SETTLE_MS, shorter only for a smoke test). */
+  statsSettleMs: number;
 }
 
 /** N jobs due in the same second, all enqueued before it, workers already running. */
@@ -112,18 +177,21 @@ export function herd(o: HerdOptions): Scenario {
     notes: [
       "Workers run from the start; every job is created (bulk API, batches of 1,000) before the due second begins.",
       "lag = handler start − due time; drain = last start − due time; jobs/s = jobs ÷ drain; create = jobs ÷ creation time.",
+      ...serviceNotes(o.statsSettleMs),
     ],
     columns: [
       { key: "createRate", label: "create", unit: "rate" },
       { key: "drainMs", label: "drain", unit: "ms" },
       { key: "jobsPerSec", label: "jobs/s", unit: "rate" },
       ...LAG_COLUMNS,
+      ...SERVICE_COLUMNS,
     ],
     chart: true,
     defaultRuns: o.runs,
     async run(contender, progress): Promise<RunOutput> {
       const tracker = new StartTracker(o.jobs);
       await contender.startWorkers(tracker.started);
+      const service = await meterService(contender, o.statsSettleMs, progress, "herd");
       const dueAt = Math.ceil((Date.now() + o.leadBaseMs + o.jobs * o.leadPerJobMs) / 1000) * 1000;
       const createMs = await enqueueAll(contender, o.jobs, () => dueAt, progress, "herd");
       if (Date.now() >= dueAt) {
@@ -134,14 +202,18 @@ export function herd(o: HerdOptions): Scenario {
       const lags = tracker.lags(() => dueAt);
       const early = lags.length ? lags.filter((l) => l < 0).length : 0;
       const drainMs = pct(lags, 1);
+      const acked = all && !early ? await awaitAcked(contender, Date.now() + 60_000) : NaN;
+      const cost = await service(Number.isNaN(acked) ? undefined : o.jobs);
       return {
-        metrics: { createRate: (o.jobs / createMs) * 1000, drainMs, jobsPerSec: (o.jobs / Math.max(1, drainMs)) * 1000, ...lagMetrics(lags) },
+        metrics: { createRate: (o.jobs / createMs) * 1000, drainMs, jobsPerSec: (o.jobs / Math.max(1, drainMs)) * 1000, ...lagMetrics(lags), ...cost },
         lagQuantiles: quantiles(lags),
         failure: !all
           ? `only ${n(tracker.seen)}/${n(o.jobs)} started within ${o.timeoutMs / 1000} s of the due time`
           : early
             ? `${early} jobs started before their due time`
-            : undefined,
+            : Number.isNaN(acked)
+              ? "jobs still unfinished in the store 60 s after the last start"
+              : undefined,
         note: duplicates(tracker),
       };
     },
@@ -155,6 +227,8 @@ export interface SteadyOptions {
   graceMs: number;
   runs: number;
   seed: number;
+  /** As for the herd. */
+  statsSettleMs: number;
 }
 
 /** A small deterministic PRNG (mulberry32), so every contender gets the same due times. */
@@ -179,12 +253,15 @@ export function steady(o: SteadyOptions): Scenario {
       "Jobs are created on a fixed schedule (every job has a planned creation time; whatever is due to be created is sent in one bulk call, at most 1,000) while the workers run; due = planned creation + uniform(1 s, 5 s), the same pseudo-random due times for every contender.",
       "lag = handler start − due time; a job that had not started by the end (last due time + grace) counts as ∞; started = share that started by then.",
       "kept up = creation never fell more than 1 s behind its schedule, every job started, and the jobs due in the last 5 s started with a median lag under 1 s (no backlog at the end).",
+      ...serviceNotes(o.statsSettleMs),
+      "A contender that did not start every job: its DB/Redis CPU runs to the end of the grace time, and rows/job is — (its jobs were not all worked).",
     ],
     columns: [
       { key: "keptUp", label: "kept up", unit: "yesno" },
       { key: "behindMs", label: "creation behind (max)", unit: "ms" },
       { key: "startedPct", label: "started", unit: "percent" },
       ...LAG_COLUMNS,
+      ...SERVICE_COLUMNS,
     ],
     chart: true,
     defaultRuns: o.runs,
@@ -194,6 +271,7 @@ export function steady(o: SteadyOptions): Scenario {
       const dueOffset = Float64Array.from(createOffset, (c) => c + 1000 + random() * 4000);
       const tracker = new StartTracker(total);
       await contender.startWorkers(tracker.started);
+      const service = await meterService(contender, o.statsSettleMs, progress, `steady ${o.rate}/s`);
       const t0 = Date.now() + 100;
       let behindMs = 0;
       let next = 0;
@@ -214,12 +292,14 @@ export function steady(o: SteadyOptions): Scenario {
       }
       const lastDue = t0 + Math.max(...dueOffset);
       const all = await awaitStarts(tracker, lastDue + o.graceMs, progress, `steady ${o.rate}/s`);
+      const acked = all && !Number.isNaN(await awaitAcked(contender, Date.now() + 60_000));
+      const cost = await service(acked ? total : undefined);
       const due = (seq: number) => Math.round(t0 + dueOffset[seq]!);
       const lags = tracker.lags(due, undefined, true);
       const tail = tracker.lags(due, (seq) => due(seq) >= lastDue - 5_000, true);
       const keptUp = behindMs <= 1_000 && all && pct(tail, 0.5) < 1_000;
       return {
-        metrics: { keptUp: keptUp ? 1 : 0, behindMs, startedPct: (tracker.seen / total) * 100, ...lagMetrics(lags) },
+        metrics: { keptUp: keptUp ? 1 : 0, behindMs, startedPct: (tracker.seen / total) * 100, ...lagMetrics(lags), ...cost },
         lagQuantiles: quantiles(lags),
         // Falling behind is a result, not a failure; a stall that starts nothing is.
         failure: tracker.seen === 0 ? "no job started" : undefined,
@@ -323,6 +403,7 @@ export function idle(o: IdleOptions): Scenario {
       const children = contender.schedulerPids();
       const serverCpu = cpuSampler(() => children);
       const selfCpu0 = cpuMs(process.pid);
+      const hasService = contender.servicePids().length > 0;
       const serviceCpu = cpuSampler(() => contender.servicePids());
       const t0 = Date.now();
       const ticker = setInterval(() => progress.set(`idle: measuring, ${Math.round((Date.now() - t0) / 1000)}/${o.windowMs / 1000} s`), 500);
@@ -339,7 +420,7 @@ export function idle(o: IdleOptions): Scenario {
         workerRss: separate ? rssBytes(process.pid) : NaN,
         schedulerCpu: separate ? (serverCpu() / elapsed) * 100 : selfCpu,
         workerCpu: separate ? selfCpu : NaN,
-        serviceCpu: (serviceCpu() / elapsed) * 100,
+        serviceCpu: hasService ? (serviceCpu() / elapsed) * 100 : NaN,
       };
       return { metrics, failure: started ? `${started} jobs due next week started now` : undefined };
     },

@@ -9,6 +9,7 @@
 
 import pg from "pg";
 import { Redis } from "ioredis";
+import { pidsWithCmdline } from "./procstat.js";
 
 const PG_ADMIN_URL = process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? "redis://127.0.0.1:6379";
@@ -29,6 +30,14 @@ export interface FreshDatabase {
   /** Connection string of the fresh database. */
   readonly url: string;
   sizeBytes(): Promise<number>;
+  /** The PostgreSQL backends connected to this database (their command line names it). */
+  backendPids(): number[];
+  /**
+   * Rows written to this database so far: tup_inserted + tup_updated +
+   * tup_deleted of pg_stat_database (every table, the catalogs too), as the
+   * backends have flushed them: see STATS_SETTLE_MS in scenarios.ts.
+   */
+  rowsWritten(): Promise<number>;
   /** Drops the database, ending any connection left open to it. */
   drop(): Promise<void>;
 }
@@ -50,6 +59,12 @@ export async function freshDatabase(contender: string, runId: string): Promise<F
     name,
     url: url.toString(),
     sizeBytes: () => admin(async (c) => Number((await c.query("SELECT pg_database_size($1) AS n", [name])).rows[0].n)),
+    backendPids: () => pidsWithCmdline(` ${name} `),
+    rowsWritten: () =>
+      admin(async (c) => {
+        const sql = "SELECT tup_inserted + tup_updated + tup_deleted AS n FROM pg_stat_database WHERE datname = $1";
+        return Number((await c.query(sql, [name])).rows[0].n);
+      }),
     drop: () => admin(async (c) => void (await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))),
   };
 }

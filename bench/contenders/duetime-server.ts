@@ -1,13 +1,14 @@
 // duetime as a user deploys it: `duetime serve` child process(es) sharing one
 // store, SDK workers over keep-alive HTTP in this process. The store and the
-// number of nodes are parameters, so duetime on PostgreSQL with 1 or 3 nodes
-// is a few lines each (see the sketch at the end of this file).
-import { spawn, type ChildProcess } from "node:child_process";
+// number of nodes are parameters: duetime-server is one node on SQLite,
+// duetime-pg-1 and duetime-pg-3 are one and three nodes on PostgreSQL.
+import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { DuetimeClient } from "../../src/sdk/client.js";
 import { Worker } from "../../src/sdk/worker.js";
 import type { BenchJob, Contender, ContenderContext, Started } from "../contender.js";
-import { freshDatabase } from "../services.js";
+import { freshDatabase, type FreshDatabase } from "../services.js";
 import { assertCreated, BENCH_POOL, benchJobs, duetimeVersion, sqliteBytes } from "./duetime-jobs.js";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
@@ -22,6 +23,8 @@ export interface ServerStore {
   label: string;
   bytes(): Promise<number>;
   drop(): Promise<void>;
+  /** The PostgreSQL database, when the store is one (its backends' CPU and its rows written are measured). */
+  database?: FreshDatabase;
 }
 
 export interface DuetimeServerOptions {
@@ -42,6 +45,8 @@ export class DuetimeServers implements Contender {
   private store: ServerStore | null = null;
   private ctx!: ContenderContext;
   private next = 0;
+  /** Set by setup() when the store is a PostgreSQL database. */
+  rowsWritten?: () => Promise<number>;
 
   constructor(private readonly options: DuetimeServerOptions) {
     this.name = options.name;
@@ -50,9 +55,11 @@ export class DuetimeServers implements Contender {
   async setup(ctx: ContenderContext): Promise<void> {
     this.ctx = ctx;
     this.store = await this.options.store(ctx, this.name);
+    const db = this.store.database;
+    if (db) this.rowsWritten = () => db.rowsWritten();
     const { nodes } = this.options;
     this.settings =
-      `${nodes} \`duetime serve\` child process${nodes > 1 ? "es" : ""} (log level warn), ${this.store.label}; ` +
+      `${nodes} \`duetime serve\` child process${nodes > 1 ? "es" : ""} (log level warn, --node-id ${nodes > 1 ? `node-1…node-${nodes}` : "node-1"}), ${this.store.label}; ` +
       `POST /v1/jobs:batch of 1,000${nodes > 1 ? " round-robin over the nodes" : ""}; ` +
       `${nodes > 1 ? `${nodes} SDK Workers (one per node), ` : "SDK Worker, "}concurrency ${ctx.concurrency} in total, keep-alive HTTP, ` +
       `lease long poll waitSeconds 5, batched acks (SDK defaults: ackDelayMs 20, maxAckBatch 100); engine defaults`;
@@ -63,7 +70,8 @@ export class DuetimeServers implements Contender {
   private spawnNode(i: number): Promise<string> {
     const child = spawn(
       process.execPath,
-      [...SERVER_NODE_ARGS, join(ROOT, "bin/duetime.js"), "serve", "--port", "0", "--store", this.store!.arg, "--log-level", "warn"],
+      // Every node gets its own id: the default (host and port) would be the same for all with --port 0.
+      [...SERVER_NODE_ARGS, join(ROOT, "bin/duetime.js"), "serve", "--port", "0", "--node-id", `node-${i + 1}`, "--store", this.store!.arg, "--log-level", "warn"],
       { stdio: ["ignore", "pipe", "inherit"] },
     );
     this.children.push(child);
@@ -111,7 +119,7 @@ export class DuetimeServers implements Contender {
   }
 
   servicePids(): number[] {
-    return [];
+    return this.store?.database?.backendPids() ?? [];
   }
 
   schedulerPids(): number[] {
@@ -141,14 +149,36 @@ export const sqliteStore = async (ctx: ContenderContext): Promise<ServerStore> =
   return { arg: `sqlite:${file}`, label: "SQLite WAL synchronous=FULL", bytes: async () => sqliteBytes(file), drop: async () => {} };
 };
 
-/** A fresh PostgreSQL database per run, dropped afterwards (for duetime-pg-1 / duetime-pg-3, once the store exists). */
+/** A fresh PostgreSQL database per run, dropped afterwards. */
 export const postgresStore = async (ctx: ContenderContext, name: string): Promise<ServerStore> => {
   const db = await freshDatabase(name, ctx.runId);
-  return { arg: db.url, label: `PostgreSQL (fresh database ${db.name})`, bytes: () => db.sizeBytes(), drop: () => db.drop() };
+  return { arg: db.url, label: `PostgreSQL (fresh database ${db.name})`, bytes: () => db.sizeBytes(), drop: () => db.drop(), database: db };
 };
 
-export const duetimeServer = () => new DuetimeServers({ name: "duetime-server", nodes: 1, store: sqliteStore });
+let postgresProbe: Promise<string | undefined> | undefined;
 
-// Once `--store postgres://…` works, each of these is one file (or one line in contenders/index.ts):
-//   export const duetimePg1 = () => new DuetimeServers({ name: "duetime-pg-1", nodes: 1, store: postgresStore });
-//   export const duetimePg3 = () => new DuetimeServers({ name: "duetime-pg-3", nodes: 3, store: postgresStore });
+/**
+ * Why `duetime serve --store postgres://…` cannot work in this checkout
+ * (PostgreSQL down, or a duetime without the PostgreSQL store), or undefined
+ * when it can: `duetime migrate` on a fresh database, once per process.
+ */
+export function postgresStoreProblem(): Promise<string | undefined> {
+  postgresProbe ??= (async () => {
+    let db: FreshDatabase | undefined;
+    try {
+      db = await freshDatabase("probe", String(process.pid));
+      await promisify(execFile)(process.execPath, [join(ROOT, "bin/duetime.js"), "migrate", "--store", db.url]);
+      return undefined;
+    } catch (e) {
+      const err = e as Error & { stderr?: string };
+      return (err.stderr?.trim() || err.message).split("\n")[0];
+    } finally {
+      await db?.drop();
+    }
+  })();
+  return postgresProbe;
+}
+
+export const duetimeServer = () => new DuetimeServers({ name: "duetime-server", nodes: 1, store: sqliteStore });
+export const duetimePg1 = () => new DuetimeServers({ name: "duetime-pg-1", nodes: 1, store: postgresStore });
+export const duetimePg3 = () => new DuetimeServers({ name: "duetime-pg-3", nodes: 3, store: postgresStore });

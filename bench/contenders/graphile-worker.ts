@@ -8,7 +8,6 @@ import { makeWorkerUtils, run, type Runner, type WorkerUtils } from "graphile-wo
 import pg from "pg";
 import type { BenchJob, Contender, ContenderContext, Started } from "../contender.js";
 import { freshDatabase, postgresVersion, type FreshDatabase } from "../services.js";
-import { pidsWithCmdline } from "../procstat.js";
 import { packageVersion } from "../versions.js";
 
 const POLL_MS = Number(process.env.BENCH_GRAPHILE_POLL_MS ?? 100);
@@ -88,7 +87,11 @@ export class GraphileWorker implements Contender {
   }
 
   servicePids(): number[] {
-    return this.db ? pidsWithCmdline(` ${this.db.name} `) : [];
+    return this.db?.backendPids() ?? [];
+  }
+
+  rowsWritten(): Promise<number> {
+    return this.db!.rowsWritten();
   }
 
   schedulerPids(): number[] {

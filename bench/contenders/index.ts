@@ -1,16 +1,27 @@
-// Every contender the harness knows, by name. A new one (duetime on
-// PostgreSQL with 1 or 3 nodes, say) is a line here.
+// Every contender the harness knows, by name. A new one is a line here.
 import type { Contender } from "../contender.js";
 import { BullMQ } from "./bullmq.js";
 import { DuetimeEmbedded } from "./duetime-embedded.js";
-import { duetimeServer } from "./duetime-server.js";
+import { duetimePg1, duetimePg3, duetimeServer, postgresStoreProblem } from "./duetime-server.js";
 import { GraphileWorker } from "./graphile-worker.js";
 import { PgBossContender } from "./pg-boss.js";
 
 export const CONTENDERS: Record<string, () => Contender> = {
   "duetime-embedded": () => new DuetimeEmbedded(),
   "duetime-server": duetimeServer,
+  "duetime-pg-1": duetimePg1,
+  "duetime-pg-3": duetimePg3,
   bullmq: () => new BullMQ(),
   "pg-boss": () => new PgBossContender(),
   "graphile-worker": () => new GraphileWorker(),
+};
+
+/**
+ * Contenders whose store may not work in this checkout: a run that names no
+ * contenders leaves them out (saying why) when their check answers a reason;
+ * naming them with --contenders runs them regardless.
+ */
+export const PRECONDITIONS: Record<string, () => Promise<string | undefined>> = {
+  "duetime-pg-1": postgresStoreProblem,
+  "duetime-pg-3": postgresStoreProblem,
 };

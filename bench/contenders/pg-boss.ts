@@ -8,7 +8,6 @@
 import PgBoss from "pg-boss";
 import type { BenchJob, Contender, ContenderContext, Started } from "../contender.js";
 import { freshDatabase, postgresVersion, type FreshDatabase } from "../services.js";
-import { pidsWithCmdline } from "../procstat.js";
 import { packageVersion } from "../versions.js";
 
 const QUEUE = "bench";
@@ -60,7 +59,11 @@ export class PgBossContender implements Contender {
   }
 
   servicePids(): number[] {
-    return this.db ? pidsWithCmdline(` ${this.db.name} `) : [];
+    return this.db?.backendPids() ?? [];
+  }
+
+  rowsWritten(): Promise<number> {
+    return this.db!.rowsWritten();
   }
 
   schedulerPids(): number[] {

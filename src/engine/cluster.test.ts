@@ -36,9 +36,9 @@ class Cluster {
   private readonly file = join(dir, `cluster${files++}.sqlite`);
   now = START;
 
-  async join(id: string): Promise<Node> {
+  async join(id: string, options: { pollIntervalMs?: number } = {}): Promise<Node> {
     const clock = new FakeClock(this.now);
-    const engine = await openEngine({ store: `sqlite:${this.file}`, clock, nodeId: id, address: `${id}.internal:8080`, httpTargets: false });
+    const engine = await openEngine({ store: `sqlite:${this.file}`, clock, nodeId: id, address: `${id}.internal:8080`, httpTargets: false, ...options });
     await engine.start();
     const node = { id, engine, clock, frozen: false };
     this.nodes.push(node);
@@ -187,4 +187,69 @@ test("shard leases are renewed on their own loop, while a dispatch pass is stuck
   await starting;
   await scheduler.stop();
   await raw.close();
+});
+
+/** Resolves when `node` has received `count` signals from other nodes (engines on one file hear each other in this process). */
+function signalsReceived(node: Node, count: number): Promise<void> {
+  let heard = 0;
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${node.id} heard ${heard} of ${count} signals in 10 s`)), 10_000);
+    const off = node.engine.events.on("signals", (e) => {
+      if (e.direction === "received") heard += e.count;
+      if (heard >= count) {
+        off();
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+  });
+}
+
+/** Creates recurring jobs on `on` until one lands on a shard that `owner` holds. */
+async function jobOnShardOf(cluster: Cluster, on: Node, owner: string, spec: Parameters<Engine["service"]["createJob"]>[1]) {
+  const shards = new Set((await cluster.holdings()).get(owner));
+  for (;;) {
+    const received = signalsReceived(cluster.nodes.find((n) => n.id === owner)!, 1);
+    const job = await on.engine.service.createJob(ctx, spec);
+    if (shards.has(shardOf(job.jobId))) return { job, received };
+    await on.engine.service.cancelJob(ctx, job.jobId);
+  }
+}
+
+test("a recurring job created on one node reaches its shard's owner at once: dispatched at its due time, not at the owner's next reload", async () => {
+  const cluster = new Cluster();
+  const [a] = [await cluster.join("node-a"), await cluster.join("node-b")];
+  await cluster.step(ROUND_MS); // balanced, and node-b's window loaded: its next reload is 15 s away
+  const dueIn = 2000;
+  const { job, received } = await jobOnShardOf(cluster, a!, "node-b", {
+    name: "soon",
+    target: { type: "queue", pool: "p" },
+    schedule: { cron: "* * * * * *", endAt: new Date(cluster.now + dueIn).toISOString() },
+  });
+  await received; // node-b heard of the new due entry
+  await cluster.step(dueIn);
+  const runs = (await a!.engine.service.listExecutions(ctx, job.jobId, {})).items;
+  assert.ok(runs.length >= 1, "dispatched within its first seconds, long before node-b's reload");
+  assert.ok(runs.every((r) => r.dispatchedBy === "node-b"));
+  await cluster.stop();
+});
+
+test("a long poll on one node wakes when another node readies work for its pool", async () => {
+  const cluster = new Cluster();
+  const a = await cluster.join("node-a", { pollIntervalMs: 60_000 }); // no re-check within the test: only a signal wakes it
+  await cluster.join("node-b");
+  await cluster.step(ROUND_MS);
+  const { job, received } = await jobOnShardOf(cluster, a, "node-b", {
+    name: "w",
+    target: { type: "queue", pool: "wake" },
+    schedule: { cron: "* * * * * *", endAt: new Date(cluster.now + 1000).toISOString() },
+  });
+  await received;
+  const leasing = a.engine.service.lease(ctx, "wake", { workerId: "w1", max: 1, waitSeconds: 30 });
+  const ready = signalsReceived(a, 1); // node-b's dispatch tells node-a its pool has work
+  await cluster.step(1000);
+  await ready;
+  const leased = await leasing;
+  assert.deepEqual(leased.items.map((i) => i.jobId), [job.jobId], "leased at once, 29 s before the long poll would have ended");
+  await cluster.stop();
 });

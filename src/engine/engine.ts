@@ -16,6 +16,7 @@ import { JobsService } from "./jobs-service.js";
 import { createMetrics } from "./metrics.js";
 import { ArchiveWriter, newArchivePart } from "./archive.js";
 import { readRouting } from "./read-routing.js";
+import { ClusterSignals } from "./signals.js";
 import { Retention, type RetentionOptions } from "./retention.js";
 import { Scheduler } from "./scheduler.js";
 import { StoreHealth } from "./store-health.js";
@@ -94,10 +95,26 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     ? readRouting({ primary: store, replica, clock, events, ...(options.readStoreMaxLagMs !== undefined ? { maxLagMs: options.readStoreMaxLagMs } : {}) })
     : store;
   const retention = new Retention({ store, clock, events, periods, archive, tuning: { intervalMs, batchSize, maxBatchesPerRun } });
+  const signals = new ClusterSignals({
+    store,
+    clock,
+    nodeId,
+    events,
+    onSignal: (signal) => {
+      if (signal.kind === "due") scheduler.offer(signal.entry);
+      else if (signal.at <= clock.now()) executor.notify(signal.tenantId, signal.pool);
+      else executor.notifyAt(signal.tenantId, signal.pool, signal.at);
+    },
+    onResync: () => {
+      scheduler.reloadNow();
+      executor.wakeAll();
+    },
+  });
   const executor = new Executor({
     store,
     clock,
     events,
+    announce: (tenantId, pool, at) => signals.send({ kind: "ready", tenantId, pool, at }),
     ...(options.reapIntervalMs ? { reapIntervalMs: options.reapIntervalMs } : {}),
     ...(options.pollIntervalMs ? { pollIntervalMs: options.pollIntervalMs } : {}),
   });
@@ -114,7 +131,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
         const key = `${r.tenantId}\u0000${r.pool}`;
         if (seen.has(key)) continue;
         seen.add(key);
-        executor.notify(r.tenantId, r.pool);
+        executor.ready(r.tenantId, r.pool);
       }
     },
   });
@@ -154,6 +171,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   const service = new JobsService({
     store,
     reads,
+    signals,
     clock,
     scheduler,
     executor,
@@ -175,6 +193,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     async start() {
       if (state !== "open") return;
       state = "running";
+      await signals.start();
       executor.start();
       await scheduler.start();
       http?.start();
@@ -187,6 +206,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
       await scheduler.stop();
       executor.stop();
       await http?.stop();
+      await signals.stop();
       storeHealth.stop();
       await Promise.all([store.close(), replica?.close()]);
     },

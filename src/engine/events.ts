@@ -23,6 +23,8 @@ export interface EngineEventMap {
   "store:writable": { writable: boolean; error?: StoreUnavailableError };
   /** The read replica (--read-store) started or stopped serving list and history reads: its lag, or the error that stopped it. */
   "reads:replica": { serving: boolean; lagMs?: number; error?: unknown };
+  /** Signals this node sent to the others, received from them, or a resync after its listener was down (engine/signals.ts). */
+  signals: { direction: "sent" | "received" | "resync"; count: number };
   error: { where: string; error: unknown };
 }
 

@@ -41,6 +41,8 @@ export interface ExecutorOptions {
   reapIntervalMs?: number;
   /** Long polls re-check the store this often even without a wake-up (work from other nodes). */
   pollIntervalMs?: number;
+  /** Work became ready, now or at `at`, through a write of this node: tells the other nodes (engine/signals.ts). */
+  announce?: (tenantId: string, pool: string, at: number) => void;
 }
 
 /** A lease to hand back unused: READY again from readyAt; pool is whose long polls to wake then. */
@@ -63,6 +65,7 @@ export class Executor {
   private readonly random: () => number;
   private readonly reapIntervalMs: number;
   private readonly pollIntervalMs: number;
+  private readonly announce: (tenantId: string, pool: string, at: number) => void;
   /** Long polls waiting for work, by pool (and tenant). */
   private readonly waiters = new Map<string, Set<Waiter>>();
   /** The one wake-up planned per pool key: the earliest time work there becomes ready, as far as this node knows. */
@@ -79,6 +82,7 @@ export class Executor {
     this.random = options.random ?? Math.random;
     this.reapIntervalMs = options.reapIntervalMs ?? 1000;
     this.pollIntervalMs = options.pollIntervalMs ?? 2000;
+    this.announce = options.announce ?? (() => undefined);
   }
 
   start(): void {
@@ -93,6 +97,27 @@ export class Executor {
     this.wakeups.clear();
     this.looked.clear();
     for (const set of this.waiters.values()) for (const w of set) w.wake();
+  }
+
+  /**
+   * Work became ready, now or at `at`, through a write of this node (a
+   * dispatch, a submit, a retry, a trigger): wakes this node's long polls
+   * then, and tells the other nodes, whose long polls wait for it too.
+   * notify and notifyAt wake this node's only (what the other nodes tell).
+   */
+  ready(tenantId: string, pool: string, at = this.clock.now()): void {
+    if (at <= this.clock.now()) this.notify(tenantId, pool);
+    else this.notifyAt(tenantId, pool, at);
+    this.announce(tenantId, pool, at);
+  }
+
+  /** Every long poll of this node looks at the store again (signals from other nodes may have been lost). */
+  wakeAll(): void {
+    this.looked.clear();
+    for (const [key, set] of this.waiters) {
+      this.waiters.delete(key);
+      for (const w of set) w.wake();
+    }
   }
 
   /** Wakes the long polls of a pool: ready work arrived. Those that find none look ahead again. */
@@ -227,7 +252,7 @@ export class Executor {
     });
     outcomes.forEach((o, i) => {
       const item = items[i]!;
-      if (o === "ok") this.notifyAt(item.tenantId, item.pool, item.readyAt);
+      if (o === "ok") this.ready(item.tenantId, item.pool, item.readyAt);
     });
     return outcomes;
   }
@@ -248,7 +273,7 @@ export class Executor {
       if (o.status === "lost") this.events.emit("lease:lost", { executionId: item.executionId, attempt: item.attempt, call: "fail" });
       if (o.status !== "ok") return;
       this.events.emit("execution:failed", { executionId: item.executionId, tenantId: item.tenantId, state: o.state === "SUCCEEDED" ? "READY" : o.state });
-      if (o.state === "READY" && o.readyAt !== undefined && o.pool) this.notifyAt(o.tenantId ?? item.tenantId, o.pool, o.readyAt);
+      if (o.state === "READY" && o.readyAt !== undefined && o.pool) this.ready(o.tenantId ?? item.tenantId, o.pool, o.readyAt);
     });
   }
 
@@ -259,7 +284,7 @@ export class Executor {
       const reaped = await this.store.executionReap({ now: this.clock.storeNow(), limit: 500 });
       for (const r of reaped) {
         this.events.emit("execution:timed_out", r);
-        if (r.state === "READY") this.notify(r.tenantId, r.pool);
+        if (r.state === "READY") this.ready(r.tenantId, r.pool);
       }
       total += reaped.length;
       if (reaped.length < 500) return total;

@@ -62,11 +62,14 @@ import { invalidState, poolOf, toExecution, toJob } from "./wire.js";
 import { WorkerProtocol } from "./worker-protocol.js";
 import type { Executor } from "./executor.js";
 import type { ReadStore } from "./read-routing.js";
+import type { ClusterSignals } from "./signals.js";
 import type { Scheduler } from "./scheduler.js";
 import type { RequestContext, Service, StoredKey } from "./service.js";
 
 export interface JobsServiceOptions {
   store: Store;
+  /** Tells the other nodes of due entries this node wrote (engine/signals.ts). */
+  signals?: Pick<ClusterSignals, "send">;
   /** Where list and history reads go (engine/read-routing.ts; default the store). */
   reads?: ReadStore;
   clock: Clock;
@@ -191,10 +194,10 @@ export class JobsService implements Service {
   private offer(job: JobRecord): void {
     if (job.state !== "SCHEDULED" || job.nextRunAt === null || occurrenceHome(job.kind) === "execution") {
       this.o.scheduler.forget(job.jobId);
-      if (job.state === "SCHEDULED" && job.nextDueAt !== null) this.o.executor.notifyAt(job.tenantId, poolOf(job), job.nextDueAt);
+      if (job.state === "SCHEDULED" && job.nextDueAt !== null) this.o.executor.ready(job.tenantId, poolOf(job), job.nextDueAt);
       return;
     }
-    this.o.scheduler.offer({
+    const entry = {
       jobId: job.jobId,
       tenantId: job.tenantId,
       shard: job.shard,
@@ -202,7 +205,10 @@ export class JobsService implements Service {
       schedule: job.schedule,
       scheduledFor: job.nextRunAt,
       dueAt: job.nextDueAt ?? job.nextRunAt,
-    });
+    };
+    this.o.scheduler.offer(entry);
+    // The shard's owner may be another node: it hears of an entry inside its loaded window at once.
+    if (entry.dueAt <= this.clock.now() + this.o.scheduler.windowMs) this.o.signals?.send({ kind: "due", entry });
   }
 
   async getJob(ctx: RequestContext, jobId: string): Promise<Job> {
@@ -287,7 +293,7 @@ export class JobsService implements Service {
     for (let at = now; at < now + 100; at++) {
       const [row] = await this.store.executionCreateMany({ tenantId: ctx.tenantId, jobId, nodeId: this.o.nodeId, now, items: [{ scheduledFor: at, readyAt: now }] });
       if (row) {
-        this.o.executor.notify(ctx.tenantId, poolOf(job));
+        this.o.executor.ready(ctx.tenantId, poolOf(job));
         return toExecution(row, this.clock.now());
       }
     }
@@ -391,7 +397,7 @@ export class JobsService implements Service {
       audit: { tenantId: ctx.tenantId, at: now, actor: ctx.actor ?? "admin", action: "dead-letter.replay", subject: executionId },
     });
     if (!replayed) throw notFound("dead letter", executionId);
-    this.o.executor.notify(ctx.tenantId, replayed.pool);
+    this.o.executor.ready(ctx.tenantId, replayed.pool);
     return { ...toExecution(replayed.row, this.clock.now()), attempt: replayed.row.attempt + 1 };
   }
 

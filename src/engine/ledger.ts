@@ -46,7 +46,7 @@ export class ScheduleLedger {
     const pool = poolOf(job);
     const items = times.map((scheduledFor, i) => {
       const row = rows[i];
-      if (row) this.executor.notifyAt(tenantId, pool, row.readyAt ?? now);
+      if (row) this.executor.ready(tenantId, pool, row.readyAt ?? now);
       return {
         scheduledFor: toIso(scheduledFor),
         executionId: executionIdFor(jobId, scheduledFor),

@@ -87,5 +87,12 @@ export function createMetrics(events: EngineEvents, loadedDue: () => number): Re
     registers: [registry],
   });
   events.on("reads:replica", (e) => replicaServing.set(e.serving ? 1 : 0));
+  const signals = new Counter({
+    name: "duetime_cluster_signals_total",
+    help: "Signals between nodes: sent, received from other nodes, and resyncs after the listener was down",
+    labelNames: ["direction"],
+    registers: [registry],
+  });
+  events.on("signals", (e) => signals.inc({ direction: e.direction }, e.count));
   return registry;
 }

@@ -83,6 +83,17 @@ export class Scheduler {
     return [...this.epochs.keys()];
   }
 
+  /** How far ahead due work is held in memory. */
+  get windowMs(): number {
+    return this.opts.windowMs;
+  }
+
+  /** Reloads the window at once (signals from other nodes may have been lost). */
+  reloadNow(): void {
+    this.nextReloadAt = 0;
+    if (!this.stopped) void this.runOnce();
+  }
+
   get loaded(): number {
     return this.timer.size;
   }

@@ -27,6 +27,8 @@ const RESUBSCRIBE_MS = 1000;
 
 export class ClusterSignals {
   private queue: ClusterSignal[] = [];
+  /** The queued ready signal of each pool, by tenant and pool. */
+  private readonly readyAt = new Map<string, { at: number }>();
   private flushing: Promise<void> | null = null;
   private unsubscribe: (() => Promise<void>) | null = null;
   private retry: TimerHandle | null = null;
@@ -39,9 +41,24 @@ export class ClusterSignals {
     await this.subscribe();
   }
 
-  /** Queues a signal for the other nodes; the queue goes out as one batch on the next turn. */
+  /**
+   * Queues a signal for the other nodes; the queue goes out as one batch on
+   * the next turn. Of the ready signals of one pool in a batch only the
+   * earliest is sent: a receiver wakes its long polls then, and they look in
+   * the store for whatever comes next (executor.ts lookAhead).
+   */
   send(signal: ClusterSignal): void {
     if (this.stopped) return;
+    if (signal.kind === "ready") {
+      const key = `${signal.tenantId}\u0000${signal.pool}`;
+      const queued = this.readyAt.get(key);
+      if (queued) {
+        queued.at = Math.min(queued.at, signal.at);
+        return;
+      }
+      signal = { ...signal };
+      this.readyAt.set(key, signal);
+    }
     this.queue.push(signal);
     this.flushing ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.flush());
   }
@@ -58,9 +75,11 @@ export class ClusterSignals {
   private async flush(): Promise<void> {
     const signals = this.queue;
     this.queue = [];
+    this.readyAt.clear();
     this.flushing = null;
     try {
       await this.o.store.signalPublish({ from: this.o.nodeId, signals });
+      this.o.events.emit("signals", { direction: "sent", count: signals.length });
     } catch (error) {
       this.o.events.emit("error", { where: "signals", error }); // lost: healed by the reloads
     }
@@ -71,7 +90,7 @@ export class ClusterSignals {
       const unsubscribe = await this.o.store.signalSubscribe((event) => this.receive(event));
       if (this.stopped) await unsubscribe();
       else this.unsubscribe = unsubscribe;
-      if (failedBefore) this.o.onResync(); // signals sent while we were not listening are lost
+      if (failedBefore) this.receive({ resync: true }); // signals sent while we were not listening are lost
     } catch (error) {
       this.o.events.emit("error", { where: "signals", error });
       if (!this.stopped) this.retry = this.o.clock.setTimer(() => void this.subscribe(true), RESUBSCRIBE_MS);
@@ -81,10 +100,12 @@ export class ClusterSignals {
   private receive(event: SignalEvent): void {
     if (this.stopped) return;
     if ("resync" in event) {
+      this.o.events.emit("signals", { direction: "resync", count: 1 });
       this.o.onResync();
       return;
     }
     if (event.from === this.o.nodeId) return;
+    this.o.events.emit("signals", { direction: "received", count: event.signals.length });
     for (const signal of event.signals) this.o.onSignal(signal);
   }
 }
