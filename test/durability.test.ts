@@ -8,11 +8,11 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { DuetimeClient } from "../src/sdk/client.js";
 import { Worker } from "../src/sdk/worker.js";
-import { spawnServer, waitFor } from "./helpers.js";
+import { spawnServer, testStore, waitFor } from "./helpers.js";
 
 test("500 accepted jobs survive SIGKILL of the server and all run after a restart", { timeout: 180_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), "duetime-durable-"));
-  const store = `sqlite:${join(dir, "duetime.db")}`;
+  const store = testStore(dir);
   try {
     const first = await spawnServer(store);
     const client = new DuetimeClient({ url: first.url, retries: 0 });

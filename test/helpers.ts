@@ -1,5 +1,9 @@
 // Shared test helpers: a real server on an ephemeral loopback port with its
-// own SQLite file, and waiting on conditions instead of sleeping.
+// own store, and waiting on conditions instead of sleeping.
+//
+// The store: a SQLite file in the test's directory, or, with
+// DUETIME_TEST_STORE=postgres (npm test runs the end-to-end files both
+// ways), a fresh schema of its own in the test PostgreSQL database.
 
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -7,6 +11,31 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startServer, type RunningServer, type ServerOptions } from "../src/server/index.js";
 import { DuetimeClient } from "../src/sdk/client.js";
+import type { StoreOptions } from "../src/store/factory.js";
+import { freshPostgresSchema } from "../src/store/postgres/test-support.js";
+
+/** Which store the end-to-end tests use. */
+export const TEST_STORE_KIND: "sqlite" | "postgres" = process.env.DUETIME_TEST_STORE === "postgres" ? "postgres" : "sqlite";
+
+/** A store for one test: a file in `dir`, or a schema of its own (dropped when the file's tests end). */
+export interface TestStore {
+  url: string;
+  options: StoreOptions;
+  /** The `duetime serve` flags that name it. */
+  args: string[];
+}
+
+/** The startServer options that open it. */
+export const serverStore = (store: TestStore): Pick<ServerOptions, "store" | "storeOptions"> => ({ store: store.url, storeOptions: store.options });
+
+export function testStore(dir: string): TestStore {
+  if (TEST_STORE_KIND === "postgres") {
+    const { url, schema } = freshPostgresSchema();
+    return { url, options: { schema }, args: ["--store", url, "--schema", schema] };
+  }
+  const url = `sqlite:${join(dir, "duetime.db")}`;
+  return { url, options: {}, args: ["--store", url] };
+}
 
 export interface TestServer {
   server: RunningServer;
@@ -18,10 +47,12 @@ export interface TestServer {
 
 export async function startTestServer(options: Partial<ServerOptions> = {}): Promise<TestServer> {
   const dir = mkdtempSync(join(tmpdir(), "duetime-it-"));
+  const store = testStore(dir);
   const server = await startServer({
     host: "127.0.0.1",
     port: 0,
-    store: `sqlite:${join(dir, "duetime.db")}`,
+    store: store.url,
+    storeOptions: store.options,
     logLevel: "silent",
     ...options,
   });
@@ -72,8 +103,8 @@ export interface ServerProcess {
  * listens. A launcher runs it through another command (["sh", "-c", script]
  * gets node's path as $0 and the rest as "$@").
  */
-export async function spawnServer(store: string, extraArgs: string[] = [], launcher: string[] = []): Promise<ServerProcess> {
-  const argv = [process.execPath, BIN, "serve", "--port", "0", "--store", store, "--log-level", "warn", ...extraArgs];
+export async function spawnServer(store: TestStore, extraArgs: string[] = [], launcher: string[] = []): Promise<ServerProcess> {
+  const argv = [process.execPath, BIN, "serve", "--port", "0", ...store.args, "--log-level", "warn", ...extraArgs];
   const [command, ...args] = [...launcher, ...argv] as [string, ...string[]];
   const child = spawn(command, args, { stdio: ["ignore", "pipe", "inherit"] });
   const url = await new Promise<string>((resolve, reject) => {

@@ -11,7 +11,7 @@ import { test } from "node:test";
 import { verifySignature } from "../src/sdk/index.js";
 import { DuetimeClient } from "../src/sdk/client.js";
 import { startServer } from "../src/server/index.js";
-import { spawnServer, startTestServer, waitFor, type ServerProcess, type TestServer } from "./helpers.js";
+import { serverStore, spawnServer, startTestServer, testStore, waitFor, type ServerProcess, type TestServer, type TestStore } from "./helpers.js";
 
 interface Hit {
   at: number;
@@ -329,9 +329,9 @@ test("an outage longer than the open time keeps releasing, never spending attemp
     setTimeout(() => res.writeHead(500).end(), 1000);
   });
   const dir = mkdtempSync(join(tmpdir(), "duetime-http-outage-"));
-  const store = `sqlite:${join(dir, "duetime.db")}`;
+  const store = testStore(dir);
   const open = () =>
-    startServer({ host: "127.0.0.1", port: 0, store, logLevel: "silent", ...ALLOW, httpTarget: { breaker: { failureThreshold: 1, openSeconds: 1, maxOpenSeconds: 1 } } });
+    startServer({ host: "127.0.0.1", port: 0, ...serverStore(store), logLevel: "silent", ...ALLOW, httpTarget: { breaker: { failureThreshold: 1, openSeconds: 1, maxOpenSeconds: 1 } } });
   let server = await open();
   let client = new DuetimeClient({ url: server.url, retries: 0 });
   const target = async () => (await getJson<{ items: Target[] }>({ url: server.url } as TestServer, "/v1/targets")).items.find((i) => i.origin === rx.base);
@@ -523,7 +523,7 @@ test("a call that would wait more than a few seconds for a rate limit is release
   }
 });
 
-const serve = (store: string) => spawnServer(store, ["--allow-target-hosts", "127.0.0.1"]);
+const serve = (store: TestStore) => spawnServer(store, ["--allow-target-hosts", "127.0.0.1"]);
 
 test("SIGKILL mid-call: after a restart the receiver gets the same Idempotency-Key with the next attempt, and the job succeeds", { timeout: 60_000 }, async () => {
   const rx = await receiver((_req, res, _hit, n) => {
@@ -532,7 +532,7 @@ test("SIGKILL mid-call: after a restart the receiver gets the same Idempotency-K
     res.end();
   });
   const dir = mkdtempSync(join(tmpdir(), "duetime-http-kill-"));
-  const store = `sqlite:${join(dir, "duetime.db")}`;
+  const store = testStore(dir);
   let first: ServerProcess | undefined;
   let second: ServerProcess | undefined;
   try {

@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DuetimeClient } from "../src/sdk/client.js";
-import { queueJob, spawnServer, startTestServer, waitFor } from "./helpers.js";
+import { queueJob, spawnServer, startTestServer, testStore, waitFor } from "./helpers.js";
 
 async function apiError(promise: Promise<unknown>): Promise<DuetimeApiError> {
   try {
@@ -348,7 +348,7 @@ test("long poll returns as soon as work is due", async () => {
 
 test("two `duetime serve` processes on one store share the shards; a SIGTERM hands its half to the other", async () => {
   const dir = mkdtempSync(join(tmpdir(), "duetime-cluster-"));
-  const store = `sqlite:${join(dir, "duetime.db")}`;
+  const store = testStore(dir);
   const a = await spawnServer(store, ["--node-id", "node-a"]);
   const b = await spawnServer(store, ["--node-id", "node-b"]);
   const client = new DuetimeClient({ url: a.url, retries: 0 });

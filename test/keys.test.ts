@@ -10,7 +10,7 @@ import { test } from "node:test";
 import { startServer } from "../src/server/index.js";
 import { DuetimeClient } from "../src/sdk/client.js";
 import { DuetimeApiError } from "../src/sdk/errors.js";
-import { queueJob, startTestServer, waitFor } from "./helpers.js";
+import { queueJob, serverStore, startTestServer, testStore, waitFor } from "./helpers.js";
 
 const ROOT = { key: "root-secret", tenantId: "ops", role: "admin" as const };
 
@@ -128,8 +128,7 @@ test("a tenant's admin key manages its own tenant's keys only; creates and revok
 
 test("without configured keys: open until the first key is created, then closed, across a restart too", async () => {
   const dir = mkdtempSync(join(tmpdir(), "duetime-keys-"));
-  const store = `sqlite:${join(dir, "duetime.db")}`;
-  const options = { host: "127.0.0.1", port: 0, store, logLevel: "silent" };
+  const options = { host: "127.0.0.1", port: 0, ...serverStore(testStore(dir)), logLevel: "silent" };
   const clients: DuetimeClient[] = [];
   const client = (url: string, token?: string) => {
     const c = new DuetimeClient({ url, retries: 0, ...(token ? { token } : {}) });

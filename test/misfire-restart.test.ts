@@ -10,14 +10,14 @@ import { join } from "node:path";
 import { test } from "node:test";
 import type { Misfire } from "../src/core/api.js";
 import { DuetimeClient } from "../src/sdk/client.js";
-import { spawnServer, waitFor } from "./helpers.js";
+import { spawnServer, testStore, waitFor } from "./helpers.js";
 
 const EVERY_2S = "*/2 * * * * *";
 const EVERY_2S_MS = 2_000; // its occurrences fall on multiples of this, in epoch milliseconds
 
 async function missedAcrossRestart(misfire: Misfire) {
   const dir = mkdtempSync(join(tmpdir(), `duetime-misfire-${misfire}-`));
-  const store = `sqlite:${join(dir, "duetime.db")}`;
+  const store = testStore(dir);
   try {
     const first = await spawnServer(store, ["--misfire-threshold", "1"]);
     let client = new DuetimeClient({ url: first.url, retries: 0 });

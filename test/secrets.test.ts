@@ -13,7 +13,7 @@ import { DuetimeApiError } from "../src/sdk/errors.js";
 import { DuetimeClient } from "../src/sdk/client.js";
 import { verifySignature } from "../src/sdk/index.js";
 import { openSqliteStore } from "../src/store/sqlite/index.js";
-import { startTestServer, waitFor } from "./helpers.js";
+import { serverStore, startTestServer, testStore, waitFor } from "./helpers.js";
 
 interface Hit {
   headers: IncomingMessage["headers"];
@@ -47,9 +47,9 @@ const ALLOW = { allowTargetHosts: ["127.0.0.1"] };
 test("without --signing-secret the default tenant signs with a stored secret that survives a restart", async () => {
   const rx = await receiver();
   const dir = mkdtempSync(join(tmpdir(), "duetime-secrets-"));
-  const store = `sqlite:${join(dir, "duetime.db")}`;
+  const store = serverStore(testStore(dir));
   try {
-    const first = await startTestServer({ ...ALLOW, store });
+    const first = await startTestServer({ ...ALLOW, ...store });
     let secret: string;
     try {
       const shown = await first.client.signingSecrets();
@@ -69,7 +69,7 @@ test("without --signing-secret the default tenant signs with a stored secret tha
       await first.close();
     }
 
-    const second = await startTestServer({ ...ALLOW, store });
+    const second = await startTestServer({ ...ALLOW, ...store });
     try {
       assert.deepEqual(await second.client.signingSecrets(), { tenantId: "default", secrets: [secret], source: "store" });
       await second.client.createJob({ name: "again", target: { type: "http", url: rx.url }, payload: { n: 2 }, schedule: { delaySeconds: 0 } });
@@ -81,7 +81,7 @@ test("without --signing-secret the default tenant signs with a stored secret tha
     }
 
     // A configured secret wins; the stored one is not used then.
-    const third = await startTestServer({ ...ALLOW, store, signingSecret: ["configured-new", "configured-old"] });
+    const third = await startTestServer({ ...ALLOW, ...store, signingSecret: ["configured-new", "configured-old"] });
     try {
       assert.deepEqual(await third.client.signingSecrets(), { tenantId: "default", secrets: ["configured-new", "configured-old"], source: "config" });
       await third.client.createJob({ name: "configured", target: { type: "http", url: rx.url }, payload: { n: 3 }, schedule: { delaySeconds: 0 } });

@@ -90,7 +90,7 @@ function files(): string {
 function startServer(): Promise<ServerProcess> {
   // 1024 blocks: 512 KiB in dash's 512-byte blocks, 1 MiB in bash's.
   const capped = ["sh", "-c", `trap "" XFSZ; ulimit -S -f 1024; exec "$0" "$@"`];
-  return spawnServer(`sqlite:${db}`, [], asRoot ? [] : capped);
+  return spawnServer({ url: `sqlite:${db}`, options: {}, args: ["--store", `sqlite:${db}`] }, [], asRoot ? [] : capped);
 }
 
 test("a full disk: 503 STORE_UNAVAILABLE, not ready, alive; ready again once space returns; every 201 survives a SIGKILL", { timeout: 120_000 }, async () => {

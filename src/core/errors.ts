@@ -54,7 +54,7 @@ export class DuetimeError extends Error {
 }
 
 /** Why a store cannot serve for now; the `kind` label of duetime_store_failures_total. */
-export type StoreFaultKind = "full" | "io" | "busy" | "readonly" | "cantopen" | "connection";
+export type StoreFaultKind = "full" | "io" | "busy" | "readonly" | "cantopen" | "connection" | "timeout";
 
 const STORE_FAULTS: Record<StoreFaultKind, string> = {
   full: "the disk holding the database is full",
@@ -62,7 +62,8 @@ const STORE_FAULTS: Record<StoreFaultKind, string> = {
   busy: "the database stayed locked by another connection past the busy timeout",
   readonly: "the database is read-only",
   cantopen: "the database file cannot be opened",
-  connection: "the connection to the database was lost",
+  connection: "the connection to the database was lost or refused",
+  timeout: "a statement ran past the store's statement timeout",
 };
 
 /**

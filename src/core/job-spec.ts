@@ -8,7 +8,7 @@ import { CronSyntaxError, isValidTimeZone, parseCron } from "./cron/index.js";
 import { invalidArgument } from "./errors.js";
 import { DEFAULT_RETRY } from "./retry.js";
 import { firstOccurrence, type Occurrence } from "./schedule.js";
-import { parseRfc3339, toIso } from "./time.js";
+import { msOfSeconds, parseRfc3339, toIso } from "./time.js";
 
 export const DEFAULT_TIMEOUT_SECONDS = 300;
 export const DEFAULT_PRIORITY = 0;
@@ -45,7 +45,7 @@ export function effectiveJob(spec: JobSpec, jobId: string, now: number, prefix =
 
 function effectiveSchedule(spec: JobSpec["schedule"], jobId: string, now: number, prefix: string): Job["schedule"] {
   if ("runAt" in spec) return { runAt: toIso(parseTime(spec.runAt, `${prefix}schedule.runAt`)) };
-  if ("delaySeconds" in spec) return { runAt: toIso(now + Math.round(spec.delaySeconds * 1000)) };
+  if ("delaySeconds" in spec) return { runAt: toIso(now + msOfSeconds(spec.delaySeconds)) };
   return effectiveCron(spec, jobId, prefix);
 }
 

@@ -4,6 +4,7 @@
 // timed out or failed, counts toward maxAttempts.
 
 import type { ErrorClass, ErrorRecord, RetryPolicy } from "./api.js";
+import { msOfSeconds } from "./time.js";
 
 export const DEFAULT_RETRY: RetryPolicy = { maxAttempts: 3, backoffSeconds: 10, maxBackoffSeconds: 3600 };
 export const JITTER_FRACTION = 0.2;
@@ -28,7 +29,7 @@ export function planFailure(policy: RetryPolicy, facts: FailureFacts, random: ()
   if (facts.attempt >= policy.maxAttempts) return { kind: "dead", reason: "exhausted" };
   let delayMs = backoffMs(policy, facts.attempt, random);
   if (facts.errorClass === "throttled" && facts.retryAfterSeconds !== undefined) {
-    delayMs = Math.max(delayMs, facts.retryAfterSeconds * 1000);
+    delayMs = Math.max(delayMs, msOfSeconds(facts.retryAfterSeconds));
   }
   return { kind: "retry", delayMs };
 }

@@ -26,3 +26,12 @@ export function toIso(ms: number): string {
 export function toIsoOrNull(ms: number | null | undefined): string | null {
   return ms === null || ms === undefined ? null : new Date(ms).toISOString();
 }
+
+/**
+ * Seconds from the API (fractions allowed) as the whole milliseconds every
+ * time in the store is: a store keeps epoch ms as integers (PostgreSQL's
+ * bigint refuses 1000.0000000000033).
+ */
+export function msOfSeconds(seconds: number): number {
+  return Math.round(seconds * 1000);
+}

@@ -512,3 +512,32 @@ describe("every request schema bounds what input can make the server hold", () =
     assert.deepEqual(problems, []);
   });
 });
+
+describe("text every store can keep: no NUL, no unpaired surrogate", () => {
+  const parsed = (text: string) => JSON.parse(text) as unknown;
+
+  test("bodies and query strings refuse U+0000 and lone surrogates, in values and keys, naming the field", () => {
+    const cases: [SchemaId, unknown, string, RequestPart?][] = [
+      ["createJobBody", { ...JOB, name: parsed('"a\\u0000b"') }, "name"],
+      ["createJobBody", { ...JOB, payload: parsed('{"to": "x\\u0000"}') }, "payload.to"],
+      ["createJobBody", { ...JOB, payload: parsed('{"list": ["ok", "\\ud800"]}') }, "payload.list.1"],
+      ["createJobBody", { ...JOB, payload: parsed('{"\\udc00": 1}') }, "payload"],
+      ["createJobBody", { ...JOB, payload: parsed('{"a\\u0000": 1}') }, "payload"],
+      ["failBody", { attempt: 1, error: { message: parsed('"boom\\u0000"') } }, "error.message"],
+      ["completeBody", { attempt: 1, result: parsed('"\\ud83d"') }, "result"],
+      ["listJobsQuery", { name: "a\u0000" }, "name", "query"],
+    ];
+    for (const [schema, value, field, part] of cases) {
+      const err = failure(() => validate(schema, value, part ?? "body"));
+      assert.equal(err.code, "INVALID_ARGUMENT");
+      assert.equal(err.details?.field, field, err.message);
+      assert.match(err.message, /U\+0000|unpaired surrogate/);
+    }
+  });
+
+  test("paired surrogates (emoji) and other control characters are fine", () => {
+    const ok = { ...JOB, name: "report \u{1F4C8}", payload: parsed('{"\\ud83d\\ude00": "tab\\there\\u0001"}') };
+    assert.deepEqual(validate("createJobBody", ok), ok);
+  });
+});
+

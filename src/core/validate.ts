@@ -118,7 +118,7 @@ export function validate<T = unknown>(
   }
   if (typeof schema === "string") {
     // Named schemas only: the batch envelope (an inline schema) leaves its jobs to be checked one by one.
-    if (part === "body") checkFinite(data, path);
+    if (part === "body" || part === "query") checkStorable(data, path, part);
     REFINEMENTS[schema]?.(data, path);
   }
   return data as T;
@@ -152,17 +152,37 @@ function numbersFromText(schema: JsonSchema, value: Record<string, unknown>): Re
 }
 
 /**
- * JSON has no Infinity, but JSON.parse reads 1e400 as one (and JSON.stringify
- * would store it as null): a body holds finite numbers only, free-form values
- * (payload, result) included. Typed fields are refused by ajv before this.
+ * What every store can keep, checked once for every body and query string,
+ * free-form values (payload, result) included; typed fields are refused by
+ * ajv before this:
+ * - finite numbers only: JSON has no Infinity, but JSON.parse reads 1e400 as
+ *   one (and JSON.stringify would store it as null);
+ * - strings and keys without U+0000 and without unpaired surrogates ("\ud800"
+ *   is valid JSON but not Unicode): PostgreSQL's text and jsonb refuse both.
  */
-function checkFinite(value: unknown, path: string): void {
+function checkStorable(value: unknown, path: string, part: RequestPart): void {
+  const field = path || part;
   if (typeof value === "number") {
-    if (!Number.isFinite(value)) throw invalidArgument(path || "body", `must be a finite number, got ${value}`);
+    if (!Number.isFinite(value)) throw invalidArgument(field, `must be a finite number, got ${value}`);
+    return;
+  }
+  if (typeof value === "string") {
+    checkText(value, field, "text");
     return;
   }
   if (typeof value !== "object" || value === null) return;
-  for (const [key, item] of Object.entries(value)) checkFinite(item, joinPath(path, key));
+  for (const [key, item] of Object.entries(value)) {
+    checkText(key, field, "a key");
+    checkStorable(item, joinPath(path, key), part);
+  }
+}
+
+/** A surrogate half without its other half. */
+const UNPAIRED_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+function checkText(text: string, field: string, what: string): void {
+  if (text.includes("\u0000")) throw invalidArgument(field, `${what} must not contain U+0000 (NUL)`);
+  if (UNPAIRED_SURROGATE.test(text)) throw invalidArgument(field, `${what} must be valid Unicode (it has an unpaired surrogate such as \\ud800)`);
 }
 
 // ---------------------------------------------------------------- error mapping

@@ -11,6 +11,7 @@ import type { ErrorRecord } from "../core/api.js";
 import type { Clock } from "../core/clock.js";
 import type { CallHealth } from "./circuit-breaker.js";
 import { EgressRefused } from "./egress.js";
+import { msOfSeconds } from "../core/time.js";
 
 /** A Retry-After further away than this is cut to it. */
 export const MAX_RETRY_AFTER_SECONDS = 3600;
@@ -78,7 +79,7 @@ export async function callTarget(input: CallInput): Promise<CallOutcome> {
       error: { ...error, ...facts },
       result: null,
       health: error.class === "throttled" || (error.class === "transient" && !("location" in error)) ? "unhealthy" : "healthy",
-      ...(retryAfterSeconds !== undefined ? { retryAfterMs: retryAfterSeconds * 1000 } : {}),
+      ...(retryAfterSeconds !== undefined ? { retryAfterMs: msOfSeconds(retryAfterSeconds) } : {}),
       kind: "location" in error ? "redirect" : (error.class ?? "transient"),
       status: res.statusCode,
       durationMs,

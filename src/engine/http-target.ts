@@ -26,7 +26,7 @@
 
 import type { ErrorRecord, HttpTarget, TargetStatus } from "../core/api.js";
 import type { Clock, TimerHandle } from "../core/clock.js";
-import { toIso } from "../core/time.js";
+import { msOfSeconds, toIso } from "../core/time.js";
 import type { LeasedRow } from "../store/store.js";
 import { HTTP_POOL } from "../store/store.js";
 import { Agent } from "undici";
@@ -324,7 +324,7 @@ export class HttpTargetRunner {
         for (const row of leased) this.admit(row, now, leaseMs);
         this.backlog = leased.length === budget;
         const last = leased[leased.length - 1];
-        if (last) this.leaseMs = last.timeoutSeconds * 1000 + GRACE_MS;
+        if (last) this.leaseMs = msOfSeconds(last.timeoutSeconds) + GRACE_MS;
       } catch (error) {
         this.acks.restore(acks);
         if (this.state !== "running") break;
@@ -357,7 +357,7 @@ export class HttpTargetRunner {
     }
     const origin = this.originState(key, now);
     // The store granted leaseUntil = min(leasedAt + leaseMs, leasedAt + timeout + GRACE_MS).
-    const leasedAt = row.leaseUntil - Math.min(leaseMs, row.timeoutSeconds * 1000 + GRACE_MS);
+    const leasedAt = row.leaseUntil - Math.min(leaseMs, msOfSeconds(row.timeoutSeconds) + GRACE_MS);
     const slot: Slot = { row, target, origin, leaseUntil: row.leaseUntil, sendBy: leasedAt + MAX_WAIT_MS, phase: "waiting" };
     this.slots.set(row.executionId, slot);
     origin.queue.push(slot);
@@ -508,7 +508,7 @@ export class HttpTargetRunner {
     let health: "healthy" | "unhealthy" | "unknown" = "unknown";
     let retryAfterMs: number | undefined;
     try {
-      const timeoutMs = row.timeoutSeconds * 1000;
+      const timeoutMs = msOfSeconds(row.timeoutSeconds);
       // The lease must cover the call: about timeoutSeconds + GRACE_MS from now.
       const now = this.clock.now();
       if (slot.leaseUntil < now + timeoutMs + MIN_MARGIN_MS || slot.leaseUntil > now + timeoutMs + GRACE_MS + MAX_EXCESS_MS) {

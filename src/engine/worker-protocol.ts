@@ -15,7 +15,7 @@ import type {
 import type { Clock } from "../core/clock.js";
 import { DuetimeError, notFound } from "../core/errors.js";
 import { isExecutionId } from "../core/ids.js";
-import { toIso } from "../core/time.js";
+import { msOfSeconds, toIso } from "../core/time.js";
 import type { AckOutcome, Store } from "../store/store.js";
 import type { Executor } from "./executor.js";
 import type { RequestContext } from "./service.js";
@@ -35,8 +35,8 @@ export class WorkerProtocol {
       pool,
       workerId: request.workerId,
       max: request.max ?? 1,
-      leaseMs: (request.leaseSeconds ?? 30) * 1000,
-      waitMs: (request.waitSeconds ?? 0) * 1000,
+      leaseMs: msOfSeconds(request.leaseSeconds ?? 30),
+      waitMs: msOfSeconds(request.waitSeconds ?? 0),
       ...(ctx.signal ? { signal: ctx.signal } : {}),
       complete: complete.map((i) => ({ executionId: i.executionId, tenantId: ctx.tenantId, attempt: i.attempt, result: i.result })),
       fail: fail.map((i) => ({ executionId: i.executionId, tenantId: ctx.tenantId, attempt: i.attempt, error: i.error })),
@@ -64,7 +64,7 @@ export class WorkerProtocol {
           tenantId: ctx.tenantId,
           executionId,
           attempt: request.attempt,
-          ...(request.leaseSeconds !== undefined ? { leaseMs: request.leaseSeconds * 1000 } : {}),
+          ...(request.leaseSeconds !== undefined ? { leaseMs: msOfSeconds(request.leaseSeconds) } : {}),
           now: this.clock.storeNow(),
         })
       : ({ status: "not_found" } as const);

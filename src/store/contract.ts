@@ -330,6 +330,15 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
     });
 
     describe("jobCreateMany", () => {
+      storeTest("keeps a fractional timeoutSeconds as given, and judges its deadline in whole ms", async (store) => {
+        const nj = newJob({ timeoutSeconds: 2.5004 });
+        await createOne(store, nj);
+        assert.equal((await getJob(store, nj)).timeoutSeconds, 2.5004);
+        const row = await leaseOne(store, T0, { leaseMs: 60 * SECOND });
+        assert.equal(row.timeoutSeconds, 2.5);
+        assert.equal(row.leaseUntil, T0 + 2500, "the lease ends at the deadline, now + 2,500 ms (rounded to whole ms)");
+      });
+
       storeTest("creates a job SCHEDULED at version 1 with nextRunAt = due.scheduledFor and updatedAt = createdAt", async (store) => {
         const nj = cronJob({ due: { scheduledFor: T0, dueAt: T0 + 1500 } });
         const [outcome] = await store.jobCreateMany({ nodeId: "n1", jobs: [nj], now: CREATED });

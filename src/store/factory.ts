@@ -28,7 +28,13 @@ export async function openStore(url: string, options: StoreOptions = {}): Promis
   }
   if (url.startsWith("postgres:") || url.startsWith("postgresql:")) {
     if (options.schema !== undefined) checkSchemaName(options.schema);
-    throw invalidArgument("store", "the PostgreSQL store is not available in this version yet; use sqlite:PATH");
+    const { openPostgresStore } = await import("./postgres/index.js");
+    return openPostgresStore({
+      url,
+      ...(options.schema !== undefined ? { schema: options.schema } : {}),
+      ...(options.poolSize !== undefined ? { poolSize: options.poolSize } : {}),
+      ...(options.migrate !== undefined ? { migrate: options.migrate } : {}),
+    });
   }
-  throw invalidArgument("store", `unknown store ${JSON.stringify(url)}; use sqlite:PATH`);
+  throw invalidArgument("store", `unknown store ${JSON.stringify(url)}; use sqlite:PATH or postgres://USER@HOST:PORT/DATABASE`);
 }

@@ -12,6 +12,18 @@ function get(route: string, path: HttpCase["path"], query: string): HttpCase {
   return { kind: "http", route: `GET ${route}`, method: "GET", path, query, headers: [AUTH] };
 }
 
+function post(route: string, json: string): HttpCase {
+  return {
+    kind: "http",
+    route: `POST ${route}`,
+    method: "POST",
+    path: [route],
+    query: "",
+    headers: [AUTH, ["content-type", "application/json"]],
+    body: { text: json, encoding: "utf8" },
+  };
+}
+
 export const CORPUS: ReadonlyArray<HttpCase | RawCase> = [
   // count=Infinity passed validation and the preview loop never ended (the server wedged, its RSS grew past 512 MiB).
   get("/v1/schedules/preview", ["/v1/schedules/preview"], "cron=0%209%20*%20*%20*&count=Infinity"),
@@ -22,15 +34,11 @@ export const CORPUS: ReadonlyArray<HttpCase | RawCase> = [
   // 1,000 Feb 29ths from 1969 in a zone with daylight saving: 4,000 years of zone tables, seconds of CPU (no answer within 2 s).
   get("/v1/schedules/preview", ["/v1/schedules/preview"], "cron=0%200%2029%202%20*&tz=Europe%2FLondon&from=1969-12-31T23%3A59%3A59.990Z&count=1000"),
   // A fractional jitter of under a millisecond: 500 "hashOffset: modulo must be a positive integer".
-  {
-    kind: "http",
-    route: "POST /v1/jobs",
-    method: "POST",
-    path: ["/v1/jobs"],
-    query: "",
-    headers: [AUTH, ["content-type", "application/json"]],
-    body: { text: '{"name":"j","target":{"type":"queue","pool":"p"},"schedule":{"cron":"0 9 * * *","jitterSeconds":0.0015}}', encoding: "utf8" },
-  },
+  post("/v1/jobs", '{"name":"j","target":{"type":"queue","pool":"p"},"schedule":{"cron":"0 9 * * *","jitterSeconds":0.0015}}'),
+  // On PostgreSQL: fractional seconds became fractional epoch ms (500 "invalid input syntax for type bigint"),
+  // and a NUL in a payload string or a lone surrogate reached jsonb (500), where SQLite kept them.
+  post("/v1/jobs", '{"name":"j","target":{"type":"queue","pool":"p"},"timeoutSeconds":56.36242882166914,"schedule":{"delaySeconds":1.0000000000000033}}'),
+  post("/v1/jobs", '{"name":"j","target":{"type":"queue","pool":"p"},"payload":{"a":"x\\u0000y","\\ud800":1},"schedule":{"delaySeconds":0}}'),
   // node's own 400 (no Host) and 417 (unknown Expect) went out with empty bodies; CONNECT got the socket closed.
   rawOf("no Host"),
   rawOf("garbage Expect"),

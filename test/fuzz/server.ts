@@ -5,7 +5,7 @@
 
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { join } from "node:path";
+import { testStore, type TestStore } from "../helpers.js";
 
 const BIN = new URL("../../bin/duetime.js", import.meta.url).pathname;
 
@@ -36,11 +36,15 @@ export class FuzzServer {
   private child: ChildProcess | undefined;
   private readonly log: string[] = [];
 
-  constructor(private readonly dir: string) {}
+  /** One store for the whole run: a restarted child finds the known jobs there. */
+  private readonly store: TestStore;
+
+  constructor(dir: string) {
+    this.store = testStore(dir);
+  }
 
   async start(): Promise<void> {
-    const store = `sqlite:${join(this.dir, "fuzz.db")}`;
-    const child = spawn(process.execPath, [BIN, "serve", "--port", "0", "--store", store, "--log-level", "warn", "--api-keys", API_KEYS], {
+    const child = spawn(process.execPath, [BIN, "serve", "--port", "0", ...this.store.args, "--log-level", "warn", "--api-keys", API_KEYS], {
       stdio: ["ignore", "pipe", "pipe"],
     });
     this.child = child;

@@ -539,7 +539,7 @@ class SqliteStore implements Store {
            last_error, finished_at)
          SELECT x.value ->> 0, j.tenant_id, j.id, j.pool, j.name, x.value ->> 2, j.priority, x.value ->> 4,
            j.retry ->> '$.maxAttempts', j.retry ->> '$.backoffSeconds', j.retry ->> '$.maxBackoffSeconds',
-           j.timeout_seconds * 1000, x.value ->> 3, j.payload, j.target, @now, @node,
+           CAST(round(j.timeout_seconds * 1000) AS INTEGER), x.value ->> 3, j.payload, j.target, @now, @node,
            x.value ->> 5, CASE WHEN x.value ->> 4 = 'SKIPPED' THEN @now END
          FROM json_each(@items) x JOIN jobs j ON j.id = x.value ->> 1
          WHERE (@any = 1 OR (@tenant IS NULL AND j.state IN (SELECT value FROM json_each(@dispatching))) OR j.tenant_id = @tenant)

@@ -1,0 +1,54 @@
+// Core's rules as writes (core/states.ts): a job's state changes, each a
+// compare-and-set on the state it changes from, and the cancel of a job's
+// in-flight executions. Both are single statements over arrays.
+
+import type { ErrorRecord } from "../../core/api.js";
+import { inFlightOnCancel, type JobChange, NOT_STARTED } from "../../core/states.js";
+import { type Db, json, nowOr, rows } from "./db.js";
+
+/** core/states.ts NOT_STARTED as a condition on an execution row: held, or READY and never leased. */
+export const NOT_STARTED_SQL = `(state = '${NOT_STARTED.held}' OR (state = '${NOT_STARTED.waiting}' AND attempt = ${NOT_STARTED.attempt}))`;
+
+/**
+ * Applies core's job changes in one statement, each only while the job is
+ * still in change.from (a job that moved meanwhile is left alone); the
+ * changed jobs whose change says "drop" lose their due entry and their
+ * executions that have not started (a one-off's pending one, overtaken by a
+ * trigger). Null changes are skipped. `now` absent: the database clock.
+ */
+export async function changeJobs(db: Db, items: { jobId: string; change: JobChange | null }[], now: number | null): Promise<void> {
+  const changes = items.flatMap(({ jobId, change }) => (change ? [{ jobId, ...change }] : []));
+  if (changes.length === 0) return;
+  await db.query(
+    `WITH x AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bool[]) AS x(id, from_state, to_state, drop_due)),
+     changed AS (
+       UPDATE jobs SET state = x.to_state, version = version + 1, updated_at = ${nowOr("$5")}
+       FROM x WHERE jobs.id = x.id AND jobs.state = x.from_state
+       RETURNING jobs.id, x.drop_due),
+     pending AS (DELETE FROM executions USING changed WHERE executions.job_id = changed.id AND changed.drop_due AND ${NOT_STARTED_SQL})
+     DELETE FROM due USING changed WHERE due.job_id = changed.id AND changed.drop_due`,
+    [changes.map((c) => c.jobId), changes.map((c) => c.from), changes.map((c) => c.to), changes.map((c) => c.due === "drop"), now],
+  );
+}
+
+/**
+ * Cancels jobs' in-flight executions as core/states.ts inFlightOnCancel says,
+ * in one statement: the ones to end become CANCELLED (with `error`, if
+ * given), the ones to ask are asked to stop. A row a lease holds locked is
+ * waited for and judged as that lease left it: a READY row it granted meanwhile
+ * is RUNNING by then, and is asked to stop.
+ */
+export async function cancelInFlight(db: Db, jobIds: readonly string[], now: number, error: ErrorRecord | null): Promise<void> {
+  if (jobIds.length === 0) return;
+  await rows(
+    db,
+    `UPDATE executions SET
+       state = CASE WHEN state = ANY($2::text[]) THEN 'CANCELLED' ELSE state END,
+       finished_at = CASE WHEN state = ANY($2::text[]) THEN $4::bigint ELSE finished_at END,
+       last_error = CASE WHEN state = ANY($2::text[]) THEN coalesce($5::jsonb, last_error) ELSE last_error END,
+       cancel_requested = cancel_requested OR state = ANY($3::text[])
+     WHERE job_id = ANY($1::text[]) AND (state = ANY($2::text[]) OR state = ANY($3::text[]))`,
+    [jobIds, inFlightOnCancel("end"), inFlightOnCancel("ask_to_stop"), now, error ? json(error) : null],
+    "cancel_in_flight",
+  );
+}

@@ -1,0 +1,132 @@
+// The PostgreSQL driver's connection layer: one pg.Pool per store, epoch-ms
+// bigints parsed to numbers for this pool only, transactions with the
+// client released in every case, and the database clock as SQL.
+
+import pg from "pg";
+import { executionIdFor } from "../../core/ids.js";
+
+export type Row = Record<string, unknown>;
+export type Db = pg.Pool | pg.PoolClient;
+
+export interface PoolOptions {
+  url: string;
+  schema: string;
+  poolSize: number;
+  statementTimeoutMs: number;
+  connectTimeoutMs: number;
+  applicationName: string;
+}
+
+/** A schema name checked by store/names.ts, quoted all the same (a schema may be named like a keyword). */
+export const ident = (name: string): string => `"${name}"`;
+
+const INT8_OID = 20;
+const parseInt8 = (text: string): number => Number(text);
+
+/**
+ * Times are bigint epoch ms and counts are bigint: parsed to numbers for this
+ * pool only (pg's global setTypeParser would change every pool in the process).
+ */
+const types: pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: "text" | "binary") =>
+    oid === INT8_OID ? parseInt8 : pg.types.getTypeParser(oid, format ?? "text")) as pg.CustomTypesConfig["getTypeParser"],
+};
+
+/** What every connection of the store is opened with, the pool's and the signal listener's. */
+export function clientConfig(o: PoolOptions): pg.ClientConfig {
+  return {
+    connectionString: o.url,
+    statement_timeout: o.statementTimeoutMs,
+    connectionTimeoutMillis: o.connectTimeoutMs,
+    application_name: o.applicationName,
+    // Every statement names its tables unqualified: the store's schema comes first.
+    options: `-c search_path=${ident(o.schema)}`,
+    types,
+  };
+}
+
+export function createPool(o: PoolOptions): pg.Pool {
+  const pool = new pg.Pool({ ...clientConfig(o), max: o.poolSize });
+  // An idle connection the server ends (a restart, pg_terminate_backend) is
+  // reported here and dropped from the pool; the next query opens a new one.
+  // Without a listener, Node would crash the process on the 'error' event.
+  pool.on("error", () => {});
+  return pool;
+}
+
+/** The database clock in epoch ms. now() is the transaction's start: one call reads one time. */
+export const DB_NOW = "floor(extract(epoch from now()) * 1000)::bigint";
+
+/** A pinned time if the caller gave one, else the database clock (River's coalesce(narg('now'), now())). */
+export const nowOr = (param: string): string => `coalesce(${param}::bigint, ${DB_NOW})`;
+
+/** Thrown inside a transaction to roll it back and answer `value`. */
+export class Rollback<T> {
+  constructor(readonly value: T) {}
+}
+
+/** Deadlock, or a serialization failure: the transaction did nothing and may run again. */
+const RETRYABLE = new Set(["40P01", "40001"]);
+const TX_ATTEMPTS = 3;
+
+/**
+ * Runs fn in one transaction (READ COMMITTED) on a client of its own, and
+ * releases the client whatever happens: destroyed when its connection broke.
+ * A deadlock (two batches locking rows in different orders) runs it again.
+ */
+export async function transaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    const client = await pool.connect();
+    let broken: Error | undefined;
+    // A checked-out client has no listener of the pool's: a connection lost
+    // now would otherwise crash the process (the pending query rejects too).
+    const onError = (err: Error): void => {
+      broken = err;
+    };
+    client.on("error", onError);
+    try {
+      await client.query("BEGIN");
+      const value = await fn(client);
+      await client.query("COMMIT");
+      return value;
+    } catch (error) {
+      if (!broken) {
+        await client.query("ROLLBACK").catch((err: Error) => {
+          broken = err;
+        });
+      }
+      if (error instanceof Rollback) return error.value as T;
+      if (attempt < TX_ATTEMPTS && RETRYABLE.has((error as { code?: string }).code ?? "")) continue;
+      throw error;
+    } finally {
+      client.removeListener("error", onError);
+      client.release(broken);
+    }
+  }
+}
+
+export async function rows<R = Row>(db: Db, text: string, values: unknown[] = [], name?: string): Promise<R[]> {
+  const result = await db.query(name ? { name, text, values } : { text, values });
+  return result.rows as R[];
+}
+
+export async function one<R = Row>(db: Db, text: string, values: unknown[] = [], name?: string): Promise<R | undefined> {
+  return (await rows<R>(db, text, values, name))[0];
+}
+
+/** A value bound for a jsonb column: text, cast in SQL (pg would send a JS array as a PostgreSQL array). */
+export const json = (value: unknown): string | null => (value === undefined ? null : JSON.stringify(value));
+
+/**
+ * The key of an execution: its id is executionIdFor(jobId, scheduledFor)
+ * (core/ids.ts), so every lookup by id is a lookup by the primary key
+ * (job_id, scheduled_for), which is also the key time partitions would use.
+ * Null for an id that is not one.
+ */
+export function executionKey(id: string): { jobId: string; scheduledFor: number } | null {
+  const m = /^([0-9a-z]+)-(-?[0-9a-z]+)$/.exec(id);
+  if (!m) return null;
+  const jobId = m[1]!;
+  const scheduledFor = parseInt(m[2]!, 36);
+  return Number.isSafeInteger(scheduledFor) && executionIdFor(jobId, scheduledFor) === id ? { jobId, scheduledFor } : null;
+}

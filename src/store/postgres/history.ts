@@ -1,0 +1,125 @@
+// Executions as history on PostgreSQL: a job's attempts, the run ledger's
+// window, dead letters and their replay. A job's executions are one range of
+// the primary key (job_id, scheduled_for).
+
+import type pg from "pg";
+import type { ErrorRecord } from "../../core/api.js";
+import { REPLAY_JOB_CHANGE } from "../../core/states.js";
+import type { AttemptRow, AuditEntry, DeadLetterRow } from "../store.js";
+import { changeJobs } from "./changes.js";
+import { type Db, executionKey, json, one, type Row, rows } from "./db.js";
+
+/** Executions as they wait for their next attempt (trigger, backfill, replay), by id. */
+export async function attemptZeros(db: Db, ids: readonly string[]): Promise<Map<string, AttemptRow>> {
+  const keys = ids.flatMap((id) => executionKey(id) ?? []);
+  if (keys.length === 0) return new Map();
+  const found = await rows(
+    db,
+    `SELECT e.* FROM executions e JOIN unnest($1::text[], $2::bigint[]) AS x(job_id, scheduled_for)
+       ON e.job_id = x.job_id AND e.scheduled_for = x.scheduled_for`,
+    [keys.map((k) => k.jobId), keys.map((k) => k.scheduledFor)],
+  );
+  return new Map(found.map((e) => [e.id as string, toAttemptRow({ ...e, started_at: null, finished_at: null, error: null, worker_id: null, result: null })]));
+}
+
+/** Newest first by (scheduledFor, attempt): attempts that ended, the running or succeeded one, and attempt 0 of those never tried. */
+export async function history(
+  db: Db,
+  p: { tenantId: string; jobId: string; limit: number; after?: { scheduledFor: number; attempt: number } },
+): Promise<AttemptRow[]> {
+  const cursor = p.after ? "WHERE (scheduled_for, attempt) < ($4::bigint, $5::int)" : "";
+  const found = await rows(
+    db,
+    `SELECT * FROM (
+       SELECT e.id, e.job_id, e.scheduled_for, a.attempt, a.state, e.ready_at, e.dispatched_at, e.dispatched_by,
+              a.started_at, a.finished_at, a.error, a.worker_id, NULL::jsonb AS result
+       FROM executions e JOIN attempts a ON a.job_id = e.job_id AND a.scheduled_for = e.scheduled_for
+       WHERE e.job_id = $1 AND e.tenant_id = $2
+       UNION ALL
+       SELECT e.id, e.job_id, e.scheduled_for, e.attempt, e.state, e.ready_at, e.dispatched_at, e.dispatched_by,
+              e.started_at, e.finished_at, NULL, e.worker_id, e.result
+       FROM executions e WHERE e.job_id = $1 AND e.tenant_id = $2 AND e.state IN ('RUNNING', 'SUCCEEDED')
+       UNION ALL
+       SELECT e.id, e.job_id, e.scheduled_for, 0, e.state, e.ready_at, e.dispatched_at, e.dispatched_by,
+              NULL, e.finished_at, CASE WHEN e.state IN ('SKIPPED', 'CANCELLED') THEN e.last_error END, NULL, NULL
+       FROM executions e WHERE e.job_id = $1 AND e.tenant_id = $2 AND e.attempt = 0
+     ) h ${cursor}
+     ORDER BY scheduled_for DESC, attempt DESC LIMIT $3`,
+    [p.jobId, p.tenantId, p.limit, ...(p.after ? [p.after.scheduledFor, p.after.attempt] : [])],
+  );
+  return found.map(toAttemptRow);
+}
+
+/** Every execution of a job with scheduledFor in [from, to], by scheduledFor (the run ledger). */
+export async function inWindow(db: Db, p: { tenantId: string; jobId: string; from: number; to: number }): Promise<AttemptRow[]> {
+  const found = await rows(
+    db,
+    "SELECT * FROM executions WHERE job_id = $1 AND tenant_id = $2 AND scheduled_for BETWEEN $3 AND $4 ORDER BY scheduled_for",
+    [p.jobId, p.tenantId, p.from, p.to],
+  );
+  return found.map((e) => toAttemptRow({ ...e, error: e.last_error, result: null }));
+}
+
+export async function deadLetters(db: Db, p: { tenantId: string; limit: number; after?: { deadAt: number; executionId: string } }): Promise<DeadLetterRow[]> {
+  const cursor = p.after ? "AND (dead_at, id) < ($3::bigint, $4::text)" : "";
+  const found = await rows(
+    db,
+    `SELECT * FROM executions WHERE tenant_id = $1 AND state = 'DEAD' ${cursor} ORDER BY dead_at DESC, id DESC LIMIT $2`,
+    [p.tenantId, p.limit, ...(p.after ? [p.after.deadAt, p.after.executionId] : [])],
+  );
+  return found.map((e) => ({
+    executionId: e.id as string,
+    tenantId: e.tenant_id as string,
+    jobId: e.job_id as string,
+    name: e.name as string,
+    scheduledFor: e.scheduled_for as number,
+    attempts: e.attempt as number,
+    lastError: (e.last_error as ErrorRecord | null) ?? null,
+    deadAt: e.dead_at as number,
+    payload: e.payload ?? null,
+  }));
+}
+
+/** DEAD → READY now with a fresh retry budget, the job revived (REPLAY_JOB_CHANGE) and the audit entry, in the caller's transaction. */
+export async function replay(c: pg.PoolClient, p: { tenantId: string; executionId: string; now: number; audit: AuditEntry }) {
+  const key = executionKey(p.executionId);
+  if (!key) return null;
+  const row = await one<{ job_id: string; pool: string }>(
+    c,
+    `UPDATE executions SET state = 'READY', ready_at = $1, dead_at = NULL, finished_at = NULL, attempt_base = attempt
+     WHERE job_id = $2 AND scheduled_for = $3 AND tenant_id = $4 AND state = 'DEAD' RETURNING job_id, pool`,
+    [p.now, key.jobId, key.scheduledFor, p.tenantId],
+  );
+  if (!row) return null;
+  await changeJobs(c, [{ jobId: row.job_id, change: REPLAY_JOB_CHANGE }], p.now);
+  await appendAudit(c, p.audit);
+  const replayed = (await attemptZeros(c, [p.executionId])).get(p.executionId)!;
+  return { pool: row.pool, row: replayed };
+}
+
+export async function appendAudit(db: Db, a: AuditEntry): Promise<void> {
+  await db.query({
+    name: "audit_append",
+    text: "INSERT INTO audit (tenant_id, at, actor, action, subject, details) VALUES ($1, $2, $3, $4, $5, $6::jsonb)",
+    values: [a.tenantId, a.at, a.actor, a.action, a.subject, json(a.details)],
+  });
+}
+
+/** A history row (columns of executions, or of attempts, named alike); a succeeded attempt carries its result. */
+export function toAttemptRow(r: Row): AttemptRow {
+  return {
+    executionId: r.id as string,
+    jobId: r.job_id as string,
+    scheduledFor: r.scheduled_for as number,
+    attempt: r.attempt as number,
+    state: r.state as string,
+    readyAt: r.ready_at as number | null,
+    dispatchedAt: r.dispatched_at as number,
+    dispatchedBy: r.dispatched_by as string | null,
+    startedAt: r.started_at as number | null,
+    finishedAt: r.finished_at as number | null,
+    error: (r.error as ErrorRecord | null) ?? null,
+    workerId: r.worker_id as string | null,
+    ...(r.result !== null && r.result !== undefined ? { result: r.result } : {}),
+  };
+}

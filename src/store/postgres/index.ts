@@ -1,0 +1,437 @@
+// The PostgreSQL driver (node-postgres, docs/design-notes.md "PostgreSQL
+// client"): a pool per store, every multi-statement method one READ
+// COMMITTED transaction, batches as unnest arrays, leasing and reaping with
+// FOR UPDATE SKIP LOCKED, and every fence a compare-and-set in the WHERE of
+// the statement that writes. The statements live beside their topic:
+// jobs.ts, dispatch.ts, leases.ts, history.ts, cluster.ts, retention.ts;
+// core's rules as writes in changes.ts.
+
+import pg from "pg";
+import type { JobState, Role } from "../../core/api.js";
+import { onStoreError } from "../faults.js";
+import type {
+  ApiKeyRecord,
+  AuditEntry,
+  ClusterSignal,
+  CompleteInput,
+  DispatchItem,
+  FailInput,
+  JobRecord,
+  LeaseParams,
+  LoadedDueEntry,
+  MigrateResult,
+  NewJob,
+  NextOccurrence,
+  PendingChange,
+  PendingReplace,
+  RetentionKind,
+  SignalEvent,
+  Store,
+} from "../store.js";
+import { acquireShards, heartbeat, leave, listShards, liveNodes, releaseShards } from "./cluster.js";
+import { checkSchemaName } from "../names.js";
+import { clientConfig, createPool, one, type PoolOptions, type Row, rows, transaction } from "./db.js";
+import { createExecutions, dispatch } from "./dispatch.js";
+import { rethrowPostgresError } from "./errors.js";
+import { appendAudit, deadLetters, history, inWindow, replay } from "./history.js";
+import { createJobs, getJob, listJobs, transitionJob, updateJob } from "./jobs.js";
+import * as leases from "./leases.js";
+import { expiredRows, purgeBatch } from "./retention.js";
+import { migrate } from "./schema.js";
+import { chunkSignals, NOTIFY_SQL, PgSignals } from "./signals.js";
+
+export interface PostgresStoreOptions {
+  /** postgres://user:password@host:port/database */
+  url: string;
+  /** The schema holding duetime's tables, created if absent (default "duetime"). */
+  schema?: string;
+  /** Connections at most (default 10). */
+  poolSize?: number;
+  /** A statement running longer is cancelled, a StoreUnavailableError "timeout" (default 30000). */
+  statementTimeoutMs?: number;
+  /** How long to wait for a new connection (default 10000). */
+  connectTimeoutMs?: number;
+  /** Shown in pg_stat_activity (default "duetime"). */
+  applicationName?: string;
+  /** Apply missing migrations on open (default true); `duetime migrate` opens without and calls migrate(). */
+  migrate?: boolean;
+}
+
+export async function openPostgresStore(options: PostgresStoreOptions): Promise<Store> {
+  const connection: PoolOptions = {
+    url: options.url,
+    schema: checkSchemaName(options.schema ?? "duetime"),
+    poolSize: options.poolSize ?? 10,
+    statementTimeoutMs: options.statementTimeoutMs ?? 30_000,
+    connectTimeoutMs: options.connectTimeoutMs ?? 10_000,
+    applicationName: options.applicationName ?? "duetime",
+  };
+  // Every statement runs inside a method: faults are classified on the way out of each.
+  const store = onStoreError(new PostgresStore(connection), rethrowPostgresError);
+  if (options.migrate ?? true) {
+    try {
+      await store.migrate();
+    } catch (error) {
+      await store.close();
+      throw error;
+    }
+  }
+  return store;
+}
+
+class PostgresStore implements Store {
+  readonly kind = "postgres";
+  private readonly pool: pg.Pool;
+  private readonly schema: string;
+  private readonly signals: PgSignals;
+  private closed = false;
+
+  constructor(connection: PoolOptions) {
+    this.pool = createPool(connection);
+    this.schema = connection.schema;
+    this.signals = new PgSignals({ client: () => new pg.Client(clientConfig(connection)), schema: connection.schema });
+  }
+
+  private tx<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+    return transaction(this.pool, fn);
+  }
+
+  async migrate(): Promise<MigrateResult> {
+    return migrate(this.pool, this.schema);
+  }
+
+  async ping(): Promise<void> {
+    await this.pool.query({ name: "ping", text: "SELECT 1" });
+  }
+
+  async replicaLagMs(): Promise<number> {
+    // A replica trails by the age of the last transaction it replayed, unless it
+    // has replayed all it received (an idle primary); not streaming: unknown.
+    const row = await one<{ lag: number }>(
+      this.pool,
+      `SELECT (CASE
+         WHEN NOT pg_is_in_recovery() THEN 0
+         WHEN NOT EXISTS (SELECT 1 FROM pg_stat_wal_receiver WHERE status = 'streaming') THEN 'Infinity'::float8
+         WHEN pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0
+         ELSE greatest(0, extract(epoch FROM now() - pg_last_xact_replay_timestamp()) * 1000)
+       END)::float8 AS lag`,
+    );
+    return row!.lag;
+  }
+
+  async storeTime(): Promise<number> {
+    return leases.storeTime(this.pool);
+  }
+
+  async pingWrite(): Promise<void> {
+    // A real row version (heap and WAL), changing no value: fails on a full disk, a standby, a read-only database.
+    await this.pool.query("UPDATE schema_migrations SET applied_at = applied_at WHERE version = (SELECT max(version) FROM schema_migrations)");
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.signals.close();
+    await this.pool.end();
+  }
+
+  // ---- signals between nodes (signals.ts) --------------------------------------
+
+  async signalPublish({ from, signals }: { from: string; signals: ClusterSignal[] }): Promise<void> {
+    if (signals.length === 0) return;
+    // One statement: the chunks are delivered at its commit, in order.
+    await this.pool.query(NOTIFY_SQL, [this.signals.channel, chunkSignals(from, this.schema, signals)]);
+  }
+
+  async signalSubscribe(handler: (event: SignalEvent) => void): Promise<() => Promise<void>> {
+    return this.signals.subscribe(handler);
+  }
+
+  // ---- jobs (jobs.ts) --------------------------------------------------------
+
+  async jobCreateMany({ jobs, nodeId, now }: { jobs: NewJob[]; nodeId: string; now: number }) {
+    return this.tx((c) => createJobs(c, jobs, nodeId, now));
+  }
+
+  async jobGet({ tenantId, jobId }: { tenantId: string; jobId: string }): Promise<JobRecord | null> {
+    return getJob(this.pool, tenantId, jobId);
+  }
+
+  async jobList(p: { tenantId: string; state?: JobState; name?: string; limit: number; after?: { createdAt: number; jobId: string } }) {
+    return listJobs(this.pool, p);
+  }
+
+  async jobTransition(p: {
+    tenantId: string;
+    jobId: string;
+    fromVersion: number;
+    state: JobState;
+    due: NextOccurrence | null | "keep";
+    cancelExecutions?: boolean;
+    pending?: PendingChange;
+    now: number;
+  }) {
+    return this.tx((c) => transitionJob(c, p));
+  }
+
+  async jobUpdate(p: {
+    tenantId: string;
+    jobId: string;
+    fromVersion: number;
+    fields: Pick<JobRecord, "kind" | "name" | "target" | "payload" | "schedule" | "retry" | "timeoutSeconds" | "priority">;
+    due: NextOccurrence | null | "keep";
+    pending?: PendingReplace;
+    nodeId: string;
+    now: number;
+  }) {
+    return this.tx((c) => updateJob(c, p));
+  }
+
+  // ---- due index and dispatch (dispatch.ts) ---------------------------------------
+
+  async dueLoad({ shards, before, limit }: { shards: readonly number[]; before: number; limit: number }): Promise<LoadedDueEntry[]> {
+    if (shards.length === 0) return [];
+    const loaded = await rows(
+      this.pool,
+      `SELECT d.job_id, d.tenant_id, d.shard, d.scheduled_for, d.due_at, j.kind, j.schedule
+       FROM due d JOIN jobs j ON j.id = d.job_id
+       WHERE d.due_at <= $1 AND d.shard = ANY($2::int[]) ORDER BY d.due_at LIMIT $3`,
+      [before, shards, limit],
+      "due_load",
+    );
+    return loaded.map((r) => ({
+      jobId: r.job_id as string,
+      tenantId: r.tenant_id as string,
+      shard: r.shard as number,
+      scheduledFor: r.scheduled_for as number,
+      dueAt: r.due_at as number,
+      kind: r.kind as "once" | "cron",
+      schedule: r.schedule as LoadedDueEntry["schedule"],
+    }));
+  }
+
+  async dispatchMany(p: { nodeId: string; epochs: ReadonlyMap<number, number>; now: number; items: DispatchItem[] }) {
+    return this.tx((c) => dispatch(c, p));
+  }
+
+  // ---- executions (dispatch.ts, leases.ts, history.ts) ------------------------------
+
+  async executionCreateMany(p: { tenantId: string; jobId: string; nodeId: string; now: number; items: { scheduledFor: number; readyAt: number }[] }) {
+    return this.tx((c) => createExecutions(c, p));
+  }
+
+  async executionsInWindow(p: { tenantId: string; jobId: string; from: number; to: number }) {
+    return inWindow(this.pool, p);
+  }
+
+  async executionLease(p: LeaseParams) {
+    return leases.lease(this.pool, p);
+  }
+
+  async executionAckAndLease(p: LeaseParams & { complete: CompleteInput[]; fail: FailInput[] }) {
+    // One transaction: now() is its start, so the three agree on the time when it is not pinned.
+    return this.tx(async (c) => ({
+      completed: await leases.complete(c, p.complete, p.now ?? null),
+      failed: await leases.fail(c, p.fail, p.now ?? null),
+      leased: await leases.lease(c, p),
+    }));
+  }
+
+  async executionNextReady(p: { pool: string; tenantId?: string }) {
+    return leases.nextReady(this.pool, p);
+  }
+
+  async executionHeartbeat(p: { tenantId: string; executionId: string; attempt: number; leaseMs?: number; now?: number }) {
+    return leases.heartbeat(this.pool, p);
+  }
+
+  async executionCompleteMany(p: { items: CompleteInput[]; now?: number }) {
+    return this.tx((c) => leases.complete(c, p.items, p.now ?? null));
+  }
+
+  async executionFailMany(p: { items: FailInput[]; now?: number }) {
+    return this.tx((c) => leases.fail(c, p.items, p.now ?? null));
+  }
+
+  async executionRelease(p: { items: { executionId: string; tenantId: string; attempt: number; readyAt: number }[]; now?: number }) {
+    return leases.release(this.pool, p.items, p.now ?? null);
+  }
+
+  async executionReap(p: { now?: number; limit: number }) {
+    return this.tx((c) => leases.reap(c, p));
+  }
+
+  async executionHistory(p: { tenantId: string; jobId: string; limit: number; after?: { scheduledFor: number; attempt: number } }) {
+    return history(this.pool, p);
+  }
+
+  // ---- dead letters (history.ts) -------------------------------------------------
+
+  async deadLetterList(p: { tenantId: string; limit: number; after?: { deadAt: number; executionId: string } }) {
+    return deadLetters(this.pool, p);
+  }
+
+  async deadLetterReplay(p: { tenantId: string; executionId: string; now: number; audit: AuditEntry }) {
+    return this.tx((c) => replay(c, p));
+  }
+
+  // ---- shards, stats, audit ----------------------------------------------------------
+
+  async shardAcquire(p: { owner: string; shards: readonly number[]; leaseMs: number; now?: number }) {
+    return acquireShards(this.pool, p);
+  }
+
+  async shardRelease(p: { owner: string; shards?: readonly number[] }): Promise<void> {
+    await releaseShards(this.pool, p);
+  }
+
+  async shardList() {
+    return listShards(this.pool);
+  }
+
+  async poolCounts(p: { tenantId?: string; pool?: string; now: number }) {
+    const counted = await rows(
+      this.pool,
+      `SELECT tenant_id, pool,
+         count(*) FILTER (WHERE state = 'READY' AND ready_at > $1) AS pending,
+         count(*) FILTER (WHERE state = 'READY' AND ready_at <= $1) AS queued,
+         count(*) FILTER (WHERE state = 'RUNNING') AS running
+       FROM executions
+       WHERE state IN ('READY', 'RUNNING') AND ($2::text IS NULL OR tenant_id = $2) AND ($3::text IS NULL OR pool = $3)
+       GROUP BY tenant_id, pool`,
+      [p.now, p.tenantId ?? null, p.pool ?? null],
+    );
+    return counted.map((r) => ({
+      tenantId: r.tenant_id as string,
+      pool: r.pool as string,
+      pending: r.pending as number,
+      queued: r.queued as number,
+      running: r.running as number,
+    }));
+  }
+
+  async auditList(p: { tenantId: string; limit: number; after?: { at: number; id: number } }) {
+    const cursor = p.after ? "AND (at, id) < ($3::bigint, $4::bigint)" : "";
+    const found = await rows(
+      this.pool,
+      `SELECT * FROM audit WHERE tenant_id = $1 ${cursor} ORDER BY at DESC, id DESC LIMIT $2`,
+      [p.tenantId, p.limit, ...(p.after ? [p.after.at, p.after.id] : [])],
+    );
+    return found.map((r) => ({
+      id: r.id as number,
+      tenantId: r.tenant_id as string,
+      at: r.at as number,
+      actor: r.actor as string,
+      action: r.action as string,
+      subject: r.subject as string,
+      details: r.details ?? null,
+    }));
+  }
+
+  // ---- API keys -------------------------------------------------------------------
+
+  async apiKeyCreate(p: { id: string; tenantId: string; role: Role; digest: string; name?: string; now: number; audit?: AuditEntry }) {
+    return this.tx(async (c) => {
+      const row = await one(
+        c,
+        `INSERT INTO api_keys (id, tenant_id, role, digest, name, created_at) VALUES ($1, $2, $3, $4, $5, $6)
+         ON CONFLICT DO NOTHING RETURNING *`,
+        [p.id, p.tenantId, p.role, p.digest, p.name ?? null, p.now],
+      );
+      if (!row) return null;
+      if (p.audit) await appendAudit(c, p.audit);
+      return toApiKey(row);
+    });
+  }
+
+  async apiKeyList(p: { tenantId?: string; limit: number; after?: { createdAt: number; id: string } }): Promise<ApiKeyRecord[]> {
+    const values: unknown[] = [p.limit];
+    const where: string[] = [];
+    if (p.tenantId !== undefined) where.push(`tenant_id = $${values.push(p.tenantId)}`);
+    if (p.after) where.push(`(created_at, id) < ($${values.push(p.after.createdAt)}::bigint, $${values.push(p.after.id)}::text)`);
+    const found = await rows(
+      this.pool,
+      `SELECT * FROM api_keys ${where.length > 0 ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY created_at DESC, id DESC LIMIT $1`,
+      values,
+    );
+    return found.map(toApiKey);
+  }
+
+  async apiKeyRevoke(p: { id: string; tenantId?: string; now: number; audit?: Omit<AuditEntry, "tenantId"> }) {
+    return this.tx(async (c) => {
+      const revoked = await one(
+        c,
+        `UPDATE api_keys SET revoked_at = $3 WHERE id = $1 AND ($2::text IS NULL OR tenant_id = $2) AND revoked_at IS NULL RETURNING *`,
+        [p.id, p.tenantId ?? null, p.now],
+      );
+      if (revoked) {
+        const key = toApiKey(revoked);
+        if (p.audit) await appendAudit(c, { ...p.audit, tenantId: key.tenantId });
+        return key;
+      }
+      const row = await one(c, "SELECT * FROM api_keys WHERE id = $1 AND ($2::text IS NULL OR tenant_id = $2)", [p.id, p.tenantId ?? null]);
+      return row ? toApiKey(row) : null;
+    });
+  }
+
+  async apiKeyFind({ digest }: { digest: string }): Promise<ApiKeyRecord | null> {
+    const row = await one(this.pool, "SELECT * FROM api_keys WHERE digest = $1 AND revoked_at IS NULL", [digest], "api_key_find");
+    return row ? toApiKey(row) : null;
+  }
+
+  // ---- signing secrets ------------------------------------------------------------
+
+  async signingSecretEnsure(p: { tenantId: string; generate: () => string; now: number }): Promise<string> {
+    const existing = await this.signingSecretGet({ tenantId: p.tenantId });
+    if (existing !== null) return existing;
+    // Two statements, so the read sees a secret another node committed while the insert waited for it.
+    await this.pool.query("INSERT INTO signing_secrets (tenant_id, secret, created_at) VALUES ($1, $2, $3) ON CONFLICT (tenant_id) DO NOTHING", [
+      p.tenantId,
+      p.generate(),
+      p.now,
+    ]);
+    return (await this.signingSecretGet({ tenantId: p.tenantId }))!;
+  }
+
+  async signingSecretGet({ tenantId }: { tenantId: string }): Promise<string | null> {
+    const row = await one<{ secret: string }>(this.pool, "SELECT secret FROM signing_secrets WHERE tenant_id = $1", [tenantId], "signing_secret_get");
+    return row?.secret ?? null;
+  }
+
+  // ---- retention (retention.ts) -----------------------------------------------------
+
+  async retentionExpired(p: { kind: RetentionKind; before: number; limit: number }) {
+    return expiredRows(this.pool, p);
+  }
+
+  async retentionPurge(p: { kind: RetentionKind; before: number; limit: number; only?: readonly { tenantId: string; id: string }[] }) {
+    return purgeBatch(this.pool, p);
+  }
+
+  // ---- cluster membership (cluster.ts) ---------------------------------------------
+
+  async nodeHeartbeat(p: { nodeId: string; address: string | null; now: number; ttlMs: number }): Promise<void> {
+    await heartbeat(this.pool, p);
+  }
+
+  async nodeList(p: { now: number }) {
+    return liveNodes(this.pool, p);
+  }
+
+  async nodeLeave(p: { nodeId: string }): Promise<void> {
+    await leave(this.pool, p);
+  }
+}
+
+function toApiKey(r: Row): ApiKeyRecord {
+  return {
+    id: r.id as string,
+    tenantId: r.tenant_id as string,
+    role: r.role as Role,
+    digest: r.digest as string,
+    name: (r.name as string | null) ?? null,
+    createdAt: r.created_at as number,
+    revokedAt: (r.revoked_at as number | null) ?? null,
+  };
+}
+

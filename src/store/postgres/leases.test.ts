@@ -1,0 +1,70 @@
+// A pool's READY rows include every one-off not yet due (store.ts,
+// executionLease): a lease and a long poll's next-ready look must read the
+// rows they answer with, never walk the future ones. Measured in buffers on
+// a real server: 20,000 one-offs due tomorrow, in three priority levels,
+// may cost a lease some index pages more (about 30: a seek per level), not
+// the pages that hold them (about 1,900 for a lease that walked them).
+// The behaviour itself is in the store contract.
+
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { newId, shardOf } from "../../core/ids.js";
+import type { NewJob } from "../store.js";
+import { openPostgresStore } from "./index.js";
+import { LEASE_POOL, NEXT_READY_POOL } from "./leases.js";
+import { adminPool, freshPostgresSchema, postgresAvailable } from "./test-support.js";
+
+const NOW = Date.parse("2026-03-01T00:00:00Z");
+const DAY = 86_400_000;
+
+function oneOff(at: number, priority: number): NewJob {
+  const jobId = newId(NOW);
+  return {
+    job: {
+      tenantId: "t1", jobId, shard: shardOf(jobId), kind: "once", name: "j", state: "SCHEDULED", target: { type: "queue", pool: "p" },
+      payload: null, schedule: { runAt: new Date(at).toISOString() }, retry: { maxAttempts: 3, backoffSeconds: 1, maxBackoffSeconds: 1 },
+      timeoutSeconds: 30, priority, createdAt: NOW,
+    },
+    due: null,
+    execution: { scheduledFor: at, dueAt: at },
+  };
+}
+
+if (await postgresAvailable("PostgreSQL lease reads")) {
+  test("a lease and a next-ready look read the rows due, not the pool's one-offs due later", async () => {
+    const db = freshPostgresSchema();
+    const store = await openPostgresStore(db);
+    /** Buffers the statement touched (hit or read), run and rolled back. */
+    const cost = async (sql: string, values: unknown[]): Promise<number> => {
+      const client = await adminPool().connect();
+      try {
+        await client.query("BEGIN");
+        await client.query(`SET LOCAL search_path TO "${db.schema}"`);
+        const { rows } = await client.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${sql}`, values);
+        const plan = (rows[0] as { "QUERY PLAN": { Plan: Record<string, number> }[] })["QUERY PLAN"][0]!.Plan;
+        return plan["Shared Hit Blocks"]! + plan["Shared Read Blocks"]!;
+      } finally {
+        await client.query("ROLLBACK");
+        client.release();
+      }
+    };
+    const lease = () => cost(LEASE_POOL, [NOW, "p", 100, "w", 30_000, 0]);
+    const nextReady = () => cost(NEXT_READY_POOL, ["p"]);
+    try {
+      await store.jobCreateMany({ nodeId: "n1", jobs: Array.from({ length: 5 }, (_, i) => oneOff(NOW - 1000, i % 2)), now: NOW });
+      const [leaseBefore, nextBefore] = [await lease(), await nextReady()];
+      for (let batch = 0; batch < 20; batch++) {
+        const later = Array.from({ length: 1000 }, (_, i) => oneOff(NOW + DAY + batch * 1000 + i, (batch + i) % 3));
+        await store.jobCreateMany({ nodeId: "n1", jobs: later, now: NOW });
+      }
+      await adminPool().query(`ANALYZE "${db.schema}".executions`);
+      const [leaseAfter, nextAfter] = [await lease(), await nextReady()];
+      assert.ok(leaseAfter - leaseBefore < 100, `a lease read ${leaseBefore} buffers, then ${leaseAfter} with 20,000 one-offs due later`);
+      assert.ok(nextAfter - nextBefore < 100, `a next-ready look read ${nextBefore} buffers, then ${nextAfter}`);
+      const leased = await store.executionLease({ pool: "p", workerId: "w", max: 100, leaseMs: 30_000, now: NOW });
+      assert.equal(leased.length, 5, "the five due are leased, none of the later ones");
+    } finally {
+      await store.close();
+    }
+  });
+}

@@ -1,0 +1,422 @@
+// Leases on PostgreSQL: grant (FOR UPDATE SKIP LOCKED), renew, and end
+// attempts. Every write that ends or renews an attempt is a compare-and-set
+// in its WHERE on (attempt, RUNNING, lease_until >= now), or < now for the
+// reaper, which also claims its rows with SKIP LOCKED so two reapers never
+// wait for each other. Times come from the caller when pinned, else from the
+// database clock inside the statement (db.ts nowOr).
+
+import type pg from "pg";
+import type { ErrorRecord } from "../../core/api.js";
+import {
+  type AttemptEnd,
+  type AttemptFacts,
+  endExpiredAttempt,
+  endFailedAttempt,
+  endReleasedAttempt,
+  exhaustedError,
+  expiredAttemptError,
+} from "../../core/retry.js";
+import { jobChangeAfterExecution } from "../../core/states.js";
+import type { AckOutcome, CompleteInput, FailInput, LeasedRow, LeaseParams } from "../store.js";
+import { HTTP_POOL } from "../store.js";
+import { changeJobs } from "./changes.js";
+import { type Db, DB_NOW, executionKey, json, nowOr, one, type Row, rows } from "./db.js";
+
+/** The lease fences, judged at $now: an attempt holds its lease up to and including lease_until. */
+const LEASE_HELD = "e.state = 'RUNNING' AND e.lease_until >= t.now";
+const LEASE_EXPIRED = "e.state = 'RUNNING' AND e.lease_until < t.now";
+
+/** READY rows of a pool, or of one tenant's: the scope of a lease, as a condition on alias `e` with its parameters. */
+const readyIn = (e: string, pool: string, tenant: string | null): string =>
+  `${e}.pool = ${pool} ${tenant ? `AND ${e}.tenant_id = ${tenant}` : ""} AND ${e}.state = 'READY'`;
+
+/**
+ * The priority levels that hold READY rows in scope, highest first: one index
+ * seek each (a loose index scan). A pool's READY rows include every one-off
+ * not yet due, so a lease or a next-ready look reads each level's index range
+ * up to now, and never walks the rows beyond it.
+ */
+const levels = (pool: string, tenant: string | null): string => `levels AS (
+  (SELECT e.priority FROM executions e WHERE ${readyIn("e", pool, tenant)} ORDER BY e.priority DESC LIMIT 1)
+  UNION ALL
+  SELECT (SELECT e.priority FROM executions e WHERE ${readyIn("e", pool, tenant)} AND e.priority < l.priority ORDER BY e.priority DESC LIMIT 1)
+  FROM levels l WHERE l.priority IS NOT NULL)`;
+
+/**
+ * The lease statement, for a pool across tenants or one tenant's ($7): the
+ * claim and the grant in one statement. Each level gives its earliest rows
+ * due by now, claimed FOR UPDATE SKIP LOCKED (rows another lease holds are
+ * passed over, not waited for); the highest levels' rows are granted, up to max.
+ */
+const leaseSql = (tenant: string | null): string => `
+WITH RECURSIVE t AS (SELECT ${nowOr("$1")} AS now),
+${levels("$2", tenant)},
+picked AS MATERIALIZED (
+  SELECT c.job_id, c.scheduled_for FROM levels l, t, LATERAL (
+    SELECT x.job_id, x.scheduled_for, x.priority, x.ready_at FROM executions x
+    WHERE ${readyIn("x", "$2", tenant)} AND x.priority = l.priority AND x.ready_at <= t.now
+    ORDER BY x.ready_at LIMIT $3
+    FOR UPDATE OF x SKIP LOCKED) c
+  WHERE l.priority IS NOT NULL
+  ORDER BY c.priority DESC, c.ready_at LIMIT $3)
+UPDATE executions e SET state = 'RUNNING', attempt = e.attempt + 1, worker_id = $4, cancel_requested = false,
+  started_at = t.now, deadline = t.now + e.timeout_ms + $6, lease_ms = $5,
+  lease_until = least(t.now + $5, t.now + e.timeout_ms + $6)
+FROM picked, t
+WHERE e.job_id = picked.job_id AND e.scheduled_for = picked.scheduled_for
+RETURNING e.id, e.tenant_id, e.job_id, e.name, e.attempt, e.payload, e.scheduled_for, e.lease_until, e.timeout_ms, e.target,
+  e.priority, e.ready_at`;
+export const LEASE_POOL = leaseSql(null);
+const LEASE_TENANT = leaseSql("$7");
+
+/** The least of each level's earliest ready_at: a seek per level. */
+const nextReadySql = (tenant: string | null): string => `
+WITH RECURSIVE ${levels("$1", tenant)}
+SELECT min((SELECT x.ready_at FROM executions x WHERE ${readyIn("x", "$1", tenant)} AND x.priority = l.priority
+            ORDER BY x.ready_at LIMIT 1)) AS next
+FROM levels l WHERE l.priority IS NOT NULL`;
+export const NEXT_READY_POOL = nextReadySql(null);
+const NEXT_READY_TENANT = nextReadySql("$2");
+
+/** When a pool's work (one tenant's, or all) is next ready; null when it has none READY. */
+export async function nextReady(db: Db, p: { pool: string; tenantId?: string }): Promise<number | null> {
+  const row =
+    p.tenantId === undefined
+      ? await one<{ next: number | null }>(db, NEXT_READY_POOL, [p.pool], "next_ready_pool")
+      : await one<{ next: number | null }>(db, NEXT_READY_TENANT, [p.pool, p.tenantId], "next_ready_tenant");
+  return row?.next ?? null;
+}
+
+export async function lease(db: Db, p: LeaseParams): Promise<LeasedRow[]> {
+  const values = [p.now ?? null, p.pool, p.max, p.workerId, p.leaseMs, p.graceMs ?? 0];
+  const granted =
+    p.tenantId === undefined
+      ? await rows(db, LEASE_POOL, values, "lease_pool")
+      : await rows(db, LEASE_TENANT, [...values, p.tenantId], "lease_tenant");
+  granted.sort(
+    (a, b) =>
+      (b.priority as number) - (a.priority as number) ||
+      (a.ready_at as number) - (b.ready_at as number) ||
+      ((a.id as string) < (b.id as string) ? -1 : 1),
+  );
+  return granted.map((r) => ({
+    executionId: r.id as string,
+    tenantId: r.tenant_id as string,
+    jobId: r.job_id as string,
+    name: r.name as string,
+    attempt: r.attempt as number,
+    payload: r.payload ?? null,
+    scheduledFor: r.scheduled_for as number,
+    leaseUntil: r.lease_until as number,
+    timeoutSeconds: (r.timeout_ms as number) / 1000,
+    // Only the HTTP runner needs the target; queue workers never see it.
+    target: p.pool === HTTP_POOL ? (r.target as LeasedRow["target"]) : { type: "queue", pool: p.pool },
+  }));
+}
+
+export async function heartbeat(db: Db, p: { tenantId: string; executionId: string; attempt: number; leaseMs?: number; now?: number }) {
+  const key = executionKey(p.executionId);
+  if (!key) return { status: "not_found" as const };
+  const row = await one(
+    db,
+    `WITH t AS (SELECT ${nowOr("$5")} AS now)
+     UPDATE executions e SET lease_until = least(t.now + coalesce($6::bigint, e.lease_ms), e.deadline) FROM t
+     WHERE e.job_id = $1 AND e.scheduled_for = $2 AND e.tenant_id = $3 AND e.attempt = $4 AND ${LEASE_HELD}
+     RETURNING e.lease_until, e.cancel_requested`,
+    [key.jobId, key.scheduledFor, p.tenantId, p.attempt, p.now ?? null, p.leaseMs ?? null],
+    "heartbeat",
+  );
+  if (row) return { status: "ok" as const, leaseUntil: row.lease_until as number, cancelRequested: row.cancel_requested as boolean };
+  const found = await states(db, [{ executionId: p.executionId, tenantId: p.tenantId }]);
+  return found[0] ? { status: "lost" as const } : { status: "not_found" as const };
+}
+
+/** Each item's execution as it is now (state, attempt), or undefined when the tenant has no such execution. */
+async function states(db: Db, items: readonly { executionId: string; tenantId: string }[]): Promise<({ state: string; attempt: number } | undefined)[]> {
+  const keys = items.map((i) => executionKey(i.executionId));
+  const known = items.flatMap((i, n) => (keys[n] ? [{ ...keys[n]!, tenantId: i.tenantId }] : []));
+  if (known.length === 0) return items.map(() => undefined);
+  const found = await rows<{ id: string; tenant_id: string; state: string; attempt: number }>(
+    db,
+    `SELECT e.id, e.tenant_id, e.state, e.attempt FROM executions e
+     JOIN unnest($1::text[], $2::bigint[], $3::text[]) AS x(job_id, scheduled_for, tenant_id)
+       ON e.job_id = x.job_id AND e.scheduled_for = x.scheduled_for AND e.tenant_id = x.tenant_id`,
+    [known.map((k) => k.jobId), known.map((k) => k.scheduledFor), known.map((k) => k.tenantId)],
+  );
+  const byKey = new Map(found.map((r) => [`${r.tenant_id}\n${r.id}`, r]));
+  return items.map((i) => byKey.get(`${i.tenantId}\n${i.executionId}`));
+}
+
+/**
+ * Splits a batch into rounds in which each execution appears once: a batch
+ * that names one twice is answered as if its items came one after another
+ * (the second finds what the first left), as the port's per-item answers say.
+ */
+function rounds<T extends { executionId: string }>(items: readonly T[]): number[][] {
+  const seen = new Map<string, number>();
+  const out: number[][] = [];
+  items.forEach((item, i) => {
+    const n = seen.get(item.executionId) ?? 0;
+    seen.set(item.executionId, n + 1);
+    (out[n] ??= []).push(i);
+  });
+  return out;
+}
+
+/** Items with the (job_id, scheduled_for) their execution id names; those whose id names none are left out. */
+function keyed<T extends { executionId: string }>(items: readonly T[]) {
+  return items.flatMap((item) => {
+    const key = executionKey(item.executionId);
+    return key ? [{ item, ...key }] : [];
+  });
+}
+
+/**
+ * Succeeds every item that still holds its lease in one UPDATE, and ends
+ * their one-off jobs in one more; only the misses are read, to answer them.
+ */
+export async function complete(db: Db, items: CompleteInput[], now: number | null): Promise<AckOutcome[]> {
+  const out: AckOutcome[] = new Array(items.length);
+  for (const round of rounds(items)) {
+    const batch = keyed(round.map((i) => items[i]!));
+    const done =
+      batch.length === 0
+        ? []
+        : await rows<{ id: string; job_id: string; kind: "once" | "cron" | null; now: number }>(
+            db,
+            `WITH t AS (SELECT ${nowOr("$6")} AS now),
+             x AS (SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::int[], $5::text[])
+               AS x(job_id, scheduled_for, tenant_id, attempt, result))
+             UPDATE executions e SET state = 'SUCCEEDED', finished_at = t.now, result = x.result::jsonb, lease_until = NULL
+             FROM x, t
+             WHERE e.job_id = x.job_id AND e.scheduled_for = x.scheduled_for AND e.tenant_id = x.tenant_id
+               AND e.attempt = x.attempt AND ${LEASE_HELD}
+             RETURNING e.id, e.job_id, (SELECT kind FROM jobs WHERE jobs.id = e.job_id) AS kind, t.now`,
+            [
+              batch.map((b) => b.jobId),
+              batch.map((b) => b.scheduledFor),
+              batch.map((b) => b.item.tenantId),
+              batch.map((b) => b.item.attempt),
+              batch.map((b) => json(b.item.result)),
+              now,
+            ],
+            "complete",
+          );
+    // The succeeding attempt stays on the execution row (history reads it there).
+    await changeJobs(db, done.map((d) => ({ jobId: d.job_id, change: d.kind ? jobChangeAfterExecution(d.kind, "SUCCEEDED") : null })), done[0]?.now ?? now);
+    const succeeded = new Set(done.map((d) => d.id));
+    const missed = round.filter((i) => !succeeded.has(items[i]!.executionId));
+    const found = await states(db, missed.map((i) => items[i]!));
+    for (const i of round) if (succeeded.has(items[i]!.executionId)) out[i] = { status: "ok", state: "SUCCEEDED" };
+    missed.forEach((i, n) => {
+      const e = found[n];
+      if (!e) out[i] = { status: "not_found" };
+      else out[i] = e.state === "SUCCEEDED" && e.attempt === items[i]!.attempt ? { status: "ok", state: "SUCCEEDED" } : { status: "lost" };
+    });
+  }
+  return out;
+}
+
+/** What core/retry.ts needs of a running execution row to decide how its attempt ends. */
+function attemptFacts(e: Row): AttemptFacts {
+  return {
+    attempt: (e.attempt as number) - (e.attempt_base as number),
+    retry: { maxAttempts: e.max_attempts as number, backoffSeconds: e.backoff_seconds as number, maxBackoffSeconds: e.max_backoff_seconds as number },
+    cancelRequested: e.cancel_requested as boolean,
+  };
+}
+
+/** An attempt to end as core decided on the row `e` was read at. */
+interface Ending {
+  e: Row;
+  end: AttemptEnd;
+  attemptState: string;
+  error: ErrorRecord;
+  lastError: ErrorRecord;
+}
+
+/**
+ * Ends attempts as decided, in one statement: a compare-and-set on each
+ * one's attempt, its lease (held, or expired for the reaper) and the facts
+ * the decision read (attempt_base, cancel_requested); the attempt row is
+ * recorded for each one that ended. Answers the ids that ended: one whose
+ * facts moved meanwhile is left alone. Dead ones change their job.
+ */
+async function endAttempts(db: Db, endings: Ending[], now: number, lease: typeof LEASE_HELD | typeof LEASE_EXPIRED): Promise<Set<string>> {
+  if (endings.length === 0) return new Set();
+  const col = <T>(f: (x: Ending) => T): T[] => endings.map(f);
+  const ended = await rows<{ job_id: string; scheduled_for: number }>(
+    db,
+    `WITH t AS (SELECT $1::bigint AS now),
+     u AS (SELECT * FROM unnest($2::text[], $3::bigint[], $4::int[], $5::int[], $6::bool[], $7::text[], $8::bigint[], $9::text[],
+       $10::text[], $11::text[]) AS u(job_id, scheduled_for, attempt, base, cancel, state, ready_at, last_error, attempt_state, error)),
+     ended AS (
+       UPDATE executions e SET state = u.state, ready_at = coalesce(u.ready_at, e.ready_at),
+         dead_at = CASE WHEN u.state = 'DEAD' THEN t.now END, finished_at = CASE WHEN u.state <> 'READY' THEN t.now END,
+         last_error = u.last_error::jsonb, lease_until = NULL
+       FROM u, t
+       WHERE e.job_id = u.job_id AND e.scheduled_for = u.scheduled_for AND e.attempt = u.attempt AND ${lease}
+         AND e.attempt_base = u.base AND e.cancel_requested = u.cancel
+       RETURNING e.job_id, e.scheduled_for, e.attempt, e.worker_id, e.started_at, u.attempt_state, u.error, t.now)
+     INSERT INTO attempts (job_id, scheduled_for, attempt, state, worker_id, started_at, finished_at, error)
+     SELECT job_id, scheduled_for, attempt, attempt_state, worker_id, started_at, now, error::jsonb FROM ended
+     ON CONFLICT (job_id, scheduled_for, attempt) DO UPDATE SET state = excluded.state, worker_id = excluded.worker_id,
+       started_at = excluded.started_at, finished_at = excluded.finished_at, error = excluded.error
+     RETURNING job_id, scheduled_for`,
+    [
+      now,
+      col((x) => x.e.job_id),
+      col((x) => x.e.scheduled_for),
+      col((x) => x.e.attempt),
+      col((x) => x.e.attempt_base),
+      col((x) => x.e.cancel_requested),
+      col((x) => x.end.state),
+      col((x) => (x.end.state === "READY" ? x.end.readyAt : null)),
+      col((x) => json(x.lastError)),
+      col((x) => x.attemptState),
+      col((x) => json(x.error)),
+    ],
+    lease === LEASE_HELD ? "end_attempts_held" : "end_attempts_expired",
+  );
+  const ids = new Set(ended.map((r) => `${r.job_id}\n${r.scheduled_for}`));
+  const done = endings.filter((x) => ids.has(`${x.e.job_id}\n${x.e.scheduled_for}`));
+  const dead = done.filter((x) => x.end.state === "DEAD");
+  await changeJobs(db, dead.map((x) => ({ jobId: x.e.job_id as string, change: jobChangeAfterExecution(x.e.job_kind as "once" | "cron", "DEAD") })), now);
+  return new Set(done.map((x) => x.e.id as string));
+}
+
+/** Running rows of the items that still hold their lease, with their job's kind and the call's time. */
+const HELD_ROWS = `
+WITH t AS (SELECT ${nowOr("$5")} AS now)
+SELECT e.*, (SELECT kind FROM jobs WHERE jobs.id = e.job_id) AS job_kind, t.now AS call_now
+FROM executions e JOIN unnest($1::text[], $2::bigint[], $3::text[], $4::int[]) AS x(job_id, scheduled_for, tenant_id, attempt)
+  ON e.job_id = x.job_id AND e.scheduled_for = x.scheduled_for AND e.tenant_id = x.tenant_id AND e.attempt = x.attempt, t
+WHERE ${LEASE_HELD}`;
+
+/**
+ * Fails items while their attempt holds the lease: each row is read, core
+ * decides (core/retry.ts endFailedAttempt), and the write is a
+ * compare-and-set on what the decision read; the items whose facts moved
+ * meanwhile (a cancel) are read and decided again.
+ */
+export async function fail(db: Db, items: FailInput[], pinned: number | null): Promise<AckOutcome[]> {
+  const out: AckOutcome[] = new Array(items.length);
+  for (const round of rounds(items)) {
+    let pending = round;
+    while (pending.length > 0) {
+      const batch = keyed(pending.map((i) => items[i]!));
+      const read = batch.length === 0 ? [] : await rows(
+        db,
+        HELD_ROWS,
+        [batch.map((b) => b.jobId), batch.map((b) => b.scheduledFor), batch.map((b) => b.item.tenantId), batch.map((b) => b.item.attempt), pinned],
+        "fail_read",
+      );
+      const byId = new Map(read.map((e) => [e.id as string, e]));
+      const lost = pending.filter((i) => !byId.has(items[i]!.executionId));
+      const found = await states(db, lost.map((i) => items[i]!));
+      lost.forEach((i, n) => (out[i] = found[n] ? { status: "lost" } : { status: "not_found" }));
+      const held = pending.filter((i) => byId.has(items[i]!.executionId));
+      if (held.length === 0) break;
+      const now = byId.get(items[held[0]!]!.executionId)!.call_now as number;
+      const endings = held.map((i): Ending => {
+        const item = items[i]!;
+        const e = byId.get(item.executionId)!;
+        const failure = { errorClass: item.error.class ?? "transient", retryAfterSeconds: item.error.retryAfterSeconds };
+        const end = endFailedAttempt(attemptFacts(e), failure, now, item.jitter);
+        const attemptState = end.state === "DEAD" ? "DEAD" : item.timedOut ? "TIMED_OUT" : "FAILED";
+        return { e, end, attemptState, error: item.error, lastError: item.error };
+      });
+      const ended = await endAttempts(db, endings, now, LEASE_HELD);
+      held.forEach((i, n) => {
+        const { e, end } = endings[n]!;
+        if (!ended.has(e.id as string)) return;
+        const pool = e.pool as string;
+        const tenantId = items[i]!.tenantId;
+        out[i] = end.state === "READY" ? { status: "ok", state: "READY", readyAt: end.readyAt, pool, tenantId } : { status: "ok", state: end.state, pool, tenantId };
+      });
+      pending = held.filter((i) => !ended.has(items[i]!.executionId));
+    }
+  }
+  return out;
+}
+
+/**
+ * Ends attempts whose lease expired, as core/retry.ts endExpiredAttempt says.
+ * The rows are claimed FOR UPDATE SKIP LOCKED: a complete or another reaper
+ * holding one is passed over (the complete wins), and a complete that comes
+ * after waits and then finds the attempt ended.
+ */
+export async function reap(c: pg.PoolClient, p: { now?: number; limit: number }) {
+  const expired = await rows(
+    c,
+    `WITH t AS (SELECT ${nowOr("$1")} AS now)
+     SELECT e.*, (SELECT kind FROM jobs WHERE jobs.id = e.job_id) AS job_kind, t.now AS call_now
+     FROM executions e, t WHERE ${LEASE_EXPIRED}
+     ORDER BY e.lease_until LIMIT $2
+     FOR UPDATE OF e SKIP LOCKED`,
+    [p.now ?? null, p.limit],
+    "reap_claim",
+  );
+  if (expired.length === 0) return [];
+  const now = expired[0]!.call_now as number;
+  const endings = expired.map((e): Ending => {
+    const error = expiredAttemptError({ leaseUntil: e.lease_until as number, deadline: e.deadline as number, timeoutMs: e.timeout_ms as number });
+    const end = endExpiredAttempt(attemptFacts(e), now);
+    return { e, end, attemptState: end.state === "DEAD" ? "DEAD" : "TIMED_OUT", error, lastError: end.state === "DEAD" ? exhaustedError(error) : error };
+  });
+  const ended = await endAttempts(c, endings, now, LEASE_EXPIRED);
+  return endings
+    .filter((x) => ended.has(x.e.id as string))
+    .map((x) => ({ executionId: x.e.id as string, tenantId: x.e.tenant_id as string, pool: x.e.pool as string, state: x.end.state }));
+}
+
+/**
+ * Hands leases back unused. core/retry.ts endReleasedAttempt decides on one
+ * fact of the row, cancel_requested: both of its answers are bound per item,
+ * and the one UPDATE picks by the fact as it is then.
+ */
+export async function release(db: Db, items: { executionId: string; tenantId: string; attempt: number; readyAt: number }[], now: number | null) {
+  const out: ("ok" | "lost")[] = items.map(() => "lost");
+  for (const round of rounds(items)) {
+    const batch = keyed(round.map((i) => items[i]!));
+    if (batch.length === 0) continue;
+    const col = <T>(f: (b: (typeof batch)[number]) => T): T[] => batch.map(f);
+    const live = col((b) => endReleasedAttempt(false, b.item.readyAt));
+    const cancelled = col((b) => endReleasedAttempt(true, b.item.readyAt));
+    const released = await rows<{ id: string }>(
+      db,
+      `WITH t AS (SELECT ${nowOr("$10")} AS now),
+       x AS (SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::int[], $5::bigint[], $6::text[], $7::bool[], $8::text[], $9::bool[])
+         AS x(job_id, scheduled_for, tenant_id, attempt, ready_at, live_state, live_ends, cancelled_state, cancelled_ends))
+       UPDATE executions e SET
+         state = CASE WHEN e.cancel_requested THEN x.cancelled_state ELSE x.live_state END,
+         finished_at = CASE WHEN (CASE WHEN e.cancel_requested THEN x.cancelled_ends ELSE x.live_ends END) THEN t.now END,
+         ready_at = x.ready_at, lease_until = NULL, attempt_base = e.attempt_base + 1
+       FROM x, t
+       WHERE e.job_id = x.job_id AND e.scheduled_for = x.scheduled_for AND e.tenant_id = x.tenant_id AND e.attempt = x.attempt
+         AND ${LEASE_HELD}
+       RETURNING e.id`,
+      [
+        col((b) => b.jobId),
+        col((b) => b.scheduledFor),
+        col((b) => b.item.tenantId),
+        col((b) => b.item.attempt),
+        col((b) => b.item.readyAt),
+        live.map((end) => end.state),
+        live.map((end) => end.state !== "READY"),
+        cancelled.map((end) => end.state),
+        cancelled.map((end) => end.state !== "READY"),
+        now,
+      ],
+      "release",
+    );
+    const ok = new Set(released.map((r) => r.id));
+    for (const i of round) if (ok.has(items[i]!.executionId)) out[i] = "ok";
+  }
+  return out;
+}
+
+/** The database clock, epoch ms. */
+export async function storeTime(db: Db): Promise<number> {
+  return (await one<{ now: number }>(db, `SELECT ${DB_NOW} AS now`))!.now;
+}

@@ -1,0 +1,189 @@
+// PostgreSQL schema, as numbered migrations applied in order at open, in the
+// store's own schema (search_path). Never edit a migration that has shipped;
+// add the next one.
+//
+// Times are bigint epoch ms; JSON is jsonb. Executions and their attempts are
+// keyed by (job_id, scheduled_for[, attempt]): the execution id is a function
+// of that pair (core/ids.ts), lookups by id use it, and scheduled_for is the
+// column a time partitioning of history would range on.
+
+import type pg from "pg";
+import type { MigrateResult } from "../store.js";
+import { DB_NOW, ident, transaction } from "./db.js";
+
+export const MIGRATIONS: readonly { version: number; sql: string }[] = [
+  {
+    version: 1,
+    sql: `
+CREATE TABLE jobs (
+  id              text PRIMARY KEY,
+  tenant_id       text NOT NULL,
+  shard           integer NOT NULL,
+  kind            text NOT NULL,              -- once | cron
+  name            text NOT NULL,
+  state           text NOT NULL,
+  target          jsonb NOT NULL,
+  pool            text NOT NULL,              -- queue pool, or $http
+  payload         jsonb,
+  schedule        jsonb NOT NULL,             -- the effective schedule
+  retry           jsonb NOT NULL,
+  timeout_seconds double precision NOT NULL, -- the API takes fractions
+  priority        integer NOT NULL,
+  version         integer NOT NULL,
+  created_at      bigint NOT NULL,
+  updated_at      bigint NOT NULL
+);
+CREATE INDEX jobs_by_tenant_created ON jobs (tenant_id, created_at DESC, id DESC);
+CREATE INDEX jobs_ended ON jobs (updated_at) WHERE state IN ('COMPLETED', 'DEAD', 'CANCELLED');
+
+-- The due index: the next occurrence of every job that has one. A node loads
+-- the shards it owns in due order; the shard filter is read from the index.
+CREATE TABLE due (
+  job_id        text PRIMARY KEY,
+  tenant_id     text NOT NULL,
+  shard         integer NOT NULL,
+  scheduled_for bigint NOT NULL,
+  due_at        bigint NOT NULL
+);
+CREATE INDEX due_by_time ON due (due_at, shard);
+
+CREATE TABLE idempotency_keys (
+  tenant_id    text NOT NULL,
+  key          text NOT NULL,
+  request_hash text NOT NULL,
+  job_id       text NOT NULL,
+  created_at   bigint NOT NULL,
+  PRIMARY KEY (tenant_id, key)
+);
+CREATE INDEX idempotency_keys_by_created ON idempotency_keys (created_at);
+
+CREATE TABLE executions (
+  id                  text NOT NULL,      -- executionIdFor(job_id, scheduled_for)
+  tenant_id           text NOT NULL,
+  job_id              text NOT NULL,
+  scheduled_for       bigint NOT NULL,
+  pool                text NOT NULL,
+  name                text NOT NULL,
+  priority            integer NOT NULL,
+  state               text NOT NULL,      -- READY RUNNING SUCCEEDED DEAD CANCELLED SKIPPED
+  attempt             integer NOT NULL DEFAULT 0,
+  attempt_base        integer NOT NULL DEFAULT 0, -- attempts before the last replay
+  max_attempts        integer NOT NULL,
+  backoff_seconds     double precision NOT NULL,
+  max_backoff_seconds double precision NOT NULL,
+  timeout_ms          bigint NOT NULL,
+  ready_at            bigint,
+  lease_until         bigint,
+  lease_ms            bigint,
+  deadline            bigint,
+  worker_id           text,
+  cancel_requested    boolean NOT NULL DEFAULT false,
+  payload             jsonb,
+  target              jsonb NOT NULL,
+  result              jsonb,
+  last_error          jsonb,
+  dispatched_at       bigint NOT NULL,
+  dispatched_by       text,
+  finished_at         bigint,
+  dead_at             bigint,
+  started_at          bigint,
+  -- One execution per occurrence: a second dispatch of it inserts nothing (ON CONFLICT DO NOTHING).
+  CONSTRAINT executions_occurrence PRIMARY KEY (job_id, scheduled_for)
+);
+-- Leasing: a pool across tenants (workers without a tenant, the HTTP runner), or one tenant's.
+CREATE INDEX executions_ready ON executions (pool, priority DESC, ready_at) WHERE state = 'READY';
+CREATE INDEX executions_ready_tenant ON executions (pool, tenant_id, priority DESC, ready_at) WHERE state = 'READY';
+CREATE INDEX executions_running ON executions (lease_until) WHERE state = 'RUNNING';
+CREATE INDEX executions_dead ON executions (tenant_id, dead_at DESC, id DESC) WHERE state = 'DEAD';
+CREATE INDEX executions_ended ON executions (finished_at) WHERE state IN ('SUCCEEDED', 'DEAD', 'CANCELLED', 'SKIPPED');
+
+-- Attempts that did not succeed; the running and the succeeding attempt live on the execution row.
+CREATE TABLE attempts (
+  job_id        text NOT NULL,
+  scheduled_for bigint NOT NULL,
+  attempt       integer NOT NULL,
+  state         text NOT NULL,
+  worker_id     text,
+  started_at    bigint NOT NULL,
+  finished_at   bigint,
+  error         jsonb,
+  PRIMARY KEY (job_id, scheduled_for, attempt)
+);
+
+CREATE TABLE shards (
+  shard       integer PRIMARY KEY,
+  owner       text,
+  epoch       bigint NOT NULL,
+  lease_until bigint NOT NULL
+);
+
+CREATE TABLE audit (
+  id        bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  tenant_id text NOT NULL,
+  at        bigint NOT NULL,
+  actor     text NOT NULL,
+  action    text NOT NULL,
+  subject   text NOT NULL,
+  details   jsonb
+);
+CREATE INDEX audit_by_tenant ON audit (tenant_id, at DESC, id DESC);
+CREATE INDEX audit_by_at ON audit (at);
+
+-- API keys: only the SHA-256 digest of each secret. Revoked keys stay, for the record.
+CREATE TABLE api_keys (
+  id         text PRIMARY KEY,
+  tenant_id  text NOT NULL,
+  role       text NOT NULL,
+  digest     text NOT NULL UNIQUE,
+  name       text,
+  created_at bigint NOT NULL,
+  revoked_at bigint
+);
+CREATE INDEX api_keys_by_tenant_created ON api_keys (tenant_id, created_at DESC, id DESC);
+CREATE INDEX api_keys_by_created ON api_keys (created_at DESC, id DESC);
+
+-- Callback signing secrets, one per tenant: created once, never replaced.
+CREATE TABLE signing_secrets (
+  tenant_id  text PRIMARY KEY,
+  secret     text NOT NULL,
+  created_at bigint NOT NULL
+);
+
+-- Cluster membership: one heartbeat row per node, live until expires_at.
+CREATE TABLE nodes (
+  node_id           text PRIMARY KEY,
+  address           text,
+  last_heartbeat_at bigint NOT NULL,
+  expires_at        bigint NOT NULL
+);
+`,
+  },
+];
+
+/** Classid of the migration lock (pg_advisory_xact_lock(classid, objid)): "duet". */
+const MIGRATION_LOCK = 0x64756574;
+
+/**
+ * Creates the schema if absent and applies the migrations it lacks, in one
+ * transaction under an advisory lock keyed on the schema's name: nodes that
+ * start together take turns, and the later ones find nothing left to do.
+ * Answers what this call applied and the version the schema is at.
+ */
+export async function migrate(pool: pg.Pool, schema: string): Promise<MigrateResult> {
+  return transaction(pool, async (c) => {
+    await c.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [MIGRATION_LOCK, schema]);
+    await c.query(`CREATE SCHEMA IF NOT EXISTS ${ident(schema)}`);
+    await c.query(`SET LOCAL search_path TO ${ident(schema)}`);
+    await c.query("CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, applied_at bigint NOT NULL)");
+    const { rows } = await c.query<{ version: number }>("SELECT version FROM schema_migrations");
+    const done = new Set(rows.map((r) => r.version));
+    const applied: number[] = [];
+    for (const m of MIGRATIONS) {
+      if (done.has(m.version)) continue;
+      await c.query(m.sql);
+      await c.query(`INSERT INTO schema_migrations (version, applied_at) VALUES ($1, ${DB_NOW})`, [m.version]);
+      applied.push(m.version);
+    }
+    return { applied, version: MIGRATIONS[MIGRATIONS.length - 1]!.version };
+  });
+}
