@@ -21,7 +21,7 @@ const WATCH_MS = 14_000;
 /** A delivery later than this after its due time was not dispatched on time. */
 const LATE_MS = 5_000;
 
-clusterTest("nodes 30 s ahead and 30 s behind neither dispatch early, late or twice, nor steal or keep a shard", STORES, async (t, store) => {
+await clusterTest("nodes 30 s ahead and 30 s behind neither dispatch early, late or twice, nor steal or keep a shard", STORES, async (t, store) => {
   const cluster = new Cluster(store);
   t.after(() => cluster.close());
   const normal = await cluster.start("normal");

@@ -20,7 +20,7 @@ const RECURRING = 60;
 const CUTS = 5;
 const CUT_EVERY_MS = 2_000;
 
-clusterTest("connections cut again and again under load: the nodes reconnect and every accepted job runs", STORES, async (t, store) => {
+await clusterTest("connections cut again and again under load: the nodes reconnect and every accepted job runs", STORES, async (t, store) => {
   const cluster = new Cluster(store);
   t.after(() => cluster.close());
   const nodes = await cluster.startAll(["n1", "n2", "n3"]);

@@ -109,7 +109,7 @@ export class Cluster {
     const argv = [process.execPath, BIN, "serve", "--port", "0", "--node-id", id, ...this.store.args, "--log-level", "warn"];
     const [command, ...args] = [...(options.launcher ?? []), ...argv] as [string, ...string[]];
     // Its own process group (detached), so a signal reaches the node under any launcher.
-    const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...this.store.env }, detached: true });
+    const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"], detached: true });
     children.add(child);
     this.spawned.push(child);
     child.once("exit", () => children.delete(child));
@@ -316,13 +316,12 @@ export async function history(client: DuetimeClient, jobId: string): Promise<Exe
 }
 
 /**
- * Whether the node dispatches the job's occurrences as they fall due: it has
- * dispatched one of the last few seconds. (A node learns of a job created
- * through another only at its next window reload, unless the store notifies it.)
+ * Whether the node dispatches the job's occurrences as they fall due: it
+ * dispatched the last `runs` of them, the newest in the last few seconds.
  */
-export async function dispatchingNow(cluster: Cluster, jobId: string, nodeId: string): Promise<boolean> {
-  const latest = (await history(cluster.client, jobId))[0];
-  return latest?.dispatchedBy === nodeId && Date.parse(latest.scheduledFor) > Date.now() - 3_000;
+export async function dispatchingNow(cluster: Cluster, jobId: string, nodeId: string, runs = 1): Promise<boolean> {
+  const latest = (await history(cluster.client, jobId)).slice(0, runs);
+  return latest.length === runs && latest.every((i) => i.dispatchedBy === nodeId) && Date.parse(latest[0]!.scheduledFor) > Date.now() - 3_000;
 }
 
 /** The run ledger of a job for (from, to]: what became of every nominal fire time. */

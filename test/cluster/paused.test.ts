@@ -23,9 +23,9 @@ const PAUSE_MS = 16_000;
 const OWNERS_PAUSE_MS = 3_000;
 
 /** The stores this scenario runs on. */
-const STORES: readonly StoreKind[] = ["sqlite"];
+const STORES: readonly StoreKind[] = ["postgres"];
 
-clusterTest("a node paused past its lease dispatches nothing for the shards taken from it, then rejoins", STORES, async (t, store) => {
+await clusterTest("a node paused past its lease dispatches nothing for the shards taken from it, then rejoins", STORES, async (t, store) => {
   const cluster = new Cluster(store);
   t.after(() => cluster.close());
   const [n1, n2, n3] = await cluster.startAll(["n1", "n2", "n3"]);

@@ -12,9 +12,9 @@ const JOBS = 600;
 const NODES = ["n1", "n2", "n3"];
 
 /** The stores this scenario runs on. */
-const STORES: readonly StoreKind[] = ["sqlite"];
+const STORES: readonly StoreKind[] = ["postgres"];
 
-clusterTest("workers on two nodes lease one pool: the jobs submitted to the third run through both, each handed out once, at its first attempt", STORES, async (t, store) => {
+await clusterTest("workers on two nodes lease one pool: the jobs submitted to the third run through both, each handed out once, at its first attempt", STORES, async (t, store) => {
   const cluster = new Cluster(store);
   t.after(() => cluster.close());
   await cluster.startAll(NODES);

@@ -5,9 +5,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import assert from "node:assert/strict";
 import { test, type TestContext } from "node:test";
-import { createSchema, POSTGRES_URL, postgresAvailable } from "./postgres.js";
+import { freshPostgresSchema, postgresAvailable } from "../../src/store/postgres/test-support.js";
 
 export type StoreKind = "sqlite" | "postgres";
 
@@ -15,8 +14,6 @@ export interface ClusterStore {
   kind: StoreKind;
   /** The serve flags that name it: --store, and --schema on PostgreSQL. */
   args: string[];
-  /** Extra environment of the nodes. */
-  env: Record<string, string>;
   /** PostgreSQL: the schema, which is also the application_name of the nodes' connections. */
   schema?: string;
   drop(): Promise<void>;
@@ -27,43 +24,30 @@ async function sqliteStore(): Promise<ClusterStore> {
   return {
     kind: "sqlite",
     args: ["--store", `sqlite:${join(dir, "duetime.db")}`],
-    env: {},
     async drop() {
       rmSync(dir, { recursive: true, force: true });
     },
   };
 }
 
-async function postgresStore(): Promise<ClusterStore> {
-  const schema = await createSchema();
-  return {
-    kind: "postgres",
-    args: ["--store", POSTGRES_URL, "--schema", schema.name],
-    // node-postgres names its connections after PGAPPNAME: the test can find its own nodes' connections.
-    env: { PGAPPNAME: schema.name },
-    schema: schema.name,
-    drop: () => schema.drop(),
-  };
+function postgresStore(): ClusterStore {
+  // Created by the first node's migration; dropped with everything in it when the file's tests end.
+  const { url, schema } = freshPostgresSchema();
+  const named = new URL(url);
+  // The nodes' connections carry the schema's name (a URL parameter wins over the driver's default name).
+  named.searchParams.set("application_name", schema);
+  return { kind: "postgres", args: ["--store", named.toString(), "--schema", schema], schema, drop: async () => {} };
 }
-
-const postgresUp = await postgresAvailable();
 
 /**
  * Declares the scenario once per store, titled "[kind] title". Without a
- * reachable PostgreSQL its variant fails with CI=true and skips, loudly, elsewhere.
+ * reachable PostgreSQL its variant fails with CI=true and skips, loudly,
+ * elsewhere (test-support.ts's postgresAvailable).
  */
-export function clusterTest(title: string, kinds: readonly StoreKind[], fn: (t: TestContext, store: ClusterStore) => Promise<void>): void {
+export async function clusterTest(title: string, kinds: readonly StoreKind[], fn: (t: TestContext, store: ClusterStore) => Promise<void>): Promise<void> {
   for (const kind of kinds) {
     const name = `[${kind}] ${title}`;
-    if (kind === "postgres" && !postgresUp) {
-      const why = `PostgreSQL is not reachable at ${POSTGRES_URL}`;
-      if (process.env.CI === "true") test(name, () => assert.fail(`${why} (CI=true: the cluster tests need it)`));
-      else {
-        console.warn(`\n*** SKIPPED: ${name}: ${why} ***\n`);
-        test(name, { skip: why }, () => {});
-      }
-      continue;
-    }
-    test(name, async (t) => fn(t, kind === "sqlite" ? await sqliteStore() : await postgresStore()));
+    if (kind === "postgres" && !(await postgresAvailable(name))) continue;
+    test(name, async (t) => fn(t, kind === "sqlite" ? await sqliteStore() : postgresStore()));
   }
 }
