@@ -7,6 +7,7 @@
 
 import assert from "node:assert/strict";
 import type { ExecutionItem, JobSpec } from "../../src/core/api.js";
+import { shardOf } from "../../src/core/ids.js";
 import { waitFor } from "../helpers.js";
 import { Cluster, createAll, Deliveries, everySecond, history, mapLimit, second } from "./harness.js";
 import { databaseNow } from "./postgres.js";
@@ -45,13 +46,18 @@ await clusterTest("nodes 30 s ahead and 30 s behind neither dispatch early, late
     ...(await createAll(cluster.node("behind").client, Array.from({ length: ONE_OFFS }, (_, i) => oneOff(ONE_OFFS + i)))),
   ];
 
+  // Every finding is gathered before the test fails, so one run tells all that a skewed clock did.
+  const findings: string[] = [];
+  const owner = (jobId: string) => epochs.get(shardOf(jobId))!.split("#")[0]!;
+  const byOwner = (jobIds: string[]) => JSON.stringify(Object.fromEntries(["ahead", "behind", "normal"].map((n) => [n, jobIds.filter((j) => owner(j) === n).length])));
+
   // Watch the shards for longer than a lease: the same owner at the same epoch throughout.
   const moved = new Set<string>();
   await waitFor(async () => {
     for (const s of (await normal.client.cluster()).shards) if (epochs.get(s.shard) !== `${s.owner}#${s.epoch}`) moved.add(`${s.shard}: ${epochs.get(s.shard)} -> ${s.owner}#${s.epoch}`);
     return Date.now() > createdAt + WATCH_MS;
   }, "the watch is over", WATCH_MS + 5_000);
-  assert.deepEqual([...moved].slice(0, 5), [], "no shard changed hands while every node lived");
+  if (moved.size > 0) findings.push(`${moved.size} shards changed hands while every node lived, e.g. ${[...moved].slice(0, 3).join("; ")}`);
 
   // Early: an execution that exists before its occurrence is due by the database's clock.
   const early: ExecutionItem[] = [];
@@ -60,28 +66,41 @@ await clusterTest("nodes 30 s ahead and 30 s behind neither dispatch early, late
     const readAt = await databaseNow();
     for (const item of items) if (Date.parse(item.scheduledFor) > readAt) early.push(item);
   });
-  const show = (items: ExecutionItem[]) => items.slice(0, 3).map((i) => `${i.scheduledFor} by ${i.dispatchedBy} at ${i.dispatchedAt}`).join("; ");
-  assert.equal(early.length, 0, `${early.length} executions existed before they were due, e.g. ${show(early)}`);
+  if (early.length > 0) {
+    const e = early.slice(0, 2).map((i) => `${i.scheduledFor} dispatched by ${i.dispatchedBy} "at" ${i.dispatchedAt}`).join("; ");
+    findings.push(`${early.length} executions existed before they were due by the database's clock (dispatched by ${byOwner(early.map((i) => i.jobId))}), e.g. ${e}`);
+  }
 
   // Handed out: every occurrence of the window once, not before its time, not late.
   const from = second(createdAt) + 2_000;
   const to = second(Date.now()) - LATE_MS;
-  const window = deliveries.all.filter((d) => d.scheduledFor > from && d.scheduledFor <= to);
-  const missing = RECURRING * ((to - from) / 1000) - new Set(window.map((d) => `${d.jobId}@${d.scheduledFor}`)).size;
-  assert.equal(missing, 0, `${missing} occurrences in the window never reached a worker`);
-  assert.deepEqual(deliveries.repeated((d) => `${d.jobId}@${d.scheduledFor}`), [], "no occurrence handed out twice");
+  const window = deliveries.all.filter((d) => recurring.includes(d.jobId) && d.scheduledFor > from && d.scheduledFor <= to);
+  const handed = new Set(window.map((d) => `${d.jobId}@${d.scheduledFor}`));
+  const missing: string[] = [];
+  for (const jobId of recurring) for (let at = from + 1000; at <= to; at += 1000) if (!handed.has(`${jobId}@${at}`)) missing.push(jobId);
+  if (missing.length > 0) findings.push(`${missing.length} occurrences due ${LATE_MS} ms ago or more never reached a worker (jobs on the shards of ${byOwner(missing)})`);
+  const twice = deliveries.repeated((d) => `${d.jobId}@${d.scheduledFor}`);
+  if (twice.length > 0) findings.push(`${twice.length} occurrences handed out twice, e.g. ${JSON.stringify(twice.slice(0, 3))}`);
   const tooEarly = deliveries.all.filter((d) => d.receivedAt < d.scheduledFor);
-  assert.equal(tooEarly.length, 0, `handed out before their time: ${JSON.stringify(tooEarly.slice(0, 3))}`);
+  if (tooEarly.length > 0) findings.push(`${tooEarly.length} handed to a worker before their time, e.g. ${JSON.stringify(tooEarly.slice(0, 2))}`);
   const late = window.filter((d) => d.receivedAt - d.scheduledFor > LATE_MS);
-  assert.equal(late.length, 0, `${late.length} occurrences handed out more than ${LATE_MS} ms late, e.g. ${JSON.stringify(late.slice(0, 3))}`);
-  await waitFor(() => oneOffs.every((j) => deliveries.all.some((d) => d.jobId === j)), "the one-offs ran", 10_000);
-  const oneOffDeliveries = deliveries.all.filter((d) => oneOffs.includes(d.jobId));
-  assert.equal(oneOffDeliveries.length, oneOffs.length, "each one-off handed out once");
-  assert.ok(oneOffDeliveries.every((d) => d.receivedAt >= runAt && d.receivedAt - runAt < LATE_MS), `one-offs ran at their time: ${JSON.stringify(oneOffDeliveries.map((d) => d.receivedAt - runAt))}`);
+  if (late.length > 0) findings.push(`${late.length} occurrences handed out more than ${LATE_MS} ms late (jobs on the shards of ${byOwner(late.map((d) => d.jobId))})`);
+
+  await waitFor(() => Date.now() > runAt + LATE_MS, "the one-offs' time is past", 2 * LATE_MS);
+  const ran = deliveries.all.filter((d) => oneOffs.includes(d.jobId));
+  const onTime = ran.filter((d) => d.receivedAt >= runAt && d.receivedAt - runAt <= LATE_MS);
+  if (onTime.length !== oneOffs.length || ran.length !== oneOffs.length) {
+    findings.push(`of ${oneOffs.length} one-offs due at ${new Date(runAt).toISOString()}, submitted to ahead and behind, ${onTime.length} ran on time, ${ran.length} ran at all; ms after their time: ${JSON.stringify(ran.map((d) => d.receivedAt - runAt))}`);
+  }
 
   // Keep: the node whose clock runs ahead dies; its leases end 10 s after its last renewal by the database's clock.
   const killedAt = Date.now();
   await cluster.node("ahead").stop("SIGKILL");
-  await cluster.waitForCounts({ behind: 128, normal: 128 }, 15_000, normal.client);
+  try {
+    await cluster.waitForCounts({ behind: 128, normal: 128 }, 15_000, normal.client);
+  } catch (err) {
+    findings.push(`ahead's shards were not taken within 15 s of its death: ${(err as Error).message}`);
+  }
   t.diagnostic(`ahead's shards taken ${Date.now() - killedAt} ms after SIGKILL; ${window.length} deliveries in the window checked`);
+  assert.equal(findings.length, 0, `what the skewed clocks did:\n${findings.join("\n")}`);
 });
