@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test, type TestContext } from "node:test";
-import { freshPostgresSchema, postgresAvailable } from "../../src/store/postgres/test-support.js";
+import { adminPool, freshPostgresSchema, postgresAvailable } from "../../src/store/postgres/test-support.js";
 
 export type StoreKind = "sqlite" | "postgres";
 
@@ -47,7 +47,10 @@ function postgresStore(): ClusterStore {
 export async function clusterTest(title: string, kinds: readonly StoreKind[], fn: (t: TestContext, store: ClusterStore) => Promise<void>): Promise<void> {
   for (const kind of kinds) {
     const name = `[${kind}] ${title}`;
-    if (kind === "postgres" && !(await postgresAvailable(name))) continue;
+    if (kind === "postgres") {
+      if (!(await postgresAvailable(name))) continue;
+      adminPool(); // now, at the file's top level: the schemas are dropped when the file ends, after its nodes
+    }
     test(name, async (t) => fn(t, kind === "sqlite" ? await sqliteStore() : postgresStore()));
   }
 }
