@@ -1,7 +1,7 @@
 // The cluster harness (issue 8): real `duetime serve` processes on ONE store,
 // started, stopped, killed, paused and resumed by the tests, and workers in
 // the test process that record every attempt they are handed. The store is a
-// parameter (stores.ts), so each scenario runs on SQLite and on PostgreSQL.
+// parameter (stores.ts): PostgreSQL, and a SQLite file where that adds value.
 //
 // Times are compared with the test process's clock: every node, the store
 // and this process share one host (a node under faketime aside).
@@ -140,8 +140,8 @@ export class Cluster {
 
   /**
    * Starts the nodes: the first alone (it creates the schema), then the rest at
-   * once. (Several nodes migrating a fresh SQLite file at once collide:
-   * "table jobs already exists"; see the report of issue 8's cluster tests.)
+   * once. (Several processes migrating a fresh SQLite file at once can collide:
+   * "table jobs already exists".)
    */
   async startAll(ids: string[], options: NodeOptions = {}): Promise<ClusterNode[]> {
     const [first, ...rest] = ids;
@@ -267,10 +267,6 @@ export class Deliveries {
     const seen = new Map<string, number>();
     for (const d of this.all) seen.set(key(d), (seen.get(key(d)) ?? 0) + 1);
     return [...seen].filter(([, n]) => n > 1);
-  }
-
-  has(jobId: string, scheduledFor: number): boolean {
-    return this.all.some((d) => d.jobId === jobId && d.scheduledFor === scheduledFor);
   }
 }
 
