@@ -344,8 +344,11 @@ export interface TargetStatus {
 }
 
 export interface ClusterView {
-  nodes: { nodeId: string; address: string | null; shards: number[]; lastHeartbeatAt: string }[];
-  shards: { shard: number; owner: string | null; epoch: number; leaseUntil: string }[];
+  /** The store's clock, which every lease and heartbeat is judged by. */
+  storeTime: string;
+  nodes: { nodeId: string; address: string | null; shards: number[]; lastHeartbeatAt: string; heartbeatAgeSeconds: number }[];
+  /** leaseRemainingSeconds is negative once the lease has expired (the shard is free to take). */
+  shards: { shard: number; owner: string | null; epoch: number; leaseUntil: string; leaseRemainingSeconds: number }[];
 }
 
 /**

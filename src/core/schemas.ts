@@ -810,18 +810,20 @@ export const keyPageResponse = pageOf(apiKeyResponse);
 
 export const clusterResponse = {
   type: "object",
-  required: ["nodes", "shards"],
+  required: ["storeTime", "nodes", "shards"],
   properties: {
+    storeTime: dateTime,
     nodes: {
       type: "array",
       items: {
         type: "object",
-        required: ["nodeId", "address", "shards", "lastHeartbeatAt"],
+        required: ["nodeId", "address", "shards", "lastHeartbeatAt", "heartbeatAgeSeconds"],
         properties: {
           nodeId: { type: "string" },
           address: { type: ["string", "null"] },
           shards: { type: "array", items: { type: "integer" } },
           lastHeartbeatAt: dateTime,
+          heartbeatAgeSeconds: { type: "number" },
         },
       },
     },
@@ -829,12 +831,13 @@ export const clusterResponse = {
       type: "array",
       items: {
         type: "object",
-        required: ["shard", "owner", "epoch", "leaseUntil"],
+        required: ["shard", "owner", "epoch", "leaseUntil", "leaseRemainingSeconds"],
         properties: {
           shard: { type: "integer" },
           owner: { type: ["string", "null"] },
           epoch: { type: "integer" },
           leaseUntil: dateTime,
+          leaseRemainingSeconds: { type: "number" },
         },
       },
     },

@@ -97,6 +97,11 @@ test("three nodes share the 256 shards evenly; a fourth joins and they rebalance
     view.nodes.map((n) => [n.nodeId, n.address, n.shards.length, n.lastHeartbeatAt]),
     ["node-a", "node-b", "node-c", "node-d"].map((id) => [id, `${id}.internal:8080`, 64, new Date(cluster.now).toISOString()]),
   );
+  assert.equal(view.storeTime, new Date(cluster.now).toISOString(), "ages are by the store's clock (pinned by the fake clocks here)");
+  assert.deepEqual(new Set(view.nodes.map((n) => n.heartbeatAgeSeconds)), new Set([0]));
+  assert.equal(view.shards.length, SHARD_COUNT);
+  for (const s of view.shards) assert.equal(s.leaseRemainingSeconds, (Date.parse(s.leaseUntil) - cluster.now) / 1000);
+  assert.ok(view.shards.every((s) => s.leaseRemainingSeconds > 0 && s.leaseRemainingSeconds <= LEASE_MS / 1000), "every lease live, at most 10 s left");
   await cluster.stop();
 });
 

@@ -17,6 +17,7 @@ import { createMetrics } from "./metrics.js";
 import { ArchiveWriter, newArchivePart } from "./archive.js";
 import { readRouting } from "./read-routing.js";
 import { ClusterSignals } from "./signals.js";
+import { StoreClock } from "./store-clock.js";
 import { Retention, type RetentionOptions } from "./retention.js";
 import { Scheduler } from "./scheduler.js";
 import { StoreHealth } from "./store-health.js";
@@ -81,15 +82,18 @@ export interface Engine {
 }
 
 export async function openEngine(options: EngineOptions): Promise<Engine> {
-  const clock = options.clock ?? systemClock;
+  const hostClock = options.clock ?? systemClock;
   const nodeId = options.nodeId ?? `${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`;
   const { archiveDir, intervalMs, batchSize, maxBatchesPerRun, ...periodOptions } = options.retention ?? {};
   // Checked before the store opens: a bad period or an unwritable archive directory starts nothing.
   const periods = retentionPeriods(periodOptions);
-  const archive = archiveDir !== undefined ? new ArchiveWriter(archiveDir, newArchivePart(clock.now())) : null;
+  const archive = archiveDir !== undefined ? new ArchiveWriter(archiveDir, newArchivePart(hostClock.now())) : null;
   const events = new EngineEvents();
-  const storeHealth = new StoreHealth(await openStore(options.store, options.storeOptions), clock, events);
+  const storeHealth = new StoreHealth(await openStore(options.store, options.storeOptions), hostClock, events);
   const store = storeHealth.store;
+  // From here on every time is the store's (store-clock.ts): a node with a skewed clock keeps due times.
+  const clock = new StoreClock(hostClock, store);
+  await clock.sync();
   const replica = options.readStore ? await openStore(options.readStore, { ...options.storeOptions, migrate: false }) : null;
   const reads = replica
     ? readRouting({ primary: store, replica, clock, events, ...(options.readStoreMaxLagMs !== undefined ? { maxLagMs: options.readStoreMaxLagMs } : {}) })
@@ -125,6 +129,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     address: options.address ?? null,
     events,
     ...options.scheduler,
+    storeTime: () => clock.sync(),
     onDispatched: (ready) => {
       const seen = new Set<string>();
       for (const r of ready) {

@@ -506,19 +506,29 @@ export class JobsService implements Service {
 
   /** The live nodes (heartbeat rows) with the shards each holds, and every shard lease. */
   async cluster(): Promise<ClusterView> {
-    const now = this.clock.now();
+    // Leases and heartbeats are the store's clock's (shard-keeper.ts), not this node's.
+    const now = this.clock.storeNow() ?? (await this.store.storeTime());
+    const seconds = (ms: number): number => Math.round(ms) / 1000;
     const nodes = await this.store.nodeList({ now });
     const shards = await this.store.shardList();
     const byOwner = new Map<string, number[]>();
     for (const s of shards) if (s.owner && s.leaseUntil >= now) byOwner.set(s.owner, [...(byOwner.get(s.owner) ?? []), s.shard]);
     return {
+      storeTime: toIso(now),
       nodes: nodes.map((n) => ({
         nodeId: n.nodeId,
         address: n.address,
         shards: byOwner.get(n.nodeId) ?? [],
         lastHeartbeatAt: toIso(n.lastHeartbeatAt),
+        heartbeatAgeSeconds: seconds(now - n.lastHeartbeatAt),
       })),
-      shards: shards.map((s) => ({ shard: s.shard, owner: s.owner, epoch: s.epoch, leaseUntil: toIso(s.leaseUntil) })),
+      shards: shards.map((s) => ({
+        shard: s.shard,
+        owner: s.owner,
+        epoch: s.epoch,
+        leaseUntil: toIso(s.leaseUntil),
+        leaseRemainingSeconds: seconds(s.leaseUntil - now),
+      })),
     };
   }
 

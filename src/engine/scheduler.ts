@@ -38,12 +38,14 @@ export interface SchedulerOptions {
   shardLeaseMs?: number;
   /** A recurring occurrence dispatched later than this after its due time is a misfire (default 60 s). */
   misfireThresholdMs?: number;
+  /** How the shard keeper reads the store's clock (ShardKeeperOptions.storeTime). */
+  storeTime?: () => Promise<number>;
 }
 
 export class Scheduler {
   private readonly store: Store;
   private readonly clock: Clock;
-  private readonly opts: Required<Omit<SchedulerOptions, "store" | "clock" | "events" | "onDispatched" | "nodeId" | "address" | "shardLeaseMs">>;
+  private readonly opts: Required<Omit<SchedulerOptions, "store" | "clock" | "events" | "onDispatched" | "nodeId" | "address" | "shardLeaseMs" | "storeTime">>;
   /** This node's membership and shard leases, renewed on their own loop. */
   readonly shards: ShardKeeper;
   private readonly timer = new DueTimer();
@@ -75,6 +77,7 @@ export class Scheduler {
       address: options.address ?? null,
       events: options.events,
       ...(options.shardLeaseMs !== undefined ? { leaseMs: options.shardLeaseMs } : {}),
+      ...(options.storeTime ? { storeTime: options.storeTime } : {}),
       onShards: (epochs) => this.setShards(epochs),
     });
   }

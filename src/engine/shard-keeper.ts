@@ -20,6 +20,8 @@ export interface ShardKeeperOptions {
   address: string | null;
   events: EngineEvents;
   leaseMs?: number;
+  /** Reads the store's clock (engine: StoreClock.sync, which also keeps the engine's clock in step); default the store's storeTime, or the time a fake clock pins. */
+  storeTime?: () => Promise<number>;
   /** Told after every round the shards held and their epochs. */
   onShards: (epochs: Map<number, number>) => void;
 }
@@ -96,7 +98,7 @@ export class ShardKeeper {
     const { store, clock, nodeId: self } = this.o;
     // Heartbeats, liveness and the plan go by the store's clock, as the leases do: a node whose own clock
     // runs ahead or behind neither counts others out early nor keeps shards late. A fake clock pins it in tests.
-    const now = clock.storeNow() ?? (await store.storeTime());
+    const now = this.o.storeTime ? await this.o.storeTime() : (clock.storeNow() ?? (await store.storeTime()));
     await store.nodeHeartbeat({ nodeId: self, address: this.o.address, now, ttlMs: this.leaseMs });
     const nodes = await store.nodeList({ now });
     const leases = await store.shardList();

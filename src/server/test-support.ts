@@ -272,8 +272,9 @@ export class RecordingService implements Service {
 
   cluster(ctx: RequestContext): Promise<ClusterView> {
     return this.answer("cluster", ctx, [], () => ({
-      nodes: [{ nodeId: "node-a", address: null, shards: [0, 1], lastHeartbeatAt: "2026-10-16T09:00:00.000Z" }],
-      shards: [{ shard: 0, owner: "node-a", epoch: 3, leaseUntil: "2026-10-16T09:00:10.000Z" }],
+      storeTime: "2026-10-16T09:00:02.500Z",
+      nodes: [{ nodeId: "node-a", address: null, shards: [0, 1], lastHeartbeatAt: "2026-10-16T09:00:00.000Z", heartbeatAgeSeconds: 2.5 }],
+      shards: [{ shard: 0, owner: "node-a", epoch: 3, leaseUntil: "2026-10-16T09:00:10.000Z", leaseRemainingSeconds: 7.5 }],
     }));
   }
   createKey(ctx: RequestContext, request: CreateKeyRequest): Promise<CreatedKey> {

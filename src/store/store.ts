@@ -646,7 +646,13 @@ export interface Store {
   // that with retentionPurge's `only`; no engine code runs inside a
   // transaction, so the archive may take its time (and an await).
 
-  /** Reads, without writing, up to `limit` due rows of one kind, oldest first, as the archive takes them. */
+  /**
+   * Reads, without changing any row, up to `limit` due rows of one kind,
+   * oldest first, as the archive takes them. A driver with time partitions
+   * (PostgreSQL, postgres/partitions.ts) may do its partition upkeep here:
+   * create the ranges ahead, and drop an old range none of whose rows is left
+   * (with an archive, retention runs through this call and purge's `only`).
+   */
   retentionExpired(params: { kind: RetentionKind; before: number; limit: number }): Promise<PurgedRow[]>;
   /**
    * Removes due rows of one kind in one transaction, with the attempts of

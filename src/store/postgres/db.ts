@@ -120,7 +120,7 @@ export const json = (value: unknown): string | null => (value === undefined ? nu
 /**
  * The key of an execution: its id is executionIdFor(jobId, scheduledFor)
  * (core/ids.ts), so every lookup by id is a lookup by the primary key
- * (job_id, scheduled_for), which is also the key time partitions would use.
+ * (job_id, scheduled_for), which is also the key time partitions range on.
  * Null for an id that is not one.
  */
 export function executionKey(id: string): { jobId: string; scheduledFor: number } | null {

@@ -37,6 +37,7 @@ import { appendAudit, deadLetters, history, inWindow, replay } from "./history.j
 import { createJobs, getJob, listJobs, transitionJob, updateJob } from "./jobs.js";
 import * as leases from "./leases.js";
 import { expiredRows, purgeBatch } from "./retention.js";
+import { createAhead, dropEnded } from "./partitions.js";
 import { migrate } from "./schema.js";
 import { chunkSignals, NOTIFY_SQL, PgSignals } from "./signals.js";
 
@@ -400,12 +401,25 @@ class PostgresStore implements Store {
 
   // ---- retention (retention.ts) -----------------------------------------------------
 
+  // Retention's run is the partitions' maintenance (partitions.ts): each
+  // executions batch first creates the ranges ahead. Without an archive, a
+  // range whose rows are all due is dropped whole; with one (retentionExpired,
+  // then purge `only`), rows go one by one once archived, and the read that
+  // ends a run drops the old ranges they left empty.
+
   async retentionExpired(p: { kind: RetentionKind; before: number; limit: number }) {
-    return expiredRows(this.pool, p);
+    if (p.kind !== "executions") return expiredRows(this.pool, p);
+    await createAhead(this.pool, this.schema);
+    const found = await expiredRows(this.pool, p);
+    if (found.length < p.limit) await dropEnded(this.pool, this.schema, p.before, "empty");
+    return found;
   }
 
   async retentionPurge(p: { kind: RetentionKind; before: number; limit: number; only?: readonly { tenantId: string; id: string }[] }) {
-    return purgeBatch(this.pool, p);
+    if (p.kind !== "executions" || p.only) return purgeBatch(this.pool, p);
+    await createAhead(this.pool, this.schema);
+    const dropped = await dropEnded(this.pool, this.schema, p.before, "due");
+    return { deleted: dropped + (await purgeBatch(this.pool, p)).deleted };
   }
 
   // ---- cluster membership (cluster.ts) ---------------------------------------------

@@ -1,15 +1,18 @@
 // PostgreSQL schema, as numbered migrations applied in order at open, in the
 // store's own schema (search_path). Never edit a migration that has shipped;
-// add the next one.
+// add the next one. (Migration 1 was edited in place to partition history:
+// nothing had shipped on PostgreSQL yet.)
 //
 // Times are bigint epoch ms; JSON is jsonb. Executions and their attempts are
 // keyed by (job_id, scheduled_for[, attempt]): the execution id is a function
-// of that pair (core/ids.ts), lookups by id use it, and scheduled_for is the
-// column a time partitioning of history would range on.
+// of that pair (core/ids.ts), lookups by id use it, and both tables are
+// partitioned by range of scheduled_for (partitions.ts creates and drops the
+// ranges; the DEFAULT partition takes a row no range holds, so no insert fails).
 
 import type pg from "pg";
 import type { MigrateResult } from "../store.js";
 import { DB_NOW, ident, transaction } from "./db.js";
+import { createAhead } from "./partitions.js";
 
 export const MIGRATIONS: readonly { version: number; sql: string }[] = [
   {
@@ -89,13 +92,16 @@ CREATE TABLE executions (
   started_at          bigint,
   -- One execution per occurrence: a second dispatch of it inserts nothing (ON CONFLICT DO NOTHING).
   CONSTRAINT executions_occurrence PRIMARY KEY (job_id, scheduled_for)
-);
+) PARTITION BY RANGE (scheduled_for);
+CREATE TABLE executions_default PARTITION OF executions DEFAULT;
 -- Leasing: a pool across tenants (workers without a tenant, the HTTP runner), or one tenant's.
 CREATE INDEX executions_ready ON executions (pool, priority DESC, ready_at) WHERE state = 'READY';
 CREATE INDEX executions_ready_tenant ON executions (pool, tenant_id, priority DESC, ready_at) WHERE state = 'READY';
 CREATE INDEX executions_running ON executions (lease_until) WHERE state = 'RUNNING';
 CREATE INDEX executions_dead ON executions (tenant_id, dead_at DESC, id DESC) WHERE state = 'DEAD';
 CREATE INDEX executions_ended ON executions (finished_at) WHERE state IN ('SUCCEEDED', 'DEAD', 'CANCELLED', 'SKIPPED');
+-- A paused one-off's held execution: with the two above, retention's probe of whether a partition still holds a live row.
+CREATE INDEX executions_paused ON executions (job_id) WHERE state = 'PAUSED';
 
 -- Attempts that did not succeed; the running and the succeeding attempt live on the execution row.
 CREATE TABLE attempts (
@@ -108,7 +114,8 @@ CREATE TABLE attempts (
   finished_at   bigint,
   error         jsonb,
   PRIMARY KEY (job_id, scheduled_for, attempt)
-);
+) PARTITION BY RANGE (scheduled_for);
+CREATE TABLE attempts_default PARTITION OF attempts DEFAULT;
 
 CREATE TABLE shards (
   shard       integer PRIMARY KEY,
@@ -166,10 +173,18 @@ const MIGRATION_LOCK = 0x64756574;
 /**
  * Creates the schema if absent and applies the migrations it lacks, in one
  * transaction under an advisory lock keyed on the schema's name: nodes that
- * start together take turns, and the later ones find nothing left to do.
- * Answers what this call applied and the version the schema is at.
+ * start together take turns, and the later ones find nothing left to do;
+ * then creates the time partitions ahead (partitions.ts). Answers what this
+ * call applied and the version the schema is at.
  */
 export async function migrate(pool: pg.Pool, schema: string): Promise<MigrateResult> {
+  const result = await applyMigrations(pool, schema);
+  // At every start, not only the first: a node back after a long stop finds the current range. Left to retention if refused.
+  await createAhead(pool, schema);
+  return result;
+}
+
+async function applyMigrations(pool: pg.Pool, schema: string): Promise<MigrateResult> {
   return transaction(pool, async (c) => {
     await c.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [MIGRATION_LOCK, schema]);
     await c.query(`CREATE SCHEMA IF NOT EXISTS ${ident(schema)}`);
