@@ -60,12 +60,22 @@ await clusterTest("nodes 30 s ahead and 30 s behind neither dispatch early, late
   if (moved.size > 0) findings.push(`${moved.size} shards changed hands while every node lived, e.g. ${[...moved].slice(0, 3).join("; ")}`);
 
   // Early: an execution that exists before its occurrence is due by the database's clock.
+  // So is one whose recorded dispatch or start (the store's times, by the engine's store clock) precedes it.
   const early: ExecutionItem[] = [];
+  const stampedEarly: ExecutionItem[] = [];
   await mapLimit(recurring, 4, async (jobId) => {
     const items = await history(normal.client, jobId);
     const readAt = await databaseNow();
-    for (const item of items) if (Date.parse(item.scheduledFor) > readAt) early.push(item);
+    for (const item of items) {
+      const due = Date.parse(item.scheduledFor);
+      if (due > readAt) early.push(item);
+      if (Date.parse(item.dispatchedAt!) < due || (item.startedAt !== null && Date.parse(item.startedAt) < due)) stampedEarly.push(item);
+    }
   });
+  if (stampedEarly.length > 0) {
+    const e = stampedEarly.slice(0, 2).map((i) => `${i.scheduledFor} dispatched at ${i.dispatchedAt} by ${i.dispatchedBy}, started ${i.startedAt}`).join("; ");
+    findings.push(`${stampedEarly.length} executions dispatched or started before their time, e.g. ${e}`);
+  }
   if (early.length > 0) {
     const e = early.slice(0, 2).map((i) => `${i.scheduledFor} dispatched by ${i.dispatchedBy} "at" ${i.dispatchedAt}`).join("; ");
     findings.push(`${early.length} executions existed before they were due by the database's clock (dispatched by ${byOwner(early.map((i) => i.jobId))}), e.g. ${e}`);
