@@ -101,3 +101,4 @@ describe("duetime migrate on SQLite", () => {
     assert.match(io.err, /^error: /);
   });
 });
+

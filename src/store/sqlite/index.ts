@@ -192,12 +192,15 @@ class SqliteStore implements Store {
     const applied: number[] = [];
     for (const m of MIGRATIONS) {
       if (done.has(m.version)) continue;
-      this.tx(() => {
+      // Another process on the file may apply it between that read and this write lock: the check that counts is under the lock.
+      const ran = this.tx(() => {
+        if (this.db.prepare("SELECT 1 FROM schema_migrations WHERE version = ?").get(m.version)) return false;
         this.db.exec(m.sql);
         m.data?.(this.db, Date.now());
         this.db.prepare("INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)").run(m.version, Date.now());
+        return true;
       });
-      applied.push(m.version);
+      if (ran) applied.push(m.version);
     }
     return { applied, version: MIGRATIONS[MIGRATIONS.length - 1]!.version };
   }
