@@ -19,16 +19,17 @@ export const NOT_STARTED_SQL = `(state = '${NOT_STARTED.held}' OR (state = '${NO
 export async function changeJobs(db: Db, items: { jobId: string; change: JobChange | null }[], now: number | null): Promise<void> {
   const changes = items.flatMap(({ jobId, change }) => (change ? [{ jobId, ...change }] : []));
   if (changes.length === 0) return;
-  await db.query(
-    `WITH x AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bool[]) AS x(id, from_state, to_state, drop_due)),
+  await db.query({
+    name: "change_jobs",
+    text: `WITH x AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bool[]) AS x(id, from_state, to_state, drop_due)),
      changed AS (
        UPDATE jobs SET state = x.to_state, version = version + 1, updated_at = ${nowOr("$5")}
        FROM x WHERE jobs.id = x.id AND jobs.state = x.from_state
        RETURNING jobs.id, x.drop_due),
      pending AS (DELETE FROM executions USING changed WHERE executions.job_id = changed.id AND changed.drop_due AND ${NOT_STARTED_SQL})
      DELETE FROM due USING changed WHERE due.job_id = changed.id AND changed.drop_due`,
-    [changes.map((c) => c.jobId), changes.map((c) => c.from), changes.map((c) => c.to), changes.map((c) => c.due === "drop"), now],
-  );
+    values: [changes.map((c) => c.jobId), changes.map((c) => c.from), changes.map((c) => c.to), changes.map((c) => c.due === "drop"), now],
+  });
 }
 
 /**
