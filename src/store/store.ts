@@ -297,6 +297,9 @@ export type ClusterSignal = { kind: "due"; entry: LoadedDueEntry } | { kind: "re
 /** What a subscriber hears: a batch from one node, or "resync" after the channel was down (signals may have been lost meanwhile). */
 export type SignalEvent = { from: string; signals: ClusterSignal[] } | { resync: true };
 
+/** The params object of a Store method, for drivers that implement it without restating it. */
+export type StoreParams<M extends keyof Store> = Store[M] extends (params: infer P) => unknown ? P : never;
+
 /** What retention removes (engine/retention.ts decides when), in the order a run removes them: a job only once its executions have gone. */
 export const RETENTION_KINDS = ["executions", "jobs", "idempotency", "audit"] as const;
 export type RetentionKind = (typeof RETENTION_KINDS)[number];

@@ -7,26 +7,21 @@
 // core's rules as writes in changes.ts.
 
 import pg from "pg";
-import type { JobState, Role } from "../../core/api.js";
+import type { Role } from "../../core/api.js";
 import { onStoreError } from "../faults.js";
 import type {
   ApiKeyRecord,
-  AuditEntry,
   ClusterSignal,
   CompleteInput,
-  DispatchItem,
   FailInput,
   JobRecord,
   LeaseParams,
   LoadedDueEntry,
   MigrateResult,
   NewJob,
-  NextOccurrence,
-  PendingChange,
-  PendingReplace,
-  RetentionKind,
   SignalEvent,
   Store,
+  StoreParams,
 } from "../store.js";
 import { acquireShards, heartbeat, leave, listShards, liveNodes, releaseShards } from "./cluster.js";
 import { checkSchemaName } from "../names.js";
@@ -158,33 +153,15 @@ class PostgresStore implements Store {
     return getJob(this.pool, tenantId, jobId);
   }
 
-  async jobList(p: { tenantId: string; state?: JobState; name?: string; limit: number; after?: { createdAt: number; jobId: string } }) {
+  async jobList(p: StoreParams<"jobList">) {
     return listJobs(this.pool, p);
   }
 
-  async jobTransition(p: {
-    tenantId: string;
-    jobId: string;
-    fromVersion: number;
-    state: JobState;
-    due: NextOccurrence | null | "keep";
-    cancelExecutions?: boolean;
-    pending?: PendingChange;
-    now: number;
-  }) {
+  async jobTransition(p: StoreParams<"jobTransition">) {
     return this.tx((c) => transitionJob(c, p));
   }
 
-  async jobUpdate(p: {
-    tenantId: string;
-    jobId: string;
-    fromVersion: number;
-    fields: Pick<JobRecord, "kind" | "name" | "target" | "payload" | "schedule" | "retry" | "timeoutSeconds" | "priority">;
-    due: NextOccurrence | null | "keep";
-    pending?: PendingReplace;
-    nodeId: string;
-    now: number;
-  }) {
+  async jobUpdate(p: StoreParams<"jobUpdate">) {
     return this.tx((c) => updateJob(c, p));
   }
 
@@ -211,17 +188,17 @@ class PostgresStore implements Store {
     }));
   }
 
-  async dispatchMany(p: { nodeId: string; epochs: ReadonlyMap<number, number>; now: number; items: DispatchItem[] }) {
+  async dispatchMany(p: StoreParams<"dispatchMany">) {
     return this.tx((c) => dispatch(c, p));
   }
 
   // ---- executions (dispatch.ts, leases.ts, history.ts) ------------------------------
 
-  async executionCreateMany(p: { tenantId: string; jobId: string; nodeId: string; now: number; items: { scheduledFor: number; readyAt: number }[] }) {
+  async executionCreateMany(p: StoreParams<"executionCreateMany">) {
     return this.tx((c) => createExecutions(c, p));
   }
 
-  async executionsInWindow(p: { tenantId: string; jobId: string; from: number; to: number }) {
+  async executionsInWindow(p: StoreParams<"executionsInWindow">) {
     return inWindow(this.pool, p);
   }
 
@@ -238,51 +215,51 @@ class PostgresStore implements Store {
     }));
   }
 
-  async executionNextReady(p: { pool: string; tenantId?: string }) {
+  async executionNextReady(p: StoreParams<"executionNextReady">) {
     return leases.nextReady(this.pool, p);
   }
 
-  async executionHeartbeat(p: { tenantId: string; executionId: string; attempt: number; leaseMs?: number; now?: number }) {
+  async executionHeartbeat(p: StoreParams<"executionHeartbeat">) {
     return leases.heartbeat(this.pool, p);
   }
 
-  async executionCompleteMany(p: { items: CompleteInput[]; now?: number }) {
+  async executionCompleteMany(p: StoreParams<"executionCompleteMany">) {
     return this.tx((c) => leases.complete(c, p.items, p.now ?? null));
   }
 
-  async executionFailMany(p: { items: FailInput[]; now?: number }) {
+  async executionFailMany(p: StoreParams<"executionFailMany">) {
     return this.tx((c) => leases.fail(c, p.items, p.now ?? null));
   }
 
-  async executionRelease(p: { items: { executionId: string; tenantId: string; attempt: number; readyAt: number }[]; now?: number }) {
+  async executionRelease(p: StoreParams<"executionRelease">) {
     return leases.release(this.pool, p.items, p.now ?? null);
   }
 
-  async executionReap(p: { now?: number; limit: number }) {
+  async executionReap(p: StoreParams<"executionReap">) {
     return this.tx((c) => leases.reap(c, p));
   }
 
-  async executionHistory(p: { tenantId: string; jobId: string; limit: number; after?: { scheduledFor: number; attempt: number } }) {
+  async executionHistory(p: StoreParams<"executionHistory">) {
     return history(this.pool, p);
   }
 
   // ---- dead letters (history.ts) -------------------------------------------------
 
-  async deadLetterList(p: { tenantId: string; limit: number; after?: { deadAt: number; executionId: string } }) {
+  async deadLetterList(p: StoreParams<"deadLetterList">) {
     return deadLetters(this.pool, p);
   }
 
-  async deadLetterReplay(p: { tenantId: string; executionId: string; now: number; audit: AuditEntry }) {
+  async deadLetterReplay(p: StoreParams<"deadLetterReplay">) {
     return this.tx((c) => replay(c, p));
   }
 
   // ---- shards, stats, audit ----------------------------------------------------------
 
-  async shardAcquire(p: { owner: string; shards: readonly number[]; leaseMs: number; now?: number }) {
+  async shardAcquire(p: StoreParams<"shardAcquire">) {
     return acquireShards(this.pool, p);
   }
 
-  async shardRelease(p: { owner: string; shards?: readonly number[] }): Promise<void> {
+  async shardRelease(p: StoreParams<"shardRelease">): Promise<void> {
     await releaseShards(this.pool, p);
   }
 
@@ -290,7 +267,7 @@ class PostgresStore implements Store {
     return listShards(this.pool);
   }
 
-  async poolCounts(p: { tenantId?: string; pool?: string; now: number }) {
+  async poolCounts(p: StoreParams<"poolCounts">) {
     const counted = await rows(
       this.pool,
       `SELECT tenant_id, pool,
@@ -311,7 +288,7 @@ class PostgresStore implements Store {
     }));
   }
 
-  async auditList(p: { tenantId: string; limit: number; after?: { at: number; id: number } }) {
+  async auditList(p: StoreParams<"auditList">) {
     const cursor = p.after ? "AND (at, id) < ($3::bigint, $4::bigint)" : "";
     const found = await rows(
       this.pool,
@@ -331,7 +308,7 @@ class PostgresStore implements Store {
 
   // ---- API keys -------------------------------------------------------------------
 
-  async apiKeyCreate(p: { id: string; tenantId: string; role: Role; digest: string; name?: string; now: number; audit?: AuditEntry }) {
+  async apiKeyCreate(p: StoreParams<"apiKeyCreate">) {
     return this.tx(async (c) => {
       const row = await one(
         c,
@@ -345,7 +322,7 @@ class PostgresStore implements Store {
     });
   }
 
-  async apiKeyList(p: { tenantId?: string; limit: number; after?: { createdAt: number; id: string } }): Promise<ApiKeyRecord[]> {
+  async apiKeyList(p: StoreParams<"apiKeyList">): Promise<ApiKeyRecord[]> {
     const values: unknown[] = [p.limit];
     const where: string[] = [];
     if (p.tenantId !== undefined) where.push(`tenant_id = $${values.push(p.tenantId)}`);
@@ -358,7 +335,7 @@ class PostgresStore implements Store {
     return found.map(toApiKey);
   }
 
-  async apiKeyRevoke(p: { id: string; tenantId?: string; now: number; audit?: Omit<AuditEntry, "tenantId"> }) {
+  async apiKeyRevoke(p: StoreParams<"apiKeyRevoke">) {
     return this.tx(async (c) => {
       const revoked = await one(
         c,
@@ -382,7 +359,7 @@ class PostgresStore implements Store {
 
   // ---- signing secrets ------------------------------------------------------------
 
-  async signingSecretEnsure(p: { tenantId: string; generate: () => string; now: number }): Promise<string> {
+  async signingSecretEnsure(p: StoreParams<"signingSecretEnsure">): Promise<string> {
     const existing = await this.signingSecretGet({ tenantId: p.tenantId });
     if (existing !== null) return existing;
     // Two statements, so the read sees a secret another node committed while the insert waited for it.
@@ -407,7 +384,7 @@ class PostgresStore implements Store {
   // then purge `only`), rows go one by one once archived, and the read that
   // ends a run drops the old ranges they left empty.
 
-  async retentionExpired(p: { kind: RetentionKind; before: number; limit: number }) {
+  async retentionExpired(p: StoreParams<"retentionExpired">) {
     if (p.kind !== "executions") return expiredRows(this.pool, p);
     await createAhead(this.pool, this.schema);
     const found = await expiredRows(this.pool, p);
@@ -415,7 +392,7 @@ class PostgresStore implements Store {
     return found;
   }
 
-  async retentionPurge(p: { kind: RetentionKind; before: number; limit: number; only?: readonly { tenantId: string; id: string }[] }) {
+  async retentionPurge(p: StoreParams<"retentionPurge">) {
     if (p.kind !== "executions" || p.only) return purgeBatch(this.pool, p);
     await createAhead(this.pool, this.schema);
     const dropped = await dropEnded(this.pool, this.schema, p.before, "due");
@@ -424,15 +401,15 @@ class PostgresStore implements Store {
 
   // ---- cluster membership (cluster.ts) ---------------------------------------------
 
-  async nodeHeartbeat(p: { nodeId: string; address: string | null; now: number; ttlMs: number }): Promise<void> {
+  async nodeHeartbeat(p: StoreParams<"nodeHeartbeat">): Promise<void> {
     await heartbeat(this.pool, p);
   }
 
-  async nodeList(p: { now: number }) {
+  async nodeList(p: StoreParams<"nodeList">) {
     return liveNodes(this.pool, p);
   }
 
-  async nodeLeave(p: { nodeId: string }): Promise<void> {
+  async nodeLeave(p: StoreParams<"nodeLeave">): Promise<void> {
     await leave(this.pool, p);
   }
 }

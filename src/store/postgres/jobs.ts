@@ -8,7 +8,7 @@
 import type pg from "pg";
 import type { JobState } from "../../core/api.js";
 import { NOT_STARTED } from "../../core/states.js";
-import type { JobCreateOutcome, JobRecord, NewJob, NextOccurrence, PendingChange, PendingReplace } from "../store.js";
+import type { JobCreateOutcome, JobRecord, NewJob, NextOccurrence, PendingChange, PendingReplace, StoreParams } from "../store.js";
 import { HTTP_POOL } from "../store.js";
 import { cancelInFlight, NOT_STARTED_SQL } from "./changes.js";
 import { type Db, json, one, Rollback, type Row, rows } from "./db.js";
@@ -187,19 +187,7 @@ async function lockDue(c: pg.PoolClient, jobId: string): Promise<void> {
   await c.query({ name: "due_lock", text: "SELECT 1 FROM due WHERE job_id = $1 FOR UPDATE", values: [jobId] });
 }
 
-export async function transitionJob(
-  c: pg.PoolClient,
-  p: {
-    tenantId: string;
-    jobId: string;
-    fromVersion: number;
-    state: JobState;
-    due: NextOccurrence | null | "keep";
-    cancelExecutions?: boolean;
-    pending?: PendingChange;
-    now: number;
-  },
-): Promise<JobRecord | null> {
+export async function transitionJob(c: pg.PoolClient, p: StoreParams<"jobTransition">): Promise<JobRecord | null> {
   await lockDue(c, p.jobId);
   // Executions before the job row (the lock order); undone below when the version moved.
   if (p.cancelExecutions) await cancelInFlight(c, [p.jobId], p.now, null);

@@ -56,6 +56,7 @@ import type {
   ShardLease,
   SignalEvent,
   Store,
+  StoreParams,
 } from "../store.js";
 import { HTTP_POOL } from "../store.js";
 import { expiredRows, purgeBatch } from "./retention.js";
@@ -343,16 +344,7 @@ class SqliteStore implements Store {
     return rows.map(toJob);
   }
 
-  async jobTransition(p: {
-    tenantId: string;
-    jobId: string;
-    fromVersion: number;
-    state: JobState;
-    due: NextOccurrence | null | "keep";
-    cancelExecutions?: boolean;
-    pending?: PendingChange;
-    now: number;
-  }): Promise<JobRecord | null> {
+  async jobTransition(p: StoreParams<"jobTransition">): Promise<JobRecord | null> {
     return this.tx(() => {
       const row = this.q(
         `UPDATE jobs SET state = ?, version = version + 1, updated_at = ?
