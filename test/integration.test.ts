@@ -66,12 +66,13 @@ test("an expired lease fences the stale attempt and the job runs again with the 
     const second = await waitFor(async () => (await t.client.lease("fence", { workerId: "fast", max: 1, leaseSeconds: 30 })).items[0], "second lease", 10_000);
     assert.equal(second.attempt, 2);
     assert.equal(second.executionId, first.executionId);
+    // One at a time: a call started before the previous one is awaited would reject unhandled meanwhile.
     for (const call of [
-      t.client.complete(first.executionId, 1),
-      t.client.fail(first.executionId, 1, { message: "late" }),
-      t.client.heartbeat(first.executionId, { attempt: 1 }),
+      () => t.client.complete(first.executionId, 1),
+      () => t.client.fail(first.executionId, 1, { message: "late" }),
+      () => t.client.heartbeat(first.executionId, { attempt: 1 }),
     ]) {
-      const err = await apiError(call);
+      const err = await apiError(call());
       assert.equal(err.status, 409);
       assert.equal(err.code, "LEASE_LOST");
     }
