@@ -4,6 +4,7 @@
 
 import pg from "pg";
 import { executionIdFor } from "../../core/ids.js";
+import { postgresFaultKind } from "./errors.js";
 
 export type Row = Record<string, unknown>;
 export type Db = pg.Pool | pg.PoolClient;
@@ -84,8 +85,10 @@ export async function transaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) => Pr
       broken = err;
     };
     client.on("error", onError);
+    let begun = false;
     try {
       await client.query("BEGIN");
+      begun = true;
       const value = await fn(client);
       await client.query("COMMIT");
       return value;
@@ -96,7 +99,9 @@ export async function transaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) => Pr
         });
       }
       if (error instanceof Rollback) return error.value as T;
-      if (attempt < TX_ATTEMPTS && RETRYABLE.has((error as { code?: string }).code ?? "")) continue;
+      // A pooled connection the server ended while idle fails at BEGIN, before anything of fn ran: another client may serve.
+      const deadAtBegin = !begun && postgresFaultKind(error) === "connection";
+      if (attempt < TX_ATTEMPTS && (deadAtBegin || RETRYABLE.has((error as { code?: string }).code ?? ""))) continue;
       throw error;
     } finally {
       client.removeListener("error", onError);
