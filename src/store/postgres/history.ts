@@ -7,7 +7,11 @@ import type { ErrorRecord } from "../../core/api.js";
 import { REPLAY_JOB_CHANGE } from "../../core/states.js";
 import type { AttemptRow, AuditEntry, DeadLetterRow } from "../store.js";
 import { changeJobs } from "./changes.js";
+import { toAttemptRow } from "../rows.js";
 import { type Db, executionKey, json, one, type Row, rows } from "./db.js";
+
+/** A history row; jsonb columns arrive parsed. */
+const historyRow = (r: Row): AttemptRow => toAttemptRow(r, <T>(value: unknown) => value as T);
 
 /** Executions as they wait for their next attempt (trigger, backfill, replay), by id. */
 export async function attemptZeros(db: Db, ids: readonly string[]): Promise<Map<string, AttemptRow>> {
@@ -19,7 +23,7 @@ export async function attemptZeros(db: Db, ids: readonly string[]): Promise<Map<
        ON e.job_id = x.job_id AND e.scheduled_for = x.scheduled_for`,
     [keys.map((k) => k.jobId), keys.map((k) => k.scheduledFor)],
   );
-  return new Map(found.map((e) => [e.id as string, toAttemptRow({ ...e, started_at: null, finished_at: null, error: null, worker_id: null, result: null })]));
+  return new Map(found.map((e) => [e.id as string, historyRow({ ...e, started_at: null, finished_at: null, error: null, worker_id: null, result: null })]));
 }
 
 /** Newest first by (scheduledFor, attempt): attempts that ended, the running or succeeded one, and attempt 0 of those never tried. */
@@ -47,7 +51,7 @@ export async function history(
      ORDER BY scheduled_for DESC, attempt DESC LIMIT $3`,
     [p.jobId, p.tenantId, p.limit, ...(p.after ? [p.after.scheduledFor, p.after.attempt] : [])],
   );
-  return found.map(toAttemptRow);
+  return found.map(historyRow);
 }
 
 /** Every execution of a job with scheduledFor in [from, to], by scheduledFor (the run ledger). */
@@ -57,7 +61,7 @@ export async function inWindow(db: Db, p: { tenantId: string; jobId: string; fro
     "SELECT * FROM executions WHERE job_id = $1 AND tenant_id = $2 AND scheduled_for BETWEEN $3 AND $4 ORDER BY scheduled_for",
     [p.jobId, p.tenantId, p.from, p.to],
   );
-  return found.map((e) => toAttemptRow({ ...e, error: e.last_error, result: null }));
+  return found.map((e) => historyRow({ ...e, error: e.last_error, result: null }));
 }
 
 export async function deadLetters(db: Db, p: { tenantId: string; limit: number; after?: { deadAt: number; executionId: string } }): Promise<DeadLetterRow[]> {
@@ -105,21 +109,3 @@ export async function appendAudit(db: Db, a: AuditEntry): Promise<void> {
   });
 }
 
-/** A history row (columns of executions, or of attempts, named alike); a succeeded attempt carries its result. */
-export function toAttemptRow(r: Row): AttemptRow {
-  return {
-    executionId: r.id as string,
-    jobId: r.job_id as string,
-    scheduledFor: r.scheduled_for as number,
-    attempt: r.attempt as number,
-    state: r.state as string,
-    readyAt: r.ready_at as number | null,
-    dispatchedAt: r.dispatched_at as number,
-    dispatchedBy: r.dispatched_by as string | null,
-    startedAt: r.started_at as number | null,
-    finishedAt: r.finished_at as number | null,
-    error: (r.error as ErrorRecord | null) ?? null,
-    workerId: r.worker_id as string | null,
-    ...(r.result !== null && r.result !== undefined ? { result: r.result } : {}),
-  };
-}

@@ -7,7 +7,6 @@
 // core's rules as writes in changes.ts.
 
 import pg from "pg";
-import type { Role } from "../../core/api.js";
 import { onStoreError } from "../faults.js";
 import type {
   ApiKeyRecord,
@@ -25,7 +24,8 @@ import type {
 } from "../store.js";
 import { acquireShards, heartbeat, leave, listShards, liveNodes, releaseShards } from "./cluster.js";
 import { checkSchemaName } from "../names.js";
-import { clientConfig, createPool, one, type PoolOptions, type Row, rows, transaction } from "./db.js";
+import { toApiKey } from "../rows.js";
+import { clientConfig, createPool, one, type PoolOptions, rows, transaction } from "./db.js";
 import { createExecutions, dispatch } from "./dispatch.js";
 import { rethrowPostgresError } from "./errors.js";
 import { appendAudit, deadLetters, history, inWindow, replay } from "./history.js";
@@ -414,15 +414,4 @@ class PostgresStore implements Store {
   }
 }
 
-function toApiKey(r: Row): ApiKeyRecord {
-  return {
-    id: r.id as string,
-    tenantId: r.tenant_id as string,
-    role: r.role as Role,
-    digest: r.digest as string,
-    name: (r.name as string | null) ?? null,
-    createdAt: r.created_at as number,
-    revokedAt: (r.revoked_at as number | null) ?? null,
-  };
-}
 

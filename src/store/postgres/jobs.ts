@@ -204,19 +204,7 @@ export async function transitionJob(c: pg.PoolClient, p: StoreParams<"jobTransit
   return getJob(c, p.tenantId, p.jobId);
 }
 
-export async function updateJob(
-  c: pg.PoolClient,
-  p: {
-    tenantId: string;
-    jobId: string;
-    fromVersion: number;
-    fields: Pick<JobRecord, "kind" | "name" | "target" | "payload" | "schedule" | "retry" | "timeoutSeconds" | "priority">;
-    due: NextOccurrence | null | "keep";
-    pending?: PendingReplace;
-    nodeId: string;
-    now: number;
-  },
-): Promise<JobRecord | null> {
+export async function updateJob(c: pg.PoolClient, p: StoreParams<"jobUpdate">): Promise<JobRecord | null> {
   await lockDue(c, p.jobId);
   const f = p.fields;
   const row = await one<{ shard: number; state: JobState }>(

@@ -65,6 +65,7 @@ import { rethrowSqliteError } from "./errors.js";
 import { MIGRATIONS } from "./schema.js";
 import { heartbeat, leave, liveNodes, releaseShards } from "./nodes.js";
 import { SignalBus } from "./signals.js";
+import { toApiKey, toAttemptRow } from "../rows.js";
 
 export interface SqliteStoreOptions {
   /** A file path, or ":memory:". */
@@ -147,6 +148,9 @@ function attemptFacts(e: Row): AttemptFacts {
 
 const json = (value: unknown): string | null => (value === undefined ? null : JSON.stringify(value));
 const parse = <T>(text: unknown): T => (text === null || text === undefined ? (null as T) : (JSON.parse(text as string) as T));
+
+/** A history row, its JSON columns parsed from text. */
+const historyRow = (r: Row): AttemptRow => toAttemptRow(r, parse);
 
 export async function openSqliteStore(options: SqliteStoreOptions): Promise<Store> {
   // Every statement and transaction runs inside a method: faults are classified on the way out of each.
@@ -388,16 +392,7 @@ class SqliteStore implements Store {
     if (r.to) this.insertExecutions([pendingRow(jobId, r.to, jobState === "PAUSED")], now, nodeId, { anyJobState: true });
   }
 
-  async jobUpdate(p: {
-    tenantId: string;
-    jobId: string;
-    fromVersion: number;
-    fields: Pick<JobRecord, "kind" | "name" | "target" | "payload" | "schedule" | "retry" | "timeoutSeconds" | "priority">;
-    due: NextOccurrence | null | "keep";
-    pending?: PendingReplace;
-    nodeId: string;
-    now: number;
-  }): Promise<JobRecord | null> {
+  async jobUpdate(p: StoreParams<"jobUpdate">): Promise<JobRecord | null> {
     return this.tx(() => {
       const f = p.fields;
       const row = this.q(
@@ -581,13 +576,13 @@ class SqliteStore implements Store {
     const rows = this.q(
       `SELECT * FROM executions WHERE ${OF_JOB} AND tenant_id = ? AND scheduled_for BETWEEN ? AND ? ORDER BY scheduled_for`,
     ).all(...jobRange(p.jobId), p.tenantId, p.from, p.to) as Row[];
-    return rows.map((e) => toAttemptRow({ ...e, error: e.last_error, result: null }));
+    return rows.map((e) => historyRow({ ...e, error: e.last_error, result: null }));
   }
 
   /** An execution as it waits for its next attempt (trigger, backfill, replay). */
   private attemptZero(executionId: string): AttemptRow {
     const e = this.q("SELECT * FROM executions WHERE id = ?").get(executionId) as Row;
-    return toAttemptRow({ ...e, started_at: null, finished_at: null, error: null, worker_id: null, result: null });
+    return historyRow({ ...e, started_at: null, finished_at: null, error: null, worker_id: null, result: null });
   }
 
 
@@ -904,7 +899,7 @@ class SqliteStore implements Store {
        ) WHERE 1 = 1 ${cursor}
        ORDER BY scheduled_for DESC, attempt DESC LIMIT @limit`,
     ).all({ from: jobRange(p.jobId)[0], to: jobRange(p.jobId)[1], tenant: p.tenantId, sf: p.after?.scheduledFor ?? null, att: p.after?.attempt ?? null, limit: p.limit }) as Row[];
-    return rows.map(toAttemptRow);
+    return rows.map(historyRow);
   }
 
 
@@ -1130,17 +1125,6 @@ function scopeParams(p: { pool: string; tenantId?: string }): { pool: string; te
   return { pool: p.pool, tenant: p.tenantId ?? null };
 }
 
-function toApiKey(r: Row): ApiKeyRecord {
-  return {
-    id: r.id as string,
-    tenantId: r.tenant_id as string,
-    role: r.role as Role,
-    digest: r.digest as string,
-    name: (r.name as string | null) ?? null,
-    createdAt: r.created_at as number,
-    revokedAt: (r.revoked_at as number | null) ?? null,
-  };
-}
 
 function toJob(r: Row): JobRecord {
   return {
@@ -1164,24 +1148,6 @@ function toJob(r: Row): JobRecord {
   };
 }
 
-/** A history row (columns of executions, or of attempts, named alike); a succeeded attempt carries its result. */
-function toAttemptRow(r: Row): AttemptRow {
-  return {
-    executionId: r.id as string,
-    jobId: r.job_id as string,
-    scheduledFor: r.scheduled_for as number,
-    attempt: r.attempt as number,
-    state: r.state as string,
-    readyAt: r.ready_at as number | null,
-    dispatchedAt: r.dispatched_at as number,
-    dispatchedBy: r.dispatched_by as string | null,
-    startedAt: r.started_at as number | null,
-    finishedAt: r.finished_at as number | null,
-    error: parse<ErrorRecord | null>(r.error),
-    workerId: r.worker_id as string | null,
-    ...(r.result !== null && r.result !== undefined ? { result: parse(r.result) } : {}),
-  };
-}
 
 function toShard(r: Row): ShardLease {
   return {

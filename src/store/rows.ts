@@ -1,0 +1,42 @@
+// Row decoding both drivers share: their tables have the same columns, and
+// differ only in how a JSON column arrives (SQLite: text to parse;
+// PostgreSQL: jsonb, parsed by the client), which each passes in.
+
+import type { ErrorRecord, Role } from "../core/api.js";
+import type { ApiKeyRecord, AttemptRow } from "./store.js";
+
+export type Row = Record<string, unknown>;
+
+/** How a driver turns a JSON column into its value (null stays null). */
+export type JsonColumn = <T>(value: unknown) => T;
+
+export function toApiKey(r: Row): ApiKeyRecord {
+  return {
+    id: r.id as string,
+    tenantId: r.tenant_id as string,
+    role: r.role as Role,
+    digest: r.digest as string,
+    name: (r.name as string | null) ?? null,
+    createdAt: r.created_at as number,
+    revokedAt: (r.revoked_at as number | null) ?? null,
+  };
+}
+
+/** A history row (columns of executions, or of attempts, named alike); a succeeded attempt carries its result. */
+export function toAttemptRow(r: Row, json: JsonColumn): AttemptRow {
+  return {
+    executionId: r.id as string,
+    jobId: r.job_id as string,
+    scheduledFor: r.scheduled_for as number,
+    attempt: r.attempt as number,
+    state: r.state as string,
+    readyAt: r.ready_at as number | null,
+    dispatchedAt: r.dispatched_at as number,
+    dispatchedBy: r.dispatched_by as string | null,
+    startedAt: r.started_at as number | null,
+    finishedAt: r.finished_at as number | null,
+    error: json<ErrorRecord | null>(r.error) ?? null,
+    workerId: r.worker_id as string | null,
+    ...(r.result !== null && r.result !== undefined ? { result: json(r.result) } : {}),
+  };
+}
