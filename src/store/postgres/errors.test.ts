@@ -120,10 +120,14 @@ if (await postgresAvailable("PostgreSQL store faults")) {
       // Hold the due table so the store's transaction waits inside it, then end its connection.
       await blocker.query("BEGIN");
       await blocker.query(`LOCK TABLE "${schema}".due IN ACCESS EXCLUSIVE MODE`);
-      const transition = store.jobTransition({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: 1, state: "PAUSED", due: "keep", now: Date.now() });
+      // The assertion is attached at once: the rejection may arrive while this test still awaits the terminate.
+      const transitionFails = assert.rejects(
+        store.jobTransition({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: 1, state: "PAUSED", due: "keep", now: Date.now() }),
+        isFault("connection", "57P01"),
+      );
       await waitFor(async () => (await backends(app)).some((b) => b.wait === "Lock"), "the store's transaction waits for the lock", 10_000);
       assert.equal(await terminate(app, (b) => b.wait === "Lock"), 1);
-      await assert.rejects(transition, isFault("connection", "57P01"));
+      await transitionFails;
       await blocker.query("ROLLBACK");
       const paused = await store.jobTransition({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: 1, state: "PAUSED", due: "keep", now: Date.now() });
       assert.equal(paused?.state, "PAUSED", "nothing of the ended transaction was kept, and the store serves again");
