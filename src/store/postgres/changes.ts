@@ -6,8 +6,15 @@ import type { ErrorRecord } from "../../core/api.js";
 import { inFlightOnCancel, type JobChange, NOT_STARTED } from "../../core/states.js";
 import { type Db, json, nowOr, rows } from "./db.js";
 
-/** core/states.ts NOT_STARTED as a condition on an execution row: held, or READY and never leased. */
-export const NOT_STARTED_SQL = `(state = '${NOT_STARTED.held}' OR (state = '${NOT_STARTED.waiting}' AND attempt = ${NOT_STARTED.attempt}))`;
+/**
+ * core/states.ts NOT_STARTED as a condition on an execution row: held, or
+ * READY and never leased. Written without a top-level OR on purpose: an OR
+ * of states lets the planner answer each branch from the partial indexes
+ * on state (a BitmapOr), which reads a pool's every READY entry once per
+ * job, where the primary key finds the job's few rows (24 ms against 2 ms
+ * for a completion batch of 100 beside 20,000 READY rows).
+ */
+export const NOT_STARTED_SQL = `(state = ANY('{${NOT_STARTED.held},${NOT_STARTED.waiting}}') AND (state = '${NOT_STARTED.held}' OR attempt = ${NOT_STARTED.attempt}))`;
 
 /**
  * Applies core's job changes in one statement, each only while the job is
