@@ -22,6 +22,9 @@ export const NOT_STARTED_SQL = `(state = ANY('{${NOT_STARTED.held},${NOT_STARTED
  * changed jobs whose change says "drop" lose their due entry and their
  * executions that have not started (a one-off's pending one, overtaken by a
  * trigger). Null changes are skipped. `now` absent: the database clock.
+ * The pending executions are found by job id as an array (an index
+ * condition on the primary key), never by a join the planner could answer
+ * by reading the history whole.
  */
 export async function changeJobs(db: Db, items: { jobId: string; change: JobChange | null }[], now: number | null): Promise<void> {
   const changes = items.flatMap(({ jobId, change }) => (change ? [{ jobId, ...change }] : []));
@@ -33,7 +36,7 @@ export async function changeJobs(db: Db, items: { jobId: string; change: JobChan
        UPDATE jobs SET state = x.to_state, version = version + 1, updated_at = ${nowOr("$5")}
        FROM x WHERE jobs.id = x.id AND jobs.state = x.from_state
        RETURNING jobs.id, x.drop_due),
-     pending AS (DELETE FROM executions USING changed WHERE executions.job_id = changed.id AND changed.drop_due AND ${NOT_STARTED_SQL})
+     pending AS (DELETE FROM executions WHERE job_id = ANY(ARRAY(SELECT id FROM changed WHERE drop_due)) AND ${NOT_STARTED_SQL})
      DELETE FROM due USING changed WHERE due.job_id = changed.id AND changed.drop_due`,
     values: [changes.map((c) => c.jobId), changes.map((c) => c.from), changes.map((c) => c.to), changes.map((c) => c.due === "drop"), now],
   });

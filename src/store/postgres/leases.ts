@@ -47,6 +47,10 @@ const levels = (pool: string, tenant: string | null): string => `levels AS (
  * claim and the grant in one statement. Each level gives its earliest rows
  * due by now, claimed FOR UPDATE SKIP LOCKED (rows another lease holds are
  * passed over, not waited for); the highest levels' rows are granted, up to max.
+ * The granted rows are found again by their keys as arrays (an index
+ * condition), not only by a join on picked: for the join alone the planner
+ * may read every partition whole and sort it (16 ms for a lease of 500 beside
+ * 20,000 rows, 5 ms by the keys), and the table holds the whole history.
  */
 const leaseSql = (tenant: string | null): string => `
 WITH RECURSIVE t AS (SELECT ${nowOr("$1")} AS now),
@@ -63,7 +67,8 @@ UPDATE executions e SET state = 'RUNNING', attempt = e.attempt + 1, worker_id = 
   started_at = t.now, deadline = t.now + e.timeout_ms + $6, lease_ms = $5,
   lease_until = least(t.now + $5, t.now + e.timeout_ms + $6)
 FROM picked, t
-WHERE e.job_id = picked.job_id AND e.scheduled_for = picked.scheduled_for
+WHERE e.job_id = ANY(ARRAY(SELECT job_id FROM picked)) AND e.scheduled_for = ANY(ARRAY(SELECT scheduled_for FROM picked))
+  AND e.job_id = picked.job_id AND e.scheduled_for = picked.scheduled_for
 RETURNING e.id, e.tenant_id, e.job_id, e.name, e.attempt, e.payload, e.scheduled_for, e.lease_until, e.timeout_ms, e.target,
   e.priority, e.ready_at`;
 export const LEASE_POOL = leaseSql(null);
