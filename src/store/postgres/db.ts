@@ -41,7 +41,10 @@ export function clientConfig(o: PoolOptions): pg.ClientConfig {
     connectionTimeoutMillis: o.connectTimeoutMs,
     application_name: o.applicationName,
     // Every statement names its tables unqualified: the store's schema comes first.
-    options: `-c search_path=${ident(o.schema)}`,
+    // Every execution is planned for its parameters and the tables as they are
+    // now: a generic plan cached while the tables were small (a fresh node's
+    // empty long polls) reads whole partitions once a herd has filled them.
+    options: `-c search_path=${ident(o.schema)} -c plan_cache_mode=force_custom_plan`,
     types,
   };
 }
