@@ -1,10 +1,14 @@
 #!/usr/bin/env node
-// The duetime command. The sources are TypeScript, run through tsx (no build
-// step): register tsx's loader, then hand argv to src/cli/main.ts.
-import { register } from "tsx/esm/api";
+// The duetime command: the compiled CLI (dist/, built by `npm run build`,
+// which `npm install` runs in a clone through the prepare script).
+import { existsSync } from "node:fs";
 
-register();
-const { main } = await import("../src/cli/main.ts");
+const entry = new URL("../dist/cli/main.js", import.meta.url);
+if (!existsSync(entry)) {
+  process.stderr.write("duetime: dist/ is missing; run `npm run build` in the package folder first\n");
+  process.exit(70); // EX_SOFTWARE
+}
+const { main } = await import(entry.href);
 const code = await main(process.argv.slice(2));
 // Let stdout and stderr drain, then exit even if a library left a handle open
 // (keep-alive sockets, a server's timers after close()).

@@ -1,5 +1,6 @@
-// The SDK imports only src/core: loading it must not pull in a database
-// driver, the engine, the store, the server or the CLI. The package entry
+// The SDK imports only src/core: loading it, from src/ or as the built
+// package entry duetime/sdk, must not pull in a database driver, the engine,
+// the store, the server or the CLI. The package entry
 // (server and embedded mode) loads no driver until a store is opened, and
 // opening one loads that driver only (store/factory.ts). A child process
 // imports the module (and, given STORE, opens and closes that store) with a
@@ -56,7 +57,7 @@ async function modulesLoadedBy(target: string, store?: string): Promise<string[]
 
 const SQLITE_DRIVER = /node_modules\/better-sqlite3\//;
 const PG_CLIENT = /node_modules\/(pg|pg-[a-z-]+|postgres)\//;
-const FORBIDDEN = [SQLITE_DRIVER, PG_CLIENT, /node_modules\/(fastify|pino|prom-client)\//, /\/src\/(engine|store|server|cli)\//];
+const FORBIDDEN = [SQLITE_DRIVER, PG_CLIENT, /node_modules\/(fastify|pino|prom-client)\//, /\/(src|dist)\/(engine|store|server|cli)\//];
 const srcUrl = (path: string): string => new URL(path, `file://${ROOT}/`).href;
 
 test("importing the SDK loads no database driver, engine, store, server or CLI", async () => {
@@ -68,9 +69,16 @@ test("importing the SDK loads no database driver, engine, store, server or CLI",
   assert.deepEqual(bad, []);
 });
 
-test('import("duetime") (server and embedded mode) loads no database driver until a store is opened', async () => {
+test('the built import("duetime/sdk") loads no database driver, engine, store, server or CLI', async () => {
+  const loaded = await modulesLoadedBy("duetime/sdk");
+  assert.ok(loaded.some((u) => u.endsWith("/dist/sdk/worker.js")), `the detector saw the built SDK: ${loaded.join("\n")}`);
+  assert.ok(!loaded.some((u) => u.startsWith("error:")), loaded.join("\n"));
+  assert.deepEqual(loaded.filter((u) => FORBIDDEN.some((p) => p.test(u))), []);
+});
+
+test('the built import("duetime") (server and embedded mode) loads no database driver until a store is opened', async () => {
   const loaded = await modulesLoadedBy("duetime");
-  assert.ok(loaded.some((u) => u.endsWith("/src/server/index.ts")), `the detector saw the server: ${loaded.join("\n")}`);
+  assert.ok(loaded.some((u) => u.endsWith("/dist/server/index.js")), `the detector saw the server: ${loaded.join("\n")}`);
   assert.ok(!loaded.some((u) => u.startsWith("error:")), loaded.join("\n"));
   assert.deepEqual(loaded.filter((u) => SQLITE_DRIVER.test(u) || PG_CLIENT.test(u)), []);
 });

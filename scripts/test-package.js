@@ -1,0 +1,152 @@
+#!/usr/bin/env node
+// The package as a user gets it: `npm pack`, then the tarball installed into
+// a fresh project that has neither tsx nor TypeScript, and used there on
+// plain Node: import duetime/sdk, run a job through an embedded engine and a
+// worker, run the installed `duetime --help`; then a consumer file
+// type-checked under strict nodenext settings with skipLibCheck off (and a
+// wrong call that must not compile). Installs with --engine-strict, so a
+// dependency that refuses this Node fails the run. Prints TAP-like lines and
+// exits non-zero on the first failure.
+//
+//   npm run test:package            (builds first; needs the npm registry or its cache)
+
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+const ROOT = new URL("..", import.meta.url).pathname;
+const TSC = join(ROOT, "node_modules/typescript/bin/tsc");
+const NODE_TYPES = join(ROOT, "node_modules/@types");
+const work = mkdtempSync(join(tmpdir(), "duetime-package-"));
+let step = 0;
+
+function ok(what) {
+  console.log(`ok ${++step} - ${what}`);
+}
+
+function fail(what, detail) {
+  console.log(`not ok ${++step} - ${what}`);
+  if (detail) console.log(detail.replace(/^/gm, "#   "));
+  process.exitCode = 1;
+  throw new Error(what);
+}
+
+/** Runs a command; its output is kept, and shown only when it fails. */
+function sh(what, cmd, args, cwd, expectFailure = false) {
+  const r = spawnSync(cmd, args, { cwd, encoding: "utf8", env: { ...process.env, npm_config_fund: "false", npm_config_audit: "false" } });
+  const failed = r.status !== 0;
+  if (failed !== expectFailure) fail(what, `${cmd} ${args.join(" ")} exited ${r.status}\n${r.stdout}\n${r.stderr}`);
+  ok(what);
+  return r.stdout;
+}
+
+const CONSUMER_JS = `
+import assert from "node:assert/strict";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+const sdk = await import("duetime/sdk");
+for (const name of ["DuetimeClient", "Worker", "verifySignature", "DuetimeApiError"]) assert.equal(typeof sdk[name], "function", name);
+
+const { createDuetime } = await import("duetime/embedded");
+const dir = mkdtempSync(join(tmpdir(), "duetime-consumer-"));
+const duetime = await createDuetime({ store: "sqlite:" + join(dir, "jobs.db") });
+const job = await duetime.client.createJob({ name: "hello", target: { type: "queue", pool: "mail" }, payload: { to: "ada" }, schedule: { delaySeconds: 0 } });
+let seen;
+const ran = new Promise((resolve) => {
+  const worker = duetime.worker({ pool: "mail", waitSeconds: 1, handler: async (j) => { seen = j.payload; resolve(); return { sent: true }; } });
+  void worker.run();
+});
+await ran;
+await duetime.stop();
+assert.deepEqual(seen, { to: "ada" });
+console.log("ran " + job.jobId);
+`;
+
+const CONSUMER_TS = `
+import { DuetimeClient, Worker, verifySignature, type LeasedExecution } from "duetime/sdk";
+import { createDuetime } from "duetime/embedded";
+import { startServer } from "duetime/server";
+
+const client = new DuetimeClient({ url: "http://127.0.0.1:8080" });
+const handler = async (job: LeasedExecution): Promise<{ ok: boolean }> => ({ ok: job.attempt > 0 });
+const worker = new Worker({ url: "http://127.0.0.1:8080", pool: "mail", handler });
+const valid: boolean = verifySignature({ secret: "s", headers: { "duetime-timestamp": "1" }, body: "{}" });
+export async function main(): Promise<void> {
+  const duetime = await createDuetime({ store: "sqlite:jobs.db" });
+  await duetime.client.createJob({ name: "x", target: { type: "queue", pool: "mail" }, schedule: { delaySeconds: 5 } });
+  await duetime.stop();
+  await client.close();
+  await worker.shutdown();
+  void valid;
+  void startServer;
+}
+`;
+
+const WRONG_TS = `
+import { Worker } from "duetime/sdk";
+// pool must be a string: this must not compile.
+new Worker({ url: "http://127.0.0.1:8080", pool: 42, handler: async () => undefined });
+`;
+
+const TSCONFIG = {
+  compilerOptions: {
+    strict: true,
+    module: "nodenext",
+    moduleResolution: "nodenext",
+    target: "es2022",
+    skipLibCheck: false,
+    noEmit: true,
+    exactOptionalPropertyTypes: true,
+    typeRoots: [NODE_TYPES],
+    types: ["node"],
+  },
+};
+
+try {
+  sh("npm run build", "npm", ["run", "build", "--silent"], ROOT);
+  const packed = JSON.parse(sh("npm pack", "npm", ["pack", "--json", "--pack-destination", work], ROOT));
+  const { filename, size, unpackedSize, entryCount } = packed[0];
+  console.log(`# tarball ${filename}: ${entryCount} files, ${size} bytes packed, ${unpackedSize} bytes unpacked`);
+  const leaked = packed[0].files.map((f) => f.path).filter((p) => /(^|\/)(test|bench|scripts|\.ci|src)\/|\.test\.|\.tsbuildinfo$/.test(p));
+  if (leaked.length) fail("the tarball holds no tests, bench, scripts or sources", leaked.join("\n"));
+  ok("the tarball holds no tests, bench, scripts or sources");
+
+  const app = join(work, "app");
+  spawnSync("mkdir", ["-p", app]);
+  // What a consumer writes: the SQLite driver's build approved (README, "Use it from your project").
+  writeFileSync(join(app, "package.json"), JSON.stringify({ name: "consumer", private: true, type: "module", allowScripts: { "better-sqlite3": true } }, null, 2));
+  const t0 = Date.now();
+  sh("the tarball installs with --engine-strict on this Node", "npm", ["install", "--engine-strict", "--prefer-offline", join(work, filename)], app);
+  console.log(`# install took ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  const installed = JSON.parse(readFileSync(join(app, "node_modules/duetime/package.json"), "utf8"));
+  for (const dev of ["tsx", "typescript"]) {
+    if (spawnSync("node", ["-e", `require.resolve("${dev}")`], { cwd: app }).status === 0) fail(`${dev} is not installed for the consumer`);
+  }
+  ok(`duetime ${installed.version} installed without tsx or TypeScript`);
+
+  writeFileSync(join(app, "consumer.mjs"), CONSUMER_JS);
+  sh("plain Node: duetime/sdk imports, an embedded engine runs a job through a worker", "node", ["consumer.mjs"], app);
+  const help = sh("the installed `duetime --help` exits 0", join(app, "node_modules/.bin/duetime"), ["--help"], app);
+  if (!/serve/.test(help)) fail("`duetime --help` lists the serve command", help);
+  ok("`duetime --help` lists the serve command");
+
+  writeFileSync(join(app, "tsconfig.json"), JSON.stringify({ ...TSCONFIG, files: ["consumer.ts"] }, null, 2));
+  writeFileSync(join(app, "consumer.ts"), CONSUMER_TS);
+  sh("a consumer type-checks: strict, nodenext, exactOptionalPropertyTypes, skipLibCheck off", "node", [TSC, "-p", "tsconfig.json"], app);
+  writeFileSync(join(app, "tsconfig.wrong.json"), JSON.stringify({ ...TSCONFIG, files: ["wrong.ts"] }, null, 2));
+  writeFileSync(join(app, "wrong.ts"), WRONG_TS);
+  const wrong = sh("a wrong call does not compile", "node", [TSC, "-p", "tsconfig.wrong.json"], app, true);
+  if (!/wrong\.ts\(4,[0-9]+\): error TS2322: Type 'number' is not assignable to type 'string'/.test(wrong)) fail("the compile error is the wrong pool", wrong);
+  ok("the compile error is the wrong pool");
+} catch (error) {
+  if (!process.exitCode) {
+    console.log(`not ok ${++step} - ${String(error)}`);
+    process.exitCode = 1;
+  }
+} finally {
+  rmSync(work, { recursive: true, force: true });
+  console.log(`1..${step}`);
+}
