@@ -17,7 +17,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { DuetimeClient } from "../src/sdk/client.js";
+import { DuetimeClient } from "@duetime/sdk";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 

@@ -1,12 +1,14 @@
 #!/usr/bin/env node
-// The package as a user gets it: `npm pack`, then the tarball installed into
-// a fresh project that has neither tsx nor TypeScript, and used there on
-// plain Node: import duetime/sdk, run a job through an embedded engine and a
-// worker, run the installed `duetime --help`; then a consumer file
-// type-checked under strict nodenext settings with skipLibCheck off (and a
-// wrong call that must not compile). Installs with --engine-strict, so a
-// dependency that refuses this Node fails the run. Prints TAP-like lines and
-// exits non-zero on the first failure.
+// The packages as a user gets them: `npm pack` of duetime and @duetime/sdk,
+// then the tarballs installed into a fresh project that has neither tsx nor
+// TypeScript, and used there on plain Node: import duetime/sdk, run a job
+// through an embedded engine and a worker, run the installed `duetime
+// --help`; then a consumer file type-checked under strict nodenext settings
+// with skipLibCheck off (and a wrong call that must not compile). Then the
+// SDK's tarball alone in another fresh project: no native module and no
+// server framework installed, and its client and worker import on plain
+// Node. Installs with --engine-strict, so a dependency that refuses this Node
+// fails the run. Prints TAP-like lines and exits non-zero on the first failure.
 //
 //   npm run test:package            (builds first; needs the npm registry or its cache)
 
@@ -30,6 +32,18 @@ function fail(what, detail) {
   if (detail) console.log(detail.replace(/^/gm, "#   "));
   process.exitCode = 1;
   throw new Error(what);
+}
+
+/** Median of 10 cold imports of `specifier` in fresh Node processes in `cwd`, in ms (a measurement, not a check). */
+function coldImportMs(specifier, cwd) {
+  const times = [];
+  for (let i = 0; i < 10; i++) {
+    const r = spawnSync("node", ["--input-type=module", "-e", `const t = performance.now(); await import(${JSON.stringify(specifier)}); console.log(performance.now() - t);`], { cwd, encoding: "utf8" });
+    if (r.status !== 0) fail(`import ${specifier}`, r.stderr);
+    times.push(Number(r.stdout.trim()));
+  }
+  times.sort((a, b) => a - b);
+  return ((times[4] + times[5]) / 2).toFixed(1);
 }
 
 /** Runs a command; its output is kept, and shown only when it fails. */
@@ -107,19 +121,23 @@ const TSCONFIG = {
 
 try {
   sh("npm run build", "npm", ["run", "build", "--silent"], ROOT);
-  const packed = JSON.parse(sh("npm pack", "npm", ["pack", "--json", "--pack-destination", work], ROOT));
-  const { filename, size, unpackedSize, entryCount } = packed[0];
-  console.log(`# tarball ${filename}: ${entryCount} files, ${size} bytes packed, ${unpackedSize} bytes unpacked`);
-  const leaked = packed[0].files.map((f) => f.path).filter((p) => /(^|\/)(test|bench|scripts|\.ci|src)\/|\.test\.|\.tsbuildinfo$/.test(p));
-  if (leaked.length) fail("the tarball holds no tests, bench, scripts or sources", leaked.join("\n"));
-  ok("the tarball holds no tests, bench, scripts or sources");
+  const pack = (what, args) => JSON.parse(sh(what, "npm", ["pack", "--json", "--pack-destination", work, ...args], ROOT))[0];
+  const sdkPacked = pack("npm pack @duetime/sdk", ["--workspace", "@duetime/sdk"]);
+  const packed = pack("npm pack duetime", []);
+  for (const p of [sdkPacked, packed]) {
+    console.log(`# tarball ${p.filename}: ${p.entryCount} files, ${p.size} bytes packed, ${p.unpackedSize} bytes unpacked`);
+    const leaked = p.files.map((f) => f.path).filter((path) => /(^|\/)(test|testing|bench|scripts|\.ci|src|packages)\/|\.test\.|\.tsbuildinfo$/.test(path));
+    if (leaked.length) fail(`${p.name}'s tarball holds no tests, bench, scripts or sources`, leaked.join("\n"));
+    ok(`${p.name}'s tarball holds no tests, bench, scripts or sources`);
+  }
+  const tarballs = [join(work, sdkPacked.filename), join(work, packed.filename)];
 
   const app = join(work, "app");
   spawnSync("mkdir", ["-p", app]);
   // What a consumer writes: the SQLite driver's build approved (README, "Use it from your project").
   writeFileSync(join(app, "package.json"), JSON.stringify({ name: "consumer", private: true, type: "module", allowScripts: { "better-sqlite3": true } }, null, 2));
   const t0 = Date.now();
-  sh("the tarball installs with --engine-strict on this Node", "npm", ["install", "--engine-strict", "--prefer-offline", join(work, filename)], app);
+  sh("the tarballs install with --engine-strict on this Node", "npm", ["install", "--engine-strict", "--prefer-offline", ...tarballs], app);
   console.log(`# install took ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   const installed = JSON.parse(readFileSync(join(app, "node_modules/duetime/package.json"), "utf8"));
   for (const dev of ["tsx", "typescript"]) {
@@ -129,6 +147,7 @@ try {
 
   writeFileSync(join(app, "consumer.mjs"), CONSUMER_JS);
   sh("plain Node: duetime/sdk imports, an embedded engine runs a job through a worker", "node", ["consumer.mjs"], app);
+  console.log(`# cold import("duetime/sdk"): ${coldImportMs("duetime/sdk", app)} ms, import("duetime"): ${coldImportMs("duetime", app)} ms (median of 10)`);
   const help = sh("the installed `duetime --help` exits 0", join(app, "node_modules/.bin/duetime"), ["--help"], app);
   if (!/serve/.test(help)) fail("`duetime --help` lists the serve command", help);
   ok("`duetime --help` lists the serve command");
@@ -141,6 +160,29 @@ try {
   const wrong = sh("a wrong call does not compile", "node", [TSC, "-p", "tsconfig.wrong.json"], app, true);
   if (!/wrong\.ts\(4,[0-9]+\): error TS2322: Type 'number' is not assignable to type 'string'/.test(wrong)) fail("the compile error is the wrong pool", wrong);
   ok("the compile error is the wrong pool");
+
+  const light = join(work, "worker-only");
+  spawnSync("mkdir", ["-p", light]);
+  writeFileSync(join(light, "package.json"), JSON.stringify({ name: "worker-only", private: true, type: "module" }, null, 2));
+  const t1 = Date.now();
+  sh("@duetime/sdk alone installs with --engine-strict", "npm", ["install", "--engine-strict", "--prefer-offline", tarballs[0]], light);
+  console.log(`# SDK install took ${((Date.now() - t1) / 1000).toFixed(1)} s`);
+  const tree = sh("npm ls --all --parseable", "npm", ["ls", "--all", "--parseable"], light);
+  const heavy = tree.split("\n").filter((p) => /node_modules\/(better-sqlite3|pg|fastify|pino|prom-client|node-gyp|prebuild-install|bindings)$/.test(p));
+  if (heavy.length) fail("the SDK pulls no native module and no server framework", heavy.join("\n"));
+  ok(`the SDK pulls no native module and no server framework (${tree.trim().split("\n").length - 1} packages)`);
+  writeFileSync(join(light, "worker.mjs"), `
+import assert from "node:assert/strict";
+import { DuetimeClient, Worker, verifySignature } from "@duetime/sdk";
+const client = new DuetimeClient({ url: "http://127.0.0.1:9" });
+const worker = new Worker({ url: "http://127.0.0.1:9", pool: "p", handleSignals: false, handler: async () => undefined });
+assert.equal(typeof verifySignature, "function");
+await worker.shutdown();
+await client.close();
+console.log("imported");
+`);
+  sh("plain Node: @duetime/sdk's client and worker import and construct", "node", ["worker.mjs"], light);
+  console.log(`# cold import("@duetime/sdk"), installed alone: ${coldImportMs("@duetime/sdk", light)} ms (median of 10)`);
 } catch (error) {
   if (!process.exitCode) {
     console.log(`not ok ${++step} - ${String(error)}`);

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Runs every *.test.ts under src/ and test/ with node's own test runner, then
+// Runs every *.test.ts under src/, packages/ and test/ with node's own test runner, then
 // the end-to-end files (test/*.test.ts) once more against PostgreSQL
 // (DUETIME_TEST_STORE=postgres: each server on a fresh schema), so the
 // server is checked end to end on both stores. Node 20's --test does not
@@ -76,15 +76,15 @@ function postgresListening() {
   });
 }
 
-/** Builds dist/ (incremental); resolves to tsc's exit code. */
+/** Builds both packages (npm run build); resolves to its exit code. */
 function build() {
-  const tsc = spawn(process.execPath, [join("node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.build.json"], { stdio: "inherit" });
-  return new Promise((resolve) => tsc.once("close", (code) => resolve(code ?? 1)));
+  const npm = spawn(process.platform === "win32" ? "npm.cmd" : "npm", ["run", "build", "--silent"], { stdio: "inherit" });
+  return new Promise((resolve) => npm.once("close", (code) => resolve(code ?? 1)));
 }
 
 const built = await build();
 if (built !== 0) {
-  process.stderr.write("npm test: the build (tsc -p tsconfig.build.json) failed; no test ran\n");
+  process.stderr.write("npm test: the build (npm run build) failed; no test ran\n");
   process.exit(built);
 }
 
@@ -93,7 +93,7 @@ const explicit = args.filter((a) => !a.startsWith("-"));
 const flags = args.filter((a) => a.startsWith("-"));
 if (explicit.length > 0) process.exit(await run(explicit, flags));
 
-const first = await run([...find("src"), ...find("test")].sort(), flags);
+const first = await run([...find("src"), ...find("packages"), ...find("test")].sort(), flags);
 const endToEnd = find("test", false)
   .filter((f) => !SQLITE_ONLY.has(f))
   .sort();

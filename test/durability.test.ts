@@ -6,8 +6,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { DuetimeClient } from "../src/sdk/client.js";
-import { Worker } from "../src/sdk/worker.js";
+import { DuetimeClient, Worker } from "@duetime/sdk";
 import { spawnServer, testStore, waitFor } from "./helpers.js";
 
 test("500 accepted jobs survive SIGKILL of the server and all run after a restart", { timeout: 180_000 }, async () => {

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startServer, type RunningServer, type ServerOptions } from "../src/server/index.js";
-import { DuetimeClient } from "../src/sdk/client.js";
+import { DuetimeClient } from "@duetime/sdk";
 import type { StoreOptions } from "../src/store/factory.js";
 import { freshPostgresSchema } from "../src/store/postgres/test-support.js";
 

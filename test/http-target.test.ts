@@ -8,8 +8,7 @@ import { join } from "node:path";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { test } from "node:test";
-import { verifySignature } from "../src/sdk/index.js";
-import { DuetimeClient } from "../src/sdk/client.js";
+import { verifySignature, DuetimeClient } from "@duetime/sdk";
 import { startServer } from "../src/server/index.js";
 import { serverStore, spawnServer, startTestServer, testStore, waitFor, type ServerProcess, type TestServer, type TestStore } from "./helpers.js";
 

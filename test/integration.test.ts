@@ -3,14 +3,11 @@
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { DuetimeApiError } from "../src/sdk/errors.js";
-import { NonRetryableError } from "../src/sdk/errors.js";
-import { Worker } from "../src/sdk/worker.js";
-import type { LeasedExecution } from "../src/core/api.js";
+import { DuetimeApiError, NonRetryableError, Worker, DuetimeClient } from "@duetime/sdk";
+import type { LeasedExecution } from "@duetime/sdk/contract";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { DuetimeClient } from "../src/sdk/client.js";
 import { queueJob, spawnServer, startTestServer, testStore, waitFor } from "./helpers.js";
 
 async function apiError(promise: Promise<unknown>): Promise<DuetimeApiError> {

@@ -8,8 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { startServer } from "../src/server/index.js";
-import { DuetimeClient } from "../src/sdk/client.js";
-import { DuetimeApiError } from "../src/sdk/errors.js";
+import { DuetimeClient, DuetimeApiError } from "@duetime/sdk";
 import { queueJob, serverStore, startTestServer, testStore, waitFor } from "./helpers.js";
 
 const ROOT = { key: "root-secret", tenantId: "ops", role: "admin" as const };

@@ -8,8 +8,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import type { Misfire } from "../src/core/api.js";
-import { DuetimeClient } from "../src/sdk/client.js";
+import type { Misfire } from "@duetime/sdk/contract";
+import { DuetimeClient } from "@duetime/sdk";
 import { spawnServer, testStore, waitFor } from "./helpers.js";
 
 const EVERY_2S = "*/2 * * * * *";

@@ -9,9 +9,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { DuetimeApiError } from "../src/sdk/errors.js";
-import { DuetimeClient } from "../src/sdk/client.js";
-import { verifySignature } from "../src/sdk/index.js";
+import { DuetimeApiError, DuetimeClient, verifySignature } from "@duetime/sdk";
 import { openSqliteStore } from "../src/store/sqlite/index.js";
 import { serverStore, startTestServer, testStore, waitFor } from "./helpers.js";
 

@@ -6,8 +6,8 @@ import assert from "node:assert/strict";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { test } from "node:test";
-import type { TargetStatus } from "../src/core/api.js";
-import { DuetimeClient } from "../src/sdk/client.js";
+import type { TargetStatus } from "@duetime/sdk/contract";
+import { DuetimeClient } from "@duetime/sdk";
 import { startTestServer, waitFor } from "./helpers.js";
 
 async function receiver() {

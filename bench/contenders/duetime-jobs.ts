@@ -4,7 +4,7 @@ import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import type { BatchCreateItem, BatchCreateResult } from "../../src/core/api.js";
+import type { BatchCreateItem, BatchCreateResult } from "@duetime/sdk/contract";
 import type { BenchJob } from "../contender.js";
 
 export const BENCH_POOL = "bench";

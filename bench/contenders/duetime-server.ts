@@ -5,8 +5,7 @@
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { DuetimeClient } from "../../src/sdk/client.js";
-import { Worker } from "../../src/sdk/worker.js";
+import { DuetimeClient, Worker } from "@duetime/sdk";
 import type { BenchJob, Contender, ContenderContext, Started } from "../contender.js";
 import { freshDatabase, type FreshDatabase } from "../services.js";
 import { assertCreated, BENCH_POOL, benchJobs, duetimeVersion, sqliteBytes } from "./duetime-jobs.js";

@@ -2,9 +2,8 @@
 // (pure) and running (against a DuetimeClient). backfill and occurrences live
 // in ledger.ts.
 
-import type { CronSchedule, ExecutionItem, Job, JobPatch, JobSpec, JobState, ListJobsQuery, Misfire, Overlap, ScheduleSpec, Target } from "../core/api.js";
-import { JOB_STATES } from "../core/api.js";
-import type { DuetimeClient } from "../sdk/client.js";
+import { type CronSchedule, type ExecutionItem, type Job, type JobPatch, type JobSpec, type JobState, type ListJobsQuery, type Misfire, type Overlap, type ScheduleSpec, type Target, JOB_STATES } from "@duetime/sdk/contract";
+import type { DuetimeClient } from "@duetime/sdk";
 import {
   GLOBAL_HELP,
   GLOBAL_OPTIONS,

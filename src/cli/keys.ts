@@ -2,8 +2,8 @@
 // production (the server's --api-keys are for development and bootstrap).
 // Parsing (pure) and running (against a DuetimeClient, with an admin --token).
 
-import type { CreateKeyRequest, ListKeysQuery, Role } from "../core/api.js";
-import type { DuetimeClient } from "../sdk/client.js";
+import type { CreateKeyRequest, ListKeysQuery, Role } from "@duetime/sdk/contract";
+import type { DuetimeClient } from "@duetime/sdk";
 import {
   GLOBAL_HELP,
   GLOBAL_OPTIONS,

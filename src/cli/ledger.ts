@@ -2,8 +2,8 @@
 // past windows, created on demand or explained (the run ledger). Parsing
 // (pure) and running (against a DuetimeClient).
 
-import type { BackfillRequest, OccurrenceItem, OccurrencesQuery } from "../core/api.js";
-import type { DuetimeClient } from "../sdk/client.js";
+import type { BackfillRequest, OccurrenceItem, OccurrencesQuery } from "@duetime/sdk/contract";
+import type { DuetimeClient } from "@duetime/sdk";
 import { GLOBAL_HELP, GLOBAL_OPTIONS, UsageError, expectPositionals, globalOptions, strictParse, timeOption, type Env, type GlobalOptions } from "./args.js";
 import { utc, type Printer } from "./output.js";
 

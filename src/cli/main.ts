@@ -4,8 +4,7 @@
 
 import { readFile } from "node:fs/promises";
 import { text } from "node:stream/consumers";
-import { DuetimeClient } from "../sdk/client.js";
-import { DuetimeApiError } from "../sdk/errors.js";
+import { DuetimeClient, DuetimeApiError } from "@duetime/sdk";
 import { ARCHIVE_HELP, ARCHIVE_READ_HELP, parseArchiveRead, runArchive, type ArchiveCommand } from "./archive.js";
 import { GLOBAL_HELP, UsageError, type Env } from "./args.js";
 import {
@@ -50,7 +49,7 @@ import { MIGRATE_HELP, parseMigrate, runMigrate, type MigrateCommand } from "./m
 import { Printer, type Io } from "./output.js";
 import { SECRETS_HELP, SECRETS_SHOW_HELP, parseSecretsShow, runSecrets, type SecretsCommand } from "./secrets.js";
 import { SERVE_HELP, parseServe, runServe, type ServeCommand, type ServeDeps } from "./serve.js";
-import { closest } from "../sdk/options.js";
+import { closest } from "@duetime/sdk/contract";
 
 export type Command =
   | { command: "help"; text: string }

@@ -1,9 +1,9 @@
 // `duetime executions`, `duetime dlq list|replay` and `duetime cron`:
 // parsing (pure) and running (against a DuetimeClient).
 
-import type { PageQuery, PreviewQuery, PreviewResponse } from "../core/api.js";
+import type { PageQuery, PreviewQuery, PreviewResponse } from "@duetime/sdk/contract";
 import { parseCron as parseCronExpression } from "../core/cron/index.js";
-import type { DuetimeClient } from "../sdk/client.js";
+import type { DuetimeClient } from "@duetime/sdk";
 import {
   GLOBAL_HELP,
   GLOBAL_OPTIONS,

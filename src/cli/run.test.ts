@@ -7,8 +7,8 @@ import { EventEmitter } from "node:events";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
 import type { RunningServer, ServerOptions } from "../server/index.js";
-import { startTestServer, type RecordedRequest, type TestReply, type TestServer } from "../sdk/testing/http-server.js";
-import { DuetimeClient } from "../sdk/client.js";
+import { startTestServer, type RecordedRequest, type TestReply, type TestServer } from "../../packages/sdk/src/testing/http-server.js";
+import { DuetimeClient } from "@duetime/sdk";
 import { main } from "./main.js";
 import { captureIo } from "./test-support.js";
 

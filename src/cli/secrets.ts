@@ -2,7 +2,7 @@
 // tenant (GET /v1/secrets/signing, an admin --token), for receivers that
 // verify Duetime-Signature. Parsing (pure) and running (against a DuetimeClient).
 
-import type { DuetimeClient } from "../sdk/client.js";
+import type { DuetimeClient } from "@duetime/sdk";
 import { GLOBAL_HELP, GLOBAL_OPTIONS, expectPositionals, globalOptions, strictParse, type Env, type GlobalOptions } from "./args.js";
 import type { Printer } from "./output.js";
 

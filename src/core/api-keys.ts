@@ -1,7 +1,7 @@
 // The --api-keys format, "key1:tenantA:admin,key2:tenantB:worker", parsed in
 // one place for the server and the CLI. Secrets never appear in messages.
 
-import type { Role } from "./api.js";
+import type { Role } from "@duetime/sdk/contract";
 import { invalidArgument } from "./errors.js";
 
 export interface ApiKey {

@@ -3,7 +3,7 @@
 // (cron syntax, IANA zone, RFC 3339 times, cross-field rules), and the first
 // occurrence planned. Errors name the field as a dotted path.
 
-import type { CronSchedule, Job, JobSpec, RetryPolicy, Target } from "./api.js";
+import type { CronSchedule, Job, JobSpec, RetryPolicy, Target } from "@duetime/sdk/contract";
 import { CronSyntaxError, isValidTimeZone, parseCron } from "./cron/index.js";
 import { invalidArgument } from "./errors.js";
 import { DEFAULT_RETRY } from "./retry.js";

@@ -3,7 +3,7 @@
 // job's misfire policy decides which missed occurrences run and which are
 // recorded as SKIPPED. Pure functions of (schedule, job, time).
 
-import type { ErrorRecord, Job, Overlap } from "./api.js";
+import type { ErrorRecord, Job, Overlap } from "@duetime/sdk/contract";
 import { jitterMs, nextOccurrence, type Occurrence } from "./schedule.js";
 
 /** An occurrence dispatched more than this after its due time is a misfire (Quartz's default too). */

@@ -3,7 +3,7 @@
 // at least retryAfterSeconds; permanent is dead at once; every attempt,
 // timed out or failed, counts toward maxAttempts.
 
-import type { ErrorClass, ErrorRecord, RetryPolicy } from "./api.js";
+import type { ErrorClass, ErrorRecord, RetryPolicy } from "@duetime/sdk/contract";
 import { msOfSeconds } from "./time.js";
 
 export const DEFAULT_RETRY: RetryPolicy = { maxAttempts: 3, backoffSeconds: 10, maxBackoffSeconds: 3600 };

@@ -2,7 +2,7 @@
 // jobId, time). An occurrence's nominal time (scheduledFor) names its
 // execution; its dueAt adds the job's stable jitter offset.
 
-import type { Job } from "./api.js";
+import type { Job } from "@duetime/sdk/contract";
 import { hashOffset, nextFireTime, parseCron, type CronExpression, type FireTime } from "./cron/index.js";
 import { getZone } from "./cron/zone.js";
 import { parseRfc3339 } from "./time.js";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { JOB_STATES } from "./api.js";
+import { JOB_STATES } from "@duetime/sdk/contract";
 import {
   DISPATCHING_STATES,
   inFlightOnCancel,

@@ -1,7 +1,7 @@
 // The job state machine (docs/api.md, "Job states and transitions") as a
 // table, so the rules are in one place and tested on their own.
 
-import type { JobState } from "./api.js";
+import type { JobState } from "@duetime/sdk/contract";
 
 export type JobAction = "cancel" | "pause" | "resume" | "trigger";
 export type Verdict = { kind: "apply"; to: JobState } | { kind: "noop" } | { kind: "invalid" };

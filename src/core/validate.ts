@@ -12,7 +12,7 @@
 
 import AjvModule, { type ErrorObject, type Options, type ValidateFunction } from "ajv";
 import addFormatsModule from "ajv-formats";
-import type { BatchCreateItem, BatchCreateResult } from "./api.js";
+import type { BatchCreateItem, BatchCreateResult } from "@duetime/sdk/contract";
 import { DuetimeError, invalidArgument, notFound } from "./errors.js";
 import {
   HEADER_NAME_PATTERN,

@@ -8,11 +8,11 @@
 //   ...
 //   await duetime.stop();   // drains the workers, then the engine
 
-import type { BackfillRequest, DuetimeApi, ErrorRecord, JobPatch, JobSpec, OccurrencesQuery } from "../core/api.js";
+import type { BackfillRequest, DuetimeApi, ErrorRecord, JobPatch, JobSpec, OccurrencesQuery } from "@duetime/sdk/contract";
 import { expectedVersion, validate, validateBatch } from "../core/validate.js";
 import { openEngine, type Engine, type EngineOptions } from "../engine/engine.js";
 import { DEFAULT_CONTEXT, type Service } from "../engine/service.js";
-import { Worker, type WorkerOptions } from "../sdk/worker.js";
+import { Worker, type WorkerOptions } from "@duetime/sdk";
 
 export interface Duetime {
   readonly engine: Engine;

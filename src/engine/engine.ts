@@ -3,8 +3,7 @@
 // openEngine() opens and migrates the store; start() starts the loops;
 // stop() drains them.
 
-import { hostname } from "node:os";
-import { randomBytes } from "node:crypto";
+import { instanceId } from "@duetime/sdk/contract";
 import { systemClock, type Clock } from "../core/clock.js";
 import { retentionPeriods } from "../core/retention.js";
 import { openStore, type StoreOptions } from "../store/factory.js";
@@ -83,7 +82,7 @@ export interface Engine {
 
 export async function openEngine(options: EngineOptions): Promise<Engine> {
   const hostClock = options.clock ?? systemClock;
-  const nodeId = options.nodeId ?? `${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`;
+  const nodeId = options.nodeId ?? instanceId();
   const { archiveDir, intervalMs, batchSize, maxBatchesPerRun, ...periodOptions } = options.retention ?? {};
   // Checked before the store opens: a bad period or an unwritable archive directory starts nothing.
   const periods = retentionPeriods(periodOptions);

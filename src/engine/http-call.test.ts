@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { classify, MAX_RETRY_AFTER_SECONDS, parseRetryAfter } from "./http-call.js";
-import { signatureHeader, SigningKeys, verifySignature } from "../core/signing.js";
+import { signatureHeader, SigningKeys, verifySignature } from "@duetime/sdk/contract";
 
 const NOW = Date.parse("2026-01-01T00:00:00Z");
 

@@ -7,7 +7,7 @@
 // small body keeps the connection reusable), then the connection is cut.
 
 import { errors as undiciErrors, request, type Dispatcher } from "undici";
-import type { ErrorRecord } from "../core/api.js";
+import type { ErrorRecord } from "@duetime/sdk/contract";
 import type { Clock } from "../core/clock.js";
 import type { CallHealth } from "./circuit-breaker.js";
 import { EgressRefused } from "./egress.js";

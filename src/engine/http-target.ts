@@ -24,7 +24,7 @@
 // released rather than failed. Releases are written in batches, one store
 // call for many.
 
-import type { ErrorRecord, HttpTarget, TargetStatus } from "../core/api.js";
+import { type ErrorRecord, type HttpTarget, type TargetStatus, SigningKeys, signatureHeader } from "@duetime/sdk/contract";
 import type { Clock, TimerHandle } from "../core/clock.js";
 import { msOfSeconds, toIso } from "../core/time.js";
 import type { LeasedRow } from "../store/store.js";
@@ -38,7 +38,6 @@ import type { EngineEvents } from "./events.js";
 import type { Executor, ReleaseInput } from "./executor.js";
 import { callTarget, type CallOutcome, type FailRecord } from "./http-call.js";
 import { OriginLimits, TokenBucket, type OriginLimit, type ResolvedLimit } from "./origin-limits.js";
-import { SigningKeys, signatureHeader } from "../core/signing.js";
 
 /** Tuning of the HTTP-target executor; every field has a default. */
 export interface HttpTargetSettings {

@@ -42,7 +42,7 @@ import type {
   Stats,
   SigningSecrets,
   TargetStatus,
-} from "../core/api.js";
+} from "@duetime/sdk/contract";
 import type { Clock } from "../core/clock.js";
 import { CronSyntaxError, fireTimes, isValidTimeZone, parseCron } from "../core/cron/index.js";
 import { DuetimeError, invalidArgument, notFound } from "../core/errors.js";

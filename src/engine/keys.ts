@@ -11,7 +11,7 @@
 // at all) manages every tenant's keys.
 
 import { createHash, randomBytes } from "node:crypto";
-import type { ApiKeyInfo, CreatedKey, CreateKeyRequest, ListKeysQuery, Page } from "../core/api.js";
+import type { ApiKeyInfo, CreatedKey, CreateKeyRequest, ListKeysQuery, Page } from "@duetime/sdk/contract";
 import type { Clock } from "../core/clock.js";
 import { DuetimeError, notFound } from "../core/errors.js";
 import { newId } from "../core/ids.js";

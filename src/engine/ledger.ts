@@ -1,7 +1,7 @@
 // Backfill and the run ledger of a job's schedule: what its nominal fire
 // times are, and what became of each.
 
-import type { BackfillRequest, BackfillResponse, OccurrenceItem, OccurrencesQuery } from "../core/api.js";
+import type { BackfillRequest, BackfillResponse, OccurrenceItem, OccurrencesQuery } from "@duetime/sdk/contract";
 import type { Clock } from "../core/clock.js";
 import { DuetimeError, invalidArgument } from "../core/errors.js";
 import { executionIdFor } from "../core/ids.js";

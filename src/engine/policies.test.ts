@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
-import type { CronSchedule, ExecutionItem } from "../core/api.js";
+import type { CronSchedule, ExecutionItem } from "@duetime/sdk/contract";
 import { FakeClock } from "../core/clock.js";
 import { openEngine, type Engine } from "./engine.js";
 import { DEFAULT_CONTEXT as ctx } from "./service.js";

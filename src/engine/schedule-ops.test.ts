@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
-import type { ScheduleSpec } from "../core/api.js";
+import type { ScheduleSpec } from "@duetime/sdk/contract";
 import { FakeClock } from "../core/clock.js";
 import { DuetimeError } from "../core/errors.js";
 import { executionIdFor } from "../core/ids.js";

@@ -43,7 +43,7 @@ import type {
   SigningSecrets,
   Stats,
   TargetStatus,
-} from "../core/api.js";
+} from "@duetime/sdk/contract";
 
 export interface RequestContext {
   tenantId: string;

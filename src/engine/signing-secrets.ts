@@ -6,7 +6,7 @@
 // tenant's secrets.
 
 import { randomBytes } from "node:crypto";
-import type { SigningSecrets } from "../core/api.js";
+import type { SigningSecrets } from "@duetime/sdk/contract";
 import { DuetimeError } from "../core/errors.js";
 import type { Store } from "../store/store.js";
 import type { RequestContext } from "./service.js";

@@ -12,7 +12,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
-import type { JobSpec } from "../core/api.js";
+import type { JobSpec } from "@duetime/sdk/contract";
 import { openEngine, type Engine } from "./engine.js";
 import { DEFAULT_CONTEXT as ctx } from "./service.js";
 

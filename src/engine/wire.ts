@@ -1,7 +1,7 @@
 // Records of the store as the API's wire types, and the errors every part
 // of the service words the same way.
 
-import type { ExecutionItem, Job } from "../core/api.js";
+import type { ExecutionItem, Job } from "@duetime/sdk/contract";
 import { DuetimeError } from "../core/errors.js";
 import { isCron, localTime } from "../core/schedule.js";
 import { toIso, toIsoOrNull } from "../core/time.js";

@@ -11,7 +11,7 @@ import type {
   HeartbeatRequest,
   LeaseRequest,
   LeaseResponse,
-} from "../core/api.js";
+} from "@duetime/sdk/contract";
 import type { Clock } from "../core/clock.js";
 import { DuetimeError, notFound } from "../core/errors.js";
 import { isExecutionId } from "../core/ids.js";

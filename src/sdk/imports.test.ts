@@ -1,6 +1,6 @@
-// The SDK imports only src/core: loading it, from src/ or as the built
-// package entry duetime/sdk, must not pull in a database driver, the engine,
-// the store, the server or the CLI. The package entry
+// The SDK (packages/sdk) imports nothing of the server: loading it, from its
+// sources or built (as @duetime/sdk, or as this package's duetime/sdk), must
+// not pull in a database driver, the engine, the store, the server or the CLI. The package entry
 // (server and embedded mode) loads no driver until a store is opened, and
 // opening one loads that driver only (store/factory.ts). A child process
 // imports the module (and, given STORE, opens and closes that store) with a
@@ -61,20 +61,22 @@ const FORBIDDEN = [SQLITE_DRIVER, PG_CLIENT, /node_modules\/(fastify|pino|prom-c
 const srcUrl = (path: string): string => new URL(path, `file://${ROOT}/`).href;
 
 test("importing the SDK loads no database driver, engine, store, server or CLI", async () => {
-  const loaded = await modulesLoadedBy(srcUrl("src/sdk/index.ts"));
-  assert.ok(loaded.some((u) => u.endsWith("/src/sdk/worker.ts")), `the detector saw the SDK: ${loaded.join("\n")}`);
-  assert.ok(loaded.some((u) => u.endsWith("/src/core/api.ts")));
+  const loaded = await modulesLoadedBy(srcUrl("packages/sdk/src/index.ts"));
+  assert.ok(loaded.some((u) => u.endsWith("/packages/sdk/src/worker.ts")), `the detector saw the SDK: ${loaded.join("\n")}`);
+  assert.ok(loaded.some((u) => u.endsWith("/packages/sdk/src/api.ts")));
   assert.ok(!loaded.some((u) => u.startsWith("error:")), loaded.join("\n"));
   const bad = loaded.filter((u) => FORBIDDEN.some((p) => p.test(u)));
   assert.deepEqual(bad, []);
 });
 
-test('the built import("duetime/sdk") loads no database driver, engine, store, server or CLI', async () => {
-  const loaded = await modulesLoadedBy("duetime/sdk");
-  assert.ok(loaded.some((u) => u.endsWith("/dist/sdk/worker.js")), `the detector saw the built SDK: ${loaded.join("\n")}`);
-  assert.ok(!loaded.some((u) => u.startsWith("error:")), loaded.join("\n"));
-  assert.deepEqual(loaded.filter((u) => FORBIDDEN.some((p) => p.test(u))), []);
-});
+for (const entry of ["duetime/sdk", "@duetime/sdk"]) {
+  test(`the built import("${entry}") loads no database driver, engine, store, server or CLI`, async () => {
+    const loaded = await modulesLoadedBy(entry);
+    assert.ok(loaded.some((u) => u.endsWith("/packages/sdk/dist/worker.js")), `the detector saw the built SDK: ${loaded.join("\n")}`);
+    assert.ok(!loaded.some((u) => u.startsWith("error:")), loaded.join("\n"));
+    assert.deepEqual(loaded.filter((u) => FORBIDDEN.some((p) => p.test(u))), []);
+  });
+}
 
 test('the built import("duetime") (server and embedded mode) loads no database driver until a store is opened', async () => {
   const loaded = await modulesLoadedBy("duetime");

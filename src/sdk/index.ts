@@ -1,20 +1,4 @@
-// duetime SDK: the HTTP client, the worker, their errors, and the wire types.
-// Imports only src/core (a test checks that no database driver is loaded).
+// duetime/sdk: the SDK package (@duetime/sdk) as an entry of this package, for
+// those who install the server and the SDK together.
 
-export * from "../core/api.js";
-export { ERROR_CODES, type ErrorCode, type ErrorDetails } from "../core/errors.js";
-export { DuetimeClient, type ClientOptions, type CreateJobOptions, type UpdateJobOptions, type CallOptions, type RetryInfo } from "./client.js";
-export { Worker, type WorkerOptions, type Handler, type HandlerContext } from "./worker.js";
-export type { WorkerEvent, WorkerEventType, WorkerState } from "./events.js";
-export { AckBuffer, type AckBufferOptions, type AckSink, type PendingAcks } from "./acks.js";
-export {
-  DuetimeApiError,
-  NonRetryableError,
-  ThrottledError,
-  AttemptAbortedError,
-  coerceError,
-  hasErrorCode,
-  type AbortReason,
-} from "./errors.js";
-// Receivers of HTTP callbacks check Duetime-Signature with this.
-export { verifySignature, type VerifyOptions } from "../core/signing.js";
+export * from "@duetime/sdk";

@@ -15,7 +15,7 @@
 // as tenant "default" with every role, as a bootstrap caller.
 
 import { createHash, timingSafeEqual } from "node:crypto";
-import type { Role } from "../core/api.js";
+import type { Role } from "@duetime/sdk/contract";
 import type { ApiKey } from "../core/api-keys.js";
 import { DuetimeError } from "../core/errors.js";
 import { ALL_ROLES, DEFAULT_CONTEXT, type StoredKey } from "../engine/service.js";

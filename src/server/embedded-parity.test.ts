@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
 import type { InjectOptions } from "fastify";
-import type { BackfillRequest, DuetimeApi, JobPatch, OccurrencesQuery } from "../core/api.js";
+import type { BackfillRequest, DuetimeApi, JobPatch, OccurrencesQuery } from "@duetime/sdk/contract";
 import { DuetimeError } from "../core/errors.js";
 import { embeddedClient } from "../embedded/index.js";
 import { buildApp } from "./app.js";

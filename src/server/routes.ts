@@ -51,7 +51,7 @@ import type {
   PageQuery,
   PreviewQuery,
   Role,
-} from "../core/api.js";
+} from "@duetime/sdk/contract";
 import { DuetimeError } from "../core/errors.js";
 import {
   REQUEST_SCHEMAS,

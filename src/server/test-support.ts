@@ -40,7 +40,7 @@ import type {
   PreviewQuery,
   PreviewResponse,
   Stats,
-} from "../core/api.js";
+} from "@duetime/sdk/contract";
 import type { RequestContext, Service, StoredKey } from "../engine/service.js";
 
 export const SAMPLE_JOB: Job = {

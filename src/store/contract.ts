@@ -13,7 +13,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 
-import type { ErrorRecord, Target } from "../core/api.js";
+import type { ErrorRecord, Target } from "@duetime/sdk/contract";
 import { executionIdFor, newId, SHARD_COUNT, shardOf } from "../core/ids.js";
 import {
   HTTP_POOL,

@@ -2,7 +2,7 @@
 // differ only in how a JSON column arrives (SQLite: text to parse;
 // PostgreSQL: jsonb, parsed by the client), which each passes in.
 
-import type { ErrorRecord, Role } from "../core/api.js";
+import type { ErrorRecord, Role } from "@duetime/sdk/contract";
 import type { ApiKeyRecord, AttemptRow } from "./store.js";
 
 export type Row = Record<string, unknown>;

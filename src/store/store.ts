@@ -38,7 +38,7 @@
 //   facts in the statement or transaction that writes, and the write is a
 //   compare-and-set on them.
 
-import type { ErrorRecord, Job, JobState, Overlap, RetryPolicy, Role, Target } from "../core/api.js";
+import type { ErrorRecord, Job, JobState, Overlap, RetryPolicy, Role, Target } from "@duetime/sdk/contract";
 
 /** Executions of http targets wait in this pool; user pool names cannot contain "$". */
 export const HTTP_POOL = "$http";

@@ -6,7 +6,7 @@
 // reads its host's, which faketime moves).
 
 import assert from "node:assert/strict";
-import type { ExecutionItem, JobSpec } from "../../src/core/api.js";
+import type { ExecutionItem, JobSpec } from "@duetime/sdk/contract";
 import { shardOf } from "../../src/core/ids.js";
 import { waitFor } from "../helpers.js";
 import { Cluster, createAll, Deliveries, everySecond, history, mapLimit, second } from "./harness.js";

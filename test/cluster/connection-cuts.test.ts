@@ -7,8 +7,8 @@
 // would be, and is left out of the default suite.
 
 import assert from "node:assert/strict";
-import type { JobSpec } from "../../src/core/api.js";
-import { DuetimeApiError } from "../../src/sdk/errors.js";
+import type { JobSpec } from "@duetime/sdk/contract";
+import { DuetimeApiError } from "@duetime/sdk";
 import { waitFor } from "../helpers.js";
 import { Cluster, createAll, Deliveries, everySecond, mapLimit, second, waitForLedger } from "./harness.js";
 import { terminateConnections } from "./postgres.js";

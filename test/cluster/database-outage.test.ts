@@ -8,8 +8,7 @@
 
 import assert from "node:assert/strict";
 import { createServer, connect, type Server, type Socket } from "node:net";
-import { DuetimeClient } from "../../src/sdk/client.js";
-import { DuetimeApiError } from "../../src/sdk/errors.js";
+import { DuetimeClient, DuetimeApiError } from "@duetime/sdk";
 import { freshPostgresSchema, postgresAvailable, TEST_PG_URL } from "../../src/store/postgres/test-support.js";
 import { spawnServer, waitFor } from "../helpers.js";
 import { test } from "node:test";

@@ -7,9 +7,8 @@
 // and this process share one host (a node under faketime aside).
 
 import { spawn, type ChildProcess } from "node:child_process";
-import type { ClusterView, ExecutionItem, JobSpec, JobState, LeasedExecution, OccurrenceItem } from "../../src/core/api.js";
-import { DuetimeClient } from "../../src/sdk/client.js";
-import { Worker } from "../../src/sdk/worker.js";
+import type { ClusterView, ExecutionItem, JobSpec, JobState, LeasedExecution, OccurrenceItem } from "@duetime/sdk/contract";
+import { DuetimeClient, Worker } from "@duetime/sdk";
 import { waitFor } from "../helpers.js";
 import type { ClusterStore } from "./stores.js";
 

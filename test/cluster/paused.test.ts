@@ -10,7 +10,7 @@
 // entries of those shards wait unconsumed when it wakes.
 
 import assert from "node:assert/strict";
-import type { ExecutionItem } from "../../src/core/api.js";
+import type { ExecutionItem } from "@duetime/sdk/contract";
 import { shardOf } from "../../src/core/ids.js";
 import { waitFor } from "../helpers.js";
 import { Cluster, type ClusterNode, createAll, dispatchingNow, everySecond, history, holdingsOf, mapLimit, second, waitForLedger } from "./harness.js";

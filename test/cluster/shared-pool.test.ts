@@ -3,7 +3,7 @@
 // work submitted to another node, and no attempt is handed out twice.
 
 import assert from "node:assert/strict";
-import type { JobSpec } from "../../src/core/api.js";
+import type { JobSpec } from "@duetime/sdk/contract";
 import { waitFor } from "../helpers.js";
 import { Cluster, countJobs, createAll, Deliveries, history } from "./harness.js";
 import { clusterTest, type StoreKind } from "./stores.js";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import type { AckItem, CompleteItem, FailItem } from "../core/api.js";
+import type { AckItem, CompleteItem, FailItem } from "./api.js";
 import { AckBuffer, type AckSink } from "./acks.js";
 import { coerceError, NonRetryableError, ThrottledError } from "./errors.js";
 

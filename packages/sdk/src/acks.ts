@@ -11,7 +11,7 @@
 // A failed send puts its acks back and retries with backoff: acks are
 // idempotent by contract, so sending one twice is harmless.
 
-import type { AckItem, CompleteItem, FailItem } from "../core/api.js";
+import type { AckItem, CompleteItem, FailItem } from "./api.js";
 import { backoffDelay, later, type BackoffPolicy } from "./backoff.js";
 
 /** The server takes at most this many items per batch call or per lease array. */

@@ -56,10 +56,10 @@ import type {
   Stats,
   SigningSecrets,
   TargetStatus,
-} from "../core/api.js";
+} from "./api.js";
 import { Transport, type CallOptions, type HttpCall, type RetryInfo } from "./http.js";
 import { rejectUnknownOptions, requireInteger } from "./options.js";
-import type { ApiKeyInfo, AuditItem, ClusterView, CreatedKey, CreateKeyRequest, ListKeysQuery } from "../core/api.js";
+import type { ApiKeyInfo, AuditItem, ClusterView, CreatedKey, CreateKeyRequest, ListKeysQuery } from "./api.js";
 
 export type { CallOptions, RetryInfo } from "./http.js";
 

@@ -2,8 +2,8 @@
 // what a handler throws to steer retries, and coerceError(), the one function
 // that turns any thrown value into the ErrorRecord a fail call carries.
 
-import type { ErrorRecord } from "../core/api.js";
-import type { ErrorCode, ErrorDetails } from "../core/errors.js";
+import type { ErrorRecord } from "./api.js";
+import type { ErrorCode, ErrorDetails } from "./error-codes.js";
 
 /**
  * An API call that did not succeed. `code` is the envelope's error code (one

@@ -1,6 +1,6 @@
 // The Worker's typed lifecycle events: one stream for metrics, logs and tests.
 
-import type { ErrorRecord, LeasedExecution } from "../core/api.js";
+import type { ErrorRecord, LeasedExecution } from "./api.js";
 import type { AbortReason } from "./errors.js";
 
 export type WorkerState = "idle" | "running" | "stopping" | "stopped";

@@ -3,7 +3,7 @@
 // DuetimeApiError. The typed routes live in client.ts.
 
 import { Agent, request, type Dispatcher } from "undici";
-import { ERROR_CODES, type ErrorDetails } from "../core/errors.js";
+import { ERROR_CODES, type ErrorDetails } from "./error-codes.js";
 import { backoffDelay, parseRetryAfter, sleep, type BackoffPolicy } from "./backoff.js";
 import { DuetimeApiError } from "./errors.js";
 

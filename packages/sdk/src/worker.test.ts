@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { EventEmitter, once } from "node:events";
 import { after, describe, test } from "node:test";
-import type { LeasedExecution } from "../core/api.js";
+import type { LeasedExecution } from "./api.js";
 import { AttemptAbortedError, NonRetryableError, ThrottledError } from "./errors.js";
 import type { WorkerEvent } from "./events.js";
 import { FakePool } from "./testing/fake-pool.js";

@@ -17,11 +17,10 @@
 // as a new attempt); acks carried by an aborted lease are sent again (they
 // are idempotent).
 
-import { hostname } from "node:os";
-import { randomBytes } from "node:crypto";
-import type { AckItem, DuetimeApi, ErrorRecord, LeaseRequest, LeaseResponse, LeasedExecution } from "../core/api.js";
+import type { AckItem, DuetimeApi, ErrorRecord, LeaseRequest, LeaseResponse, LeasedExecution } from "./api.js";
 import { AckBuffer, MAX_ACKS_PER_CALL, type PendingAcks } from "./acks.js";
 import { backoffDelay, later, pause } from "./backoff.js";
+import { instanceId } from "./instance-id.js";
 import { DuetimeClient, type ClientOptions } from "./client.js";
 import { AttemptAbortedError, DuetimeApiError, coerceError, hasErrorCode, type AbortReason } from "./errors.js";
 import type { WorkerEvent, WorkerState } from "./events.js";
@@ -164,7 +163,7 @@ export class Worker {
     this.ackDelayMs = requireInteger("Worker", "ackDelayMs", options.ackDelayMs ?? 20, 0, 60_000);
     this.shutdownGraceMs =
       options.shutdownGraceMs === undefined ? undefined : requireInteger("Worker", "shutdownGraceMs", options.shutdownGraceMs, 0, 2 ** 31 - 1);
-    this.workerId = options.workerId ?? `${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`;
+    this.workerId = options.workerId ?? instanceId();
     this.handleSignals = options.handleSignals ?? options.url !== undefined;
     this.onEvent = options.onEvent;
     this.logger = options.logger !== undefined ? options.logger : options.onEvent ? null : console;

@@ -4,7 +4,7 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import type { DstOptions } from "../api.js";
+import type { DstOptions } from "@duetime/sdk/contract";
 import { fireTimes, nextFireTime, parseCron } from "./index.js";
 import { referenceFires, referenceTransitions } from "./reference.js";
 

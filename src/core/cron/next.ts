@@ -24,7 +24,7 @@
 // interval boundaries, where the rule is applied. The cost is one wall search
 // per interval visited — usually one.
 
-import type { DstOptions } from "../api.js";
+import type { DstOptions } from "@duetime/sdk/contract";
 import { compile, matchesWall, nextWall, NO_WALL } from "./match.js";
 import type { CronExpression } from "./parse.js";
 import { getZone } from "./zone.js";

@@ -9,7 +9,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import type { DstOptions } from "../api.js";
+import type { DstOptions } from "@duetime/sdk/contract";
 import { CronSyntaxError, fireTimes, nextFireTime, parseCron } from "./index.js";
 import type { CronExpression, FireTime } from "./index.js";
 import { referenceFires, referenceTransitions } from "./reference.js";

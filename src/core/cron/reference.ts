@@ -11,7 +11,7 @@
 //     instant is the first step after the jump;
 //   - an overlap is a local wall time reached by two instants.
 
-import type { DstOptions } from "../api.js";
+import type { DstOptions } from "@duetime/sdk/contract";
 import type { FireTime } from "./next.js";
 import type { CronExpression } from "./parse.js";
 

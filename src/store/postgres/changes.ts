@@ -2,7 +2,7 @@
 // compare-and-set on the state it changes from, and the cancel of a job's
 // in-flight executions. Both are single statements over arrays.
 
-import type { ErrorRecord } from "../../core/api.js";
+import type { ErrorRecord } from "@duetime/sdk/contract";
 import { inFlightOnCancel, type JobChange, NOT_STARTED } from "../../core/states.js";
 import { type Db, json, nowOr, rows } from "./db.js";
 

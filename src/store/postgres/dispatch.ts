@@ -4,7 +4,7 @@
 // over unnest arrays, whatever its size.
 
 import type pg from "pg";
-import type { ErrorRecord, Overlap } from "../../core/api.js";
+import type { ErrorRecord, Overlap } from "@duetime/sdk/contract";
 import { executionIdFor } from "../../core/ids.js";
 import { overlapAction, REPLACED_ERROR, skippedError } from "../../core/misfire.js";
 import { DISPATCHING_STATES, IN_FLIGHT_STATES, LAST_DISPATCH_JOB_CHANGE } from "../../core/states.js";

@@ -3,7 +3,7 @@
 // the primary key (job_id, scheduled_for).
 
 import type pg from "pg";
-import type { ErrorRecord } from "../../core/api.js";
+import type { ErrorRecord } from "@duetime/sdk/contract";
 import { REPLAY_JOB_CHANGE } from "../../core/states.js";
 import type { AttemptRow, AuditEntry, DeadLetterRow } from "../store.js";
 import { changeJobs } from "./changes.js";

@@ -6,7 +6,7 @@
 // due row, then its executions, then the job row.
 
 import type pg from "pg";
-import type { JobState } from "../../core/api.js";
+import type { JobState } from "@duetime/sdk/contract";
 import { NOT_STARTED } from "../../core/states.js";
 import type { JobCreateOutcome, JobRecord, NewJob, NextOccurrence, PendingChange, PendingReplace, StoreParams } from "../store.js";
 import { HTTP_POOL } from "../store.js";

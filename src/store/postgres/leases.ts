@@ -6,7 +6,7 @@
 // database clock inside the statement (db.ts nowOr).
 
 import type pg from "pg";
-import type { ErrorRecord } from "../../core/api.js";
+import type { ErrorRecord } from "@duetime/sdk/contract";
 import {
   type AttemptEnd,
   type AttemptFacts,

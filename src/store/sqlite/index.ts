@@ -6,7 +6,7 @@
 // batch atomically.
 
 import Database from "better-sqlite3";
-import type { ErrorRecord, JobState, Overlap, Role } from "../../core/api.js";
+import type { ErrorRecord, JobState, Overlap, Role } from "@duetime/sdk/contract";
 import { overlapAction, REPLACED_ERROR, skippedError } from "../../core/misfire.js";
 import { executionIdFor, SHARD_COUNT } from "../../core/ids.js";
 import {

@@ -19,8 +19,8 @@ import type {
   LeaseRequest,
   LeaseResponse,
   LeasedExecution,
-} from "../../core/api.js";
-import { DuetimeError } from "../../core/errors.js";
+} from "../api.js";
+import { DuetimeApiError } from "../errors.js";
 
 interface Execution {
   executionId: string;
@@ -137,14 +137,14 @@ export class FakePool implements DuetimeApi {
   async complete(executionId: string, attempt: number, result?: unknown): Promise<CompleteResponse> {
     this.count_("complete");
     const answer = this.ackComplete({ executionId, attempt, result });
-    if (answer.status !== 200) throw new DuetimeError("LEASE_LOST", answer.error.message);
+    if (answer.status !== 200) throw new DuetimeApiError("LEASE_LOST", answer.error.message, { status: 409 });
     return { state: "SUCCEEDED" };
   }
 
   async fail(executionId: string, attempt: number, error: ErrorRecord): Promise<FailResponse> {
     this.count_("fail");
     const answer = this.ackFail({ executionId, attempt, error });
-    if (answer.status !== 200) throw new DuetimeError("LEASE_LOST", answer.error.message);
+    if (answer.status !== 200) throw new DuetimeApiError("LEASE_LOST", answer.error.message, { status: 409 });
     return answer.state === "DEAD" ? { state: "DEAD", dead: true } : { state: "FAILED", retryAt: new Date().toISOString() };
   }
 
@@ -272,8 +272,8 @@ export class FakePool implements DuetimeApi {
 
   private current(executionId: string, attempt: number): Execution {
     const e = this.executions.get(executionId);
-    if (!e) throw new DuetimeError("NOT_FOUND", `execution ${executionId} not found`);
-    if (e.state !== "RUNNING" || e.attempt !== attempt || e.lost) throw new DuetimeError("LEASE_LOST", `attempt ${attempt} of ${executionId} is not leased`);
+    if (!e) throw new DuetimeApiError("NOT_FOUND", `execution ${executionId} not found`, { status: 404 });
+    if (e.state !== "RUNNING" || e.attempt !== attempt || e.lost) throw new DuetimeApiError("LEASE_LOST", `attempt ${attempt} of ${executionId} is not leased`, { status: 409 });
     return e;
   }
 

@@ -8,7 +8,7 @@
 import { once, EventEmitter } from "node:events";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { DuetimeApi, LeaseRequest, LeaseResponse } from "../../core/api.js";
+import type { DuetimeApi, LeaseRequest, LeaseResponse } from "../api.js";
 
 export interface RecordedRequest {
   method: string;

@@ -1,0 +1,150 @@
+// AckBuffer: the worker's finished attempts waiting to be acknowledged.
+//
+// Two ways out, both batched:
+// - the lease loop take()s everything pending and sends it piggy-backed on its
+//   next lease call (one round trip acks a batch and fetches the next);
+// - otherwise (a long poll is in flight, or shutdown) a timer sends what is
+//   pending through completeMany/failMany ackDelayMs after the first ack
+//   arrived, or at once when maxBatch acks are waiting.
+// While the loop is about to lease it hold()s the buffer, so the timer does not
+// steal acks the lease call would carry for free.
+// A failed send puts its acks back and retries with backoff: acks are
+// idempotent by contract, so sending one twice is harmless.
+import { backoffDelay, later } from "./backoff.js";
+/** The server takes at most this many items per batch call or per lease array. */
+export const MAX_ACKS_PER_CALL = 1000;
+export class AckBuffer {
+    options;
+    complete = [];
+    fail = [];
+    held = false;
+    failures = 0;
+    cancelTimer;
+    sending = Promise.resolve();
+    backoff;
+    constructor(options) {
+        this.options = options;
+        this.backoff = options.backoff ?? { baseMs: 200, maxMs: 5_000 };
+    }
+    get size() {
+        return this.complete.length + this.fail.length;
+    }
+    addComplete(item) {
+        this.complete.push(item);
+        this.schedule();
+    }
+    addFail(item) {
+        this.fail.push(item);
+        this.schedule();
+    }
+    /** Suspends timed flushes (the lease loop is about to take the acks). */
+    hold() {
+        this.held = true;
+        this.stopTimer();
+    }
+    /** Resumes timed flushes; what is pending goes after delayMs. */
+    release() {
+        this.held = false;
+        this.schedule();
+    }
+    /** Removes up to `limit` acks of each kind, oldest first, for a lease call to carry. */
+    take(limit = MAX_ACKS_PER_CALL) {
+        const taken = { complete: this.complete.splice(0, limit), fail: this.fail.splice(0, limit) };
+        if (this.size === 0)
+            this.stopTimer();
+        return taken;
+    }
+    /** Puts acks back (their lease call failed), ahead of newer ones. */
+    restore(acks) {
+        this.complete.unshift(...acks.complete);
+        this.fail.unshift(...acks.fail);
+        this.schedule();
+    }
+    /** Sends everything pending now, through the batch routes. Never rejects; failures are reported and retried. */
+    flush() {
+        this.stopTimer();
+        // sendPending reports its own failures; the catch keeps the chain alive whatever happens
+        this.sending = this.sending.then(() => this.sendPending()).catch((error) => this.options.onError?.(error, this.size, 0));
+        return this.sending;
+    }
+    /**
+     * For shutdown: flushes until nothing is pending, trying at most `attempts`
+     * times; timed flushes stop. Resolves true when everything was acknowledged.
+     */
+    async drain(attempts = 3) {
+        this.held = true;
+        this.stopTimer();
+        await this.sending;
+        for (let i = 0; i < attempts && this.size > 0; i++) {
+            if (i > 0)
+                await new Promise((resolve) => later(resolve, backoffDelay(i - 1, this.backoff)));
+            this.stopTimer();
+            await this.flush();
+            this.stopTimer();
+        }
+        return this.size === 0;
+    }
+    schedule(delayMs) {
+        if (this.held || this.size === 0)
+            return;
+        if (this.size >= this.options.maxBatch && this.failures === 0) {
+            void this.flush();
+            return;
+        }
+        if (this.cancelTimer)
+            return;
+        const delay = delayMs ?? (this.failures === 0 ? this.options.delayMs : backoffDelay(this.failures - 1, this.backoff));
+        this.cancelTimer = later(() => {
+            this.cancelTimer = undefined;
+            void this.flush();
+        }, delay);
+    }
+    stopTimer() {
+        this.cancelTimer?.();
+        this.cancelTimer = undefined;
+    }
+    async sendPending() {
+        while (this.size > 0) {
+            const batch = this.take(MAX_ACKS_PER_CALL);
+            const { sink } = this.options;
+            const [completed, failed] = await Promise.allSettled([
+                batch.complete.length > 0 ? Promise.resolve().then(() => sink.completeMany(batch.complete)) : [],
+                batch.fail.length > 0 ? Promise.resolve().then(() => sink.failMany(batch.fail)) : [],
+            ]);
+            const sent = { complete: [], fail: [] };
+            const answers = [];
+            const retry = { complete: [], fail: [] };
+            let error;
+            if (completed.status === "fulfilled") {
+                sent.complete = batch.complete;
+                answers.push(...completed.value);
+            }
+            else {
+                retry.complete = batch.complete;
+                error = completed.reason;
+            }
+            if (failed.status === "fulfilled") {
+                sent.fail = batch.fail;
+                answers.push(...failed.value);
+            }
+            else {
+                retry.fail = batch.fail;
+                error = failed.reason;
+            }
+            if (sent.complete.length + sent.fail.length > 0)
+                this.options.onAnswers?.(sent, answers);
+            if (error !== undefined) {
+                this.failures++;
+                this.complete.unshift(...retry.complete);
+                this.fail.unshift(...retry.fail);
+                const retryInMs = backoffDelay(this.failures - 1, this.backoff);
+                this.options.onError?.(error, retry.complete.length + retry.fail.length, retryInMs);
+                this.stopTimer();
+                this.schedule(retryInMs);
+                return;
+            }
+            this.failures = 0;
+        }
+    }
+}
+//# sourceMappingURL=acks.js.map

@@ -1,0 +1,387 @@
+export type JobState = "SCHEDULED" | "PAUSED" | "CANCELLED" | "COMPLETED" | "DEAD";
+export declare const JOB_STATES: readonly JobState[];
+export type AttemptState = "PENDING" | "PAUSED" | "QUEUED" | "RUNNING" | "SUCCEEDED" | "FAILED" | "TIMED_OUT" | "CANCELLED" | "SKIPPED" | "DEAD";
+export type Misfire = "run_once" | "skip" | "catch_up";
+export type Overlap = "allow" | "forbid" | "replace";
+export type ErrorClass = "transient" | "permanent" | "throttled";
+export type Role = "admin" | "client" | "worker";
+export interface HttpTarget {
+    type: "http";
+    url: string;
+    method?: string;
+    headers?: Record<string, string>;
+}
+export interface QueueTarget {
+    type: "queue";
+    pool: string;
+}
+export type Target = HttpTarget | QueueTarget;
+export interface DstOptions {
+    gap?: "run_at_transition" | "skip";
+    overlap?: "first" | "both";
+}
+export interface RunAtSchedule {
+    runAt: string;
+}
+export interface DelaySchedule {
+    delaySeconds: number;
+}
+export interface CronSchedule {
+    cron: string;
+    tz?: string;
+    jitterSeconds?: number;
+    misfire?: Misfire;
+    overlap?: Overlap;
+    startAt?: string;
+    endAt?: string;
+    dst?: DstOptions;
+}
+export type ScheduleSpec = RunAtSchedule | DelaySchedule | CronSchedule;
+export interface RetryPolicy {
+    maxAttempts: number;
+    backoffSeconds: number;
+    maxBackoffSeconds: number;
+}
+/** What a client sends to create a job (POST /v1/jobs). */
+export interface JobSpec {
+    name: string;
+    target: Target;
+    payload?: unknown;
+    schedule: ScheduleSpec;
+    retry?: Partial<RetryPolicy>;
+    timeoutSeconds?: number;
+    priority?: number;
+}
+/** A job as GET shows it: every default filled in. */
+export interface Job {
+    jobId: string;
+    name: string;
+    state: JobState;
+    target: Target;
+    payload: unknown;
+    /** A delaySeconds job shows runAt (the computed time); a cron job its effective tz, misfire, overlap, jitter. */
+    schedule: RunAtSchedule | Required<Pick<CronSchedule, "cron" | "tz" | "jitterSeconds" | "misfire" | "overlap">> & CronSchedule;
+    retry: RetryPolicy;
+    timeoutSeconds: number;
+    priority: number;
+    nextRunAt: string | null;
+    /** For a cron job: nextRunAt as wall time in its zone, "YYYY-MM-DDTHH:mm:ss±hh:mm[Zone/Name]". */
+    nextRunAtLocal?: string | null;
+    version: number;
+    createdAt: string;
+    updatedAt: string;
+}
+/** PATCH /v1/jobs/{id}: the fields to change; `version` (or If-Match) makes it a compare-and-set. */
+export interface JobPatch {
+    name?: string;
+    target?: Target;
+    payload?: unknown;
+    schedule?: ScheduleSpec;
+    retry?: Partial<RetryPolicy>;
+    timeoutSeconds?: number;
+    priority?: number;
+    version?: number;
+}
+/** POST /v1/jobs/{id}:backfill: the occurrences of a past window, (from, to]. */
+export interface BackfillRequest {
+    from: string;
+    to: string;
+}
+export interface BackfillResponse {
+    items: {
+        scheduledFor: string;
+        executionId: string;
+        created: boolean;
+        readyAt: string | null;
+    }[];
+}
+/** One nominal fire time of a recurring job and what became of it (the run ledger). */
+export interface OccurrenceItem {
+    scheduledFor: string;
+    /** Wall time in the job's zone, "YYYY-MM-DDTHH:mm:ss". */
+    local: string;
+    /**
+     * dispatched: an execution ran or runs; skipped: recorded SKIPPED (reason says why); due: still to come; not_run: none was
+     * created (reason says why); unknown: older than the history retention, its record is gone (reason expired).
+     */
+    status: "dispatched" | "skipped" | "due" | "not_run" | "unknown";
+    reason?: "misfire" | "overlap" | "paused" | "cancelled" | "before_creation" | "outside_window" | "schedule_changed" | "expired";
+    /** The fire was moved by a spring-forward gap, or is one of two in a fall-back overlap. */
+    dst?: "gap" | "overlap";
+    executionId?: string;
+    executionState?: AttemptState;
+}
+export interface OccurrencesQuery {
+    from: string;
+    to: string;
+}
+export interface CreatedJob extends Job {
+    /** false when an Idempotency-Key matched an earlier request (HTTP 200 instead of 201). */
+    created?: boolean;
+}
+export interface Page<T> {
+    items: T[];
+    nextCursor: string | null;
+}
+export interface ListJobsQuery {
+    state?: JobState;
+    name?: string;
+    limit?: number;
+    cursor?: string;
+}
+export interface PageQuery {
+    limit?: number;
+    cursor?: string;
+}
+export interface ErrorRecord {
+    message: string;
+    class?: ErrorClass;
+    retryAfterSeconds?: number;
+    /** Extra facts recorded by the server (an HTTP status, a redirect location). */
+    [key: string]: unknown;
+}
+/** One attempt of an execution, or attempt 0 for an execution not yet attempted. */
+export interface ExecutionItem {
+    executionId: string;
+    jobId: string;
+    scheduledFor: string;
+    attempt: number;
+    state: AttemptState;
+    dispatchedAt: string | null;
+    dispatchedBy: string | null;
+    startedAt: string | null;
+    finishedAt: string | null;
+    error: ErrorRecord | null;
+    workerId: string | null;
+    /** What a succeeded attempt returned (a worker's result; an HTTP target's status and timing). */
+    result?: unknown;
+}
+export interface DeadLetter {
+    executionId: string;
+    jobId: string;
+    name: string;
+    scheduledFor: string;
+    attempts: number;
+    lastError: ErrorRecord | null;
+    deadAt: string;
+    payload: unknown;
+}
+export interface CompleteItem {
+    executionId: string;
+    attempt: number;
+    result?: unknown;
+}
+export interface FailItem {
+    executionId: string;
+    attempt: number;
+    error: ErrorRecord;
+}
+export interface LeaseRequest {
+    workerId: string;
+    max?: number;
+    leaseSeconds?: number;
+    waitSeconds?: number;
+    complete?: CompleteItem[];
+    fail?: FailItem[];
+}
+export interface LeasedExecution {
+    executionId: string;
+    jobId: string;
+    name: string;
+    attempt: number;
+    payload: unknown;
+    scheduledFor: string;
+    leaseUntil: string;
+    timeoutSeconds: number;
+}
+/** The answer to one complete or fail item; status mirrors the single call's HTTP status. */
+export type AckItem = {
+    executionId: string;
+    attempt: number;
+    status: 200;
+    state: "SUCCEEDED" | "FAILED" | "DEAD" | "CANCELLED";
+    retryAt?: string;
+    dead?: boolean;
+} | {
+    executionId: string;
+    attempt: number;
+    status: 409 | 404 | 400;
+    error: {
+        code: string;
+        message: string;
+    };
+};
+export interface LeaseResponse {
+    items: LeasedExecution[];
+    acks?: AckItem[];
+}
+export interface HeartbeatRequest {
+    attempt: number;
+    leaseSeconds?: number;
+}
+export interface HeartbeatResponse {
+    leaseUntil: string;
+    cancelRequested: boolean;
+}
+export interface CompleteResponse {
+    state: "SUCCEEDED";
+}
+/** CANCELLED (an extension of the contract): the job was cancelled while the attempt ran, so it is not retried. */
+export type FailResponse = {
+    state: "FAILED";
+    retryAt: string;
+} | {
+    state: "DEAD";
+    dead: true;
+} | {
+    state: "CANCELLED";
+};
+export interface PoolStats {
+    pending: number;
+    queued: number;
+    running: number;
+}
+export interface Stats {
+    pools: Record<string, PoolStats>;
+    tenants: Record<string, PoolStats>;
+}
+export interface BatchCreateItem extends JobSpec {
+    idempotencyKey?: string;
+}
+export type BatchCreateResult = {
+    jobId: string;
+    nextRunAt: string | null;
+    created: boolean;
+} | {
+    error: {
+        code: string;
+        message: string;
+        details?: Record<string, unknown>;
+    };
+};
+export interface PreviewQuery {
+    cron: string;
+    tz?: string;
+    from?: string;
+    count?: number;
+}
+export interface PreviewResponse {
+    times: string[];
+    /** Wall times in the zone, "YYYY-MM-DDTHH:mm:ss". */
+    local?: string[];
+    /** "gap": moved to the end of a spring-forward gap; "overlap": a wall time that occurs twice. */
+    dst?: ("gap" | "overlap" | null)[];
+}
+export interface AuditItem {
+    at: string;
+    actor: string;
+    action: string;
+    subject: string;
+    details: unknown;
+}
+/** POST /v1/keys: a key for a tenant (default: the caller's) with one role. */
+export interface CreateKeyRequest {
+    tenantId?: string;
+    role: Role;
+    /** A label for people ("ci deploy", "worker eu-1"); not secret. */
+    name?: string;
+}
+/** An API key as GET /v1/keys lists it: never its secret. */
+export interface ApiKeyInfo {
+    keyId: string;
+    tenantId: string;
+    role: Role;
+    name: string | null;
+    createdAt: string;
+    /** null while the key is active. */
+    revokedAt: string | null;
+}
+/** The answer to POST /v1/keys: the only time the secret `key` is shown. */
+export interface CreatedKey {
+    keyId: string;
+    /** The secret, sent as `Authorization: Bearer <key>`. Only its SHA-256 digest is stored. */
+    key: string;
+    tenantId: string;
+    role: Role;
+    name: string | null;
+    createdAt: string;
+}
+export interface ListKeysQuery extends PageQuery {
+    /** Only this tenant's keys. An admin of a store key sees only its own tenant's. */
+    tenantId?: string;
+}
+/** GET /v1/secrets/signing: the caller's tenant's callback signing secrets. */
+export interface SigningSecrets {
+    tenantId: string;
+    /** Newest first; during a rotation every one signs each call. */
+    secrets: string[];
+    /** "config": given to the server (--signing-secret, signingSecrets); "store": generated once and kept in the store. */
+    source: "config" | "store";
+}
+/** One origin (scheme://host:port) that HTTP targets call, as GET /v1/targets shows it. */
+export interface TargetStatus {
+    origin: string;
+    /** Circuit breaker: closed (calls flow), open (calls wait), half_open (one probe in flight). */
+    breaker: "closed" | "open" | "half_open";
+    inFlight: number;
+    /** Extra facts: recent failures, when an open breaker probes next, limits in force. */
+    [key: string]: unknown;
+}
+export interface ClusterView {
+    /** The store's clock, which every lease and heartbeat is judged by. */
+    storeTime: string;
+    nodes: {
+        nodeId: string;
+        address: string | null;
+        shards: number[];
+        lastHeartbeatAt: string;
+        heartbeatAgeSeconds: number;
+    }[];
+    /** leaseRemainingSeconds is negative once the lease has expired (the shard is free to take). */
+    shards: {
+        shard: number;
+        owner: string | null;
+        epoch: number;
+        leaseUntil: string;
+        leaseRemainingSeconds: number;
+    }[];
+}
+/**
+ * The client-side API: implemented by the HTTP client (sdk/client.ts) and by
+ * the embedded engine (createDuetime), so code written against one runs on
+ * the other.
+ */
+export interface DuetimeApi {
+    createJob(spec: JobSpec, options?: {
+        idempotencyKey?: string;
+    }): Promise<CreatedJob>;
+    createJobs(jobs: BatchCreateItem[]): Promise<BatchCreateResult[]>;
+    getJob(jobId: string): Promise<Job>;
+    listJobs(query?: ListJobsQuery): Promise<Page<Job>>;
+    cancelJob(jobId: string): Promise<void>;
+    pauseJob(jobId: string): Promise<Job>;
+    resumeJob(jobId: string): Promise<Job>;
+    triggerJob(jobId: string): Promise<ExecutionItem>;
+    updateJob(jobId: string, patch: JobPatch, options?: {
+        ifMatch?: number;
+    }): Promise<Job>;
+    backfillJob(jobId: string, request: BackfillRequest): Promise<BackfillResponse>;
+    listOccurrences(jobId: string, query: OccurrencesQuery): Promise<{
+        items: OccurrenceItem[];
+    }>;
+    listExecutions(jobId: string, query?: PageQuery): Promise<Page<ExecutionItem>>;
+    listDeadLetters(query?: PageQuery): Promise<Page<DeadLetter>>;
+    replayDeadLetter(executionId: string): Promise<ExecutionItem>;
+    /** A long poll ends early, granting nothing, when options.signal aborts. */
+    lease(pool: string, request: LeaseRequest, options?: {
+        signal?: AbortSignal;
+    }): Promise<LeaseResponse>;
+    heartbeat(executionId: string, request: HeartbeatRequest): Promise<HeartbeatResponse>;
+    complete(executionId: string, attempt: number, result?: unknown): Promise<CompleteResponse>;
+    fail(executionId: string, attempt: number, error: ErrorRecord): Promise<FailResponse>;
+    completeMany(items: CompleteItem[]): Promise<AckItem[]>;
+    failMany(items: FailItem[]): Promise<AckItem[]>;
+    poolStats(pool: string): Promise<PoolStats>;
+    stats(): Promise<Stats>;
+    previewSchedule(query: PreviewQuery): Promise<PreviewResponse>;
+}

@@ -1,0 +1,153 @@
+// The client's transport: one JSON request over undici, retried with backoff
+// when the call is safe to repeat, and every failure turned into a
+// DuetimeApiError. The typed routes live in client.ts.
+import { Agent, request } from "undici";
+import { ERROR_CODES } from "./error-codes.js";
+import { backoffDelay, parseRetryAfter, sleep } from "./backoff.js";
+import { DuetimeApiError } from "./errors.js";
+/** Statuses worth retrying for an idempotent call: backpressure, not ready, and gateway failures. */
+const RETRY_STATUSES = new Set([429, 502, 503, 504]);
+export class Transport {
+    options;
+    base;
+    dispatcher;
+    ownsDispatcher;
+    constructor(options) {
+        this.options = options;
+        this.base = new URL(options.url);
+        if (this.base.protocol !== "http:" && this.base.protocol !== "https:") {
+            throw new TypeError(`DuetimeClient: url must be http or https, got ${JSON.stringify(options.url)}`);
+        }
+        this.ownsDispatcher = options.dispatcher === undefined;
+        // Keep-alive pool; long polls hold a connection each, so no per-origin cap.
+        this.dispatcher = options.dispatcher ?? new Agent({ keepAliveTimeout: 30_000, keepAliveMaxTimeout: 60_000 });
+    }
+    get url() {
+        return this.base.href.replace(/\/$/, "");
+    }
+    async close() {
+        if (this.ownsDispatcher)
+            await this.dispatcher.close();
+    }
+    async send(call) {
+        const signal = call.options?.signal;
+        for (let retry = 0;; retry++) {
+            let error;
+            try {
+                const reply = await this.once(call);
+                if (reply.status >= 200 && reply.status < 300)
+                    return reply;
+                error = httpError(call, reply.status, reply.body, reply.retryAfterSeconds);
+                if (!call.idempotent || !RETRY_STATUSES.has(reply.status))
+                    throw error;
+            }
+            catch (err) {
+                if (signal?.aborted)
+                    throw signal.reason;
+                if (err instanceof DuetimeApiError && err.status !== 0)
+                    throw err;
+                error = err instanceof DuetimeApiError ? err : networkError(call, err);
+                if (!call.idempotent)
+                    throw error;
+            }
+            if (retry >= this.options.retries)
+                throw error;
+            const waitMs = this.retryDelay(retry, error);
+            if (waitMs === undefined)
+                throw error;
+            this.options.onRetry?.({ method: call.method, path: call.path, retry: retry + 1, delayMs: waitMs, error });
+            await sleep(waitMs, signal);
+        }
+    }
+    retryDelay(retry, error) {
+        const computed = backoffDelay(retry, this.options.backoff);
+        if (error.retryAfterSeconds === undefined)
+            return computed;
+        const asked = error.retryAfterSeconds * 1000;
+        return asked > this.options.maxRetryAfterMs ? undefined : Math.max(asked, computed);
+    }
+    async once(call) {
+        const url = new URL(this.base.pathname.replace(/\/$/, "") + call.path, this.base);
+        for (const [key, value] of Object.entries(call.query ?? {})) {
+            if (value !== undefined)
+                url.searchParams.set(key, String(value));
+        }
+        const headers = { accept: "application/json", "user-agent": this.options.userAgent, ...call.headers };
+        if (this.options.token)
+            headers.authorization = `Bearer ${this.options.token}`;
+        let body;
+        if (call.body !== undefined) {
+            body = JSON.stringify(call.body);
+            headers["content-type"] = "application/json";
+        }
+        const timeoutMs = (call.options?.timeoutMs ?? this.options.timeoutMs) + (call.extraTimeoutMs ?? 0);
+        const timeout = AbortSignal.timeout(timeoutMs);
+        const signal = call.options?.signal ? AbortSignal.any([call.options.signal, timeout]) : timeout;
+        try {
+            const res = await request(url, { method: call.method, headers, body, dispatcher: this.dispatcher, signal });
+            const text = await res.body.text();
+            const type = String(res.headers["content-type"] ?? "");
+            const reply = { status: res.statusCode, body: parseBody(text, type) };
+            const retryAfter = parseRetryAfter(res.headers["retry-after"], Date.now());
+            if (retryAfter !== undefined)
+                reply.retryAfterSeconds = retryAfter;
+            if (reply.status >= 200 && reply.status < 300 && reply.body instanceof UnreadableBody) {
+                throw new DuetimeApiError("INTERNAL", `${call.method} ${call.path}: the server answered ${reply.status} with a body that is not JSON`, {
+                    status: reply.status,
+                });
+            }
+            return reply;
+        }
+        catch (err) {
+            if (timeout.aborted && !call.options?.signal?.aborted) {
+                throw networkError(call, new Error(`no answer within ${timeoutMs} ms`, { cause: err }));
+            }
+            throw err;
+        }
+    }
+}
+/** A body that should have been JSON and was not; kept so error messages can quote it. */
+class UnreadableBody {
+    text;
+    constructor(text) {
+        this.text = text;
+    }
+}
+function parseBody(text, contentType) {
+    if (text === "")
+        return undefined;
+    try {
+        return JSON.parse(text);
+    }
+    catch {
+        return contentType.includes("json") ? new UnreadableBody(text) : text;
+    }
+}
+const CODE_BY_STATUS = new Map([
+    ...Object.entries(ERROR_CODES)
+        .filter(([, v]) => v.status !== 409)
+        .map(([code, v]) => [v.status, code]),
+    [502, "UNAVAILABLE"],
+    [504, "UNAVAILABLE"],
+]);
+function httpError(call, status, body, retryAfterSeconds) {
+    const envelope = body?.error;
+    const fallbackCode = CODE_BY_STATUS.get(status) ?? `HTTP_${status}`;
+    const code = typeof envelope?.code === "string" && envelope.code !== "" ? envelope.code : fallbackCode;
+    const text = body instanceof UnreadableBody ? body.text : typeof body === "string" ? body : "";
+    const message = typeof envelope?.message === "string" ? envelope.message : `${call.method} ${call.path} answered ${status}${text ? `: ${text.slice(0, 200)}` : ""}`;
+    const details = envelope?.details !== null && typeof envelope?.details === "object" ? envelope.details : undefined;
+    return new DuetimeApiError(code, message, {
+        status,
+        ...(details ? { details } : {}),
+        ...(retryAfterSeconds !== undefined ? { retryAfterSeconds } : {}),
+    });
+}
+function networkError(call, err) {
+    const cause = err;
+    const code = typeof cause?.code === "string" ? cause.code : "";
+    const text = typeof cause?.message === "string" ? cause.message : "";
+    const reason = (text.includes(code) ? text : `${code} ${text}`).trim() || String(err);
+    return new DuetimeApiError("UNAVAILABLE", `${call.method} ${call.path} failed: ${reason}`, { status: 0, cause: err });
+}
+//# sourceMappingURL=http.js.map
