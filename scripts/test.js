@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Runs every *.test.ts under src/, packages/ and test/ with node's own test runner, then
+// Runs every *.test.ts under src/, packages/, examples/ and test/ with node's own test runner, then
 // the end-to-end files (test/*.test.ts) once more against PostgreSQL
 // (DUETIME_TEST_STORE=postgres: each server on a fresh schema), so the
 // server is checked end to end on both stores. Node 20's --test does not
@@ -93,7 +93,7 @@ const explicit = args.filter((a) => !a.startsWith("-"));
 const flags = args.filter((a) => a.startsWith("-"));
 if (explicit.length > 0) process.exit(await run(explicit, flags));
 
-const first = await run([...find("src"), ...find("packages"), ...find("test")].sort(), flags);
+const first = await run([...find("src"), ...find("packages"), ...find("examples"), ...find("test")].sort(), flags);
 const endToEnd = find("test", false)
   .filter((f) => !SQLITE_ONLY.has(f))
   .sort();
