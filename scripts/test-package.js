@@ -77,12 +77,22 @@ await ran;
 await duetime.stop();
 assert.deepEqual(seen, { to: "ada" });
 console.log("ran " + job.jobId);
+
+const { createTestEnvironment } = await import("duetime/testing");
+const env = await createTestEnvironment({ start: "2027-01-01T00:00:00Z" });
+const at = [];
+env.worker({ pool: "kit", handler: async () => void at.push(env.now().toISOString()) });
+await env.client.createJob({ name: "later", target: { type: "queue", pool: "kit" }, schedule: { delaySeconds: 3600 } });
+await env.advance(3600_000);
+await env.close();
+assert.deepEqual(at, ["2027-01-01T01:00:00.000Z"]);
 `;
 
 const CONSUMER_TS = `
 import { DuetimeClient, Worker, verifySignature, type LeasedExecution } from "duetime/sdk";
 import { createDuetime } from "duetime/embedded";
 import { startServer } from "duetime/server";
+import { createTestEnvironment } from "duetime/testing";
 
 const client = new DuetimeClient({ url: "http://127.0.0.1:8080" });
 const handler = async (job: LeasedExecution): Promise<{ ok: boolean }> => ({ ok: job.attempt > 0 });
@@ -96,6 +106,9 @@ export async function main(): Promise<void> {
   await worker.shutdown();
   void valid;
   void startServer;
+  const env = await createTestEnvironment({ start: "2027-01-01T00:00:00Z" });
+  await env.advance(1_000);
+  await env.close();
 }
 `;
 
@@ -146,7 +159,7 @@ try {
   ok(`duetime ${installed.version} installed without tsx or TypeScript`);
 
   writeFileSync(join(app, "consumer.mjs"), CONSUMER_JS);
-  sh("plain Node: duetime/sdk imports, an embedded engine runs a job through a worker", "node", ["consumer.mjs"], app);
+  sh("plain Node: duetime/sdk imports, an embedded engine runs a job through a worker, duetime/testing runs one on fake time", "node", ["consumer.mjs"], app);
   console.log(`# cold import("duetime/sdk"): ${coldImportMs("duetime/sdk", app)} ms, import("duetime"): ${coldImportMs("duetime", app)} ms (median of 10)`);
   const help = sh("the installed `duetime --help` exits 0", join(app, "node_modules/.bin/duetime"), ["--help"], app);
   if (!/serve/.test(help)) fail("`duetime --help` lists the serve command", help);

@@ -19,6 +19,7 @@ const ALLOWED: Record<string, readonly string[]> = {
   sdk: ["core"],
   server: ["core", "store", "engine"],
   embedded: ["core", "store", "engine", "sdk"],
+  testing: ["core", "store", "engine", "sdk", "embedded"],
   cli: ["core", "store", "engine", "sdk", "server", "embedded"],
   ".": ["core", "store", "engine", "sdk", "server", "embedded"],
 };

@@ -86,6 +86,11 @@ export class FakeClock implements Clock {
     else this.current = target; // moving backwards fires nothing
   }
 
+  /** When the earliest pending timer is due, or undefined when none is pending. */
+  nextTimerAt(): number | undefined {
+    return this.nextTimer(Infinity)?.at;
+  }
+
   pendingTimers(): number {
     return this.timers.filter((t) => !t.cancelled).length;
   }

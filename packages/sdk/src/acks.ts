@@ -12,7 +12,7 @@
 // idempotent by contract, so sending one twice is harmless.
 
 import type { AckItem, CompleteItem, FailItem } from "./api.js";
-import { backoffDelay, later, type BackoffPolicy } from "./backoff.js";
+import { backoffDelay, later, realClock, type BackoffPolicy, type SdkClock } from "./backoff.js";
 
 /** The server takes at most this many items per batch call or per lease array. */
 export const MAX_ACKS_PER_CALL = 1000;
@@ -38,6 +38,8 @@ export interface AckBufferOptions {
   /** A batch call failed; its acks are back in the buffer and go again after retryInMs. */
   onError?: (error: unknown, count: number, retryInMs: number) => void;
   backoff?: BackoffPolicy;
+  /** The clock of its timers (default real time). */
+  clock?: SdkClock;
 }
 
 export class AckBuffer {
@@ -48,9 +50,11 @@ export class AckBuffer {
   private cancelTimer: (() => void) | undefined;
   private sending: Promise<void> = Promise.resolve();
   private readonly backoff: BackoffPolicy;
+  private readonly clock: SdkClock;
 
   constructor(private readonly options: AckBufferOptions) {
     this.backoff = options.backoff ?? { baseMs: 200, maxMs: 5_000 };
+    this.clock = options.clock ?? realClock;
   }
 
   get size(): number {
@@ -110,7 +114,7 @@ export class AckBuffer {
     this.stopTimer();
     await this.sending;
     for (let i = 0; i < attempts && this.size > 0; i++) {
-      if (i > 0) await new Promise<void>((resolve) => later(resolve, backoffDelay(i - 1, this.backoff)));
+      if (i > 0) await new Promise<void>((resolve) => later(resolve, backoffDelay(i - 1, this.backoff), this.clock));
       this.stopTimer();
       await this.flush();
       this.stopTimer();
@@ -126,10 +130,14 @@ export class AckBuffer {
     }
     if (this.cancelTimer) return;
     const delay = delayMs ?? (this.failures === 0 ? this.options.delayMs : backoffDelay(this.failures - 1, this.backoff));
-    this.cancelTimer = later(() => {
-      this.cancelTimer = undefined;
-      void this.flush();
-    }, delay);
+    this.cancelTimer = later(
+      () => {
+        this.cancelTimer = undefined;
+        void this.flush();
+      },
+      delay,
+      this.clock,
+    );
   }
 
   private stopTimer(): void {

@@ -1,7 +1,25 @@
-// Backoff arithmetic and the SDK's one abortable sleep. This file is the SDK's
-// runtime wiring for timers: core's systemClock unrefs its timers (right for
-// the engine), but a worker backing off while the server restarts must keep
-// its process alive, so the SDK owns a ref'd sleep here.
+// Backoff arithmetic, the SDK's clock and its one abortable sleep. This file
+// is the SDK's runtime wiring for timers: every wait of the Worker and its
+// AckBuffer goes through an SdkClock, the real one here (ref'd timers: a
+// worker backing off while the server restarts must keep its process alive)
+// or a fake one in tests (duetime/testing passes the engine's FakeClock).
+
+/** What the SDK needs of time. core's Clock (and its FakeClock) fits it. */
+export interface SdkClock {
+  /** Milliseconds; only differences are used. */
+  now(): number;
+  /** Runs fn after ms milliseconds. */
+  setTimer(fn: () => void, ms: number): { cancel(): void };
+}
+
+/** Real time: performance.now() and ref'd setTimeout. */
+export const realClock: SdkClock = {
+  now: () => performance.now(),
+  setTimer(fn, ms) {
+    const timer = setTimeout(fn, Math.max(0, ms));
+    return { cancel: () => clearTimeout(timer) };
+  },
+};
 
 export interface BackoffPolicy {
   /** Delay before the first retry, before jitter (ms). */
@@ -35,14 +53,14 @@ export function parseRetryAfter(value: string | string[] | undefined, nowMs: num
 }
 
 /** Resolves after ms, or rejects with signal.reason as soon as signal aborts. */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+export function sleep(ms: number, signal?: AbortSignal, clock: SdkClock = realClock): Promise<void> {
   if (signal?.aborted) return Promise.reject(signal.reason);
   return new Promise((resolve, reject) => {
     const onAbort = (): void => {
-      clearTimeout(timer);
+      timer.cancel();
       reject(signal?.reason);
     };
-    const timer = setTimeout(() => {
+    const timer = clock.setTimer(() => {
       signal?.removeEventListener("abort", onAbort);
       resolve();
     }, Math.max(0, ms));
@@ -51,16 +69,16 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 }
 
 /** Like sleep, but resolves (never rejects) when signal aborts: for loops that check their own state after waking. */
-export async function pause(ms: number, signal?: AbortSignal): Promise<void> {
+export async function pause(ms: number, signal?: AbortSignal, clock: SdkClock = realClock): Promise<void> {
   try {
-    await sleep(ms, signal);
+    await sleep(ms, signal, clock);
   } catch {
     // aborted: the caller looks at its state
   }
 }
 
-/** Runs fn after ms (a ref'd timer); returns a function that cancels it. */
-export function later(fn: () => void, ms: number): () => void {
-  const timer = setTimeout(fn, Math.max(0, ms));
-  return () => clearTimeout(timer);
+/** Runs fn after ms; returns a function that cancels it. */
+export function later(fn: () => void, ms: number, clock: SdkClock = realClock): () => void {
+  const timer = clock.setTimer(fn, Math.max(0, ms));
+  return () => timer.cancel();
 }

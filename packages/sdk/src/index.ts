@@ -6,6 +6,7 @@ export { ERROR_CODES, type ErrorCode, type ErrorDetails } from "./error-codes.js
 export { DuetimeClient, type ClientOptions, type CreateJobOptions, type UpdateJobOptions, type CallOptions, type RetryInfo } from "./client.js";
 export { Worker, type WorkerOptions, type Handler, type HandlerContext } from "./worker.js";
 export type { WorkerEvent, WorkerEventType, WorkerState } from "./events.js";
+export type { SdkClock } from "./backoff.js";
 export { AckBuffer, type AckBufferOptions, type AckSink, type PendingAcks } from "./acks.js";
 export {
   DuetimeApiError,

@@ -19,7 +19,7 @@
 
 import type { AckItem, DuetimeApi, ErrorRecord, LeaseRequest, LeaseResponse, LeasedExecution } from "./api.js";
 import { AckBuffer, MAX_ACKS_PER_CALL, type PendingAcks } from "./acks.js";
-import { backoffDelay, later, pause } from "./backoff.js";
+import { backoffDelay, later, pause, realClock, type SdkClock } from "./backoff.js";
 import { instanceId } from "./instance-id.js";
 import { DuetimeClient, type ClientOptions } from "./client.js";
 import { AttemptAbortedError, DuetimeApiError, coerceError, hasErrorCode, type AbortReason } from "./errors.js";
@@ -75,6 +75,8 @@ export interface WorkerOptions {
   /** SIGTERM and SIGINT call shutdown() (default true with url, false with api). A second signal is left to Node's default. */
   handleSignals?: boolean;
   onEvent?: (event: WorkerEvent) => void;
+  /** The clock of every wait and duration (default real time); duetime/testing passes its fake clock. */
+  clock?: SdkClock;
   /** Where "error" and "lease:lost" events are logged (default console when onEvent is not given; null for silence). */
   logger?: Pick<Console, "warn"> | null;
 }
@@ -96,6 +98,7 @@ const WORKER_OPTIONS = [
   "shutdownGraceMs",
   "handleSignals",
   "onEvent",
+  "clock",
   "logger",
 ] as const satisfies readonly (keyof WorkerOptions)[];
 
@@ -140,6 +143,7 @@ export class Worker {
   private readonly handleSignals: boolean;
   private readonly onEvent: ((event: WorkerEvent) => void) | undefined;
   private readonly logger: Pick<Console, "warn"> | null;
+  private readonly clock: SdkClock;
   private readonly acks: AckBuffer;
   private readonly running = new Map<string, Running>();
   private readonly changed = new Notifier();
@@ -167,6 +171,7 @@ export class Worker {
     this.handleSignals = options.handleSignals ?? options.url !== undefined;
     this.onEvent = options.onEvent;
     this.logger = options.logger !== undefined ? options.logger : options.onEvent ? null : console;
+    this.clock = options.clock ?? realClock;
     if (options.url !== undefined) {
       this.ownedClient = new DuetimeClient({ ...options.client, url: options.url, ...(options.token ? { token: options.token } : {}) });
       this.api = this.ownedClient;
@@ -178,6 +183,7 @@ export class Worker {
       sink: this.api,
       delayMs: this.ackDelayMs,
       maxBatch: this.maxAckBatch,
+      clock: this.clock,
       onAnswers: (sent, answers) => this.onAckAnswers("batch", sent, answers),
       onError: (error, _count, retryInMs) => this.emit({ type: "error", during: "ack", error, retryInMs }),
     });
@@ -249,7 +255,7 @@ export class Worker {
         break;
       }
       let response: LeaseResponse;
-      const sentAt = performance.now();
+      const sentAt = this.clock.now();
       // Acks ride on lease calls; only while a long poll hangs do they go on their own.
       const longPoll = this.buffer.length === 0 && this.waitSeconds > 0;
       if (longPoll) this.acks.release();
@@ -261,18 +267,18 @@ export class Worker {
         if (this.current !== "running") break;
         const retryInMs = this.loopDelay(failures++, error);
         this.emit({ type: "error", during: "lease", error, retryInMs });
-        await pause(retryInMs, this.stopping.signal);
+        await pause(retryInMs, this.stopping.signal, this.clock);
         continue;
       }
       this.acks.hold();
       failures = 0;
       if (acks.complete.length + acks.fail.length > 0) this.onAckAnswers("lease", acks, response.acks ?? []);
       // Items granted after shutdown began still run: they are leased to this worker.
-      const leasedAt = performance.now();
+      const leasedAt = this.clock.now();
       for (const job of response.items) this.buffer.push({ job, leasedAt });
       this.pump();
-      const elapsed = performance.now() - sentAt;
-      if (response.items.length === 0 && elapsed < MIN_EMPTY_POLL_MS) await pause(MIN_EMPTY_POLL_MS - elapsed, this.stopping.signal);
+      const elapsed = this.clock.now() - sentAt;
+      if (response.items.length === 0 && elapsed < MIN_EMPTY_POLL_MS) await pause(MIN_EMPTY_POLL_MS - elapsed, this.stopping.signal, this.clock);
     }
   }
 
@@ -310,7 +316,7 @@ export class Worker {
     const leaseMs = this.leaseSeconds * 1000;
     while (this.free() > 0 && this.buffer.length > 0) {
       const { job, leasedAt } = this.buffer.shift()!;
-      const waited = performance.now() - leasedAt;
+      const waited = this.clock.now() - leasedAt;
       if (waited > 0.8 * leaseMs) {
         this.emit({ type: "lease:lost", executionId: job.executionId, attempt: job.attempt, during: "prefetch" });
         continue;
@@ -322,14 +328,14 @@ export class Worker {
   // ---- one attempt
 
   private start(job: LeasedExecution, late = false): void {
-    const run: Running = { job, controller: new AbortController(), startedAt: performance.now() };
+    const run: Running = { job, controller: new AbortController(), startedAt: this.clock.now() };
     this.running.set(keyOf(job), run);
     this.emit({ type: "job:start", job });
     if (late) void this.heartbeatNow(run).catch(() => {});
     else this.scheduleHeartbeat(run);
     if (typeof job.timeoutSeconds === "number" && job.timeoutSeconds > 0 && Number.isFinite(job.timeoutSeconds)) {
       const ms = Math.min(job.timeoutSeconds * 1000, 2 ** 31 - 1);
-      run.cancelTimeout = later(() => this.abort(run, "timeout", `the attempt ran past its timeoutSeconds (${job.timeoutSeconds})`), ms);
+      run.cancelTimeout = later(() => this.abort(run, "timeout", `the attempt ran past its timeoutSeconds (${job.timeoutSeconds})`), ms, this.clock);
     }
     const ctx: HandlerContext = {
       signal: run.controller.signal,
@@ -349,7 +355,7 @@ export class Worker {
     run.cancelHeartbeat?.();
     run.cancelTimeout?.();
     const { job } = run;
-    const durationMs = performance.now() - run.startedAt;
+    const durationMs = this.clock.now() - run.startedAt;
     if (run.dropped) {
       this.emit({ type: "job:drop", job, reason: run.dropped, durationMs });
     } else {
@@ -380,7 +386,7 @@ export class Worker {
 
   private scheduleHeartbeat(run: Running): void {
     const ms = Math.max(1, Math.floor((this.leaseSeconds * 1000) / 3));
-    run.cancelHeartbeat = later(() => void this.heartbeatNow(run).catch(() => {}), ms);
+    run.cancelHeartbeat = later(() => void this.heartbeatNow(run).catch(() => {}), ms, this.clock);
   }
 
   private async heartbeatNow(run: Running): Promise<void> {
@@ -447,10 +453,14 @@ export class Worker {
     const cancel =
       timeoutMs === undefined
         ? undefined
-        : later(() => {
-            timedOut = true;
-            this.changed.notify();
-          }, timeoutMs);
+        : later(
+            () => {
+              timedOut = true;
+              this.changed.notify();
+            },
+            timeoutMs,
+            this.clock,
+          );
     try {
       while (!cond() && !timedOut) await this.changed.next();
     } finally {
