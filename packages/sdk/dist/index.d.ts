@@ -1,8 +1,0 @@
-export * from "./api.js";
-export { ERROR_CODES, type ErrorCode, type ErrorDetails } from "./error-codes.js";
-export { DuetimeClient, type ClientOptions, type CreateJobOptions, type UpdateJobOptions, type CallOptions, type RetryInfo } from "./client.js";
-export { Worker, type WorkerOptions, type Handler, type HandlerContext } from "./worker.js";
-export type { WorkerEvent, WorkerEventType, WorkerState } from "./events.js";
-export { AckBuffer, type AckBufferOptions, type AckSink, type PendingAcks } from "./acks.js";
-export { DuetimeApiError, NonRetryableError, ThrottledError, AttemptAbortedError, coerceError, hasErrorCode, type AbortReason, } from "./errors.js";
-export { verifySignature, type VerifyOptions } from "./signing.js";
