@@ -67,10 +67,14 @@ export function lagChart(title: string, subtitle: string, series: Series[]): str
     }
   }
   for (const share of [0, 0.25, 0.5, 0.75, 0.9, 0.99, 1]) {
-    out.push(`<line x1="${M.left}" y1="${y(share)}" x2="${W - M.right}" y2="${y(share)}" stroke="${share === 0.99 || share === 0.9 ? "#eee" : "#ddd"}"/>`);
+    out.push(
+      `<line x1="${M.left}" y1="${y(share)}" x2="${W - M.right}" y2="${y(share)}" stroke="${share === 0.99 || share === 0.9 ? "#eee" : "#ddd"}"/>`,
+    );
     if (share !== 0.99) out.push(`<text x="${M.left - 6}" y="${y(share) + 4}" text-anchor="end" fill="#333">${Math.round(share * 100)}%</text>`);
   }
-  out.push(`<text x="${(M.left + W - M.right) / 2}" y="${H - 12}" text-anchor="middle" fill="#333">start lag (handler start − due time), log scale; values under 1 ms drawn at 1 ms</text>`);
+  out.push(
+    `<text x="${(M.left + W - M.right) / 2}" y="${H - 12}" text-anchor="middle" fill="#333">start lag (handler start − due time), log scale; values under 1 ms drawn at 1 ms</text>`,
+  );
   out.push(`<text transform="translate(16 ${(M.top + H - M.bottom) / 2}) rotate(-90)" text-anchor="middle" fill="#333">jobs started</text>`);
   drawn.forEach((s, i) => {
     const color = COLORS[s.name] ?? SPARE[i % SPARE.length]!;
@@ -87,9 +91,7 @@ export function lagChart(title: string, subtitle: string, series: Series[]): str
     const lx = W - M.right + 16;
     out.push(`<line x1="${lx}" y1="${ly}" x2="${lx + 22}" y2="${ly}" stroke="${color}" stroke-width="3"/>`);
     out.push(`<text x="${lx + 28}" y="${ly + 4}" font-weight="600">${esc(s.name)}</text>`);
-    out.push(
-      `<text x="${lx + 28}" y="${ly + 20}" fill="#555">p50 ${fmtMs(s.p50 ?? pctOf(q, 0.5))} · p99 ${fmtMs(s.p99 ?? pctOf(q, 0.99))}</text>`,
-    );
+    out.push(`<text x="${lx + 28}" y="${ly + 20}" fill="#555">p50 ${fmtMs(s.p50 ?? pctOf(q, 0.5))} · p99 ${fmtMs(s.p99 ?? pctOf(q, 0.99))}</text>`);
   });
   series
     .filter((s) => s.quantiles.length <= 1)
@@ -97,5 +99,5 @@ export function lagChart(title: string, subtitle: string, series: Series[]): str
       out.push(`<text x="${W - M.right + 16}" y="${H - M.bottom - i * 16}" fill="#a00">${esc(s.name)}: no data</text>`);
     });
   out.push("</svg>");
-  return out.join("\n") + "\n";
+  return `${out.join("\n")}\n`;
 }

@@ -89,9 +89,14 @@ for (const tz of DST_ZONES) {
   for (const day of transitionDays(tz)) {
     for (const expr of DST_EXPRESSIONS) {
       const until = day + 2 * 86_400_000;
-      const rule = fireTimes(parseCron(expr), tz, day, 200).map((f) => f.at).filter((t) => t <= until);
+      const rule = fireTimes(parseCron(expr), tz, day, 200)
+        .map((f) => f.at)
+        .filter((t) => t <= until);
       cases++;
-      const libs: [keyof typeof disagree, Next][] = [["croner", cronerNext(expr, tz)], ["cron-parser", cronParserNext(expr, tz)]];
+      const libs: [keyof typeof disagree, Next][] = [
+        ["croner", cronerNext(expr, tz)],
+        ["cron-parser", cronParserNext(expr, tz)],
+      ];
       for (const [name, next] of libs) {
         let got: number[];
         try {

@@ -67,7 +67,19 @@ async function receiver(delayMs: number): Promise<{ url: string; arrivals: Arriv
 
 async function serve(store: string): Promise<{ child: ChildProcess; url: string }> {
   const nodeArgs = values["cpu-prof"] ? ["--cpu-prof", "--cpu-prof-dir", values["cpu-prof"]] : [];
-  const args = [...nodeArgs, join(ROOT, "bin/duetime.js"), "serve", "--port", "0", "--store", store, "--allow-target-hosts", "127.0.0.1", "--log-level", "warn"];
+  const args = [
+    ...nodeArgs,
+    join(ROOT, "bin/duetime.js"),
+    "serve",
+    "--port",
+    "0",
+    "--store",
+    store,
+    "--allow-target-hosts",
+    "127.0.0.1",
+    "--log-level",
+    "warn",
+  ];
   if (values["origin-concurrency"]) args.push("--http-origin-concurrency", values["origin-concurrency"]);
   if (values.concurrency) args.push("--http-concurrency", values.concurrency);
   const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "inherit"] });
@@ -123,7 +135,7 @@ async function main(): Promise<void> {
     const lastCall = Math.max(...rx.arrivals.map((a) => a.at));
     for (;;) {
       const stats = await client.stats();
-      const pool = stats.pools["$http"];
+      const pool = stats.pools.$http;
       if (!pool || pool.queued + pool.running + pool.pending === 0) break;
       if (Date.now() > deadline) throw new Error(`still unsettled after 300 s: ${JSON.stringify(pool)}`);
       await sleep(20);

@@ -32,10 +32,13 @@ export class StartTracker {
   all(deadline: number): Promise<boolean> {
     if (this.seen === this.total) return Promise.resolve(true);
     return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.waiter = null;
-        resolve(false);
-      }, Math.max(0, deadline - Date.now()));
+      const timer = setTimeout(
+        () => {
+          this.waiter = null;
+          resolve(false);
+        },
+        Math.max(0, deadline - Date.now()),
+      );
       this.waiter = () => {
         clearTimeout(timer);
         resolve(true);

@@ -202,13 +202,20 @@ function check(ok: boolean, what: string): void {
 async function insertUnnest(c: Client, prefix: string): Promise<Sample> {
   const sample = await timed(INSERT_BATCHES, async (b) => {
     const r = insertRows(prefix, b);
-    const rows = await c.query("insert_unnest", INSERT_UNNEST + " RETURNING id", [r.ids, r.jobIds, r.pools, r.due, r.priorities, r.payloads]);
+    const rows = await c.query("insert_unnest", `${INSERT_UNNEST} RETURNING id`, [r.ids, r.jobIds, r.pools, r.due, r.priorities, r.payloads]);
     check(rows.length === INSERT_BATCH, `${c.name} unnest inserted ${rows.length} of ${INSERT_BATCH}`);
     return rows.length;
   });
   // The same occurrences again under new ids: the unique key makes it a no-op.
   const again = insertRows(prefix, 0);
-  const dup = await c.query("insert_unnest", INSERT_UNNEST + " RETURNING id", [again.ids.map((id) => `${id}-again`), again.jobIds, again.pools, again.due, again.priorities, again.payloads]);
+  const dup = await c.query("insert_unnest", `${INSERT_UNNEST} RETURNING id`, [
+    again.ids.map((id) => `${id}-again`),
+    again.jobIds,
+    again.pools,
+    again.due,
+    again.priorities,
+    again.payloads,
+  ]);
   check(dup.length === 0, `${c.name} ON CONFLICT DO NOTHING inserted ${dup.length} duplicates`);
   return sample;
 }
@@ -217,7 +224,7 @@ async function insertValues(c: Client, prefix: string): Promise<Sample> {
   return timed(INSERT_BATCHES, async (b) => {
     const r = insertRows(prefix, b);
     const params = r.ids.flatMap((id, i) => [id, r.jobIds[i], r.pools[i], r.due[i], r.priorities[i], r.payloads[i]]);
-    const rows = await c.query("insert_values", INSERT_VALUES + " RETURNING id", params);
+    const rows = await c.query("insert_values", `${INSERT_VALUES} RETURNING id`, params);
     check(rows.length === INSERT_BATCH, `${c.name} VALUES inserted ${rows.length} of ${INSERT_BATCH}`);
     return rows.length;
   });
@@ -284,7 +291,8 @@ async function pingInFlight(c: Client): Promise<Sample> {
 /** A 4 KiB object sent as a jsonb parameter and parsed back. */
 const DOCUMENT = (() => {
   const doc: { id: string; tags: string[]; items: { sku: string; qty: number; note: string }[] } = { id: "order-1", tags: ["a", "b"], items: [] };
-  while (JSON.stringify(doc).length < 4096) doc.items.push({ sku: `sku-${doc.items.length}`, qty: doc.items.length, note: "café ✓ \"quoted\" \\ slash" });
+  while (JSON.stringify(doc).length < 4096)
+    doc.items.push({ sku: `sku-${doc.items.length}`, qty: doc.items.length, note: 'café ✓ "quoted" \\ slash' });
   return doc;
 })();
 
@@ -293,7 +301,10 @@ async function jsonRoundTrip(c: Client): Promise<Sample> {
   return timed(JSON_CALLS, async () => {
     const rows = await c.query("json_echo", JSON_ECHO, [c.json(DOCUMENT)]);
     const back = rows[0]?.payload;
-    check(typeof back === "object" && back !== null && (back as { items: unknown[] }).items.length === DOCUMENT.items.length, `${c.name} jsonb came back as ${typeof back}`);
+    check(
+      typeof back === "object" && back !== null && (back as { items: unknown[] }).items.length === DOCUMENT.items.length,
+      `${c.name} jsonb came back as ${typeof back}`,
+    );
     check(JSON.stringify(back).length === expected.length, `${c.name} jsonb changed in the round trip`);
     return 1;
   });
@@ -304,7 +315,11 @@ async function jsonRoundTrip(c: Client): Promise<Sample> {
 const DOCUMENT_KIB = (JSON.stringify(DOCUMENT).length / 1024).toFixed(1);
 const OPERATIONS = [
   { key: "insertUnnest", label: `insert ${INSERT_BATCH.toLocaleString("en-US")} executions, unnest arrays, ON CONFLICT DO NOTHING`, unit: "rows/s" },
-  { key: "insertValues", label: `insert ${INSERT_BATCH.toLocaleString("en-US")} executions, multi-row VALUES (${(INSERT_BATCH * INSERT_COLUMNS).toLocaleString("en-US")} parameters)`, unit: "rows/s" },
+  {
+    key: "insertValues",
+    label: `insert ${INSERT_BATCH.toLocaleString("en-US")} executions, multi-row VALUES (${(INSERT_BATCH * INSERT_COLUMNS).toLocaleString("en-US")} parameters)`,
+    unit: "rows/s",
+  },
   { key: "lease", label: `lease ${LEASE_BATCH} ready rows, FOR UPDATE SKIP LOCKED, ${LEASERS} connections at once`, unit: "rows/s" },
   { key: "complete", label: `complete ${LEASE_BATCH} by id array, compare-and-set on attempt and lease_until`, unit: "rows/s" },
   { key: "ping", label: "SELECT 1, one at a time (prepared)", unit: "calls/s" },
@@ -357,7 +372,9 @@ function table(results: Map<string, Round[]>): string[] {
   for (const op of OPERATIONS) {
     const [ra, rb] = [results.get(a)!, results.get(b)!];
     const [ta, tb] = [median(ra.map((r) => r[op.key].perSecond)), median(rb.map((r) => r[op.key].perSecond))];
-    rows.push(`| ${op.label} | ${latency(ra, op.key)} | ${num(ta)} ${op.unit} | ${latency(rb, op.key)} | ${num(tb)} ${op.unit} | ${(tb / ta).toFixed(2)}× |`);
+    rows.push(
+      `| ${op.label} | ${latency(ra, op.key)} | ${num(ta)} ${op.unit} | ${latency(rb, op.key)} | ${num(tb)} ${op.unit} | ${(tb / ta).toFixed(2)}× |`,
+    );
   }
   return rows;
 }

@@ -60,7 +60,9 @@ async function build(name: string, days: number, width: number): Promise<Built> 
   );
   await admin.query("VACUUM ANALYZE executions");
   const ranges = (await attachedRanges(admin)).length;
-  console.log(`${name}: ${total.toLocaleString("en")} ended rows over ${days} days in ${ranges} ranges + DEFAULT (${((performance.now() - t0) / 1000).toFixed(1)} s to insert)`);
+  console.log(
+    `${name}: ${total.toLocaleString("en")} ended rows over ${days} days in ${ranges} ranges + DEFAULT (${((performance.now() - t0) / 1000).toFixed(1)} s to insert)`,
+  );
   return { schema, admin, now };
 }
 
@@ -73,7 +75,11 @@ async function cost(b: Built, sql: string, values: unknown[]): Promise<string> {
       await client.query("BEGIN");
       const { rows } = await client.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${sql}`, values);
       await client.query("ROLLBACK");
-      const out = (rows[0] as { "QUERY PLAN": { Plan: Record<string, number>; "Planning Time": number; "Execution Time": number; Planning?: Record<string, number> }[] })["QUERY PLAN"][0]!;
+      const out = (
+        rows[0] as {
+          "QUERY PLAN": { Plan: Record<string, number>; "Planning Time": number; "Execution Time": number; Planning?: Record<string, number> }[];
+        }
+      )["QUERY PLAN"][0]!;
       runs.push({
         ms: out["Execution Time"],
         plan: out["Planning Time"],
@@ -118,17 +124,23 @@ async function year(): Promise<void> {
     const before = b.now - 30 * DAY;
     let t0 = performance.now();
     const first = await store.retentionPurge({ kind: "executions", before, limit: 500 });
-    console.log(`  retention at 30 days, first call: ${first.deleted.toLocaleString("en")} rows removed in ${(performance.now() - t0).toFixed(0)} ms`);
+    console.log(
+      `  retention at 30 days, first call: ${first.deleted.toLocaleString("en")} rows removed in ${(performance.now() - t0).toFixed(0)} ms`,
+    );
     t0 = performance.now();
     const second = await store.retentionPurge({ kind: "executions", before, limit: 500 });
-    console.log(`  second call (row deletes of the range that ends after the cut-off): ${second.deleted} rows in ${(performance.now() - t0).toFixed(0)} ms`);
+    console.log(
+      `  second call (row deletes of the range that ends after the cut-off): ${second.deleted} rows in ${(performance.now() - t0).toFixed(0)} ms`,
+    );
     await b.admin.query("VACUUM ANALYZE executions");
     console.log(`  ranges left: ${(await attachedRanges(b.admin)).length} + DEFAULT`);
     await hotPath(b, "after retention:");
     // A month later: the next ranges become due; what one drop costs.
     t0 = performance.now();
     const monthLater = await store.retentionPurge({ kind: "executions", before: b.now, limit: 500 });
-    console.log(`  a month later (cut-off now): ${monthLater.deleted.toLocaleString("en")} rows removed in ${(performance.now() - t0).toFixed(0)} ms`);
+    console.log(
+      `  a month later (cut-off now): ${monthLater.deleted.toLocaleString("en")} rows removed in ${(performance.now() - t0).toFixed(0)} ms`,
+    );
   } finally {
     await store.close();
     await b.admin.query(`DROP SCHEMA ${b.schema} CASCADE`);

@@ -38,7 +38,10 @@ const ROOT = new URL("../", import.meta.url).href;
 
 function short(url: string): string {
   if (!url) return "(native)";
-  return url.replace(ROOT, "").replace(/^file:\/\//, "").replace(/.*node_modules\//, "node_modules/");
+  return url
+    .replace(ROOT, "")
+    .replace(/^file:\/\//, "")
+    .replace(/.*node_modules\//, "node_modules/");
 }
 
 for (const file of positionals) {
@@ -90,7 +93,8 @@ for (const file of positionals) {
       const skip = new Set((values.skip ?? "tx,(anonymous)").split(","));
       const wrapper = (n: ProfileNode) => !n.callFrame.url.includes("/src/") || skip.has(n.callFrame.functionName || "(anonymous)");
       while (up !== undefined && wrapper(byId.get(up)!)) up = parent.get(up);
-      const key = up === undefined ? "(no caller in src/)" : `${byId.get(up)!.callFrame.functionName || "(anonymous)"}  ${short(byId.get(up)!.callFrame.url)}`;
+      const key =
+        up === undefined ? "(no caller in src/)" : `${byId.get(up)!.callFrame.functionName || "(anonymous)"}  ${short(byId.get(up)!.callFrame.url)}`;
       callers.set(key, (callers.get(key) ?? 0) + ms);
     }
   }

@@ -127,7 +127,12 @@ switch (command) {
     break;
   case "all":
     if (values.jobs !== undefined) usage("--jobs is per scenario; run the scenarios one by one to change sizes");
-    scenarios = [...herds([20_000, 100_000], 3), ...steadies(list(values.rate, [500, 2_000]), 1), ...immediates([50_000], 3), ...idles([1_000_000], 1)];
+    scenarios = [
+      ...herds([20_000, 100_000], 3),
+      ...steadies(list(values.rate, [500, 2_000]), 1),
+      ...immediates([50_000], 3),
+      ...idles([1_000_000], 1),
+    ];
     break;
   case "smoke":
     scenarios = [...herds([300], 1), ...steadies([100], 1), ...immediates([300], 1), ...idles([2_000], 1)];
@@ -164,7 +169,8 @@ async function runOnce(scenario: Scenario, name: string, run: number, runs: numb
   if (quietWaitMs >= 1000) {
     progress.set("waiting for the machine to be quiet");
     const q = await waitForQuiet(quietWaitMs);
-    if (q.waitedMs > 1_500) process.stderr.write(`(waited ${Math.round(q.waitedMs / 1000)} s for quiet; last second ${Math.round(q.busyPct)}% busy)\n`);
+    if (q.waitedMs > 1_500)
+      process.stderr.write(`(waited ${Math.round(q.waitedMs / 1000)} s for quiet; last second ${Math.round(q.busyPct)}% busy)\n`);
   }
   progress.set("setting up");
   // A run that hangs (a service that stopped answering) must not hang CI.
@@ -272,7 +278,10 @@ function scenarioReport(scenario: Scenario, outcomes: Outcome[]): { markdown: st
     const runs = mine.length;
     const vals = (key: string) => ok.map((o) => o.output.metrics[key] ?? NaN);
     lines.push(
-      `| ${name}${kept.has(name) ? " †" : ""} | ${cols.map((c) => (ok.length ? cell(c, vals(c.key)) : "failed")).join(" | ")} | ${cell({ unit: "percent" }, ok.map((o) => o.noise))} | ${ok.length}/${runs}${failed ? ` (${failed} failed)` : ""} |`,
+      `| ${name}${kept.has(name) ? " †" : ""} | ${cols.map((c) => (ok.length ? cell(c, vals(c.key)) : "failed")).join(" | ")} | ${cell(
+        { unit: "percent" },
+        ok.map((o) => o.noise),
+      )} | ${ok.length}/${runs}${failed ? ` (${failed} failed)` : ""} |`,
     );
     // The chart shows the run with the median p99 (the tail is what differs most).
     const withLags = ok.filter((o) => o.output.lagQuantiles?.length).sort((a, b) => (a.output.metrics.p99 ?? 0) - (b.output.metrics.p99 ?? 0));
@@ -292,7 +301,7 @@ function scenarioReport(scenario: Scenario, outcomes: Outcome[]): { markdown: st
   const svg = scenario.chart
     ? lagChart(scenario.title, `start-lag distribution per contender (median run by p99); concurrency ${concurrency}; ${cpus().length} cores`, series)
     : null;
-  return { markdown: lines.join("\n") + "\n", svg };
+  return { markdown: `${lines.join("\n")}\n`, svg };
 }
 
 const outDir = values.out ?? new URL("./results/", import.meta.url).pathname;
@@ -330,12 +339,17 @@ for (const scenario of scenarios) {
   if (!smoke) {
     mkdirSync(outDir, { recursive: true });
     writeFileSync(join(outDir, `${scenario.id}.md`), doc);
-    writeFileSync(jsonFile, JSON.stringify({ scenario: scenario.id, outcomes }, (_, v) => (v === Infinity ? "Infinity" : v), 1) + "\n");
+    writeFileSync(jsonFile, `${JSON.stringify({ scenario: scenario.id, outcomes }, (_, v) => (v === Infinity ? "Infinity" : v), 1)}\n`);
     if (svg) writeFileSync(join(outDir, `${scenario.id}.svg`), svg);
     console.error(`written: ${join(outDir, `${scenario.id}.md`)}${svg ? ` and .svg` : ""}`);
   }
 }
-const settingsBlock = ["Settings:", ...Object.keys(CONTENDERS).filter((n) => settings.has(n)).map((n) => `- ${n} (${versions.get(n) ?? "?"}): ${settings.get(n) ?? "(setup failed)"}`)].join("\n");
+const settingsBlock = [
+  "Settings:",
+  ...Object.keys(CONTENDERS)
+    .filter((n) => settings.has(n))
+    .map((n) => `- ${n} (${versions.get(n) ?? "?"}): ${settings.get(n) ?? "(setup failed)"}`),
+].join("\n");
 const all = [`# duetime benchmarks: ${command}`, "", ...header(), "", ...sections, settingsBlock, ""].join("\n");
 if (!smoke && scenarios.length > 1) {
   writeFileSync(join(outDir, `${command}.md`), all);

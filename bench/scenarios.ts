@@ -5,7 +5,7 @@
 // runs the same total concurrency.
 
 import type { BenchJob, Contender } from "./contender.js";
-import { pct, Progress, quantiles, sleep, StartTracker } from "./measure.js";
+import { pct, type Progress, quantiles, sleep, StartTracker } from "./measure.js";
 import { cpuMs, cpuSampler, rssBytes } from "./procstat.js";
 
 /** Jobs per enqueue call: the largest batch every contender accepts (duetime's HTTP batch limit). */
@@ -43,13 +43,7 @@ export interface Scenario {
 
 const n = (x: number) => x.toLocaleString("en-US");
 
-async function enqueueAll(
-  contender: Contender,
-  total: number,
-  dueAt: (seq: number) => number,
-  progress: Progress,
-  what: string,
-): Promise<number> {
+async function enqueueAll(contender: Contender, total: number, dueAt: (seq: number) => number, progress: Progress, what: string): Promise<number> {
   const t0 = performance.now();
   for (let i = 0; i < total; i += BATCH) {
     const batch: BenchJob[] = [];
@@ -205,7 +199,13 @@ export function herd(o: HerdOptions): Scenario {
       const acked = all && !early ? await awaitAcked(contender, Date.now() + 60_000) : NaN;
       const cost = await service(Number.isNaN(acked) ? undefined : o.jobs);
       return {
-        metrics: { createRate: (o.jobs / createMs) * 1000, drainMs, jobsPerSec: (o.jobs / Math.max(1, drainMs)) * 1000, ...lagMetrics(lags), ...cost },
+        metrics: {
+          createRate: (o.jobs / createMs) * 1000,
+          drainMs,
+          jobsPerSec: (o.jobs / Math.max(1, drainMs)) * 1000,
+          ...lagMetrics(lags),
+          ...cost,
+        },
         lagQuantiles: quantiles(lags),
         failure: !all
           ? `only ${n(tracker.seen)}/${n(o.jobs)} started within ${o.timeoutMs / 1000} s of the due time`

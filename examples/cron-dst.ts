@@ -17,7 +17,10 @@ try {
   for (const from of ["2027-03-26T00:00:00Z", "2027-10-29T00:00:00Z"]) {
     const preview = await duetime.client.previewSchedule({ cron: "30 1 * * *", tz: "Europe/London", from, count: 4 });
     preview.times.forEach((utc, i) => {
-      const note = { gap: "  (gap: 01:30 does not exist that night; by default it runs when the gap ends)", overlap: "  (overlap: 01:30 happens twice that night)" };
+      const note = {
+        gap: "  (gap: 01:30 does not exist that night; by default it runs when the gap ends)",
+        overlap: "  (overlap: 01:30 happens twice that night)",
+      };
       const dst = preview.dst?.[i];
       console.log(`${preview.local?.[i]} London = ${utc}${dst ? note[dst] : ""}`);
     });

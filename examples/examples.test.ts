@@ -26,7 +26,10 @@ interface Running {
 }
 
 function runExample(file: string, env: Record<string, string> = {}): Running {
-  const child = spawn(process.execPath, ["--import", "tsx", `${EXAMPLES}${file}`], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(process.execPath, ["--import", "tsx", `${EXAMPLES}${file}`], {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   let out = "";
   child.stdout!.on("data", (chunk: Buffer) => (out += chunk.toString()));
   const exited = once(child, "exit").then(([code]) => code as number | null);
@@ -45,9 +48,18 @@ describe("examples", () => {
     const receiver = runExample("webhook-receiver.ts", { DUETIME_SIGNING_SECRET: secret, PORT: "0" });
     try {
       const base = (await waitFor(() => /listening on (\S+)/.exec(receiver.out())?.[1], "the receiver listens"))!;
-      const forged = await fetch(`${base}/hooks/reminder`, { method: "POST", body: "{}", headers: { "duetime-timestamp": String(Math.floor(Date.now() / 1000)), "duetime-signature": "v1=00" } });
+      const forged = await fetch(`${base}/hooks/reminder`, {
+        method: "POST",
+        body: "{}",
+        headers: { "duetime-timestamp": String(Math.floor(Date.now() / 1000)), "duetime-signature": "v1=00" },
+      });
       assert.equal(forged.status, 401);
-      const job = await server.client.createJob({ name: "reminder", target: { type: "http", url: `${base}/hooks/reminder` }, payload: { user: 42 }, schedule: { delaySeconds: 0 } });
+      const job = await server.client.createJob({
+        name: "reminder",
+        target: { type: "http", url: `${base}/hooks/reminder` },
+        payload: { user: 42 },
+        schedule: { delaySeconds: 0 },
+      });
       await waitFor(() => receiver.out().includes(`attempt 1: {"user":42}`), "the receiver accepted the signed call");
       const done = await waitFor(async () => {
         const j = await server.client.getJob(job.jobId);
@@ -71,8 +83,16 @@ describe("examples", () => {
       );
       await waitFor(() => jobs.every((j) => worker.out().includes(`sent ${j.jobId}`)) || null, "both jobs were sent");
       // A third job is mid-send (300 ms) when SIGTERM arrives: the worker finishes it before it exits.
-      const last = await server.client.createJob({ name: "email", target: { type: "queue", pool: "emails" }, payload: { to: "alan@example.test" }, schedule: { delaySeconds: 0 } });
-      await waitFor(async () => ((await server.client.listExecutions(last.jobId)).items.some((e) => e.state === "RUNNING")) || null, "the third job is running");
+      const last = await server.client.createJob({
+        name: "email",
+        target: { type: "queue", pool: "emails" },
+        payload: { to: "alan@example.test" },
+        schedule: { delaySeconds: 0 },
+      });
+      await waitFor(
+        async () => (await server.client.listExecutions(last.jobId)).items.some((e) => e.state === "RUNNING") || null,
+        "the third job is running",
+      );
       assert.equal(await stop(worker), 0);
       assert.match(worker.out(), new RegExp(`sent ${last.jobId}`));
       assert.match(worker.out(), /worker stopped cleanly/);
@@ -91,7 +111,10 @@ describe("examples", () => {
       const signup = await fetch(`${base}/signup`, { method: "POST", body: JSON.stringify({ email: "ada@example.test" }) });
       assert.equal(signup.status, 201);
       const again = await fetch(`${base}/signup`, { method: "POST", body: JSON.stringify({ email: "ada@example.test" }) });
-      assert.deepEqual(((await again.json()) as { reminderJobId: string }).reminderJobId, ((await signup.json()) as { reminderJobId: string }).reminderJobId);
+      assert.deepEqual(
+        ((await again.json()) as { reminderJobId: string }).reminderJobId,
+        ((await signup.json()) as { reminderJobId: string }).reminderJobId,
+      );
       await waitFor(() => app.out().includes("reminder sent to ada@example.test"), "the reminder was sent");
       assert.equal(await stop(app), 0);
       assert.match(app.out(), /stopped cleanly/);

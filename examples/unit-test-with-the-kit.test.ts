@@ -52,7 +52,12 @@ test("an invoice to a bad address is dead-lettered at once, without retries", as
   let sent = 0;
   env.worker({ pool: "invoices", handler: invoiceHandler(async () => void sent++) });
   try {
-    await env.client.createJob({ name: "invoice", target: { type: "queue", pool: "invoices" }, payload: { to: "nobody" }, schedule: { delaySeconds: 0 } });
+    await env.client.createJob({
+      name: "invoice",
+      target: { type: "queue", pool: "invoices" },
+      payload: { to: "nobody" },
+      schedule: { delaySeconds: 0 },
+    });
     await env.advance(60_000);
     const [dead] = (await env.client.listDeadLetters()).items;
     assert.equal(dead?.attempts, 1);

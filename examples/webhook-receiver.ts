@@ -28,7 +28,9 @@ const server = createServer((req, res) => {
     }
     // The body is the job's payload; the occurrence and the attempt come as headers.
     const payload: unknown = body.length > 0 ? JSON.parse(body.toString("utf8")) : null;
-    console.log(`received ${String(req.headers["duetime-execution-id"])} attempt ${String(req.headers["duetime-attempt"])}: ${JSON.stringify(payload)}`);
+    console.log(
+      `received ${String(req.headers["duetime-execution-id"])} attempt ${String(req.headers["duetime-attempt"])}: ${JSON.stringify(payload)}`,
+    );
     // A 2xx answer completes the attempt; a 5xx or a timeout retries it with backoff.
     // Doing the work twice must be harmless: Idempotency-Key is the same on every attempt.
     res.writeHead(204).end();

@@ -19,7 +19,14 @@ async function send(email: Email, signal: AbortSignal): Promise<void> {
   void email;
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(resolve, Number(process.env.SEND_MS ?? 50));
-    signal.addEventListener("abort", () => (clearTimeout(timer), reject(signal.reason as Error)), { once: true });
+    signal.addEventListener(
+      "abort",
+      () => {
+        clearTimeout(timer);
+        reject(signal.reason as Error);
+      },
+      { once: true },
+    );
   });
 }
 

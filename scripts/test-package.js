@@ -38,7 +38,11 @@ function fail(what, detail) {
 function coldImportMs(specifier, cwd) {
   const times = [];
   for (let i = 0; i < 10; i++) {
-    const r = spawnSync("node", ["--input-type=module", "-e", `const t = performance.now(); await import(${JSON.stringify(specifier)}); console.log(performance.now() - t);`], { cwd, encoding: "utf8" });
+    const r = spawnSync(
+      "node",
+      ["--input-type=module", "-e", `const t = performance.now(); await import(${JSON.stringify(specifier)}); console.log(performance.now() - t);`],
+      { cwd, encoding: "utf8" },
+    );
     if (r.status !== 0) fail(`import ${specifier}`, r.stderr);
     times.push(Number(r.stdout.trim()));
   }
@@ -139,7 +143,9 @@ try {
   const packed = pack("npm pack duetime", []);
   for (const p of [sdkPacked, packed]) {
     console.log(`# tarball ${p.filename}: ${p.entryCount} files, ${p.size} bytes packed, ${p.unpackedSize} bytes unpacked`);
-    const leaked = p.files.map((f) => f.path).filter((path) => /(^|\/)(test|testing|bench|scripts|\.ci|src|packages)\/|\.test\.|\.tsbuildinfo$/.test(path));
+    const leaked = p.files
+      .map((f) => f.path)
+      .filter((path) => /(^|\/)(test|testing|bench|scripts|\.ci|src|packages)\/|\.test\.|\.tsbuildinfo$/.test(path));
     if (leaked.length) fail(`${p.name}'s tarball holds no tests, bench, scripts or sources`, leaked.join("\n"));
     ok(`${p.name}'s tarball holds no tests, bench, scripts or sources`);
   }
@@ -148,7 +154,10 @@ try {
   const app = join(work, "app");
   spawnSync("mkdir", ["-p", app]);
   // What a consumer writes: the SQLite driver's build approved (README, "Use it from your project").
-  writeFileSync(join(app, "package.json"), JSON.stringify({ name: "consumer", private: true, type: "module", allowScripts: { "better-sqlite3": true } }, null, 2));
+  writeFileSync(
+    join(app, "package.json"),
+    JSON.stringify({ name: "consumer", private: true, type: "module", allowScripts: { "better-sqlite3": true } }, null, 2),
+  );
   const t0 = Date.now();
   sh("the tarballs install with --engine-strict on this Node", "npm", ["install", "--engine-strict", "--prefer-offline", ...tarballs], app);
   console.log(`# install took ${((Date.now() - t0) / 1000).toFixed(1)} s`);
@@ -159,8 +168,15 @@ try {
   ok(`duetime ${installed.version} installed without tsx or TypeScript`);
 
   writeFileSync(join(app, "consumer.mjs"), CONSUMER_JS);
-  sh("plain Node: duetime/sdk imports, an embedded engine runs a job through a worker, duetime/testing runs one on fake time", "node", ["consumer.mjs"], app);
-  console.log(`# cold import("duetime/sdk"): ${coldImportMs("duetime/sdk", app)} ms, import("duetime"): ${coldImportMs("duetime", app)} ms (median of 10)`);
+  sh(
+    "plain Node: duetime/sdk imports, an embedded engine runs a job through a worker, duetime/testing runs one on fake time",
+    "node",
+    ["consumer.mjs"],
+    app,
+  );
+  console.log(
+    `# cold import("duetime/sdk"): ${coldImportMs("duetime/sdk", app)} ms, import("duetime"): ${coldImportMs("duetime", app)} ms (median of 10)`,
+  );
   const help = sh("the installed `duetime --help` exits 0", join(app, "node_modules/.bin/duetime"), ["--help"], app);
   if (!/serve/.test(help)) fail("`duetime --help` lists the serve command", help);
   ok("`duetime --help` lists the serve command");
@@ -171,7 +187,8 @@ try {
   writeFileSync(join(app, "tsconfig.wrong.json"), JSON.stringify({ ...TSCONFIG, files: ["wrong.ts"] }, null, 2));
   writeFileSync(join(app, "wrong.ts"), WRONG_TS);
   const wrong = sh("a wrong call does not compile", "node", [TSC, "-p", "tsconfig.wrong.json"], app, true);
-  if (!/wrong\.ts\(4,[0-9]+\): error TS2322: Type 'number' is not assignable to type 'string'/.test(wrong)) fail("the compile error is the wrong pool", wrong);
+  if (!/wrong\.ts\(4,[0-9]+\): error TS2322: Type 'number' is not assignable to type 'string'/.test(wrong))
+    fail("the compile error is the wrong pool", wrong);
   ok("the compile error is the wrong pool");
 
   const light = join(work, "worker-only");
@@ -181,10 +198,14 @@ try {
   sh("@duetime/sdk alone installs with --engine-strict", "npm", ["install", "--engine-strict", "--prefer-offline", tarballs[0]], light);
   console.log(`# SDK install took ${((Date.now() - t1) / 1000).toFixed(1)} s`);
   const tree = sh("npm ls --all --parseable", "npm", ["ls", "--all", "--parseable"], light);
-  const heavy = tree.split("\n").filter((p) => /node_modules\/(better-sqlite3|pg|fastify|pino|prom-client|node-gyp|prebuild-install|bindings)$/.test(p));
+  const heavy = tree
+    .split("\n")
+    .filter((p) => /node_modules\/(better-sqlite3|pg|fastify|pino|prom-client|node-gyp|prebuild-install|bindings)$/.test(p));
   if (heavy.length) fail("the SDK pulls no native module and no server framework", heavy.join("\n"));
   ok(`the SDK pulls no native module and no server framework (${tree.trim().split("\n").length - 1} packages)`);
-  writeFileSync(join(light, "worker.mjs"), `
+  writeFileSync(
+    join(light, "worker.mjs"),
+    `
 import assert from "node:assert/strict";
 import { DuetimeClient, Worker, verifySignature } from "@duetime/sdk";
 const client = new DuetimeClient({ url: "http://127.0.0.1:9" });
@@ -193,7 +214,8 @@ assert.equal(typeof verifySignature, "function");
 await worker.shutdown();
 await client.close();
 console.log("imported");
-`);
+`,
+  );
   sh("plain Node: @duetime/sdk's client and worker import and construct", "node", ["worker.mjs"], light);
   console.log(`# cold import("@duetime/sdk"), installed alone: ${coldImportMs("@duetime/sdk", light)} ms (median of 10)`);
 } catch (error) {

@@ -70,9 +70,15 @@ function postgresListening() {
   return new Promise((resolve) => {
     const socket = connect({ host: url.hostname, port: Number(url.port || 5432) });
     socket.setTimeout(3000);
-    socket.once("connect", () => (socket.destroy(), resolve(true)));
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
     socket.once("error", () => resolve(false));
-    socket.once("timeout", () => (socket.destroy(), resolve(false)));
+    socket.once("timeout", () => {
+      socket.destroy();
+      resolve(false);
+    });
   });
 }
 
@@ -99,7 +105,9 @@ const endToEnd = find("test", false)
   .sort();
 if (!(await postgresListening()) && process.env.CI !== "true") {
   const bar = "!".repeat(78);
-  process.stderr.write(`\n${bar}\n!! SKIPPED: the end-to-end tests on PostgreSQL (nothing listens at DUETIME_TEST_PG_URL or 127.0.0.1:5432).\n!! Start PostgreSQL to run them; with CI=true they fail instead.\n${bar}\n\n`);
+  process.stderr.write(
+    `\n${bar}\n!! SKIPPED: the end-to-end tests on PostgreSQL (nothing listens at DUETIME_TEST_PG_URL or 127.0.0.1:5432).\n!! Start PostgreSQL to run them; with CI=true they fail instead.\n${bar}\n\n`,
+  );
   printTotals();
   process.exit(first);
 }

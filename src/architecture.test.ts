@@ -54,6 +54,11 @@ test("imports point down the layers", () => {
 });
 
 test("the layer table covers every folder of src/", () => {
-  const folders = readdirSync(SRC, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
-  assert.deepEqual(folders.filter((f) => !(f in ALLOWED)), []);
+  const folders = readdirSync(SRC, { withFileTypes: true })
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name);
+  assert.deepEqual(
+    folders.filter((f) => !(f in ALLOWED)),
+    [],
+  );
 });

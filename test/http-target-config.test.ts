@@ -34,12 +34,18 @@ test("the --http-* flags become the engine's HTTP-target settings; none given, n
   assert.equal(parseServe([], {}).options.httpTarget, undefined);
   const { options } = parseServe(
     [
-      "--http-concurrency", "512",
-      "--http-origin-concurrency", "16",
-      "--http-origin-rate", "50",
-      "--http-origin-limits", "https://fragile.example=2/0.5,http://10.0.0.5:8080=128",
-      "--http-breaker-failures", "3",
-      "--http-breaker-open-seconds", "10",
+      "--http-concurrency",
+      "512",
+      "--http-origin-concurrency",
+      "16",
+      "--http-origin-rate",
+      "50",
+      "--http-origin-limits",
+      "https://fragile.example=2/0.5,http://10.0.0.5:8080=128",
+      "--http-breaker-failures",
+      "3",
+      "--http-breaker-open-seconds",
+      "10",
     ],
     {},
   );

@@ -46,10 +46,12 @@ async function receiver(handler: Handler) {
   };
 }
 
-const answer = (status: number, headers: Record<string, string> = {}): Handler => (_req, res) => {
-  res.writeHead(status, headers);
-  res.end("ok");
-};
+const answer =
+  (status: number, headers: Record<string, string> = {}): Handler =>
+  (_req, res) => {
+    res.writeHead(status, headers);
+    res.end("ok");
+  };
 
 async function getJson<T>(t: TestServer, path: string): Promise<T> {
   const res = await fetch(`${t.url}${path}`);
@@ -119,7 +121,9 @@ test("each tenant signs with its own secret; a tenant without one sends no signa
   const clients = ["k-default", "k-acme", "k-globex"].map((token) => new DuetimeClient({ url: t.url, token, retries: 0 }));
   try {
     const jobs = await Promise.all(
-      clients.map((c, i) => c.createJob({ name: `t${i}`, target: { type: "http", url: `${rx.url}?t=${i}` }, payload: { i }, schedule: { delaySeconds: 0 } })),
+      clients.map((c, i) =>
+        c.createJob({ name: `t${i}`, target: { type: "http", url: `${rx.url}?t=${i}` }, payload: { i }, schedule: { delaySeconds: 0 } }),
+      ),
     );
     await waitFor(() => rx.hits.length === 3, "three calls");
     const by = (i: number) => rx.hits.find((h) => h.path.endsWith(`t=${i}`))!;
@@ -151,11 +155,20 @@ test("a slow receiver: the call is aborted at timeoutSeconds, the attempt is TIM
       retry: { maxAttempts: 3, backoffSeconds: 0.1, maxBackoffSeconds: 1 },
     });
     await waitFor(state(t, job.jobId, "COMPLETED"), "completed after a timeout", 30_000);
-    assert.deepEqual(rx.hits.map((h) => h.headers["duetime-attempt"]), ["1", "2"]);
+    assert.deepEqual(
+      rx.hits.map((h) => h.headers["duetime-attempt"]),
+      ["1", "2"],
+    );
     assert.equal(rx.hits[0]!.headers["idempotency-key"], rx.hits[1]!.headers["idempotency-key"]);
     assert.ok(rx.hits[1]!.at - rx.hits[0]!.at >= 1000, "the retry came after the timeout");
     const history = (await t.client.listExecutions(job.jobId)).items;
-    assert.deepEqual(history.map((i) => [i.attempt, i.state]), [[2, "SUCCEEDED"], [1, "TIMED_OUT"]]);
+    assert.deepEqual(
+      history.map((i) => [i.attempt, i.state]),
+      [
+        [2, "SUCCEEDED"],
+        [1, "TIMED_OUT"],
+      ],
+    );
     assert.match(history[1]!.error?.message ?? "", /ran past timeoutSeconds \(1 s\); aborted/);
   } finally {
     await t.close();
@@ -203,10 +216,16 @@ test("5xx is retried with the same Idempotency-Key and the next attempt; success
       retry: { maxAttempts: 5, backoffSeconds: 0.1, maxBackoffSeconds: 1 },
     });
     await waitFor(state(t, job.jobId, "COMPLETED"), "completed");
-    assert.deepEqual(rx.hits.map((r) => r.headers["duetime-attempt"]), ["1", "2", "3"]);
+    assert.deepEqual(
+      rx.hits.map((r) => r.headers["duetime-attempt"]),
+      ["1", "2", "3"],
+    );
     assert.equal(new Set(rx.hits.map((r) => r.headers["idempotency-key"])).size, 1);
     const history = (await t.client.listExecutions(job.jobId)).items;
-    assert.deepEqual(history.map((i) => i.state), ["SUCCEEDED", "FAILED", "FAILED"]);
+    assert.deepEqual(
+      history.map((i) => i.state),
+      ["SUCCEEDED", "FAILED", "FAILED"],
+    );
     assert.equal(history[1]!.error?.status, 500);
     assert.equal(history[1]!.error?.body, "database on fire");
     assert.equal(typeof history[1]!.error?.durationMs, "number");
@@ -220,7 +239,12 @@ test("410 is dead at once", async () => {
   const rx = await receiver(answer(410));
   const t = await startTestServer(ALLOW);
   try {
-    const job = await t.client.createJob({ name: "gone", target: { type: "http", url: rx.url }, schedule: { delaySeconds: 0 }, retry: { maxAttempts: 5 } });
+    const job = await t.client.createJob({
+      name: "gone",
+      target: { type: "http", url: rx.url },
+      schedule: { delaySeconds: 0 },
+      retry: { maxAttempts: 5 },
+    });
     await waitFor(state(t, job.jobId, "DEAD"), "dead");
     assert.equal(rx.hits.length, 1);
     const dead = (await t.client.listDeadLetters()).items[0]!;
@@ -247,7 +271,10 @@ test("connection refused is transient: retried until the attempts run out", asyn
     });
     await waitFor(state(t, job.jobId, "DEAD"), "dead after three attempts");
     const history = (await t.client.listExecutions(job.jobId)).items;
-    assert.deepEqual(history.map((i) => i.attempt), [3, 2, 1]);
+    assert.deepEqual(
+      history.map((i) => i.attempt),
+      [3, 2, 1],
+    );
     for (const item of history) {
       assert.equal(item.error?.class, "transient");
       assert.equal(item.error?.code, "ECONNREFUSED");
@@ -280,7 +307,13 @@ test("a flapping origin opens its breaker: its calls are released without spendi
     // Jobs due while the origin is open, with one attempt each: spending an attempt would kill them.
     const bs = await Promise.all(
       [1, 2, 3, 4, 5].map((i) =>
-        t.client.createJob({ name: `b${i}`, target: { type: "http", url: `${rx.base}/b` }, payload: { i }, schedule: { delaySeconds: 0 }, retry: { maxAttempts: 1 } }),
+        t.client.createJob({
+          name: `b${i}`,
+          target: { type: "http", url: `${rx.base}/b` },
+          payload: { i },
+          schedule: { delaySeconds: 0 },
+          retry: { maxAttempts: 1 },
+        }),
       ),
     );
     // Released each time they are leased while the breaker is open, ready again when it half-opens: round after round.
@@ -296,7 +329,11 @@ test("a flapping origin opens its breaker: its calls are released without spendi
     for (const b of bs) {
       assert.notEqual((await t.client.getJob(b.jobId)).state, "DEAD", b.name);
       const items = (await t.client.listExecutions(b.jobId)).items;
-      assert.deepEqual(items.filter((i) => i.state !== "RUNNING"), [], `${b.name}: a released lease leaves no attempt behind`);
+      assert.deepEqual(
+        items.filter((i) => i.state !== "RUNNING"),
+        [],
+        `${b.name}: a released lease leaves no attempt behind`,
+      );
     }
 
     down = false;
@@ -306,7 +343,11 @@ test("a flapping origin opens its breaker: its calls are released without spendi
     assert.equal(sent.length, 5, "each released call sent once");
     for (const b of bs) {
       const items = (await t.client.listExecutions(b.jobId)).items;
-      assert.deepEqual(items.map((i) => i.state), ["SUCCEEDED"], `${b.name}: one attempt, not one per pause`);
+      assert.deepEqual(
+        items.map((i) => i.state),
+        ["SUCCEEDED"],
+        `${b.name}: one attempt, not one per pause`,
+      );
       const hit = sent.find((h) => h.headers["duetime-execution-id"] === items[0]!.executionId)!;
       assert.equal(hit.headers["duetime-attempt"], String(items[0]!.attempt), "the call carries the attempt that holds the lease");
     }
@@ -320,7 +361,9 @@ test("a flapping origin opens its breaker: its calls are released without spendi
   }
 });
 
-test("an outage longer than the open time keeps releasing, never spending attempts; a stop releases the calls waiting for a probe, and after a restart they are sent", { timeout: 60_000 }, async () => {
+test("an outage longer than the open time keeps releasing, never spending attempts; a stop releases the calls waiting for a probe, and after a restart they are sent", {
+  timeout: 60_000,
+}, async () => {
   let down = true;
   const rx = await receiver((_req, res) => {
     // Down, the origin answers 500 after a second: the calls behind a probe wait for its verdict in memory.
@@ -330,10 +373,18 @@ test("an outage longer than the open time keeps releasing, never spending attemp
   const dir = mkdtempSync(join(tmpdir(), "duetime-http-outage-"));
   const store = testStore(dir);
   const open = () =>
-    startServer({ host: "127.0.0.1", port: 0, ...serverStore(store), logLevel: "silent", ...ALLOW, httpTarget: { breaker: { failureThreshold: 1, openSeconds: 1, maxOpenSeconds: 1 } } });
+    startServer({
+      host: "127.0.0.1",
+      port: 0,
+      ...serverStore(store),
+      logLevel: "silent",
+      ...ALLOW,
+      httpTarget: { breaker: { failureThreshold: 1, openSeconds: 1, maxOpenSeconds: 1 } },
+    });
   let server = await open();
   let client = new DuetimeClient({ url: server.url, retries: 0 });
-  const target = async () => (await getJson<{ items: Target[] }>({ url: server.url } as TestServer, "/v1/targets")).items.find((i) => i.origin === rx.base);
+  const target = async () =>
+    (await getJson<{ items: Target[] }>({ url: server.url } as TestServer, "/v1/targets")).items.find((i) => i.origin === rx.base);
   try {
     const a = await client.createJob({
       name: "probe",
@@ -346,14 +397,24 @@ test("an outage longer than the open time keeps releasing, never spending attemp
     await waitFor(async () => (await target())?.breaker === "open", "breaker open");
     const bs = await Promise.all(
       [1, 2, 3, 4, 5].map((i) =>
-        client.createJob({ name: `b${i}`, target: { type: "http", url: `${rx.base}/b` }, payload: { i }, schedule: { delaySeconds: 0 }, retry: { maxAttempts: 1 } }),
+        client.createJob({
+          name: `b${i}`,
+          target: { type: "http", url: `${rx.base}/b` },
+          payload: { i },
+          schedule: { delaySeconds: 0 },
+          retry: { maxAttempts: 1 },
+        }),
       ),
     );
     await waitFor(async () => ((await target())?.opened ?? 0) >= 3, "three open periods of 1 s", 30_000);
     assert.equal(rx.hits.filter((h) => h.path === "/b").length, 0);
     for (const b of bs) {
       const items = (await client.listExecutions(b.jobId)).items;
-      assert.deepEqual(items.filter((i) => i.state !== "RUNNING"), [], `${b.name}: no attempt spent by the outage`);
+      assert.deepEqual(
+        items.filter((i) => i.state !== "RUNNING"),
+        [],
+        `${b.name}: no attempt spent by the outage`,
+      );
     }
 
     // Stop while the calls wait for a probe's verdict: they are handed back, not failed.
@@ -372,7 +433,11 @@ test("an outage longer than the open time keeps releasing, never spending attemp
     await waitFor(async () => (await client.getJob(a.jobId)).state === "COMPLETED", "the probe job completed");
     for (const b of bs) {
       const items = (await client.listExecutions(b.jobId)).items;
-      assert.deepEqual(items.map((i) => i.state), ["SUCCEEDED"], `${b.name}: one attempt`);
+      assert.deepEqual(
+        items.map((i) => i.state),
+        ["SUCCEEDED"],
+        `${b.name}: one attempt`,
+      );
     }
     assert.equal(rx.hits.filter((h) => h.path === "/b").length, 5);
     assert.equal((await client.listDeadLetters()).items.length, 0);
@@ -422,9 +487,17 @@ test("a redirect is recorded with its status and location, and not followed", as
   });
   const t = await startTestServer(ALLOW);
   try {
-    const job = await t.client.createJob({ name: "moved", target: { type: "http", url: rx.url }, schedule: { delaySeconds: 0 }, retry: { maxAttempts: 1 } });
+    const job = await t.client.createJob({
+      name: "moved",
+      target: { type: "http", url: rx.url },
+      schedule: { delaySeconds: 0 },
+      retry: { maxAttempts: 1 },
+    });
     await waitFor(state(t, job.jobId, "DEAD"), "dead after its one attempt");
-    assert.deepEqual(rx.hits.map((h) => h.path), ["/hook"]);
+    assert.deepEqual(
+      rx.hits.map((h) => h.path),
+      ["/hook"],
+    );
     const [attempt] = (await t.client.listExecutions(job.jobId)).items;
     assert.equal(attempt!.error?.status, 302);
     assert.equal(attempt!.error?.location, "/elsewhere");
@@ -471,7 +544,10 @@ test("per-origin limits: never more calls in flight than the cap, never faster t
   });
   const slow = await receiver(answer(200));
   const slowOrigin = new URL(slow.url).origin;
-  const t = await startTestServer({ ...ALLOW, httpTarget: { origin: { concurrency: 3 }, origins: { [slowOrigin]: { ratePerSecond: 4, burst: 2 } } } });
+  const t = await startTestServer({
+    ...ALLOW,
+    httpTarget: { origin: { concurrency: 3 }, origins: { [slowOrigin]: { ratePerSecond: 4, burst: 2 } } },
+  });
   try {
     await t.client.createJobs(
       Array.from({ length: 20 }, (_, i) => ({ name: `capped-${i}`, target: { type: "http" as const, url: rx.url }, schedule: { delaySeconds: 0 } })),
@@ -486,9 +562,11 @@ test("per-origin limits: never more calls in flight than the cap, never faster t
     // calls sent without the limit (all within a few ms) still break the bound.
     const at = slow.hits.map((h) => h.at);
     for (let i = 0; i < at.length; i++) {
-      for (let j = i + 1; j < at.length; j++) assert.ok(j - i + 1 <= 2 + (4 * (at[j]! - at[i]! + ARRIVAL_SLACK_MS)) / 1000, `calls ${i}..${j} within ${at[j]! - at[i]!} ms`);
+      for (let j = i + 1; j < at.length; j++)
+        assert.ok(j - i + 1 <= 2 + (4 * (at[j]! - at[i]! + ARRIVAL_SLACK_MS)) / 1000, `calls ${i}..${j} within ${at[j]! - at[i]!} ms`);
     }
-    const targets = (await getJson<{ items: (Target & { limits: { concurrency: number; ratePerSecond: number | null } })[] }>(t, "/v1/targets")).items;
+    const targets = (await getJson<{ items: (Target & { limits: { concurrency: number; ratePerSecond: number | null } })[] }>(t, "/v1/targets"))
+      .items;
     assert.deepEqual(targets.find((x) => x.origin === `${slowOrigin}`)?.limits, { concurrency: 3, ratePerSecond: 4 });
   } finally {
     await t.close();
@@ -503,17 +581,28 @@ test("a call that would wait more than a few seconds for a rate limit is release
   try {
     const jobs = await Promise.all(
       Array.from({ length: 12 }, (_, i) =>
-        t.client.createJob({ name: `rated-${i}`, target: { type: "http", url: rx.url }, payload: { i }, schedule: { delaySeconds: 0 }, retry: { maxAttempts: 1 } }),
+        t.client.createJob({
+          name: `rated-${i}`,
+          target: { type: "http", url: rx.url },
+          payload: { i },
+          schedule: { delaySeconds: 0 },
+          retry: { maxAttempts: 1 },
+        }),
       ),
     );
     for (const job of jobs) await waitFor(state(t, job.jobId, "COMPLETED"), `${job.name} completed`);
     assert.equal(rx.hits.length, 12);
     const at = rx.hits.map((h) => h.at);
     for (let i = 0; i < at.length; i++) {
-      for (let j = i + 1; j < at.length; j++) assert.ok(j - i + 1 <= 1 + (2 * (at[j]! - at[i]! + ARRIVAL_SLACK_MS)) / 1000, `calls ${i}..${j} within ${at[j]! - at[i]!} ms`);
+      for (let j = i + 1; j < at.length; j++)
+        assert.ok(j - i + 1 <= 1 + (2 * (at[j]! - at[i]! + ARRIVAL_SLACK_MS)) / 1000, `calls ${i}..${j} within ${at[j]! - at[i]!} ms`);
     }
     for (const job of jobs) {
-      assert.deepEqual((await t.client.listExecutions(job.jobId)).items.map((i) => i.state), ["SUCCEEDED"], job.name);
+      assert.deepEqual(
+        (await t.client.listExecutions(job.jobId)).items.map((i) => i.state),
+        ["SUCCEEDED"],
+        job.name,
+      );
     }
     assert.match(await (await fetch(`${t.url}/metrics`)).text(), /duetime_http_released_total\{reason="wait"\} [1-9]/);
   } finally {
@@ -524,7 +613,9 @@ test("a call that would wait more than a few seconds for a rate limit is release
 
 const serve = (store: TestStore) => spawnServer(store, ["--allow-target-hosts", "127.0.0.1"]);
 
-test("SIGKILL mid-call: after a restart the receiver gets the same Idempotency-Key with the next attempt, and the job succeeds", { timeout: 60_000 }, async () => {
+test("SIGKILL mid-call: after a restart the receiver gets the same Idempotency-Key with the next attempt, and the job succeeds", {
+  timeout: 60_000,
+}, async () => {
   const rx = await receiver((_req, res, _hit, n) => {
     if (n === 1) return; // the first call hangs until its server dies
     res.writeHead(200);
@@ -554,7 +645,13 @@ test("SIGKILL mid-call: after a restart the receiver gets the same Idempotency-K
     try {
       await waitFor(async () => (await again.getJob(job.jobId)).state === "COMPLETED", "completed after the restart", 30_000);
       const history = (await again.listExecutions(job.jobId)).items;
-      assert.deepEqual(history.map((i) => [i.attempt, i.state]), [[2, "SUCCEEDED"], [1, "TIMED_OUT"]]);
+      assert.deepEqual(
+        history.map((i) => [i.attempt, i.state]),
+        [
+          [2, "SUCCEEDED"],
+          [1, "TIMED_OUT"],
+        ],
+      );
     } finally {
       await again.close();
     }

@@ -20,7 +20,12 @@ async function apiError(promise: Promise<unknown>): Promise<DuetimeApiError> {
   assert.fail("expected the call to fail");
 }
 
-function worker(url: string, pool: string, handler: (job: LeasedExecution) => Promise<unknown>, extra: Partial<ConstructorParameters<typeof Worker>[0]> = {}) {
+function worker(
+  url: string,
+  pool: string,
+  handler: (job: LeasedExecution) => Promise<unknown>,
+  extra: Partial<ConstructorParameters<typeof Worker>[0]> = {},
+) {
   const w = new Worker({ url, pool, concurrency: 4, waitSeconds: 1, handleSignals: false, logger: null, handler, ...extra });
   void w.run();
   return w;
@@ -60,7 +65,11 @@ test("an expired lease fences the stale attempt and the job runs again with the 
     const first = await waitFor(async () => (await t.client.lease("fence", { workerId: "slow", max: 1, leaseSeconds: 1 })).items[0], "first lease");
     assert.equal(first.attempt, 1);
     // the worker stalls past its lease; the reaper notices within about a second
-    const second = await waitFor(async () => (await t.client.lease("fence", { workerId: "fast", max: 1, leaseSeconds: 30 })).items[0], "second lease", 10_000);
+    const second = await waitFor(
+      async () => (await t.client.lease("fence", { workerId: "fast", max: 1, leaseSeconds: 30 })).items[0],
+      "second lease",
+      10_000,
+    );
     assert.equal(second.attempt, 2);
     assert.equal(second.executionId, first.executionId);
     // One at a time: a call started before the previous one is awaited would reject unhandled meanwhile.
@@ -77,7 +86,13 @@ test("an expired lease fences the stale attempt and the job runs again with the 
     // a retried complete (lost response) answers 200 again
     assert.deepEqual(await t.client.complete(second.executionId, 2, { done: true }), { state: "SUCCEEDED" });
     const history = await t.client.listExecutions(job.jobId);
-    assert.deepEqual(history.items.map((i) => [i.attempt, i.state]), [[2, "SUCCEEDED"], [1, "TIMED_OUT"]]);
+    assert.deepEqual(
+      history.items.map((i) => [i.attempt, i.state]),
+      [
+        [2, "SUCCEEDED"],
+        [1, "TIMED_OUT"],
+      ],
+    );
     assert.equal((await t.client.getJob(job.jobId)).state, "COMPLETED");
   } finally {
     await t.close();
@@ -89,7 +104,11 @@ test("a poison job that keeps losing its lease ends in dead letters after maxAtt
   try {
     const job = await t.client.createJob(queueJob("poison", { retry: { maxAttempts: 2 } }));
     for (let attempt = 1; attempt <= 2; attempt++) {
-      const leased = await waitFor(async () => (await t.client.lease("poison", { workerId: "crashy", max: 1, leaseSeconds: 1 })).items[0], `lease ${attempt}`, 10_000);
+      const leased = await waitFor(
+        async () => (await t.client.lease("poison", { workerId: "crashy", max: 1, leaseSeconds: 1 })).items[0],
+        `lease ${attempt}`,
+        10_000,
+      );
       assert.equal(leased.attempt, attempt);
     }
     await waitFor(async () => (await t.client.getJob(job.jobId)).state === "DEAD", "job dead", 10_000);
@@ -123,12 +142,15 @@ test("failures retry with backoff to dead letters; replay makes a new attempt an
     await waitFor(async () => (await t.client.getJob(job.jobId)).state === "COMPLETED", "job completed after replay");
     await w.shutdown();
     const history = await t.client.listExecutions(job.jobId);
-    assert.deepEqual(history.items.map((i) => [i.attempt, i.state]), [
-      [4, "SUCCEEDED"],
-      [3, "DEAD"],
-      [2, "FAILED"],
-      [1, "FAILED"],
-    ]);
+    assert.deepEqual(
+      history.items.map((i) => [i.attempt, i.state]),
+      [
+        [4, "SUCCEEDED"],
+        [3, "DEAD"],
+        [2, "FAILED"],
+        [1, "FAILED"],
+      ],
+    );
     assert.equal((await t.client.listDeadLetters()).items.length, 0);
   } finally {
     await t.close();
@@ -198,7 +220,11 @@ test("pause stops new executions; resuming a one-off whose time passed runs it a
     // a control job due just after it: once that is leased, the paused job's due time has passed
     await t.client.createJob(queueJob("pause-control", { schedule: { delaySeconds: 1 } }));
     await waitFor(async () => (await t.client.lease("pause-control", { workerId: "w", max: 1 })).items.length > 0, "the control job ran", 5_000);
-    assert.deepEqual((await t.client.listExecutions(job.jobId)).items.map((e) => e.state), ["PAUSED"], "its execution is held");
+    assert.deepEqual(
+      (await t.client.listExecutions(job.jobId)).items.map((e) => e.state),
+      ["PAUSED"],
+      "its execution is held",
+    );
     assert.equal((await t.client.lease("pause", { workerId: "w", max: 1 })).items.length, 0);
     const resumed = await t.client.resumeJob(job.jobId);
     assert.equal(resumed.state, "SCHEDULED");
@@ -282,7 +308,10 @@ test("bulk create commits the valid jobs and answers per item in order", async (
     const keyed = [queueJob("bulk", { idempotencyKey: "b1" }), queueJob("bulk", { idempotencyKey: "b2" })];
     const a = await t.client.createJobs(keyed);
     const b = await t.client.createJobs(keyed);
-    assert.deepEqual(b.map((r) => ("jobId" in r ? r.jobId : null)), a.map((r) => ("jobId" in r ? r.jobId : null)));
+    assert.deepEqual(
+      b.map((r) => ("jobId" in r ? r.jobId : null)),
+      a.map((r) => ("jobId" in r ? r.jobId : null)),
+    );
   } finally {
     await t.close();
   }

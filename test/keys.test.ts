@@ -38,7 +38,10 @@ test("a bootstrap admin creates a worker key; the worker leases with it; once re
     const workerKey = await root.createKey({ tenantId: "acme", role: "worker", name: "worker eu-1" });
     assert.match(workerKey.key, /^dtk_[A-Za-z0-9_-]{32}$/);
     assert.match(workerKey.keyId, /^ak_[0-9a-z]{22}$/);
-    assert.deepEqual({ ...workerKey, key: "", keyId: "", createdAt: "" }, { key: "", keyId: "", createdAt: "", tenantId: "acme", role: "worker", name: "worker eu-1" });
+    assert.deepEqual(
+      { ...workerKey, key: "", keyId: "", createdAt: "" },
+      { key: "", keyId: "", createdAt: "", tenantId: "acme", role: "worker", name: "worker eu-1" },
+    );
     const clientKey = await root.createKey({ tenantId: "acme", role: "client" });
     assert.equal(clientKey.name, null);
 
@@ -102,7 +105,10 @@ test("a tenant's admin key manages its own tenant's keys only; creates and revok
     const first = await acme.listKeys({ limit: 1 });
     assert.ok(first.nextCursor);
     const second = await acme.listKeys({ limit: 1, cursor: first.nextCursor });
-    assert.deepEqual([...first.items, ...second.items].map((k) => k.keyId), all);
+    assert.deepEqual(
+      [...first.items, ...second.items].map((k) => k.keyId),
+      all,
+    );
 
     await acme.revokeKey(own.keyId);
     const audit = (await acme.listAudit()).items;
@@ -118,7 +124,10 @@ test("a tenant's admin key manages its own tenant's keys only; creates and revok
     assert.match(String(byRoot?.actor), /^key_[0-9a-f]{12}$/, "a configured key's actor");
     assert.doesNotMatch(JSON.stringify(audit), /dtk_|root-secret/);
     // ops' audit log holds its own key's creation, not acme's
-    assert.deepEqual((await root.listAudit()).items.map((e) => e.subject), [opsClient.keyId]);
+    assert.deepEqual(
+      (await root.listAudit()).items.map((e) => e.subject),
+      [opsClient.keyId],
+    );
   } finally {
     await Promise.all(clients.map((c) => c.close()));
     await t.close();

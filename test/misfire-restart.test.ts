@@ -51,7 +51,10 @@ test("run_once across a restart: only the most recent missed occurrence runs; th
   const { missed, skipped, ran } = await missedAcrossRestart("run_once");
   assert.ok(missed.length >= 3, `only ${missed.length} occurrences were missed`);
   assert.equal(ran.length, 1);
-  const latest = missed.map((e) => e.scheduledFor).sort().at(-1);
+  const latest = missed
+    .map((e) => e.scheduledFor)
+    .sort()
+    .at(-1);
   assert.equal(ran[0]!.scheduledFor, latest);
   assert.ok(skipped.every((e) => e.error?.reason === "misfire"));
 });

@@ -128,7 +128,9 @@ test("two stores on one SQLite file racing to create the secret get the same one
   const b = await openSqliteStore({ path });
   try {
     const results = await Promise.all(
-      Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).signingSecretEnsure({ tenantId: "default", generate: () => `whsec_${i}`, now: Date.now() })),
+      Array.from({ length: 10 }, (_, i) =>
+        (i % 2 ? a : b).signingSecretEnsure({ tenantId: "default", generate: () => `whsec_${i}`, now: Date.now() }),
+      ),
     );
     assert.equal(new Set(results).size, 1, results.join(", "));
     assert.equal(await a.signingSecretGet({ tenantId: "default" }), results[0]);

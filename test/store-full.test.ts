@@ -83,7 +83,9 @@ async function fill(url: string, accepted: string[]): Promise<Reply> {
 
 /** The database's files and their sizes, for the log: the WAL holds what the checkpoint has not moved yet. */
 function files(): string {
-  return readdirSync(dir).map((f) => `${f} ${statSync(join(dir, f)).size}`).join(", ");
+  return readdirSync(dir)
+    .map((f) => `${f} ${statSync(join(dir, f)).size}`)
+    .join(", ");
 }
 
 /** `duetime serve`; without root, in a shell that caps the size of every file it writes (EFBIG, not SIGXFSZ). */
@@ -93,7 +95,9 @@ function startServer(): Promise<ServerProcess> {
   return spawnServer({ url: `sqlite:${db}`, options: {}, args: ["--store", `sqlite:${db}`] }, [], asRoot ? [] : capped);
 }
 
-test("a full disk: 503 STORE_UNAVAILABLE, not ready, alive; ready again once space returns; every 201 survives a SIGKILL", { timeout: 120_000 }, async () => {
+test("a full disk: 503 STORE_UNAVAILABLE, not ready, alive; ready again once space returns; every 201 survives a SIGKILL", {
+  timeout: 120_000,
+}, async () => {
   const accepted: string[] = [];
   const first = await startServer();
   try {

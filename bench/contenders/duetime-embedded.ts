@@ -61,4 +61,3 @@ export class DuetimeEmbedded implements Contender {
     await this.duetime?.stop();
   }
 }
-

@@ -70,7 +70,19 @@ export class DuetimeServers implements Contender {
     const child = spawn(
       process.execPath,
       // Every node gets its own id: the default (host and port) would be the same for all with --port 0.
-      [...SERVER_NODE_ARGS, join(ROOT, "bin/duetime.js"), "serve", "--port", "0", "--node-id", `node-${i + 1}`, "--store", this.store!.arg, "--log-level", "warn"],
+      [
+        ...SERVER_NODE_ARGS,
+        join(ROOT, "bin/duetime.js"),
+        "serve",
+        "--port",
+        "0",
+        "--node-id",
+        `node-${i + 1}`,
+        "--store",
+        this.store!.arg,
+        "--log-level",
+        "warn",
+      ],
       { stdio: ["ignore", "pipe", "inherit"] },
     );
     this.children.push(child);

@@ -63,7 +63,11 @@ function cleanParseError(err: unknown): string {
   return message.replace(/\. To specify a positional argument starting with a '-'.*$/s, "").replace(/\s+$/, "");
 }
 
-export function globalOptions(values: { url?: string | undefined; token?: string | undefined; json?: boolean | undefined }, env: Env, usage: string): GlobalOptions {
+export function globalOptions(
+  values: { url?: string | undefined; token?: string | undefined; json?: boolean | undefined },
+  env: Env,
+  usage: string,
+): GlobalOptions {
   const url = values.url ?? env.DUETIME_URL ?? DEFAULT_URL;
   let parsed: URL;
   try {
@@ -71,7 +75,8 @@ export function globalOptions(values: { url?: string | undefined; token?: string
   } catch {
     throw new UsageError(`--url: not a URL: ${JSON.stringify(url)}`, usage);
   }
-  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") throw new UsageError(`--url: must be http or https, got ${JSON.stringify(url)}`, usage);
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:")
+    throw new UsageError(`--url: must be http or https, got ${JSON.stringify(url)}`, usage);
   const token = values.token ?? env.DUETIME_TOKEN;
   return { url, json: values.json ?? false, ...(token ? { token } : {}) };
 }
@@ -102,7 +107,8 @@ export function parseDuration(text: string): number | undefined {
 export function durationOption(flag: string, text: string | undefined, usage: string): number | undefined {
   if (text === undefined) return undefined;
   const seconds = parseDuration(text);
-  if (seconds === undefined) throw new UsageError(`--${flag}: expected a duration such as 30s, 5m, 2h, 1d or a number of seconds, got ${JSON.stringify(text)}`, usage);
+  if (seconds === undefined)
+    throw new UsageError(`--${flag}: expected a duration such as 30s, 5m, 2h, 1d or a number of seconds, got ${JSON.stringify(text)}`, usage);
   return seconds;
 }
 
@@ -135,6 +141,7 @@ export function jsonOption(flag: string, text: string | undefined, usage: string
 
 export function choiceOption<T extends string>(flag: string, text: string | undefined, choices: readonly T[], usage: string): T | undefined {
   if (text === undefined) return undefined;
-  if (!(choices as readonly string[]).includes(text)) throw new UsageError(`--${flag}: expected one of ${choices.join(", ")}, got ${JSON.stringify(text)}`, usage);
+  if (!(choices as readonly string[]).includes(text))
+    throw new UsageError(`--${flag}: expected one of ${choices.join(", ")}, got ${JSON.stringify(text)}`, usage);
   return text as T;
 }

@@ -2,7 +2,20 @@
 // (pure) and running (against a DuetimeClient). backfill and occurrences live
 // in ledger.ts.
 
-import { type CronSchedule, type ExecutionItem, type Job, type JobPatch, type JobSpec, type JobState, type ListJobsQuery, type Misfire, type Overlap, type ScheduleSpec, type Target, JOB_STATES } from "@duetime/sdk/contract";
+import {
+  type CronSchedule,
+  type ExecutionItem,
+  type Job,
+  type JobPatch,
+  type JobSpec,
+  type JobState,
+  type ListJobsQuery,
+  type Misfire,
+  type Overlap,
+  type ScheduleSpec,
+  type Target,
+  JOB_STATES,
+} from "@duetime/sdk/contract";
 import type { DuetimeClient } from "@duetime/sdk";
 import {
   GLOBAL_HELP,
@@ -223,20 +236,25 @@ export function parseJobsUpdate(args: string[], env: Env): JobsCommand {
   if ((["delay", "at", "cron", "tz", "jitter", "misfire", "overlap"] as const).some((k) => v[k] !== undefined)) patch.schedule = schedule(v, usage);
   Object.assign(patch, optionalFields(v, usage));
   if (Object.keys(patch).length === 0) {
-    throw new UsageError("nothing to change: give at least one of --name, a target, a schedule, --payload, --max-attempts, --backoff, --max-backoff, --timeout, --priority, or --data/--file", usage);
+    throw new UsageError(
+      "nothing to change: give at least one of --name, a target, a schedule, --payload, --max-attempts, --backoff, --max-backoff, --timeout, --priority, or --data/--file",
+      usage,
+    );
   }
   return { ...base, patch };
 }
 
 function target(v: CreateValues, usage: string): Target {
-  if ((v.queue === undefined) === (v["target-url"] === undefined)) throw new UsageError("give exactly one of --queue POOL and --target-url URL", usage);
+  if ((v.queue === undefined) === (v["target-url"] === undefined))
+    throw new UsageError("give exactly one of --queue POOL and --target-url URL", usage);
   if (v.queue !== undefined) {
     if (v.method !== undefined || v.header !== undefined) throw new UsageError("--method and --header apply to --target-url only", usage);
     if (v.queue === "") throw new UsageError("--queue: the pool name must not be empty", usage);
     return { type: "queue", pool: v.queue };
   }
   const url = v["target-url"]!;
-  if (!/^https?:\/\//i.test(url) || !URL.canParse(url)) throw new UsageError(`--target-url: expected an http or https URL, got ${JSON.stringify(url)}`, usage);
+  if (!/^https?:\/\//i.test(url) || !URL.canParse(url))
+    throw new UsageError(`--target-url: expected an http or https URL, got ${JSON.stringify(url)}`, usage);
   const http: Target = { type: "http", url };
   if (v.method !== undefined) http.method = v.method.toUpperCase();
   if (v.header !== undefined) {
@@ -288,7 +306,13 @@ function objectFromJson<T>(source: string, text: string, what: string, usage: st
 
 export function parseJobsList(args: string[], env: Env): JobsCommand {
   const usage = LIST_HELP;
-  const options = { ...GLOBAL_OPTIONS, state: { type: "string" }, name: { type: "string" }, limit: { type: "string" }, cursor: { type: "string" } } as const;
+  const options = {
+    ...GLOBAL_OPTIONS,
+    state: { type: "string" },
+    name: { type: "string" },
+    limit: { type: "string" },
+    cursor: { type: "string" },
+  } as const;
   const { values: v, positionals } = strictParse(args, options, usage);
   expectPositionals(positionals, [], usage);
   const query: ListJobsQuery = {};
@@ -330,7 +354,8 @@ export async function runJobs(cmd: JobsCommand, client: DuetimeClient, out: Prin
       return;
     }
     case "jobs update": {
-      const patch = cmd.patch ?? objectFromJson<JobPatch>(`--file ${cmd.file}`, await readJobFile(cmd.file!, readFile, UPDATE_HELP), "the changes", UPDATE_HELP);
+      const patch =
+        cmd.patch ?? objectFromJson<JobPatch>(`--file ${cmd.file}`, await readJobFile(cmd.file!, readFile, UPDATE_HELP), "the changes", UPDATE_HELP);
       const job = await client.updateJob(cmd.jobId, patch, cmd.version !== undefined ? { ifMatch: cmd.version } : {});
       out.either(job, () => {
         const local = nextRunLocal(job);

@@ -4,7 +4,17 @@
 
 import type { BackfillRequest, OccurrenceItem, OccurrencesQuery } from "@duetime/sdk/contract";
 import type { DuetimeClient } from "@duetime/sdk";
-import { GLOBAL_HELP, GLOBAL_OPTIONS, UsageError, expectPositionals, globalOptions, strictParse, timeOption, type Env, type GlobalOptions } from "./args.js";
+import {
+  GLOBAL_HELP,
+  GLOBAL_OPTIONS,
+  UsageError,
+  expectPositionals,
+  globalOptions,
+  strictParse,
+  timeOption,
+  type Env,
+  type GlobalOptions,
+} from "./args.js";
 import { utc, type Printer } from "./output.js";
 
 export type LedgerCommand =
@@ -79,7 +89,15 @@ export async function runLedger(cmd: LedgerCommand, client: DuetimeClient, out: 
         if (answer.items.length === 0) return out.line("no occurrences in the window");
         out.table(
           ["SCHEDULED FOR (UTC)", "LOCAL", "STATUS", "REASON", "DST", "EXECUTION", "STATE"],
-          answer.items.map((i) => [utc(i.scheduledFor), i.local || "-", i.status, i.reason ?? "-", dstMark(i.dst), i.executionId ?? "-", i.executionState ?? "-"]),
+          answer.items.map((i) => [
+            utc(i.scheduledFor),
+            i.local || "-",
+            i.status,
+            i.reason ?? "-",
+            dstMark(i.dst),
+            i.executionId ?? "-",
+            i.executionState ?? "-",
+          ]),
         );
       });
       return;

@@ -12,7 +12,11 @@ import { main, parseCommand } from "./main.js";
 import { captureIo } from "./test-support.js";
 
 const usageError = (argv: string[], pattern: RegExp, env: Record<string, string> = {}): void => {
-  assert.throws(() => parseCommand(argv, env), (err: unknown) => err instanceof UsageError && pattern.test(err.message), `${argv.join(" ")} should fail with ${pattern}`);
+  assert.throws(
+    () => parseCommand(argv, env),
+    (err: unknown) => err instanceof UsageError && pattern.test(err.message),
+    `${argv.join(" ")} should fail with ${pattern}`,
+  );
 };
 
 describe("CLI parsing: the store flags (migrate and serve)", () => {
@@ -39,7 +43,10 @@ describe("CLI parsing: the store flags (migrate and serve)", () => {
   });
 
   test("serve takes a read replica and its lag bound, only with a PostgreSQL store", () => {
-    const cmd = parseCommand(["serve", "--store", "postgres://primary/app", "--read-store", "postgres://replica/app", "--read-store-max-lag", "30s"], {});
+    const cmd = parseCommand(
+      ["serve", "--store", "postgres://primary/app", "--read-store", "postgres://replica/app", "--read-store-max-lag", "30s"],
+      {},
+    );
     assert.ok(cmd.command === "serve");
     assert.equal(cmd.options.readStore, "postgres://replica/app");
     assert.equal(cmd.options.readStoreMaxLagSeconds, 30);
@@ -49,8 +56,14 @@ describe("CLI parsing: the store flags (migrate and serve)", () => {
     usageError(["serve", "--read-store", "postgres://r/a"], /--read-store: a read replica needs a PostgreSQL --store/);
     usageError(["serve", "--store", "postgres://p/a", "--read-store", "sqlite:x.db"], /--read-store: expected postgres:\/\//);
     usageError(["serve", "--store", "postgres://p/a", "--read-store-max-lag", "5s"], /--read-store-max-lag: only applies with --read-store/);
-    usageError(["serve", "--store", "postgres://p/a", "--read-store", "postgres://r/a", "--read-store-max-lag", "0"], /--read-store-max-lag: expected a duration from 1s to 1h/);
-    usageError(["serve", "--store", "postgres://p/a", "--read-store", "postgres://r/a", "--read-store-max-lag", "2h"], /--read-store-max-lag: expected a duration/);
+    usageError(
+      ["serve", "--store", "postgres://p/a", "--read-store", "postgres://r/a", "--read-store-max-lag", "0"],
+      /--read-store-max-lag: expected a duration from 1s to 1h/,
+    );
+    usageError(
+      ["serve", "--store", "postgres://p/a", "--read-store", "postgres://r/a", "--read-store-max-lag", "2h"],
+      /--read-store-max-lag: expected a duration/,
+    );
   });
 
   test("refuses a bad schema or pool size, and either on SQLite, naming the flag", () => {
@@ -88,7 +101,10 @@ describe("duetime migrate on SQLite", () => {
     assert.equal(await main(["migrate", "--store", store, "--json"], first), 0, first.err);
     const applied = JSON.parse(first.out) as { applied: number[]; version: number };
     assert.ok(applied.applied.length >= 5, first.out);
-    assert.deepEqual(applied.applied, [...applied.applied].sort((a, b) => a - b));
+    assert.deepEqual(
+      applied.applied,
+      [...applied.applied].sort((a, b) => a - b),
+    );
     assert.equal(applied.version, applied.applied.at(-1));
     const second = captureIo();
     assert.equal(await main(["migrate", "--store", store], second), 0, second.err);
@@ -101,4 +117,3 @@ describe("duetime migrate on SQLite", () => {
     assert.match(io.err, /^error: /);
   });
 });
-

@@ -42,7 +42,8 @@ export async function runMigrate(cmd: MigrateCommand, io: Io): Promise<void> {
     if (cmd.json) io.stdout(`${JSON.stringify(result)}\n`);
     else {
       const where = `${redactStoreUrl(cmd.store.url)}${cmd.store.options.schema ? ` (schema ${cmd.store.options.schema})` : ""}`;
-      const what = result.applied.length > 0 ? `applied migration${result.applied.length > 1 ? "s" : ""} ${result.applied.join(", ")}` : "already current";
+      const what =
+        result.applied.length > 0 ? `applied migration${result.applied.length > 1 ? "s" : ""} ${result.applied.join(", ")}` : "already current";
       io.stdout(`${where}: ${what}; at version ${result.version}\n`);
     }
   } finally {

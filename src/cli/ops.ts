@@ -193,7 +193,10 @@ function isFixedTime(cron: string): boolean | undefined {
 }
 
 function printPreview(out: Printer, query: PreviewQuery, preview: MarkedPreview): void {
-  if (preview.times.length === 0) return out.line("no fire times");
+  if (preview.times.length === 0) {
+    out.line("no fire times");
+    return;
+  }
   const tz = query.tz ?? "UTC";
   const fixed = isFixedTime(query.cron);
   const rows = preview.times.map((time, i) => {

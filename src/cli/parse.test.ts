@@ -9,7 +9,11 @@ function parse(argv: string[], env: Record<string, string> = {}): Command {
 }
 
 function usageError(argv: string[], pattern: RegExp, env: Record<string, string> = {}): void {
-  assert.throws(() => parse(argv, env), (err: unknown) => err instanceof UsageError && pattern.test(err.message), `${argv.join(" ")} should fail with ${pattern}`);
+  assert.throws(
+    () => parse(argv, env),
+    (err: unknown) => err instanceof UsageError && pattern.test(err.message),
+    `${argv.join(" ")} should fail with ${pattern}`,
+  );
 }
 
 describe("CLI parsing: help and usage errors", () => {
@@ -87,14 +91,22 @@ describe("CLI parsing: global options", () => {
   test("defaults, environment fallbacks, and flags winning over the environment", () => {
     assert.deepEqual(parse(["jobs", "get", "X"]), { command: "jobs get", jobId: "X", global: { url: "http://127.0.0.1:8080", json: false } });
     const env = { DUETIME_URL: "http://env:1", DUETIME_TOKEN: "t-env" };
-    assert.deepEqual(parse(["jobs", "get", "X"], env), { command: "jobs get", jobId: "X", global: { url: "http://env:1", token: "t-env", json: false } });
+    assert.deepEqual(parse(["jobs", "get", "X"], env), {
+      command: "jobs get",
+      jobId: "X",
+      global: { url: "http://env:1", token: "t-env", json: false },
+    });
     assert.deepEqual(parse(["jobs", "get", "X", "--url", "http://flag:2", "--token=t-flag", "--json"], env), {
       command: "jobs get",
       jobId: "X",
       global: { url: "http://flag:2", token: "t-flag", json: true },
     });
     // global flags may come before the command
-    assert.deepEqual(parse(["--url", "http://h:3", "--json", "dlq", "list"]), { command: "dlq list", query: {}, global: { url: "http://h:3", json: true } });
+    assert.deepEqual(parse(["--url", "http://h:3", "--json", "dlq", "list"]), {
+      command: "dlq list",
+      query: {},
+      global: { url: "http://h:3", json: true },
+    });
     usageError(["jobs", "get", "X", "--url", "ftp://x"], /must be http or https/);
     usageError(["jobs", "get", "X"], /not a URL/, { DUETIME_URL: "nope" });
   });
@@ -125,9 +137,25 @@ describe("CLI parsing: durations and values", () => {
 describe("CLI parsing: jobs create", () => {
   test("builds the job from flags", () => {
     const cmd = parse([
-      "jobs", "create", "--name", "send-reminder", "--queue", "emails", "--delay", "5m",
-      "--payload", '{"to":"a@b.c"}', "--max-attempts", "5", "--backoff", "30s", "--timeout", "2m", "--priority=-3",
-      "--idempotency-key", "k1",
+      "jobs",
+      "create",
+      "--name",
+      "send-reminder",
+      "--queue",
+      "emails",
+      "--delay",
+      "5m",
+      "--payload",
+      '{"to":"a@b.c"}',
+      "--max-attempts",
+      "5",
+      "--backoff",
+      "30s",
+      "--timeout",
+      "2m",
+      "--priority=-3",
+      "--idempotency-key",
+      "k1",
     ]);
     assert.deepEqual(cmd, {
       command: "jobs create",
@@ -146,11 +174,44 @@ describe("CLI parsing: jobs create", () => {
   });
 
   test("schedules: cron with zone, at, default now; HTTP targets with headers", () => {
-    const cron = parse(["jobs", "create", "--name", "n", "--queue", "q", "--cron", "0 9 * * MON-FRI", "--tz", "Europe/London", "--jitter", "5m", "--misfire", "skip"]);
-    assert.deepEqual((cron as { spec: { schedule: unknown } }).spec.schedule, { cron: "0 9 * * MON-FRI", tz: "Europe/London", jitterSeconds: 300, misfire: "skip" });
+    const cron = parse([
+      "jobs",
+      "create",
+      "--name",
+      "n",
+      "--queue",
+      "q",
+      "--cron",
+      "0 9 * * MON-FRI",
+      "--tz",
+      "Europe/London",
+      "--jitter",
+      "5m",
+      "--misfire",
+      "skip",
+    ]);
+    assert.deepEqual((cron as { spec: { schedule: unknown } }).spec.schedule, {
+      cron: "0 9 * * MON-FRI",
+      tz: "Europe/London",
+      jitterSeconds: 300,
+      misfire: "skip",
+    });
     const at = parse(["jobs", "create", "--name", "n", "--queue", "q", "--at", "2026-10-16T09:00:00+01:00"]);
     assert.deepEqual((at as { spec: { schedule: unknown } }).spec.schedule, { runAt: "2026-10-16T09:00:00+01:00" });
-    const now = parse(["jobs", "create", "--name", "n", "--target-url", "https://example.test/hook", "--method", "put", "--header", "x-a: b", "--header", "X-C:d"]);
+    const now = parse([
+      "jobs",
+      "create",
+      "--name",
+      "n",
+      "--target-url",
+      "https://example.test/hook",
+      "--method",
+      "put",
+      "--header",
+      "x-a: b",
+      "--header",
+      "X-C:d",
+    ]);
     assert.deepEqual((now as { spec: unknown }).spec, {
       name: "n",
       target: { type: "http", url: "https://example.test/hook", method: "PUT", headers: { "x-a": "b", "X-C": "d" } },
@@ -159,14 +220,25 @@ describe("CLI parsing: jobs create", () => {
   });
 
   test("--data and --file", () => {
-    const data = parse(["jobs", "create", "--data", '{"name":"n","target":{"type":"queue","pool":"q"},"schedule":{"delaySeconds":1}}', "--idempotency-key", "k"]);
+    const data = parse([
+      "jobs",
+      "create",
+      "--data",
+      '{"name":"n","target":{"type":"queue","pool":"q"},"schedule":{"delaySeconds":1}}',
+      "--idempotency-key",
+      "k",
+    ]);
     assert.deepEqual(data, {
       command: "jobs create",
       global: { url: "http://127.0.0.1:8080", json: false },
       idempotencyKey: "k",
       spec: { name: "n", target: { type: "queue", pool: "q" }, schedule: { delaySeconds: 1 } },
     });
-    assert.deepEqual(parse(["jobs", "create", "--file", "job.json"]), { command: "jobs create", global: { url: "http://127.0.0.1:8080", json: false }, file: "job.json" });
+    assert.deepEqual(parse(["jobs", "create", "--file", "job.json"]), {
+      command: "jobs create",
+      global: { url: "http://127.0.0.1:8080", json: false },
+      file: "job.json",
+    });
   });
 
   test("rejects contradictory or bad flags", () => {
@@ -181,7 +253,10 @@ describe("CLI parsing: jobs create", () => {
     usageError(["jobs", "create", "--name", "n", "--queue", "q", "--payload", "{nope"], /--payload: not valid JSON/);
     usageError(["jobs", "create", "--name", "n", "--queue", "q", "--max-attempts", "0"], /--max-attempts: must be between 1 and 1000/);
     usageError(["jobs", "create", "--name", "n", "--queue", "q", "--priority", "1.5"], /--priority: expected an integer/);
-    usageError(["jobs", "create", "--name", "n", "--queue", "q", "--cron", "@daily", "--misfire", "never"], /--misfire: expected one of run_once, skip, catch_up/);
+    usageError(
+      ["jobs", "create", "--name", "n", "--queue", "q", "--cron", "@daily", "--misfire", "never"],
+      /--misfire: expected one of run_once, skip, catch_up/,
+    );
     usageError(["jobs", "create", "--name", "n", "--queue", "q", "--header", "x: y"], /--method and --header apply to --target-url only/);
     usageError(["jobs", "create", "--data", "{}", "--name", "n"], /--name cannot be combined with --data/);
     usageError(["jobs", "create", "--data", "{}", "--file", "f"], /either --file or --data/);
@@ -207,8 +282,23 @@ describe("CLI parsing: jobs update", () => {
       patch: { schedule: { cron: "0 10 * * *", tz: "Europe/Paris", misfire: "skip" } },
     });
     const many = parse([
-      "jobs", "update", "j1", "--at", "2026-10-16T09:00:00Z", "--payload", '{"a":1}', "--max-attempts", "4", "--max-backoff", "1h",
-      "--timeout", "90s", "--target-url", "https://example.test/x", "--method", "put",
+      "jobs",
+      "update",
+      "j1",
+      "--at",
+      "2026-10-16T09:00:00Z",
+      "--payload",
+      '{"a":1}',
+      "--max-attempts",
+      "4",
+      "--max-backoff",
+      "1h",
+      "--timeout",
+      "90s",
+      "--target-url",
+      "https://example.test/x",
+      "--method",
+      "put",
     ]);
     assert.deepEqual((many as { patch: unknown }).patch, {
       schedule: { runAt: "2026-10-16T09:00:00Z" },
@@ -294,12 +384,15 @@ describe("CLI parsing: other commands", () => {
     usageError(["jobs", "list", "--state", "SLEEPING"], /--state: expected one of SCHEDULED/);
     assert.deepEqual((parse(["executions", "j1", "--limit", "5"]) as { jobId: string; query: unknown }).query, { limit: 5 });
     assert.equal((parse(["dlq", "replay", "e1"]) as { executionId: string }).executionId, "e1");
-    assert.deepEqual((parse(["cron", "0 9 * * *", "--tz", "Europe/London", "--from", "2026-03-28T00:00:00Z", "--count", "3"]) as { query: unknown }).query, {
-      cron: "0 9 * * *",
-      tz: "Europe/London",
-      from: "2026-03-28T00:00:00Z",
-      count: 3,
-    });
+    assert.deepEqual(
+      (parse(["cron", "0 9 * * *", "--tz", "Europe/London", "--from", "2026-03-28T00:00:00Z", "--count", "3"]) as { query: unknown }).query,
+      {
+        cron: "0 9 * * *",
+        tz: "Europe/London",
+        from: "2026-03-28T00:00:00Z",
+        count: 3,
+      },
+    );
     usageError(["cron", "* * * * *", "--count", "1001"], /--count: must be between 1 and 1000/);
     usageError(["cron", "* * * * *", "--from", "yesterday"], /--from: expected an RFC 3339 time/);
   });
@@ -396,6 +489,9 @@ describe("CLI parsing: serve", () => {
   });
 
   test("API key secrets never appear in messages", () => {
-    assert.throws(() => parse(["serve", "--api-keys", "supersecret:t:owner"]), (err: Error) => !err.message.includes("supersecret"));
+    assert.throws(
+      () => parse(["serve", "--api-keys", "supersecret:t:owner"]),
+      (err: Error) => !err.message.includes("supersecret"),
+    );
   });
 });

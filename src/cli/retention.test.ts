@@ -35,7 +35,9 @@ async function run(args: string[], env: Record<string, string> = {}) {
 describe("serve retention flags", () => {
   test("durations and the archive directory, from flags or the environment", () => {
     const archive = join(dir, "flags-archive");
-    const cmd = parseCommand(["serve", "--history-retention", "7d", "--audit-retention", "365d", "--archive-dir", archive], { DUETIME_IDEMPOTENCY_RETENTION: "48h" });
+    const cmd = parseCommand(["serve", "--history-retention", "7d", "--audit-retention", "365d", "--archive-dir", archive], {
+      DUETIME_IDEMPOTENCY_RETENTION: "48h",
+    });
     assert.ok(cmd.command === "serve");
     assert.deepEqual(cmd.options.retention, { historyMs: 7 * DAY, idempotencyMs: 48 * HOUR, auditMs: 365 * DAY, archiveDir: resolve(archive) });
     const plain = parseCommand(["serve"], {});
@@ -74,7 +76,9 @@ describe("serve retention flags", () => {
         }
         return { url: "http://127.0.0.1:1", close: async () => opened?.stop() } as unknown as RunningServer;
       };
-      void main(["serve", "--idempotency-retention", "48h"], captureIo(), { serve: { startServer, signals: signals as never } }).then((code) => assert.equal(code, 0));
+      void main(["serve", "--idempotency-retention", "48h"], captureIo(), { serve: { startServer, signals: signals as never } }).then((code) =>
+        assert.equal(code, 0),
+      );
     });
     await listening;
     const engine = opened!;
@@ -82,7 +86,10 @@ describe("serve retention flags", () => {
     await engine.service.createJob(ctx, spec("a"), "k");
     clock.jump(25 * HOUR); // past the default 24 h, within the 48 h asked for
     assert.equal((await engine.retention.runOnce()).idempotency, 0);
-    await assert.rejects(engine.service.createJob(ctx, spec("b"), "k"), (err: unknown) => err instanceof DuetimeError && err.code === "IDEMPOTENCY_MISMATCH");
+    await assert.rejects(
+      engine.service.createJob(ctx, spec("b"), "k"),
+      (err: unknown) => err instanceof DuetimeError && err.code === "IDEMPOTENCY_MISMATCH",
+    );
     signals.emit("SIGTERM");
   });
 });
@@ -94,8 +101,15 @@ describe("duetime archive read", () => {
   /** A real engine archives two succeeded one-offs (ended 2026-03-02) and removes them. */
   async function archiveSomeHistory(): Promise<void> {
     const clock = new FakeClock("2026-03-02T10:00:00Z");
-    const engine = await openEngine({ store: `sqlite:${join(dir, "archive.db")}`, clock, nodeId: "n", httpTargets: false, retention: { archiveDir: archive } });
-    const create = (order: string) => engine.service.createJob(ctx, { name: "mail", target: { type: "queue", pool: "p" }, payload: { order }, schedule: { delaySeconds: 0 } });
+    const engine = await openEngine({
+      store: `sqlite:${join(dir, "archive.db")}`,
+      clock,
+      nodeId: "n",
+      httpTargets: false,
+      retention: { archiveDir: archive },
+    });
+    const create = (order: string) =>
+      engine.service.createJob(ctx, { name: "mail", target: { type: "queue", pool: "p" }, payload: { order }, schedule: { delaySeconds: 0 } });
     ids.needle = (await create("needle-42")).jobId;
     ids.other = (await create("hay")).jobId;
     await engine.scheduler.runOnce();
@@ -112,8 +126,16 @@ describe("duetime archive read", () => {
     await archiveSomeHistory();
     const all = await run(["archive", "read", "--dir", archive, "--json"]);
     assert.equal(all.code, 0, all.err);
-    const lines = all.out.trim().split("\n").map((l) => JSON.parse(l) as ArchiveLine);
-    assert.deepEqual(lines.map((l) => [l.kind, l.tenantId]).sort(), [["executions", "default"], ["executions", "default"], ["jobs", "default"], ["jobs", "default"]]);
+    const lines = all.out
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as ArchiveLine);
+    assert.deepEqual(lines.map((l) => [l.kind, l.tenantId]).sort(), [
+      ["executions", "default"],
+      ["executions", "default"],
+      ["jobs", "default"],
+      ["jobs", "default"],
+    ]);
     const execution = lines.find((l) => l.kind === "executions" && l.jobId === ids.needle)!;
     assert.equal(execution.id, ids.needleExecution);
     assert.equal(execution.at.slice(0, 10), "2026-03-02");
@@ -127,21 +149,41 @@ describe("duetime archive read", () => {
     assert.equal(grep.out.trim().split("\n").length, 2, "the header and the one matching row");
 
     const job = await run(["archive", "read", "--dir", archive, "--job", ids.other, "--json"]);
-    assert.deepEqual(job.out.trim().split("\n").map((l) => (JSON.parse(l) as ArchiveLine).kind).sort(), ["executions", "jobs"]);
+    assert.deepEqual(
+      job.out
+        .trim()
+        .split("\n")
+        .map((l) => (JSON.parse(l) as ArchiveLine).kind)
+        .sort(),
+      ["executions", "jobs"],
+    );
     const days = await run(["archive", "read", "--dir", archive, "--from", "2026-03-03"]);
     assert.equal(days.out, "no archived rows match\n");
-    assert.equal((await run(["archive", "read", "--dir", archive, "--to", "2026-03-02", "--tenant", "default", "--json"])).out.trim().split("\n").length, 4);
+    assert.equal(
+      (await run(["archive", "read", "--dir", archive, "--to", "2026-03-02", "--tenant", "default", "--json"])).out.trim().split("\n").length,
+      4,
+    );
     assert.equal((await run(["archive", "read", "--dir", archive, "--tenant", "acme", "--json"])).out, "");
   });
 
   test("the real command reads it too (child process)", async () => {
     const got = await new Promise<{ code: number; stdout: string; stderr: string }>((done) => {
-      execFile(process.execPath, [BIN, "archive", "read", "--kind", "jobs", "--json"], { env: { ...process.env, DUETIME_ARCHIVE_DIR: archive }, timeout: 30_000 }, (err, stdout, stderr) =>
-        done({ code: err ? ((err as { code?: number }).code ?? -1) : 0, stdout, stderr }),
+      execFile(
+        process.execPath,
+        [BIN, "archive", "read", "--kind", "jobs", "--json"],
+        { env: { ...process.env, DUETIME_ARCHIVE_DIR: archive }, timeout: 30_000 },
+        (err, stdout, stderr) => done({ code: err ? ((err as { code?: number }).code ?? -1) : 0, stdout, stderr }),
       );
     });
     assert.equal(got.code, 0, got.stderr);
-    assert.deepEqual(got.stdout.trim().split("\n").map((l) => (JSON.parse(l) as ArchiveLine).id).sort(), [ids.needle, ids.other].sort());
+    assert.deepEqual(
+      got.stdout
+        .trim()
+        .split("\n")
+        .map((l) => (JSON.parse(l) as ArchiveLine).id)
+        .sort(),
+      [ids.needle, ids.other].sort(),
+    );
   });
 
   test("usage errors exit 2; an unreadable archive exits 1", async () => {

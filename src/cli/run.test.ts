@@ -51,8 +51,21 @@ const BACKFILL = {
 };
 const OCCURRENCES = {
   items: [
-    { scheduledFor: "2026-03-27T09:00:00.000Z", local: "2026-03-27T09:00:00", status: "dispatched", executionId: "ex_o1", executionState: "SUCCEEDED" },
-    { scheduledFor: "2026-03-28T09:00:00.000Z", local: "2026-03-28T09:00:00", status: "skipped", reason: "overlap", executionId: "ex_o2", executionState: "SKIPPED" },
+    {
+      scheduledFor: "2026-03-27T09:00:00.000Z",
+      local: "2026-03-27T09:00:00",
+      status: "dispatched",
+      executionId: "ex_o1",
+      executionState: "SUCCEEDED",
+    },
+    {
+      scheduledFor: "2026-03-28T09:00:00.000Z",
+      local: "2026-03-28T09:00:00",
+      status: "skipped",
+      reason: "overlap",
+      executionId: "ex_o2",
+      executionState: "SKIPPED",
+    },
     { scheduledFor: "2026-03-29T01:00:00.000Z", local: "2026-03-29T01:30:00", status: "not_run", reason: "paused", dst: "gap" },
     { scheduledFor: "2026-03-30T08:00:00.000Z", local: "2026-03-30T09:00:00", status: "due" },
   ],
@@ -66,18 +79,28 @@ function route(req: RecordedRequest): TestReply {
   const notFound = (what: string): TestReply => ({ status: 404, body: { error: { code: "NOT_FOUND", message: `${what} not found` } } });
   const key = `${req.method} ${url.pathname}`;
   if (key === "GET /v1/jobs/job_1") return { status: 200, body: JOB };
-  if (key === "GET /v1/jobs/job_local") return { status: 200, body: { ...JOB, jobId: "job_local", nextRunAtLocal: "2026-10-16T09:00:00+01:00[Europe/London]" } };
+  if (key === "GET /v1/jobs/job_local")
+    return { status: 200, body: { ...JOB, jobId: "job_local", nextRunAtLocal: "2026-10-16T09:00:00+01:00[Europe/London]" } };
   if (key === "GET /v1/jobs/job_1/occurrences") return { status: 200, body: OCCURRENCES };
   if (key === "PATCH /v1/jobs/job_1") {
-    if (req.headers["if-match"] === '"9"') return { status: 409, body: { error: { code: "VERSION_CONFLICT", message: "job job_1 is at version 1, not 9" } } };
-    return { status: 200, headers: { etag: '"2"' }, body: { ...JOB, ...(req.body as object), version: 2, nextRunAtLocal: "2026-10-16T10:00:00+02:00[Europe/Paris]" } };
+    if (req.headers["if-match"] === '"9"')
+      return { status: 409, body: { error: { code: "VERSION_CONFLICT", message: "job job_1 is at version 1, not 9" } } };
+    return {
+      status: 200,
+      headers: { etag: '"2"' },
+      body: { ...JOB, ...(req.body as object), version: 2, nextRunAtLocal: "2026-10-16T10:00:00+02:00[Europe/Paris]" },
+    };
   }
   if (key === "POST /v1/jobs/job_1:backfill") return { status: 201, body: BACKFILL };
-  if (key.startsWith("GET /v1/jobs/") && !key.endsWith("/executions") && !key.endsWith("/occurrences")) return notFound(`job ${JSON.stringify(decodeURIComponent(url.pathname.slice(9)))}`);
+  if (key.startsWith("GET /v1/jobs/") && !key.endsWith("/executions") && !key.endsWith("/occurrences"))
+    return notFound(`job ${JSON.stringify(decodeURIComponent(url.pathname.slice(9)))}`);
   if (key === "POST /v1/jobs") {
     const body = req.body as { schedule?: { cron?: string } };
     if (body.schedule?.cron === "bad") {
-      return { status: 400, body: { error: { code: "INVALID_ARGUMENT", message: "schedule.cron: unknown field value", details: { field: "schedule.cron" } } } };
+      return {
+        status: 400,
+        body: { error: { code: "INVALID_ARGUMENT", message: "schedule.cron: unknown field value", details: { field: "schedule.cron" } } },
+      };
     }
     return { status: req.headers["idempotency-key"] === "seen" ? 200 : 201, body: { ...JOB, ...body } };
   }
@@ -87,13 +110,30 @@ function route(req: RecordedRequest): TestReply {
   if (key === "POST /v1/jobs/job_1:trigger") return { status: 201, body: { ...EXECUTION, attempt: 0, state: "QUEUED", error: null } };
   if (key === "GET /v1/jobs/job_1/executions") return { status: 200, body: { items: [EXECUTION], nextCursor: null } };
   if (key === "GET /v1/dead-letters") return { status: 200, body: { items: [], nextCursor: null } };
-  if (key === "POST /v1/dead-letters/ex_1:replay") return { status: 403, body: { error: { code: "PERMISSION_DENIED", message: "role admin required" } } };
+  if (key === "POST /v1/dead-letters/ex_1:replay")
+    return { status: 403, body: { error: { code: "PERMISSION_DENIED", message: "role admin required" } } };
   if (key === "POST /v1/keys") {
     const body = req.body as { tenantId?: string; role: string; name?: string };
-    if (body.tenantId === "other") return { status: 403, body: { error: { code: "PERMISSION_DENIED", message: "tenantId: another tenant needs a bootstrap admin key", details: { field: "tenantId" } } } };
+    if (body.tenantId === "other")
+      return {
+        status: 403,
+        body: {
+          error: { code: "PERMISSION_DENIED", message: "tenantId: another tenant needs a bootstrap admin key", details: { field: "tenantId" } },
+        },
+      };
     return { status: 201, body: { ...API_KEY, tenantId: body.tenantId ?? "default", role: body.role, name: body.name ?? null, key: "dtk_s3cr3t" } };
   }
-  if (key === "GET /v1/keys") return { status: 200, body: { items: [{ ...API_KEY, revokedAt: "2026-10-16T10:00:00.000Z" }, { ...API_KEY, keyId: "ak_2", name: null, revokedAt: null }], nextCursor: "k2" } };
+  if (key === "GET /v1/keys")
+    return {
+      status: 200,
+      body: {
+        items: [
+          { ...API_KEY, revokedAt: "2026-10-16T10:00:00.000Z" },
+          { ...API_KEY, keyId: "ak_2", name: null, revokedAt: null },
+        ],
+        nextCursor: "k2",
+      },
+    };
   if (key === "DELETE /v1/keys/ak_1") return { status: 204 };
   if (key === "GET /v1/secrets/signing") {
     if (req.headers.authorization === "Bearer acme") return notFound("signing secret");
@@ -122,7 +162,14 @@ function route(req: RecordedRequest): TestReply {
             dst: ["overlap", "overlap", null],
           },
         }
-      : { status: 200, body: { times: ["2026-11-01T05:30:00.000Z", "2026-11-02T06:30:00.000Z"], local: ["2026-11-01T01:30:00", "2026-11-02T01:30:00"], dst: ["overlap", null] } };
+      : {
+          status: 200,
+          body: {
+            times: ["2026-11-01T05:30:00.000Z", "2026-11-02T06:30:00.000Z"],
+            local: ["2026-11-01T01:30:00", "2026-11-02T01:30:00"],
+            dst: ["overlap", null],
+          },
+        };
   }
   if (key === "GET /v1/schedules/preview") {
     return { status: 200, body: { times: ["2026-03-30T08:00:00.000Z", "2026-03-31T08:00:00.000Z"], query: Object.fromEntries(url.searchParams) } };
@@ -341,7 +388,10 @@ describe("CLI against an HTTP server", () => {
     assert.equal((await run(["dlq", "list"])).out, "no dead letters\n");
 
     const cron = await run(["cron", "0 9 * * MON-FRI", "--tz", "Europe/London", "--count", "2"]);
-    assert.equal(cron.out, "LOCAL (Europe/London)      UTC                       NOTE\n2026-03-30T09:00:00+01:00  2026-03-30T08:00:00.000Z\n2026-03-31T09:00:00+01:00  2026-03-31T08:00:00.000Z\n");
+    assert.equal(
+      cron.out,
+      "LOCAL (Europe/London)      UTC                       NOTE\n2026-03-30T09:00:00+01:00  2026-03-30T08:00:00.000Z\n2026-03-31T09:00:00+01:00  2026-03-31T08:00:00.000Z\n",
+    );
     assert.equal(server.requests.at(-1)!.url, "/v1/schedules/preview?cron=0+9+*+*+MON-FRI&tz=Europe%2FLondon&count=2");
   });
 });
@@ -394,7 +444,10 @@ describe("serve", () => {
     const io = captureIo({ DUETIME_PORT: "9123" });
     const printed = new Promise<void>((resolve) => {
       const stdout = io.stdout;
-      io.stdout = (t) => (stdout(t), resolve());
+      io.stdout = (t) => {
+        stdout(t);
+        resolve();
+      };
     });
     const exit = main(["serve", "--store", "sqlite::memory:"], io, { serve: { startServer: fake.startServer, signals: signals as never } });
     await printed;
@@ -414,7 +467,10 @@ describe("serve", () => {
     const startServer = async (): Promise<RunningServer> => ({ url: "http://x", close: () => new Promise(() => {}) }) as unknown as RunningServer;
     const printed = new Promise<void>((resolve) => {
       const stdout = io.stdout;
-      io.stdout = (t) => (stdout(t), resolve());
+      io.stdout = (t) => {
+        stdout(t);
+        resolve();
+      };
     });
     void main(["serve"], io, { serve: { startServer, signals: signals as never, exit: (c) => exited(c), closeDeadlineMs: 20 } });
     await printed;

@@ -116,7 +116,11 @@ export function parseServe(args: string[], env: Env): ServeCommand {
   if (Object.keys(store.options).length > 0) options.storeOptions = store.options;
   const nodeId = pick("node-id", "DUETIME_NODE_ID");
   if (nodeId) {
-    if (!NODE_ID.test(nodeId.value)) throw new UsageError(`${nodeId.source}: expected 1 to 128 letters, digits, ".", "_", ":" or "-", starting with a letter or digit, got ${JSON.stringify(nodeId.value)}`, usage);
+    if (!NODE_ID.test(nodeId.value))
+      throw new UsageError(
+        `${nodeId.source}: expected 1 to 128 letters, digits, ".", "_", ":" or "-", starting with a letter or digit, got ${JSON.stringify(nodeId.value)}`,
+        usage,
+      );
     options.nodeId = nodeId.value;
   }
   const secret = pick("signing-secret", "DUETIME_SIGNING_SECRET");
@@ -130,7 +134,8 @@ export function parseServe(args: string[], env: Env): ServeCommand {
   const hosts = pick("allow-target-hosts", "DUETIME_ALLOW_TARGET_HOSTS");
   if (hosts) {
     const list = hosts.value.split(",").map((h) => h.trim());
-    if (list.some((h) => h === "")) throw new UsageError(`${hosts.source}: expected a comma-separated list of host names, got ${JSON.stringify(hosts.value)}`, usage);
+    if (list.some((h) => h === ""))
+      throw new UsageError(`${hosts.source}: expected a comma-separated list of host names, got ${JSON.stringify(hosts.value)}`, usage);
     options.allowTargetHosts = list;
   }
   const httpTarget = parseHttpTarget(pick, usage);
@@ -143,12 +148,14 @@ export function parseServe(args: string[], env: Env): ServeCommand {
   if (misfire) options.misfireThresholdSeconds = integerOption(misfire.source.replace(/^--/, ""), misfire.value, 1, 86_400, usage)!;
   const logLevel = pick("log-level", "DUETIME_LOG_LEVEL");
   if (logLevel) {
-    if (!LOG_LEVELS.includes(logLevel.value)) throw new UsageError(`${logLevel.source}: expected one of ${LOG_LEVELS.join(", ")}, got ${JSON.stringify(logLevel.value)}`, usage);
+    if (!LOG_LEVELS.includes(logLevel.value))
+      throw new UsageError(`${logLevel.source}: expected one of ${LOG_LEVELS.join(", ")}, got ${JSON.stringify(logLevel.value)}`, usage);
     options.logLevel = logLevel.value;
   }
   const readStore = pick("read-store", "DUETIME_READ_STORE");
   if (readStore) {
-    if (!/^postgres(ql)?:\/\/.+/.test(readStore.value)) throw new UsageError(`${readStore.source}: expected postgres://..., got ${JSON.stringify(readStore.value)}`, usage);
+    if (!/^postgres(ql)?:\/\/.+/.test(readStore.value))
+      throw new UsageError(`${readStore.source}: expected postgres://..., got ${JSON.stringify(readStore.value)}`, usage);
     if (!/^postgres(ql)?:/.test(store.url)) throw new UsageError(`${readStore.source}: a read replica needs a PostgreSQL --store`, usage);
     options.readStore = readStore.value;
   }
@@ -156,7 +163,8 @@ export function parseServe(args: string[], env: Env): ServeCommand {
   if (maxLag) {
     if (!readStore) throw new UsageError(`${maxLag.source}: only applies with --read-store`, usage);
     const seconds = parseDuration(maxLag.value);
-    if (seconds === undefined || seconds < 1 || seconds > 3600) throw new UsageError(`${maxLag.source}: expected a duration from 1s to 1h, got ${JSON.stringify(maxLag.value)}`, usage);
+    if (seconds === undefined || seconds < 1 || seconds > 3600)
+      throw new UsageError(`${maxLag.source}: expected a duration from 1s to 1h, got ${JSON.stringify(maxLag.value)}`, usage);
     options.readStoreMaxLagSeconds = seconds;
   }
   const retention = parseRetention(pick, usage);
@@ -220,11 +228,15 @@ const RETENTION_FLAGS = {
 /** The retention flags, checked against the engine's floors (core/retention.ts); undefined when none is given. */
 function parseRetention(pick: PickOption, usage: string): RetentionOptions | undefined {
   const retention: RetentionOptions = {};
-  for (const [field, [flag, variable]] of Object.entries(RETENTION_FLAGS) as [keyof RetentionPeriods, (typeof RETENTION_FLAGS)[keyof RetentionPeriods]][]) {
+  for (const [field, [flag, variable]] of Object.entries(RETENTION_FLAGS) as [
+    keyof RetentionPeriods,
+    (typeof RETENTION_FLAGS)[keyof RetentionPeriods],
+  ][]) {
     const got = pick(flag, variable);
     if (!got) continue;
     const seconds = parseDuration(got.value);
-    if (seconds === undefined) throw new UsageError(`${got.source}: expected a duration such as 30d, 24h or 90m, got ${JSON.stringify(got.value)}`, usage);
+    if (seconds === undefined)
+      throw new UsageError(`${got.source}: expected a duration such as 30d, 24h or 90m, got ${JSON.stringify(got.value)}`, usage);
     retention[field] = seconds * 1000;
     const problem = retentionProblem({ [field]: retention[field] });
     if (problem) throw new UsageError(`${got.source}: ${problem.message}`, usage);
@@ -249,7 +261,10 @@ function parseRetention(pick: PickOption, usage: string): RetentionOptions | und
  */
 export function parseOriginLimits(text: string): Record<string, OriginLimit> {
   const out: Record<string, OriginLimit> = {};
-  for (const item of text.split(",").map((s) => s.trim()).filter(Boolean)) {
+  for (const item of text
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const m = /^(https?:\/\/[^=\s/]+)\/?=(\d+)(?:\/(\d+(?:\.\d+)?))?$/i.exec(item);
     if (!m) throw new Error(`expected ORIGIN=CONCURRENCY[/RATE], e.g. https://api.example=8/5, got ${JSON.stringify(item)}`);
     const concurrency = Number(m[2]);

@@ -41,7 +41,8 @@ export function parseStoreOptions(values: Values, env: Env, usage: string): Stor
   const schema = pick("schema", "DUETIME_SCHEMA");
   if (schema) {
     if (!postgres) throw new UsageError(`${schema.source}: only a PostgreSQL store has schemas (the store is ${JSON.stringify(store.value)})`, usage);
-    if (!SCHEMA_NAME.test(schema.value)) throw new UsageError(`${schema.source}: expected ${SCHEMA_NAME_RULE}, got ${JSON.stringify(schema.value)}`, usage);
+    if (!SCHEMA_NAME.test(schema.value))
+      throw new UsageError(`${schema.source}: expected ${SCHEMA_NAME_RULE}, got ${JSON.stringify(schema.value)}`, usage);
     options.schema = schema.value;
   }
   const poolSize = pick("pool-size", "DUETIME_POOL_SIZE");

@@ -6,12 +6,21 @@ const policy = { maxAttempts: 5, backoffSeconds: 10, maxBackoffSeconds: 60 };
 
 test("backoff doubles per attempt from backoffSeconds and is capped at maxBackoffSeconds", () => {
   const mid = () => 0.5; // no jitter
-  assert.deepEqual([1, 2, 3, 4, 5].map((n) => backoffMs(policy, n, mid)), [10_000, 20_000, 40_000, 60_000, 60_000]);
+  assert.deepEqual(
+    [1, 2, 3, 4, 5].map((n) => backoffMs(policy, n, mid)),
+    [10_000, 20_000, 40_000, 60_000, 60_000],
+  );
 });
 
 test("jitter stays within ±20%", () => {
-  assert.equal(backoffMs(policy, 1, () => 0), 8_000);
-  assert.equal(backoffMs(policy, 1, () => 0.999999), 12_000);
+  assert.equal(
+    backoffMs(policy, 1, () => 0),
+    8_000,
+  );
+  assert.equal(
+    backoffMs(policy, 1, () => 0.999999),
+    12_000,
+  );
   for (let i = 0; i < 1000; i++) {
     const d = backoffMs(policy, 2, Math.random);
     assert.ok(d >= 16_000 && d <= 24_000, `${d}`);
@@ -19,7 +28,10 @@ test("jitter stays within ±20%", () => {
 });
 
 test("transient failures retry until maxAttempts, then are dead", () => {
-  assert.deepEqual(planFailure(policy, { attempt: 1, errorClass: "transient" }, () => 0.5), { kind: "retry", delayMs: 10_000 });
+  assert.deepEqual(
+    planFailure(policy, { attempt: 1, errorClass: "transient" }, () => 0.5),
+    { kind: "retry", delayMs: 10_000 },
+  );
   assert.deepEqual(planFailure(policy, { attempt: 5, errorClass: "transient" }), { kind: "dead", reason: "exhausted" });
 });
 
@@ -28,14 +40,20 @@ test("permanent failures are dead at once", () => {
 });
 
 test("throttled waits at least retryAfterSeconds and still counts toward maxAttempts", () => {
-  assert.deepEqual(planFailure(policy, { attempt: 1, errorClass: "throttled", retryAfterSeconds: 120 }, () => 0.5), {
-    kind: "retry",
-    delayMs: 120_000,
-  });
-  assert.deepEqual(planFailure(policy, { attempt: 1, errorClass: "throttled", retryAfterSeconds: 1 }, () => 0.5), {
-    kind: "retry",
-    delayMs: 10_000,
-  });
+  assert.deepEqual(
+    planFailure(policy, { attempt: 1, errorClass: "throttled", retryAfterSeconds: 120 }, () => 0.5),
+    {
+      kind: "retry",
+      delayMs: 120_000,
+    },
+  );
+  assert.deepEqual(
+    planFailure(policy, { attempt: 1, errorClass: "throttled", retryAfterSeconds: 1 }, () => 0.5),
+    {
+      kind: "retry",
+      delayMs: 10_000,
+    },
+  );
   assert.deepEqual(planFailure(policy, { attempt: 5, errorClass: "throttled", retryAfterSeconds: 1 }), { kind: "dead", reason: "exhausted" });
 });
 

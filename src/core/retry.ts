@@ -44,22 +44,14 @@ export interface AttemptFacts {
 }
 
 /** What an execution becomes when an attempt ends without success. */
-export type AttemptEnd =
-  | { state: "CANCELLED" }
-  | { state: "DEAD"; reason: "permanent" | "exhausted" }
-  | { state: "READY"; readyAt: number };
+export type AttemptEnd = { state: "CANCELLED" } | { state: "DEAD"; reason: "permanent" | "exhausted" } | { state: "READY"; readyAt: number };
 
 /**
  * A failed attempt: a cancelled job's execution ends CANCELLED, else the
  * retry policy decides. `jitter` is a draw in [0, 1), passed as data so the
  * store that calls this stays deterministic.
  */
-export function endFailedAttempt(
-  facts: AttemptFacts,
-  failure: Omit<FailureFacts, "attempt">,
-  now: number,
-  jitter: number,
-): AttemptEnd {
+export function endFailedAttempt(facts: AttemptFacts, failure: Omit<FailureFacts, "attempt">, now: number, jitter: number): AttemptEnd {
   if (facts.cancelRequested) return { state: "CANCELLED" };
   const plan = planFailure(facts.retry, { ...failure, attempt: facts.attempt }, () => jitter);
   return plan.kind === "dead" ? { state: "DEAD", reason: plan.reason } : { state: "READY", readyAt: now + plan.delayMs };

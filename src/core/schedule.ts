@@ -64,7 +64,11 @@ function compiled(cron: string, jobId: string): CronExpression {
 export function fireTimesBetween(schedule: CronJobSchedule, jobId: string, from: number, to: number, max: number): FireTime[] {
   const expr = compiled(schedule.cron, jobId);
   const out: FireTime[] = [];
-  for (let f = nextFireTime(expr, schedule.tz, from, schedule.dst); f && f.at <= to && out.length < max; f = nextFireTime(expr, schedule.tz, f.at, schedule.dst)) {
+  for (
+    let f = nextFireTime(expr, schedule.tz, from, schedule.dst);
+    f && f.at <= to && out.length < max;
+    f = nextFireTime(expr, schedule.tz, f.at, schedule.dst)
+  ) {
     out.push(f);
   }
   return out;

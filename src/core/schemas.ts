@@ -143,8 +143,7 @@ export const dstSchema = {
 /** The union of the three schedule variants; validate.ts enforces "exactly one of". */
 export const scheduleSchema = {
   type: "object",
-  description:
-    "Exactly one of runAt, delaySeconds or cron. tz, jitterSeconds, misfire, overlap, startAt, endAt and dst are allowed only with cron.",
+  description: "Exactly one of runAt, delaySeconds or cron. tz, jitterSeconds, misfire, overlap, startAt, endAt and dst are allowed only with cron.",
   additionalProperties: false,
   properties: {
     runAt: { ...dateTime, description: "RFC 3339; a time in the past runs at once." },
@@ -514,20 +513,7 @@ export const errorEnvelopeSchema = {
 
 export const jobResponse = {
   type: "object",
-  required: [
-    "jobId",
-    "name",
-    "state",
-    "target",
-    "schedule",
-    "retry",
-    "timeoutSeconds",
-    "priority",
-    "nextRunAt",
-    "version",
-    "createdAt",
-    "updatedAt",
-  ],
+  required: ["jobId", "name", "state", "target", "schedule", "retry", "timeoutSeconds", "priority", "nextRunAt", "version", "createdAt", "updatedAt"],
   properties: {
     jobId: { type: "string" },
     name: { type: "string" },
@@ -851,7 +837,11 @@ export const signingSecretsResponse = {
   properties: {
     tenantId: { type: "string" },
     secrets: { type: "array", items: { type: "string" }, description: "Newest first; every one signs each call (Duetime-Signature)." },
-    source: { type: "string", enum: ["config", "store"], description: "config: --signing-secret / DUETIME_SIGNING_SECRET; store: generated once and kept in the store." },
+    source: {
+      type: "string",
+      enum: ["config", "store"],
+      description: "config: --signing-secret / DUETIME_SIGNING_SECRET; store: generated once and kept in the store.",
+    },
   },
 } as const;
 

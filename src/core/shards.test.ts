@@ -16,7 +16,8 @@ class Leases {
   acquire(owner: string, shards: readonly number[], now: number): void {
     for (const s of shards) {
       const row = this.rows.get(s);
-      if (!row || row.owner === owner || row.owner === null || row.leaseUntil < now) this.rows.set(s, { shard: s, owner, leaseUntil: now + LEASE_MS });
+      if (!row || row.owner === owner || row.owner === null || row.leaseUntil < now)
+        this.rows.set(s, { shard: s, owner, leaseUntil: now + LEASE_MS });
     }
   }
   held(owner: string): number {
@@ -70,7 +71,10 @@ test("a node over its target releases the surplus and keeps the rest", () => {
 const startingState = fc.record({
   nodes: fc.uniqueArray(fc.constantFrom("n0", "n1", "n2", "n3", "n4", "n5", "n6"), { minLength: 1, maxLength: 7 }),
   owners: fc.array(
-    fc.record({ owner: fc.option(fc.constantFrom("n0", "n1", "n2", "n3", "n4", "n5", "n6", "gone"), { nil: null }), until: fc.integer({ min: -LEASE_MS, max: LEASE_MS }) }),
+    fc.record({
+      owner: fc.option(fc.constantFrom("n0", "n1", "n2", "n3", "n4", "n5", "n6", "gone"), { nil: null }),
+      until: fc.integer({ min: -LEASE_MS, max: LEASE_MS }),
+    }),
     { minLength: SHARD_COUNT, maxLength: SHARD_COUNT },
   ),
 });
@@ -79,7 +83,9 @@ test("property: from any starting state, repeated rounds leave every shard owned
   fc.assert(
     fc.property(startingState, ({ nodes, owners }) => {
       const store = new Leases();
-      owners.forEach((o, shard) => store.rows.set(shard, { shard, owner: o.owner, leaseUntil: o.until }));
+      owners.forEach((o, shard) => {
+        store.rows.set(shard, { shard, owner: o.owner, leaseUntil: o.until });
+      });
       // Within a lease and a round every stale lease (a stopped node's, "gone") has expired.
       let now = 0;
       for (let i = 0; i < 6; i++, now += ROUND_MS) round(store, nodes, now);

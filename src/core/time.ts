@@ -1,8 +1,7 @@
 // RFC 3339 in and out. The server writes UTC with millisecond precision and
 // accepts any offset; Date.parse alone is too lenient ("2026-1-1", "Tuesday").
 
-const RFC3339 =
-  /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/;
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/;
 
 /** Epoch ms for a strict RFC 3339 timestamp in the years 1900 to 9999 (schemas.ts YEAR_PATTERN), or null. */
 export function parseRfc3339(value: string): number | null {

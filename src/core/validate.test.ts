@@ -81,24 +81,54 @@ const cases: Case[] = [
   { schema: "createJobBody", value: job("schedule", { delaySeconds: -1 }), field: "schedule.delaySeconds", message: /between 0 and/ },
   { schema: "createJobBody", value: job("schedule", { delaySeconds: 315_576_001 }), field: "schedule.delaySeconds" },
   { schema: "createJobBody", value: job("schedule", { delaySeconds: "30" }), field: "schedule.delaySeconds", message: /must be a number/ },
-  { schema: "createJobBody", value: job("schedule", { runAt: "2026-10-16T09:00:00Z", delaySeconds: 5 }), field: "schedule.delaySeconds", message: /exactly one/ },
+  {
+    schema: "createJobBody",
+    value: job("schedule", { runAt: "2026-10-16T09:00:00Z", delaySeconds: 5 }),
+    field: "schedule.delaySeconds",
+    message: /exactly one/,
+  },
   { schema: "createJobBody", value: job("schedule", { delaySeconds: 5, cron: "* * * * *" }), field: "schedule.cron", message: /exactly one/ },
-  { schema: "createJobBody", value: job("schedule", { delaySeconds: 5, tz: "UTC" }), field: "schedule.tz", message: /only allowed with schedule.cron/ },
+  {
+    schema: "createJobBody",
+    value: job("schedule", { delaySeconds: 5, tz: "UTC" }),
+    field: "schedule.tz",
+    message: /only allowed with schedule.cron/,
+  },
   { schema: "createJobBody", value: job("schedule", { runAt: "2026-10-16T09:00:00Z", misfire: "skip" }), field: "schedule.misfire" },
   { schema: "createJobBody", value: job("schedule", { cron: "" }), field: "schedule.cron", message: /must not be empty/ },
-  { schema: "createJobBody", value: job("schedule", { cron: "* * * * *", jitterSeconds: 86_401 }), field: "schedule.jitterSeconds", message: /between 0 and 86400/ },
-  { schema: "createJobBody", value: job("schedule", { cron: "* * * * *", misfire: "later" }), field: "schedule.misfire", message: /"run_once", "skip", "catch_up"/ },
+  {
+    schema: "createJobBody",
+    value: job("schedule", { cron: "* * * * *", jitterSeconds: 86_401 }),
+    field: "schedule.jitterSeconds",
+    message: /between 0 and 86400/,
+  },
+  {
+    schema: "createJobBody",
+    value: job("schedule", { cron: "* * * * *", misfire: "later" }),
+    field: "schedule.misfire",
+    message: /"run_once", "skip", "catch_up"/,
+  },
   { schema: "createJobBody", value: job("schedule", { cron: "* * * * *", overlap: "never" }), field: "schedule.overlap" },
   { schema: "createJobBody", value: job("schedule", { cron: "* * * * *", endAt: "soon" }), field: "schedule.endAt" },
   { schema: "createJobBody", value: job("schedule", { cron: "* * * * *", dst: { gap: "jump" } }), field: "schedule.dst.gap" },
-  { schema: "createJobBody", value: job("schedule", { cron: "* * * * *", dst: { fold: "first" } }), field: "schedule.dst.fold", message: /unknown field/ },
+  {
+    schema: "createJobBody",
+    value: job("schedule", { cron: "* * * * *", dst: { fold: "first" } }),
+    field: "schedule.dst.fold",
+    message: /unknown field/,
+  },
   // retry, timeout, priority
   { schema: "createJobBody", value: job("retry.maxAttempts", 0), field: "retry.maxAttempts", message: /between 1 and 1000/ },
   { schema: "createJobBody", value: job("retry.maxAttempts", 1001), field: "retry.maxAttempts" },
   { schema: "createJobBody", value: job("retry.maxAttempts", 2.5), field: "retry.maxAttempts", message: /must be an integer/ },
   { schema: "createJobBody", value: job("retry.backoffSeconds", 86_401), field: "retry.backoffSeconds" },
   { schema: "createJobBody", value: job("retry.backoffSeconds", -1), field: "retry.backoffSeconds" },
-  { schema: "createJobBody", value: job("retry", { backoffSeconds: 60, maxBackoffSeconds: 30 }), field: "retry.maxBackoffSeconds", message: /at least retry.backoffSeconds/ },
+  {
+    schema: "createJobBody",
+    value: job("retry", { backoffSeconds: 60, maxBackoffSeconds: 30 }),
+    field: "retry.maxBackoffSeconds",
+    message: /at least retry.backoffSeconds/,
+  },
   { schema: "createJobBody", value: job("retry.jitter", 1), field: "retry.jitter", message: /unknown field/ },
   { schema: "createJobBody", value: job("timeoutSeconds", 0), field: "timeoutSeconds", message: /between 1 and 86400/ },
   { schema: "createJobBody", value: job("timeoutSeconds", 86_401), field: "timeoutSeconds" },
@@ -119,7 +149,11 @@ const cases: Case[] = [
   { schema: "leaseBody", value: { workerId: "w", waitSeconds: 61 }, field: "waitSeconds", message: /between 0 and 60/ },
   { schema: "leaseBody", value: { workerId: "w", complete: [{ executionId: "e1", attempt: "1" }] }, field: "complete.0.attempt" },
   { schema: "leaseBody", value: { workerId: "w", fail: [{ executionId: "e1", attempt: 1 }] }, field: "fail.0.error", message: /is required/ },
-  { schema: "leaseBody", value: { workerId: "w", fail: [{ executionId: "e1", attempt: 1, error: { message: "x", class: "fatal" } }] }, field: "fail.0.error.class" },
+  {
+    schema: "leaseBody",
+    value: { workerId: "w", fail: [{ executionId: "e1", attempt: 1, error: { message: "x", class: "fatal" } }] },
+    field: "fail.0.error.class",
+  },
   { schema: "heartbeatBody", value: {}, field: "attempt", message: /is required/ },
   { schema: "heartbeatBody", value: { attempt: 0 }, field: "attempt" },
   { schema: "heartbeatBody", value: { attempt: 1, leaseSeconds: 0 }, field: "leaseSeconds" },
@@ -128,7 +162,18 @@ const cases: Case[] = [
   { schema: "failBody", value: { attempt: 1, error: {} }, field: "error.message", message: /is required/ },
   { schema: "failBody", value: { attempt: 1, error: { message: "x", retryAfterSeconds: -1 } }, field: "error.retryAfterSeconds" },
   { schema: "completeManyBody", value: { items: [] }, field: "items", message: /at least 1 item/ },
-  { schema: "completeManyBody", value: { items: [{ executionId: "e1", attempt: 1 }, { executionId: "e1", attempt: 1 }, { executionId: "a b", attempt: 1 }] }, field: "items.2.executionId", message: /letters, digits/ },
+  {
+    schema: "completeManyBody",
+    value: {
+      items: [
+        { executionId: "e1", attempt: 1 },
+        { executionId: "e1", attempt: 1 },
+        { executionId: "a b", attempt: 1 },
+      ],
+    },
+    field: "items.2.executionId",
+    message: /letters, digits/,
+  },
   { schema: "failManyBody", value: {}, field: "items" },
   // querystrings (strings, coerced)
   { schema: "listJobsQuery", part: "query", value: { limit: "0" }, field: "limit", message: /between 1 and 500/ },
@@ -152,11 +197,26 @@ const cases: Case[] = [
   { schema: "updateJobBody", value: { name: "" }, field: "name", message: /must not be empty/ },
   { schema: "updateJobBody", value: { name: "x".repeat(201) }, field: "name", message: /at most 200/ },
   { schema: "updateJobBody", value: { schedule: {} }, field: "schedule", message: /one of runAt, delaySeconds or cron/ },
-  { schema: "updateJobBody", value: { schedule: { delaySeconds: 1, runAt: "2026-10-16T09:00:00Z" } }, field: "schedule.delaySeconds", message: /exactly one/ },
-  { schema: "updateJobBody", value: { schedule: { delaySeconds: 1, jitterSeconds: 5 } }, field: "schedule.jitterSeconds", message: /only allowed with schedule.cron/ },
+  {
+    schema: "updateJobBody",
+    value: { schedule: { delaySeconds: 1, runAt: "2026-10-16T09:00:00Z" } },
+    field: "schedule.delaySeconds",
+    message: /exactly one/,
+  },
+  {
+    schema: "updateJobBody",
+    value: { schedule: { delaySeconds: 1, jitterSeconds: 5 } },
+    field: "schedule.jitterSeconds",
+    message: /only allowed with schedule.cron/,
+  },
   { schema: "updateJobBody", value: { schedule: { cron: "* * * * *", dst: { gap: "later" } } }, field: "schedule.dst.gap" },
   { schema: "updateJobBody", value: { retry: { maxAttempts: 1001 } }, field: "retry.maxAttempts" },
-  { schema: "updateJobBody", value: { retry: { backoffSeconds: 9, maxBackoffSeconds: 8 } }, field: "retry.maxBackoffSeconds", message: /at least retry.backoffSeconds/ },
+  {
+    schema: "updateJobBody",
+    value: { retry: { backoffSeconds: 9, maxBackoffSeconds: 8 } },
+    field: "retry.maxBackoffSeconds",
+    message: /at least retry.backoffSeconds/,
+  },
   { schema: "updateJobBody", value: { timeoutSeconds: 0 }, field: "timeoutSeconds" },
   { schema: "updateJobBody", value: { priority: -101 }, field: "priority" },
   { schema: "updateJobBody", value: { target: { type: "queue" } }, field: "target.pool", message: /is required/ },
@@ -170,16 +230,44 @@ const cases: Case[] = [
   { schema: "backfillBody", value: { from: "2026-10-13T00:00:00Z" }, field: "to", message: /is required/ },
   { schema: "backfillBody", value: { from: "2026-10-13", to: "2026-10-14T00:00:00Z" }, field: "from", message: /RFC 3339/ },
   { schema: "backfillBody", value: { from: "2026-10-14T00:00:00Z", to: "2026-10-14T00:00:00Z" }, field: "to", message: /must be after from/ },
-  { schema: "backfillBody", value: { from: "2026-10-14T00:00:00Z", to: "2026-10-13T23:00:00+02:00" }, field: "to", message: /must be after from \(2026-10-14T00:00:00Z\)/ },
+  {
+    schema: "backfillBody",
+    value: { from: "2026-10-14T00:00:00Z", to: "2026-10-13T23:00:00+02:00" },
+    field: "to",
+    message: /must be after from \(2026-10-14T00:00:00Z\)/,
+  },
   { schema: "backfillBody", value: { from: "2026-10-13T00:00:00Z", to: "2026-10-14T00:00:00Z", pool: "p" }, field: "pool", message: /unknown field/ },
   { schema: "occurrencesQuery", part: "query", value: { to: "2026-10-14T00:00:00Z" }, field: "from", message: /is required/ },
   { schema: "occurrencesQuery", part: "query", value: { from: "2026-10-13T00:00:00Z", to: "later" }, field: "to", message: /RFC 3339/ },
-  { schema: "occurrencesQuery", part: "query", value: { from: "2026-10-15T00:00:00Z", to: "2026-10-14T00:00:00Z" }, field: "to", message: /must be after from/ },
-  { schema: "occurrencesQuery", part: "query", value: { from: "2026-10-13T00:00:00Z", to: "2026-10-14T00:00:00Z", cursor: "c" }, field: "cursor", message: /unknown field/ },
+  {
+    schema: "occurrencesQuery",
+    part: "query",
+    value: { from: "2026-10-15T00:00:00Z", to: "2026-10-14T00:00:00Z" },
+    field: "to",
+    message: /must be after from/,
+  },
+  {
+    schema: "occurrencesQuery",
+    part: "query",
+    value: { from: "2026-10-13T00:00:00Z", to: "2026-10-14T00:00:00Z", cursor: "c" },
+    field: "cursor",
+    message: /unknown field/,
+  },
   // times are in the years 1900 to 9999
-  { schema: "occurrencesQuery", part: "query", value: { from: "0000-01-01T00:00:00Z", to: "2181-07-05T18:57:54.611Z" }, field: "from", message: /years 1900 to 9999/ },
+  {
+    schema: "occurrencesQuery",
+    part: "query",
+    value: { from: "0000-01-01T00:00:00Z", to: "2181-07-05T18:57:54.611Z" },
+    field: "from",
+    message: /years 1900 to 9999/,
+  },
   { schema: "previewQuery", part: "query", value: { cron: "0 9 * * *", from: "1899-12-31T23:59:59Z" }, field: "from", message: /years 1900 to 9999/ },
-  { schema: "createJobBody", value: { name: "a", target: { type: "queue", pool: "p" }, schedule: { runAt: "0999-01-01T00:00:00Z" } }, field: "schedule.runAt", message: /years 1900 to 9999/ },
+  {
+    schema: "createJobBody",
+    value: { name: "a", target: { type: "queue", pool: "p" }, schedule: { runAt: "0999-01-01T00:00:00Z" } },
+    field: "schedule.runAt",
+    message: /years 1900 to 9999/,
+  },
 ];
 
 describe("validate: field paths and messages", () => {
@@ -387,9 +475,44 @@ test("pointerToDotted undoes JSON Pointer escapes", () => {
 describe("numbers: one rule for text, finite values everywhere", () => {
   // Every way a querystring or header can spell something that is not a plain decimal number.
   const HOSTILE_TEXT: unknown[] = [
-    "Infinity", "-Infinity", "+Infinity", "NaN", "1e309", "-1e309", "1e3", "1E3", "0x10", "0X10", "0o17", "0b11", "010", "00",
-    "+5", " 5", "5 ", "\t5", "5\n", "", " ", "5.", ".5", "5.0", "1.5", "1_000", "1,000", "٥", "５", "5e0", "0x", "-", "null", "true",
-    "9".repeat(400), ["5", "5"], ["5"], [],
+    "Infinity",
+    "-Infinity",
+    "+Infinity",
+    "NaN",
+    "1e309",
+    "-1e309",
+    "1e3",
+    "1E3",
+    "0x10",
+    "0X10",
+    "0o17",
+    "0b11",
+    "010",
+    "00",
+    "+5",
+    " 5",
+    "5 ",
+    "\t5",
+    "5\n",
+    "",
+    " ",
+    "5.",
+    ".5",
+    "5.0",
+    "1.5",
+    "1_000",
+    "1,000",
+    "٥",
+    "５",
+    "5e0",
+    "0x",
+    "-",
+    "null",
+    "true",
+    "9".repeat(400),
+    ["5", "5"],
+    ["5"],
+    [],
   ];
   const INTEGER_QUERIES: [SchemaId, Record<string, unknown>, string][] = [
     ["listJobsQuery", {}, "limit"],
@@ -409,7 +532,10 @@ describe("numbers: one rule for text, finite values everywhere", () => {
   }
 
   test("the messages say what to send", () => {
-    assert.equal(failure(() => validate("pageQuery", { limit: "0x10" }, "query")).message, 'limit: must be an integer in plain decimal digits, like 50; got "0x10"');
+    assert.equal(
+      failure(() => validate("pageQuery", { limit: "0x10" }, "query")).message,
+      'limit: must be an integer in plain decimal digits, like 50; got "0x10"',
+    );
     assert.equal(failure(() => validate("pageQuery", { limit: ["5", "5"] }, "query")).message, "limit: must be given once, got 2 values");
     assert.match(failure(() => validate("pageQuery", { limit: "9".repeat(400) }, "query")).message, /got "9{40}\.\.\."$/);
     assert.equal(failure(() => validate("pageQuery", { limit: "99999999999999999999" }, "query")).message, "limit: must be between 1 and 500");
@@ -417,7 +543,11 @@ describe("numbers: one rule for text, finite values everywhere", () => {
   });
 
   test("plain decimal integers pass as numbers, at both bounds", () => {
-    for (const [text, n] of [["1", 1], ["50", 50], ["500", 500]] as const) {
+    for (const [text, n] of [
+      ["1", 1],
+      ["50", 50],
+      ["500", 500],
+    ] as const) {
       assert.deepEqual(validate("pageQuery", { limit: text }, "query"), { limit: n });
     }
     assert.deepEqual(validate("previewQuery", { cron: "0 9 * * *", count: String(LIMITS.previewCountMax) }, "query"), {
@@ -429,7 +559,12 @@ describe("numbers: one rule for text, finite values everywhere", () => {
 
   test("a non-integer field takes a decimal fraction, and nothing else", () => {
     const schema: JsonSchema = { type: "object", properties: { x: { type: "number", minimum: -10, maximum: 10 } } };
-    for (const [text, n] of [["2.5", 2.5], ["-0.25", -0.25], ["3", 3], ["0", 0]] as const) {
+    for (const [text, n] of [
+      ["2.5", 2.5],
+      ["-0.25", -0.25],
+      ["3", 3],
+      ["0", 0],
+    ] as const) {
       assert.deepEqual(validate(schema, { x: text }, "query"), { x: n });
     }
     for (const text of HOSTILE_TEXT.filter((t) => t !== "5.0" && t !== "1.5")) {
@@ -446,10 +581,12 @@ describe("numbers: one rule for text, finite values everywhere", () => {
   });
 
   test("numbers given as numbers (the embedded client) must be finite too", () => {
+    // biome-ignore lint/correctness/noPrecisionLoss: 1e309 overflows to Infinity on purpose
     for (const n of [Infinity, -Infinity, NaN, 1e309, 1.5, 2 ** 53]) {
       assert.equal(failure(() => validate("pageQuery", { limit: n }, "query")).details?.field, "limit", String(n));
       assert.equal(failure(() => validate("heartbeatBody", { attempt: n })).details?.field, "attempt", String(n));
     }
+    // biome-ignore lint/correctness/noPrecisionLoss: 1e309 overflows to Infinity on purpose
     for (const n of [Infinity, -Infinity, NaN, 1e309]) {
       assert.equal(failure(() => validate("createJobBody", job("timeoutSeconds", n))).details?.field, "timeoutSeconds", String(n));
     }
@@ -540,4 +677,3 @@ describe("text every store can keep: no NUL, no unpaired surrogate", () => {
     assert.deepEqual(validate("createJobBody", ok), ok);
   });
 });
-

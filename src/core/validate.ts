@@ -92,12 +92,7 @@ const REFINEMENTS: Partial<Record<SchemaId, (value: unknown, path: string) => vo
  * from text). Throws DuetimeError INVALID_ARGUMENT naming the dotted field,
  * except for a malformed jobId or executionId parameter, which is NOT_FOUND.
  */
-export function validate<T = unknown>(
-  schema: SchemaId | JsonSchema,
-  value: unknown,
-  part: RequestPart = "body",
-  options: ValidateOptions = {},
-): T {
+export function validate<T = unknown>(schema: SchemaId | JsonSchema, value: unknown, part: RequestPart = "body", options: ValidateOptions = {}): T {
   const schemaObject: JsonSchema = typeof schema === "string" ? REQUEST_SCHEMAS[schema] : schema;
   if (typeof schema === "string" && schemaObject === undefined) throw new Error(`unknown schema id ${schema}`);
   const path = options.path ?? "";
@@ -434,7 +429,10 @@ export function parseIfMatch(value: unknown): number | undefined {
   const quotes = (text.match(/"/g) ?? []).length;
   const version = match ? Number(match[1]) : NaN;
   if (!match || (quotes !== 0 && quotes !== 2) || (text.startsWith("W/") && quotes !== 2) || !Number.isSafeInteger(version) || version < 1) {
-    throw invalidArgument("If-Match", `must be one job version such as "7" (the ETag of GET /v1/jobs/{jobId}), got ${JSON.stringify(value.slice(0, 40))}`);
+    throw invalidArgument(
+      "If-Match",
+      `must be one job version such as "7" (the ETag of GET /v1/jobs/{jobId}), got ${JSON.stringify(value.slice(0, 40))}`,
+    );
   }
   return version;
 }

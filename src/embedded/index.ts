@@ -54,8 +54,7 @@ export async function createDuetime(options: DuetimeOptions): Promise<Duetime> {
  * applies (core/validate.ts), so embedded callers get the same errors.
  */
 export function embeddedClient(service: Service, ctx = DEFAULT_CONTEXT): DuetimeApi {
-  const id = (schema: "jobIdParams" | "executionIdParams" | "poolParams", value: Record<string, string>) =>
-    validate(schema, value, "params");
+  const id = (schema: "jobIdParams" | "executionIdParams" | "poolParams", value: Record<string, string>) => validate(schema, value, "params");
   return {
     async createJob(spec, options) {
       if (options?.idempotencyKey !== undefined) validate("createJobHeaders", { "idempotency-key": options.idempotencyKey }, "headers");

@@ -16,7 +16,14 @@ after(() => rmSync(root, { recursive: true, force: true }));
 let n = 0;
 
 const AT = Date.parse("2026-03-02T10:00:00Z");
-const row = (id: string, tenantId = "t1", at = AT): PurgedRow => ({ kind: "executions", id, tenantId, jobId: `job-${id}`, at, row: { id, state: "SUCCEEDED" } });
+const row = (id: string, tenantId = "t1", at = AT): PurgedRow => ({
+  kind: "executions",
+  id,
+  tenantId,
+  jobId: `job-${id}`,
+  at,
+  row: { id, state: "SUCCEEDED" },
+});
 
 async function read(dir: string, filter: ArchiveFilter = {}): Promise<string[]> {
   const ids: string[] = [];
@@ -49,13 +56,19 @@ test("tenant ids are one path segment inside the archive, whatever they hold", a
   await new ArchiveWriter(dir, "p1").write(tenants.map((t, i) => row(`e${i}`, t)));
   assert.deepEqual(readdirSync(dir).sort(), tenants.map(tenantSegment).sort());
   assert.ok(tenants.map(tenantSegment).every((s) => !s.includes("/") && s !== "." && s !== ".."));
-  assert.deepEqual(readdirSync(root).filter((f) => f === "escape"), []);
+  assert.deepEqual(
+    readdirSync(root).filter((f) => f === "escape"),
+    [],
+  );
   for (const [i, t] of tenants.entries()) assert.deepEqual(await read(dir, { tenantId: t }), [`${t}/e${i}`]);
 });
 
 test("one file per tenant, kind and UTC day of the row's time; --from/--to pick days", async () => {
   const dir = join(root, `a${n++}`);
-  await new ArchiveWriter(dir, "p1").write([row("late", "t1", Date.parse("2026-03-02T23:59:59.999Z")), row("next", "t1", Date.parse("2026-03-03T00:00:00Z"))]);
+  await new ArchiveWriter(dir, "p1").write([
+    row("late", "t1", Date.parse("2026-03-02T23:59:59.999Z")),
+    row("next", "t1", Date.parse("2026-03-03T00:00:00Z")),
+  ]);
   assert.deepEqual(readdirSync(join(dir, "t1")).sort(), ["executions-2026-03-02.p1.ndjson.gz", "executions-2026-03-03.p1.ndjson.gz"]);
   assert.deepEqual(await read(dir, { from: "2026-03-03" }), ["t1/next"]);
   assert.deepEqual(await read(dir, { to: "2026-03-02" }), ["t1/late"]);

@@ -64,7 +64,10 @@ test("token bucket: burst, then one token per 1/rate seconds", () => {
 });
 
 test("origin limits: defaults, overrides by origin (default port made explicit), rate 0 or null means none", () => {
-  const limits = new OriginLimits({ concurrency: 10 }, { "https://fragile.example": { concurrency: 2, ratePerSecond: 1 }, "http://x.example:8080": { ratePerSecond: 0 } });
+  const limits = new OriginLimits(
+    { concurrency: 10 },
+    { "https://fragile.example": { concurrency: 2, ratePerSecond: 1 }, "http://x.example:8080": { ratePerSecond: 0 } },
+  );
   assert.deepEqual(limits.resolve("https://fragile.example:443"), { concurrency: 2, ratePerSecond: 1, burst: 1 });
   assert.deepEqual(limits.resolve("http://x.example:8080"), { concurrency: 10, ratePerSecond: null, burst: 1 });
   assert.deepEqual(limits.resolve("http://other:80"), { concurrency: 10, ratePerSecond: null, burst: 1 });

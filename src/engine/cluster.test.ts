@@ -13,7 +13,7 @@ import type { Store } from "../store/store.js";
 import { openEngine, type Engine } from "./engine.js";
 import { EngineEvents } from "./events.js";
 import { Scheduler } from "./scheduler.js";
-import { DEFAULT_CONTEXT as ctx } from "./service.js";
+import { DEFAULT_CONTEXT as ctx, type Service } from "./service.js";
 
 const dir = mkdtempSync(join(tmpdir(), "duetime-cluster-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -38,7 +38,14 @@ class Cluster {
 
   async join(id: string, options: { pollIntervalMs?: number } = {}): Promise<Node> {
     const clock = new FakeClock(this.now);
-    const engine = await openEngine({ store: `sqlite:${this.file}`, clock, nodeId: id, address: `${id}.internal:8080`, httpTargets: false, ...options });
+    const engine = await openEngine({
+      store: `sqlite:${this.file}`,
+      clock,
+      nodeId: id,
+      address: `${id}.internal:8080`,
+      httpTargets: false,
+      ...options,
+    });
     await engine.start();
     const node = { id, engine, clock, frozen: false };
     this.nodes.push(node);
@@ -90,7 +97,11 @@ test("three nodes share the 256 shards evenly; a fourth joins and they rebalance
   await cluster.step(0);
   assert.deepEqual(await cluster.counts(), { "node-a": 64, "node-b": 64, "node-c": 64, "node-d": 64 });
   const owned = cluster.nodes.flatMap((n) => n.engine.scheduler.ownedShards).sort((x, y) => x - y);
-  assert.deepEqual(owned, Array.from({ length: SHARD_COUNT }, (_, i) => i), "every shard dispatched by exactly one node");
+  assert.deepEqual(
+    owned,
+    Array.from({ length: SHARD_COUNT }, (_, i) => i),
+    "every shard dispatched by exactly one node",
+  );
 
   const view = await cluster.nodes[0]!.engine.service.cluster(ctx);
   assert.deepEqual(
@@ -101,7 +112,10 @@ test("three nodes share the 256 shards evenly; a fourth joins and they rebalance
   assert.deepEqual(new Set(view.nodes.map((n) => n.heartbeatAgeSeconds)), new Set([0]));
   assert.equal(view.shards.length, SHARD_COUNT);
   for (const s of view.shards) assert.equal(s.leaseRemainingSeconds, (Date.parse(s.leaseUntil) - cluster.now) / 1000);
-  assert.ok(view.shards.every((s) => s.leaseRemainingSeconds > 0 && s.leaseRemainingSeconds <= LEASE_MS / 1000), "every lease live, at most 10 s left");
+  assert.ok(
+    view.shards.every((s) => s.leaseRemainingSeconds > 0 && s.leaseRemainingSeconds <= LEASE_MS / 1000),
+    "every lease live, at most 10 s left",
+  );
   await cluster.stop();
 });
 
@@ -116,7 +130,10 @@ test("a node that stops gracefully hands its shards over at once: the others tak
   cluster.nodes.pop();
   await cluster.step(0); // no time passes: no lease has expired
   assert.deepEqual(await cluster.counts(), { "node-a": 86, "node-b": 85, "node-c": 85 });
-  assert.deepEqual((await cluster.nodes[0]!.engine.service.cluster(ctx)).nodes.map((n) => n.nodeId), ["node-a", "node-b", "node-c"]);
+  assert.deepEqual(
+    (await cluster.nodes[0]!.engine.service.cluster(ctx)).nodes.map((n) => n.nodeId),
+    ["node-a", "node-b", "node-c"],
+  );
   await cluster.stop();
 });
 
@@ -129,12 +146,18 @@ test("a node that stops renewing keeps its shards until its 10 s lease ends; the
   const jobs = [];
   // Recurring jobs with one occurrence, a second from now: dispatched by their shard's owner.
   const once = { cron: "* * * * * *", endAt: new Date(cluster.now + 1000).toISOString() };
-  for (let i = 0; i < 12; i++) jobs.push(await cluster.nodes[0]!.engine.service.createJob(ctx, { name: `j${i}`, target: { type: "queue", pool: "p" }, schedule: once }));
+  for (let i = 0; i < 12; i++)
+    jobs.push(await cluster.nodes[0]!.engine.service.createJob(ctx, { name: `j${i}`, target: { type: "queue", pool: "p" }, schedule: once }));
   const onC = jobs.filter((j) => cShards.has(shardOf(j.jobId)));
   assert.ok(onC.length > 0 && onC.length < jobs.length, "some jobs on node-c's shards, some elsewhere");
   // A one-off passes through no shard owner: its execution exists from submit, leasable at its time.
-  let oneOff;
-  do oneOff = await cluster.nodes[0]!.engine.service.createJob(ctx, { name: "one-off", target: { type: "queue", pool: "o" }, schedule: { delaySeconds: 1 } });
+  let oneOff: Awaited<ReturnType<Service["createJob"]>>;
+  do
+    oneOff = await cluster.nodes[0]!.engine.service.createJob(ctx, {
+      name: "one-off",
+      target: { type: "queue", pool: "o" },
+      schedule: { delaySeconds: 1 },
+    });
   while (!cShards.has(shardOf(oneOff.jobId)));
 
   c.frozen = true; // its last round was at START + ROUND_MS: its lease and heartbeat last until START + ROUND_MS + 10 s
@@ -155,7 +178,11 @@ test("a node that stops renewing keeps its shards until its 10 s lease ends; the
     assert.equal(changes("gained") - changes("lost"), 128, `${n.id}: what it gained less what it lost is what it holds`);
     takenOver += Number(/^duetime_shard_takeover_seconds_count (\d+)$/m.exec(text)?.[1]);
     assert.match(text, /^duetime_shard_takeover_seconds_bucket\{le="5"\} (\d+)$/m, n.id);
-    assert.equal(/^duetime_shard_takeover_seconds_bucket\{le="5"\} (\d+)$/m.exec(text)?.[1], /^duetime_shard_takeover_seconds_count (\d+)$/m.exec(text)?.[1], `${n.id}: within a round`);
+    assert.equal(
+      /^duetime_shard_takeover_seconds_bucket\{le="5"\} (\d+)$/m.exec(text)?.[1],
+      /^duetime_shard_takeover_seconds_count (\d+)$/m.exec(text)?.[1],
+      `${n.id}: within a round`,
+    );
   }
   assert.equal(takenOver, 85);
   for (const j of jobs) {
@@ -174,7 +201,11 @@ test("shard leases are renewed on their own loop, while a dispatch pass is stuck
   // the window load never returns until unblocked: the scheduler's pass hangs
   const store = new Proxy(raw, {
     get(target, prop, receiver) {
-      if (prop === "dueLoad") return async (p: Parameters<Store["dueLoad"]>[0]) => (await blocked, target.dueLoad(p));
+      if (prop === "dueLoad")
+        return async (p: Parameters<Store["dueLoad"]>[0]) => {
+          await blocked;
+          return target.dueLoad(p);
+        };
       const value: unknown = Reflect.get(target, prop, receiver);
       return typeof value === "function" ? value.bind(target) : value;
     },
@@ -187,7 +218,10 @@ test("shard leases are renewed on their own loop, while a dispatch pass is stuck
   }
   const leases = await raw.shardList();
   assert.equal(leases.length, SHARD_COUNT);
-  assert.ok(leases.every((l) => l.owner === "n" && l.leaseUntil >= clock.now()), "every lease still held, 30 s into a stuck pass");
+  assert.ok(
+    leases.every((l) => l.owner === "n" && l.leaseUntil >= clock.now()),
+    "every lease still held, 30 s into a stuck pass",
+  );
   unblock();
   await starting;
   await scheduler.stop();
@@ -255,6 +289,10 @@ test("a long poll on one node wakes when another node readies work for its pool"
   await cluster.step(1000);
   await ready;
   const leased = await leasing;
-  assert.deepEqual(leased.items.map((i) => i.jobId), [job.jobId], "leased at once, 29 s before the long poll would have ended");
+  assert.deepEqual(
+    leased.items.map((i) => i.jobId),
+    [job.jobId],
+    "leased at once, 29 s before the long poll would have ended",
+  );
   await cluster.stop();
 });

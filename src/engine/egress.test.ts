@@ -5,13 +5,52 @@ import { EgressAllowList, EgressRefused, guardedLookup, isRestricted, originOf, 
 
 test("restricted addresses: loopback, private, CGNAT, link-local/metadata, reserved, and IPv6 forms that embed them", () => {
   const restricted = [
-    "127.0.0.1", "127.8.9.10", "0.0.0.0", "0.1.2.3", "10.1.2.3", "100.64.0.1", "100.127.255.254", "169.254.169.254",
-    "172.16.0.1", "172.31.255.255", "192.168.1.1", "192.0.0.192", "198.18.0.1", "224.0.0.1", "255.255.255.255",
-    "::1", "::", "::ffff:127.0.0.1", "::ffff:7f00:1", "::ffff:a9fe:a9fe", "::127.0.0.1", "64:ff9b::a9fe:a9fe",
-    "2002:7f00:1::", "2002:c0a8:101::1", "fc00::1", "fd00:ec2::254", "fe80::1", "fe80::1%eth0", "febf::1", "ff02::1",
-    "2001:0:4136:e378::1", "2001:db8::1", "not-an-ip",
+    "127.0.0.1",
+    "127.8.9.10",
+    "0.0.0.0",
+    "0.1.2.3",
+    "10.1.2.3",
+    "100.64.0.1",
+    "100.127.255.254",
+    "169.254.169.254",
+    "172.16.0.1",
+    "172.31.255.255",
+    "192.168.1.1",
+    "192.0.0.192",
+    "198.18.0.1",
+    "224.0.0.1",
+    "255.255.255.255",
+    "::1",
+    "::",
+    "::ffff:127.0.0.1",
+    "::ffff:7f00:1",
+    "::ffff:a9fe:a9fe",
+    "::127.0.0.1",
+    "64:ff9b::a9fe:a9fe",
+    "2002:7f00:1::",
+    "2002:c0a8:101::1",
+    "fc00::1",
+    "fd00:ec2::254",
+    "fe80::1",
+    "fe80::1%eth0",
+    "febf::1",
+    "ff02::1",
+    "2001:0:4136:e378::1",
+    "2001:db8::1",
+    "not-an-ip",
   ];
-  const open = ["8.8.8.8", "1.1.1.1", "100.63.255.255", "100.128.0.1", "172.32.0.1", "169.253.1.1", "2606:4700::1111", "::ffff:8.8.8.8", "2002:808:808::1", "64:ff9b::808:808"];
+  const open = [
+    "8.8.8.8",
+    "1.1.1.1",
+    "100.63.255.255",
+    "100.128.0.1",
+    "172.32.0.1",
+    "169.253.1.1",
+    "2606:4700::1111",
+    "::ffff:8.8.8.8",
+    "2002:808:808::1",
+    "64:ff9b::808:808",
+  ];
   for (const a of restricted) assert.equal(isRestricted(a), true, a);
   for (const a of open) assert.equal(isRestricted(a), false, a);
 });
@@ -26,7 +65,14 @@ test("URL refusal: only http and https; restricted IP literals (in any spelling 
   const none = new EgressAllowList();
   assert.match(urlRefusal("ftp://example.test/x", none) ?? "", /only http and https/);
   assert.match(urlRefusal("file:///etc/passwd", none) ?? "", /only http and https/);
-  for (const url of ["http://127.0.0.1:9/x", "http://2130706433/", "http://0x7f.1/", "http://[::1]/", "http://[::ffff:127.0.0.1]/", "http://169.254.169.254/latest/meta-data"]) {
+  for (const url of [
+    "http://127.0.0.1:9/x",
+    "http://2130706433/",
+    "http://0x7f.1/",
+    "http://[::1]/",
+    "http://[::ffff:127.0.0.1]/",
+    "http://169.254.169.254/latest/meta-data",
+  ]) {
     assert.match(urlRefusal(url, none) ?? "", /restricted address.*--allow-target-hosts/, url);
   }
   assert.equal(urlRefusal("https://example.test/hook", none), null);
@@ -39,11 +85,16 @@ test("URL refusal: only http and https; restricted IP literals (in any spelling 
 
 function fakeResolver(addresses: string[]): LookupFunction {
   return ((_host: string, _opts: unknown, cb: (e: null, a: { address: string; family: number }[]) => void) =>
-    cb(null, addresses.map((address) => ({ address, family: address.includes(":") ? 6 : 4 })))) as unknown as LookupFunction;
+    cb(
+      null,
+      addresses.map((address) => ({ address, family: address.includes(":") ? 6 : 4 })),
+    )) as unknown as LookupFunction;
 }
 
 function lookup(allow: EgressAllowList, host: string, addresses: string[]): Promise<{ err: unknown; address?: string }> {
-  return new Promise((resolve) => guardedLookup(allow, fakeResolver(addresses))(host, { family: 0 }, (err, address) => resolve({ err, address: address as string })));
+  return new Promise((resolve) =>
+    guardedLookup(allow, fakeResolver(addresses))(host, { family: 0 }, (err, address) => resolve({ err, address: address as string })),
+  );
 }
 
 test("the lookup guard refuses names that resolve to a restricted address (any of them), unless the name or address is allowed", async () => {

@@ -53,7 +53,12 @@ export class EgressAllowList {
 }
 
 function normaliseHost(host: string): string {
-  return host.trim().toLowerCase().replace(/^\[|\]$/g, "").replace(/%.*$/, "").replace(/\.$/, "");
+  return host
+    .trim()
+    .toLowerCase()
+    .replace(/^\[|\]$/g, "")
+    .replace(/%.*$/, "")
+    .replace(/\.$/, "");
 }
 
 /**
@@ -123,7 +128,12 @@ export function guardedConnector(allow: EgressAllowList, options: { timeoutMs?: 
       const remote = (socket as Socket).remoteAddress;
       if (remote !== undefined && isRestricted(remote) && !allow.allows(opts.hostname, remote)) {
         socket.destroy();
-        return callback(new EgressRefused(`target ${normaliseHost(opts.hostname)} connected to a restricted address (${remote}); allow it with --allow-target-hosts`), null);
+        return callback(
+          new EgressRefused(
+            `target ${normaliseHost(opts.hostname)} connected to a restricted address (${remote}); allow it with --allow-target-hosts`,
+          ),
+          null,
+        );
       }
       callback(null, socket);
     });
@@ -156,7 +166,7 @@ function v4(address: string): number {
 }
 
 function v4Restricted(n: number): boolean {
-  return V4_RESTRICTED.some(([net, bits]) => (n >>> (32 - bits)) === (net >>> (32 - bits)));
+  return V4_RESTRICTED.some(([net, bits]) => n >>> (32 - bits) === net >>> (32 - bits));
 }
 
 /** The eight 16-bit groups of an IPv6 address (with an IPv4 tail), or null. */

@@ -95,7 +95,13 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   await clock.sync();
   const replica = options.readStore ? await openStore(options.readStore, { ...options.storeOptions, migrate: false }) : null;
   const reads = replica
-    ? readRouting({ primary: store, replica, clock, events, ...(options.readStoreMaxLagMs !== undefined ? { maxLagMs: options.readStoreMaxLagMs } : {}) })
+    ? readRouting({
+        primary: store,
+        replica,
+        clock,
+        events,
+        ...(options.readStoreMaxLagMs !== undefined ? { maxLagMs: options.readStoreMaxLagMs } : {}),
+      })
     : store;
   const retention = new Retention({ store, clock, events, periods, archive, tuning: { intervalMs, batchSize, maxBatchesPerRun } });
   const signals = new ClusterSignals({

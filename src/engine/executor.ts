@@ -4,14 +4,7 @@
 // nothing when that attempt no longer holds the lease.
 
 import type { Clock, TimerHandle } from "../core/clock.js";
-import type {
-  AckOutcome,
-  CompleteInput,
-  FailInput,
-  LeasedRow,
-  LeaseParams as StoreLeaseParams,
-  Store,
-} from "../store/store.js";
+import type { AckOutcome, CompleteInput, FailInput, LeasedRow, LeaseParams as StoreLeaseParams, Store } from "../store/store.js";
 import type { EngineEvents } from "./events.js";
 
 /** A failed attempt as callers report it; the executor adds the jitter draw the store's retry plan uses. */
@@ -272,7 +265,11 @@ export class Executor {
       const item = fail[i]!;
       if (o.status === "lost") this.events.emit("lease:lost", { executionId: item.executionId, attempt: item.attempt, call: "fail" });
       if (o.status !== "ok") return;
-      this.events.emit("execution:failed", { executionId: item.executionId, tenantId: item.tenantId, state: o.state === "SUCCEEDED" ? "READY" : o.state });
+      this.events.emit("execution:failed", {
+        executionId: item.executionId,
+        tenantId: item.tenantId,
+        state: o.state === "SUCCEEDED" ? "READY" : o.state,
+      });
       if (o.state === "READY" && o.readyAt !== undefined && o.pool) this.ready(o.tenantId ?? item.tenantId, o.pool, o.readyAt);
     });
   }

@@ -107,8 +107,15 @@ export async function callTarget(input: CallInput): Promise<CallOutcome> {
       };
     }
     if (err instanceof EgressRefused || (err as { cause?: unknown })?.cause instanceof EgressRefused) {
-      const refused = err instanceof EgressRefused ? err : ((err as { cause: EgressRefused }).cause);
-      return { error: { message: refused.message, class: "permanent", code: refused.code }, result: null, health: "unknown", kind: "refused", status: null, durationMs };
+      const refused = err instanceof EgressRefused ? err : (err as { cause: EgressRefused }).cause;
+      return {
+        error: { message: refused.message, class: "permanent", code: refused.code },
+        result: null,
+        health: "unknown",
+        kind: "refused",
+        status: null,
+        durationMs,
+      };
     }
     const code = errorCode(err);
     return {
@@ -163,7 +170,10 @@ function first(value: string | string[] | undefined): string | undefined {
  * destroyed, which closes the connection: a 10 MB answer costs one chunk of
  * memory, not 10 MB.
  */
-export async function readLimited(body: AsyncIterable<Buffer> & { destroy(): unknown }, limit: number): Promise<{ text: string; truncated: boolean }> {
+export async function readLimited(
+  body: AsyncIterable<Buffer> & { destroy(): unknown },
+  limit: number,
+): Promise<{ text: string; truncated: boolean }> {
   const chunks: Buffer[] = [];
   let size = 0;
   let truncated = false;

@@ -135,7 +135,16 @@ interface OriginUsage {
   released: number;
 }
 
-const newUsage = (): OriginUsage => ({ waiting: 0, inFlight: 0, calls: 0, failures: 0, lastStatus: null, lastError: null, lastCallAt: null, released: 0 });
+const newUsage = (): OriginUsage => ({
+  waiting: 0,
+  inFlight: 0,
+  calls: 0,
+  failures: 0,
+  lastStatus: null,
+  lastError: null,
+  lastCallAt: null,
+  released: 0,
+});
 
 interface OriginState extends OriginUsage {
   origin: string;
@@ -349,9 +358,15 @@ export class HttpTargetRunner {
   /** leaseMs: what the lease asked for, from which the store's lease time (and so the slot's sendBy) follows. */
   private admit(row: LeasedRow, now: number, leaseMs: number): void {
     const target = row.target as HttpTarget;
-    const { origin: key, refusal } = target.type !== "http" ? { origin: "", refusal: `not an http target (${String(target.type)})` } : this.urlInfo(target.url);
+    const { origin: key, refusal } =
+      target.type !== "http" ? { origin: "", refusal: `not an http target (${String(target.type)})` } : this.urlInfo(target.url);
     if (refusal !== null) {
-      this.acks.fail({ executionId: row.executionId, tenantId: row.tenantId, attempt: row.attempt, error: { message: refusal, class: "permanent", code: "EGRESS_REFUSED" } });
+      this.acks.fail({
+        executionId: row.executionId,
+        tenantId: row.tenantId,
+        attempt: row.attempt,
+        error: { message: refusal, class: "permanent", code: "EGRESS_REFUSED" },
+      });
       return;
     }
     const origin = this.originState(key, now);
@@ -467,7 +482,9 @@ export class HttpTargetRunner {
     }
     // The calls still queued go first; at the origin's rate, the k-th released one comes (queued + k) calls later.
     const perCallMs = origin.limit.ratePerSecond ? 1000 / origin.limit.ratePerSecond : 0;
-    stale.forEach((slot, k) => this.release(slot, now + Math.max(WAIT_RELEASE_MS, (origin.waiting + k + 1) * perCallMs), "wait"));
+    stale.forEach((slot, k) => {
+      this.release(slot, now + Math.max(WAIT_RELEASE_MS, (origin.waiting + k + 1) * perCallMs), "wait");
+    });
     return stale.length > 0;
   }
 
@@ -492,11 +509,14 @@ export class HttpTargetRunner {
   private wakeAt(origin: OriginState, at: number): void {
     if (origin.wake && origin.wake.at <= at) return;
     origin.wake?.handle.cancel();
-    const handle = this.clock.setTimer(() => {
-      origin.wake = null;
-      this.pump(origin);
-      this.wakeLoop();
-    }, Math.max(0, at - this.clock.now()));
+    const handle = this.clock.setTimer(
+      () => {
+        origin.wake = null;
+        this.pump(origin);
+        this.wakeLoop();
+      },
+      Math.max(0, at - this.clock.now()),
+    );
     origin.wake = { at, handle };
   }
 
@@ -549,7 +569,10 @@ export class HttpTargetRunner {
       this.o.observer?.call?.(outcome);
     } catch (error) {
       this.o.events.emit("error", { where: "http-target", error });
-      this.fail(slot, { message: `internal error before the call completed: ${error instanceof Error ? error.message : String(error)}`, class: "transient" });
+      this.fail(slot, {
+        message: `internal error before the call completed: ${error instanceof Error ? error.message : String(error)}`,
+        class: "transient",
+      });
     } finally {
       const changed = origin.breaker.record(generation, health, this.clock.now(), retryAfterMs);
       if (changed) this.o.observer?.breaker?.(origin.origin, changed);

@@ -152,11 +152,9 @@ export class JobsService implements Service {
     outcomes.forEach((outcome, i) => {
       const { index } = writes[i]!;
       if (outcome.status === "idempotency_mismatch") {
-        const err = new DuetimeError(
-          "IDEMPOTENCY_MISMATCH",
-          "this Idempotency-Key was used with a different request body",
-          { field: specs.length > 1 || !throwFirst ? `jobs.${index}.idempotencyKey` : "Idempotency-Key" },
-        );
+        const err = new DuetimeError("IDEMPOTENCY_MISMATCH", "this Idempotency-Key was used with a different request body", {
+          field: specs.length > 1 || !throwFirst ? `jobs.${index}.idempotencyKey` : "Idempotency-Key",
+        });
         if (throwFirst) throw err;
         results[index] = err;
         return;
@@ -291,7 +289,13 @@ export class JobsService implements Service {
     if (jobVerdict(job.state, "trigger").kind === "invalid") throw invalidState(job, "trigger");
     const now = this.clock.now();
     for (let at = now; at < now + 100; at++) {
-      const [row] = await this.store.executionCreateMany({ tenantId: ctx.tenantId, jobId, nodeId: this.o.nodeId, now, items: [{ scheduledFor: at, readyAt: now }] });
+      const [row] = await this.store.executionCreateMany({
+        tenantId: ctx.tenantId,
+        jobId,
+        nodeId: this.o.nodeId,
+        now,
+        items: [{ scheduledFor: at, readyAt: now }],
+      });
       if (row) {
         this.o.executor.ready(ctx.tenantId, poolOf(job));
         return toExecution(row, this.clock.now());
@@ -493,7 +497,7 @@ export class JobsService implements Service {
       if (parsed === null) throw invalidArgument("from", `${JSON.stringify(query.from)} is not an RFC 3339 time`);
       from = parsed;
     }
-    let expr;
+    let expr: ReturnType<typeof parseCron>;
     try {
       expr = parseCron(query.cron);
     } catch (err) {
@@ -602,4 +606,3 @@ function nextAfterPatch(
 function addCounts(a: PoolStats | undefined, b: PoolStats): PoolStats {
   return { pending: (a?.pending ?? 0) + b.pending, queued: (a?.queued ?? 0) + b.queued, running: (a?.running ?? 0) + b.running };
 }
-

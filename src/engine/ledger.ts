@@ -76,7 +76,12 @@ export class ScheduleLedger {
     // Executions at other times: triggers, or occurrences of an earlier schedule.
     for (const e of executions.values()) {
       const tz = isCron(job.schedule) ? job.schedule.tz : "UTC";
-      items.push({ scheduledFor: toIso(e.scheduledFor), local: localTime(e.scheduledFor, tz).slice(0, 19), status: "dispatched", ...this.entryOf(e) });
+      items.push({
+        scheduledFor: toIso(e.scheduledFor),
+        local: localTime(e.scheduledFor, tz).slice(0, 19),
+        status: "dispatched",
+        ...this.entryOf(e),
+      });
     }
     items.sort((a, b) => a.scheduledFor.localeCompare(b.scheduledFor));
     return { items };

@@ -32,7 +32,12 @@ export function createMetrics(events: EngineEvents, loadedDue: () => number): Re
     labelNames: ["kind"],
     registers: [registry],
   });
-  const errors = new Counter({ name: "duetime_internal_errors_total", help: "Errors in background loops", labelNames: ["where"], registers: [registry] });
+  const errors = new Counter({
+    name: "duetime_internal_errors_total",
+    help: "Errors in background loops",
+    labelNames: ["where"],
+    registers: [registry],
+  });
   const storeFailures = new Counter({
     name: "duetime_store_failures_total",
     help: "Store calls that failed because the store could not serve (StoreUnavailableError), by call and kind",
@@ -52,7 +57,11 @@ export function createMetrics(events: EngineEvents, loadedDue: () => number): Re
     buckets: [0.5, 1, 2, 3.5, 5, 10, 30, 60],
     registers: [registry],
   });
-  const storeWritable = new Gauge({ name: "duetime_store_writable", help: "1 while the store takes writes, 0 while they fail", registers: [registry] });
+  const storeWritable = new Gauge({
+    name: "duetime_store_writable",
+    help: "1 while the store takes writes, 0 while they fail",
+    registers: [registry],
+  });
   storeWritable.set(1);
   new Gauge({
     name: "duetime_timer_loaded",

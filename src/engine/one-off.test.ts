@@ -24,7 +24,12 @@ async function setup(delayMinutes = 5) {
   const clock = new FakeClock(T0);
   const engine = await openEngine({ store: `sqlite:${join(dir, `o${n++}.db`)}`, clock, nodeId: "node-x", httpTargets: false });
   await engine.start();
-  const job = await engine.service.createJob(ctx, { name: "once", target: { type: "queue", pool: "p" }, payload: { v: 1 }, schedule: { delaySeconds: delayMinutes * 60 } });
+  const job = await engine.service.createJob(ctx, {
+    name: "once",
+    target: { type: "queue", pool: "p" },
+    payload: { v: 1 },
+    schedule: { delaySeconds: delayMinutes * 60 },
+  });
   return { clock, engine, job };
 }
 
@@ -52,10 +57,16 @@ test("right after submit, history shows the one-off's execution PENDING, created
 test("the run ledger shows a one-off's occurrence due while its execution waits, dispatched once it ran", async () => {
   const { clock, engine, job } = await setup();
   const window = { from: at(0), to: at(10) };
-  assert.deepEqual((await engine.service.listOccurrences(ctx, job.jobId, window)).items.map((i) => [i.status, i.executionState]), [["due", "PENDING"]]);
+  assert.deepEqual(
+    (await engine.service.listOccurrences(ctx, job.jobId, window)).items.map((i) => [i.status, i.executionState]),
+    [["due", "PENDING"]],
+  );
   clock.advance(5 * MIN);
   assert.equal((await lease(engine)).length, 1);
-  assert.deepEqual((await engine.service.listOccurrences(ctx, job.jobId, window)).items.map((i) => [i.status, i.executionState]), [["dispatched", "RUNNING"]]);
+  assert.deepEqual(
+    (await engine.service.listOccurrences(ctx, job.jobId, window)).items.map((i) => [i.status, i.executionState]),
+    [["dispatched", "RUNNING"]],
+  );
   await engine.stop();
 });
 
@@ -65,13 +76,19 @@ test("pause holds the pending execution (PAUSED, not leased, no nextRunAt); resu
   const paused = await engine.service.pauseJob(ctx, job.jobId);
   assert.equal(paused.nextRunAt, null);
   assert.deepEqual(await history(engine, job.jobId), [[id, "PAUSED"]]);
-  assert.deepEqual((await engine.service.listOccurrences(ctx, job.jobId, { from: at(0), to: at(10) })).items.map((i) => [i.status, i.reason]), [["not_run", "paused"]]);
+  assert.deepEqual(
+    (await engine.service.listOccurrences(ctx, job.jobId, { from: at(0), to: at(10) })).items.map((i) => [i.status, i.reason]),
+    [["not_run", "paused"]],
+  );
   clock.advance(10 * MIN);
   assert.deepEqual(await lease(engine), []);
   assert.deepEqual(await engine.service.poolStats(ctx, "p"), { pending: 0, queued: 0, running: 0 });
   const resumed = await engine.service.resumeJob(ctx, job.jobId);
   assert.equal(resumed.nextRunAt, at(5));
-  assert.deepEqual((await lease(engine)).map((i) => i.executionId), [id]);
+  assert.deepEqual(
+    (await lease(engine)).map((i) => i.executionId),
+    [id],
+  );
   await engine.stop();
 });
 
@@ -118,7 +135,10 @@ test("a PATCH turning a one-off recurring drops its pending execution; its occur
   assert.deepEqual(await history(engine, job.jobId), []);
   clock.advance(2 * MIN);
   await engine.scheduler.runOnce();
-  assert.deepEqual((await lease(engine)).map((i) => i.scheduledFor), [at(2)]);
+  assert.deepEqual(
+    (await lease(engine)).map((i) => i.scheduledFor),
+    [at(2)],
+  );
   await engine.stop();
 });
 

@@ -48,8 +48,14 @@ test("misfire run_once: the most recent missed occurrence runs once, the others 
   const { clock, engine, job } = await setup({ cron: "* * * * *", misfire: "run_once" });
   await downFor(engine, clock, 10 * MIN + 5_000);
   const h = await history(engine, job.jobId);
-  assert.deepEqual(h.filter((e) => e.state === "QUEUED").map((e) => e.scheduledFor), [at(10)]);
-  assert.deepEqual(h.filter((e) => e.state === "SKIPPED").map((e) => e.scheduledFor), [1, 2, 3, 4, 5, 6, 7, 8, 9].map(at));
+  assert.deepEqual(
+    h.filter((e) => e.state === "QUEUED").map((e) => e.scheduledFor),
+    [at(10)],
+  );
+  assert.deepEqual(
+    h.filter((e) => e.state === "SKIPPED").map((e) => e.scheduledFor),
+    [1, 2, 3, 4, 5, 6, 7, 8, 9].map(at),
+  );
   assert.equal(h.find((e) => e.state === "SKIPPED")!.error?.reason, "misfire");
   assert.equal((await engine.service.getJob(ctx, job.jobId)).nextRunAt, at(11));
   await engine.stop();
@@ -69,10 +75,17 @@ test("misfire catch_up: every missed occurrence runs, one per second, then the s
   const { clock, engine, job } = await setup({ cron: "* * * * *", misfire: "catch_up" });
   await downFor(engine, clock, 10 * MIN + 5_000);
   let h = await history(engine, job.jobId);
-  assert.deepEqual(h.map((e) => e.scheduledFor), [at(1)], "a burst instead of a bounded rate");
+  assert.deepEqual(
+    h.map((e) => e.scheduledFor),
+    [at(1)],
+    "a burst instead of a bounded rate",
+  );
   for (let i = 0; i < 12; i++) await tick(engine, clock, 1_000);
   h = await history(engine, job.jobId);
-  assert.deepEqual(h.map((e) => e.scheduledFor), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].map(at));
+  assert.deepEqual(
+    h.map((e) => e.scheduledFor),
+    [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].map(at),
+  );
   assert.ok(h.every((e) => e.state === "QUEUED"));
   assert.equal((await engine.service.getJob(ctx, job.jobId)).nextRunAt, at(11));
   await engine.stop();
@@ -92,7 +105,10 @@ test("a late occurrence within the misfire threshold simply runs", async () => {
   const { clock, engine, job } = await setup({ cron: "* * * * *", misfire: "skip" });
   await downFor(engine, clock, MIN + 30_000);
   const h = await history(engine, job.jobId);
-  assert.deepEqual(h.map((e) => [e.scheduledFor, e.state]), [[at(1), "QUEUED"]]);
+  assert.deepEqual(
+    h.map((e) => [e.scheduledFor, e.state]),
+    [[at(1), "QUEUED"]],
+  );
   await engine.stop();
 });
 
@@ -104,7 +120,10 @@ test("resuming a paused recurring job applies its misfire policy to what was mis
   await engine.service.resumeJob(ctx, job.jobId);
   await engine.scheduler.runOnce();
   const h = await history(engine, job.jobId);
-  assert.deepEqual(h.filter((e) => e.state === "QUEUED").map((e) => e.scheduledFor), [at(10)]);
+  assert.deepEqual(
+    h.filter((e) => e.state === "QUEUED").map((e) => e.scheduledFor),
+    [at(10)],
+  );
   assert.equal(h.filter((e) => e.state === "SKIPPED").length, 9);
   await engine.stop();
 });
@@ -115,12 +134,21 @@ test("overlap forbid: the next occurrence is SKIPPED while the previous one runs
   const [first] = (await engine.service.lease(ctx, "p", { workerId: "w", max: 1, leaseSeconds: 600 })).items;
   await tick(engine, clock, MIN);
   let h = await history(engine, job.jobId);
-  assert.deepEqual(h.map((e) => [e.scheduledFor, e.state]), [[at(1), "RUNNING"], [at(2), "SKIPPED"]]);
+  assert.deepEqual(
+    h.map((e) => [e.scheduledFor, e.state]),
+    [
+      [at(1), "RUNNING"],
+      [at(2), "SKIPPED"],
+    ],
+  );
   assert.equal(h[1]!.error?.reason, "overlap");
   await engine.service.complete(ctx, first!.executionId, first!.attempt);
   await tick(engine, clock, MIN);
   h = await history(engine, job.jobId);
-  assert.deepEqual(h.map((e) => e.state), ["SUCCEEDED", "SKIPPED", "QUEUED"]);
+  assert.deepEqual(
+    h.map((e) => e.state),
+    ["SUCCEEDED", "SKIPPED", "QUEUED"],
+  );
   await engine.stop();
 });
 
@@ -143,7 +171,10 @@ test("overlap allow: occurrences run side by side", async () => {
   await engine.service.lease(ctx, "p", { workerId: "w", max: 1, leaseSeconds: 600 });
   await tick(engine, clock, MIN);
   const h = await history(engine, job.jobId);
-  assert.deepEqual(h.map((e) => e.state), ["RUNNING", "QUEUED"]);
+  assert.deepEqual(
+    h.map((e) => e.state),
+    ["RUNNING", "QUEUED"],
+  );
   await engine.stop();
 });
 
@@ -177,7 +208,10 @@ test("startAt and endAt bound a recurring job; past endAt it completes", async (
   assert.equal(job.nextRunAt, at(5));
   for (let i = 0; i < 9; i++) await tick(engine, clock, MIN);
   const h = await history(engine, job.jobId);
-  assert.deepEqual(h.map((e) => e.scheduledFor), [at(5), at(6), at(7)]);
+  assert.deepEqual(
+    h.map((e) => e.scheduledFor),
+    [at(5), at(6), at(7)],
+  );
   const done = await engine.service.getJob(ctx, job.jobId);
   assert.equal(done.state, "COMPLETED");
   assert.equal(done.nextRunAt, null);

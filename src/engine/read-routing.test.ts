@@ -116,7 +116,10 @@ test("list reads go to a fresh replica, to the primary while it lags past the bo
     await names(reads);
     await settle();
     assert.deepEqual(await names(reads), ["on-replica"]);
-    assert.deepEqual(seen.map((e) => e.serving), [true, false, true, false, true]);
+    assert.deepEqual(
+      seen.map((e) => e.serving),
+      [true, false, true, false, true],
+    );
   } finally {
     await Promise.all([primary.close(), replicaStore.close()]);
   }

@@ -51,7 +51,8 @@ const code = (c: string) => (err: unknown) => err instanceof DuetimeError && err
 test("history: executions that ended 31 days ago go (and then their ended job), 29 days ago stay, running ones never", async () => {
   const { clock, engine } = await setup();
   const [old] = await succeedNow(engine, "old");
-  const running = (await engine.service.createJob(ctx, { name: "slow", target: { type: "queue", pool: "slow" }, schedule: { delaySeconds: 0 } })).jobId;
+  const running = (await engine.service.createJob(ctx, { name: "slow", target: { type: "queue", pool: "slow" }, schedule: { delaySeconds: 0 } }))
+    .jobId;
   await engine.scheduler.runOnce();
   assert.equal((await engine.executor.lease({ pool: "slow", workerId: "w", max: 1, leaseMs: 30_000, waitMs: 0 })).leased.length, 1);
   clock.jump(2 * DAY);
@@ -63,12 +64,19 @@ test("history: executions that ended 31 days ago go (and then their ended job), 
   await assert.rejects(engine.service.getJob(ctx, old!), code("NOT_FOUND"), "a one-off with no history left goes too");
   assert.equal((await executionsOf(engine, recent!)).length, 1);
   assert.equal((await engine.service.getJob(ctx, recent!)).state, "COMPLETED");
-  assert.deepEqual((await executionsOf(engine, running)).map((e) => e.state), ["RUNNING"]);
+  assert.deepEqual(
+    (await executionsOf(engine, running)).map((e) => e.state),
+    ["RUNNING"],
+  );
   assert.match(await engine.metricsText(), /duetime_retention_deleted_total\{kind="executions"\} 1\n/);
 
   clock.jump(365 * DAY);
   await engine.retention.runOnce();
-  assert.deepEqual((await executionsOf(engine, running)).map((e) => e.state), ["RUNNING"], "however old, a running attempt stays");
+  assert.deepEqual(
+    (await executionsOf(engine, running)).map((e) => e.state),
+    ["RUNNING"],
+    "however old, a running attempt stays",
+  );
   await engine.stop();
 });
 
@@ -149,23 +157,43 @@ test("the run ledger says an occurrence older than the history retention is unkn
   await engine.executor.complete(leased.map((l) => ({ executionId: l.executionId, tenantId: l.tenantId, attempt: l.attempt })));
   const window = (fromMs: number, hours: number) => ({ from: new Date(fromMs).toISOString(), to: new Date(fromMs + hours * HOUR).toISOString() });
   const t0 = Date.parse(T0);
-  assert.deepEqual((await engine.service.listOccurrences(ctx, job.jobId, window(t0, 1))).items.map((i) => i.status), ["dispatched"]);
+  assert.deepEqual(
+    (await engine.service.listOccurrences(ctx, job.jobId, window(t0, 1))).items.map((i) => i.status),
+    ["dispatched"],
+  );
 
   clock.jump(31 * DAY);
   assert.equal((await engine.retention.runOnce()).executions, 1);
   const old = (await engine.service.listOccurrences(ctx, job.jobId, window(t0, 1))).items;
-  assert.deepEqual(old.map((i) => [i.status, i.reason]), [["unknown", "expired"]]);
+  assert.deepEqual(
+    old.map((i) => [i.status, i.reason]),
+    [["unknown", "expired"]],
+  );
   const recent = (await engine.service.listOccurrences(ctx, job.jobId, window(t0 + 29 * DAY, 1))).items;
-  assert.deepEqual(recent.map((i) => [i.status, i.reason]), [["not_run", "misfire"]], "within the retention a missing record means not run");
+  assert.deepEqual(
+    recent.map((i) => [i.status, i.reason]),
+    [["not_run", "misfire"]],
+    "within the retention a missing record means not run",
+  );
   await engine.stop();
 });
 
 test("a failing kind is counted as an error and logged; the other kinds still run", async () => {
   const clock = new FakeClock(Date.parse(T0) + 100 * DAY);
   const store = await openStore(`sqlite:${join(dir, `r${n++}.db`)}`);
-  await store.apiKeyCreate({ id: "ak_1", tenantId: "t", role: "worker", digest: "d", now: Date.parse(T0), audit: { tenantId: "t", at: Date.parse(T0), actor: "a", action: "key.create", subject: "ak_1" } });
+  await store.apiKeyCreate({
+    id: "ak_1",
+    tenantId: "t",
+    role: "worker",
+    digest: "d",
+    now: Date.parse(T0),
+    audit: { tenantId: "t", at: Date.parse(T0), actor: "a", action: "key.create", subject: "ak_1" },
+  });
   const broken: Store = Object.create(store, {
-    retentionPurge: { value: (p: Parameters<Store["retentionPurge"]>[0]) => (p.kind === "executions" ? Promise.reject(new Error("disk I/O error")) : store.retentionPurge(p)) },
+    retentionPurge: {
+      value: (p: Parameters<Store["retentionPurge"]>[0]) =>
+        p.kind === "executions" ? Promise.reject(new Error("disk I/O error")) : store.retentionPurge(p),
+    },
   });
   const events = new EngineEvents();
   const errors: string[] = [];
@@ -181,7 +209,11 @@ test("a failing kind is counted as an error and logged; the other kinds still ru
 });
 
 /** A Retention over a second handle on the engine's SQLite file, archiving to a fresh directory, with the store and archive wrapped. */
-async function archivingRetention(path: string, clock: FakeClock, wrap: { store?: (store: Store) => Partial<Store>; write?: (write: ArchiveWriter["write"]) => ArchiveWriter["write"] }) {
+async function archivingRetention(
+  path: string,
+  clock: FakeClock,
+  wrap: { store?: (store: Store) => Partial<Store>; write?: (write: ArchiveWriter["write"]) => ArchiveWriter["write"] },
+) {
   const store = await openStore(`sqlite:${path}`);
   const archiveDir = join(dir, `archive${n++}`);
   const writer = new ArchiveWriter(archiveDir, "p1");
@@ -190,7 +222,14 @@ async function archivingRetention(path: string, clock: FakeClock, wrap: { store?
   const events = new EngineEvents();
   const errors: string[] = [];
   events.on("error", (e) => errors.push((e.error as Error).message));
-  const retention = new Retention({ store: wrapped, clock, events, periods: RETENTION_DEFAULTS, archive: Object.assign(Object.create(writer), { write }), log: () => {} });
+  const retention = new Retention({
+    store: wrapped,
+    clock,
+    events,
+    periods: RETENTION_DEFAULTS,
+    archive: Object.assign(Object.create(writer), { write }),
+    log: () => {},
+  });
   const archived = async () => {
     const lines: string[] = [];
     for await (const line of readArchive(archiveDir)) lines.push(`${line.kind} ${line.id} ${String(line.row.state)}`);
@@ -240,14 +279,22 @@ test("with an archive: only the rows archived are deleted, not one that became d
     store: (s) => ({
       // Between the read and the delete, another execution ends (dated in the past) and becomes due too.
       retentionPurge: async (p) => {
-        if (p.kind === "executions") await s.executionCompleteMany({ items: [{ executionId: late!.executionId, tenantId: late!.tenantId, attempt: late!.attempt }], now: Date.parse(T0) + 1 });
+        if (p.kind === "executions")
+          await s.executionCompleteMany({
+            items: [{ executionId: late!.executionId, tenantId: late!.tenantId, attempt: late!.attempt }],
+            now: Date.parse(T0) + 1,
+          });
         return s.retentionPurge(p);
       },
     }),
   });
   assert.deepEqual(await retention.runOnce(), { executions: 1, jobs: 1, idempotency: 0, audit: 0 });
   await assert.rejects(engine.service.getJob(ctx, done!), code("NOT_FOUND"));
-  assert.deepEqual((await executionsOf(engine, late!.jobId)).map((e) => e.state), ["SUCCEEDED"], "not archived, so not deleted");
+  assert.deepEqual(
+    (await executionsOf(engine, late!.jobId)).map((e) => e.state),
+    ["SUCCEEDED"],
+    "not archived, so not deleted",
+  );
   assert.equal((await retention.runOnce()).executions, 1, "the next run archives it, then deletes it");
   assert.deepEqual((await archived()).filter((l) => l.startsWith("executions")).length, 2);
   await store.close();
@@ -264,16 +311,32 @@ test("start() runs it every interval on the clock; stop() cancels the next run",
   const events = new EngineEvents();
   const purged: number[] = [];
   let ran = (): void => {};
-  events.on("retention:purged", (e) => (purged.push(e.deleted), ran()));
-  const retention = new Retention({ store, clock, events, periods: RETENTION_DEFAULTS, archive: null, tuning: { intervalMs: 60_000, batchSize: 1, maxBatchesPerRun: 1 } });
+  events.on("retention:purged", (e) => {
+    purged.push(e.deleted);
+    ran();
+  });
+  const retention = new Retention({
+    store,
+    clock,
+    events,
+    periods: RETENTION_DEFAULTS,
+    archive: null,
+    tuning: { intervalMs: 60_000, batchSize: 1, maxBatchesPerRun: 1 },
+  });
   retention.start();
   clock.advance(59_999);
   assert.deepEqual(purged, []);
-  await new Promise<void>((resolve) => ((ran = resolve), clock.advance(1)));
+  await new Promise<void>((resolve) => {
+    ran = resolve;
+    clock.advance(1);
+  });
   assert.deepEqual(purged, [1]);
   await new Promise((resolve) => setImmediate(resolve)); // the run ends and arms the next one
   assert.equal(clock.pendingTimers(), 1);
-  await new Promise<void>((resolve) => ((ran = resolve), clock.advance(60_000)));
+  await new Promise<void>((resolve) => {
+    ran = resolve;
+    clock.advance(60_000);
+  });
   assert.deepEqual(purged, [1, 1]);
   await retention.stop();
   assert.equal(clock.pendingTimers(), 0);
@@ -281,6 +344,9 @@ test("start() runs it every interval on the clock; stop() cancels the next run",
 });
 
 test("retention periods below their floor are refused before anything opens, naming the field", async () => {
-  await assert.rejects(setup({ idempotencyMs: 23 * HOUR }), (err: unknown) => err instanceof DuetimeError && err.details?.field === "retention.idempotencyMs" && /at least 1d/.test(err.message));
+  await assert.rejects(
+    setup({ idempotencyMs: 23 * HOUR }),
+    (err: unknown) => err instanceof DuetimeError && err.details?.field === "retention.idempotencyMs" && /at least 1d/.test(err.message),
+  );
   await assert.rejects(setup({ historyMs: 0 }), (err: unknown) => err instanceof DuetimeError && err.details?.field === "retention.historyMs");
 });

@@ -93,12 +93,15 @@ export class Retention {
   private async pass(): Promise<RetentionCounts> {
     const cutoffs = retentionCutoffs(this.o.periods, this.o.clock.now());
     const counts = Object.fromEntries(RETENTION_KINDS.map((k) => [k, 0])) as RetentionCounts;
-    for (const kind of RETENTION_KINDS) { // in order: a job goes once its executions have
+    for (const kind of RETENTION_KINDS) {
+      // in order: a job goes once its executions have
       try {
         counts[kind] = await this.purge(kind, cutoffs[kind]);
       } catch (error) {
         this.o.events.emit("error", { where: "retention", error });
-        (this.o.log ?? console.error)(`duetime retention: removing ${kind} failed, retrying next run: ${error instanceof Error ? error.message : String(error)}`);
+        (this.o.log ?? console.error)(
+          `duetime retention: removing ${kind} failed, retrying next run: ${error instanceof Error ? error.message : String(error)}`,
+        );
       }
     }
     return counts;

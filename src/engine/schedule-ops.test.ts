@@ -44,7 +44,10 @@ test("PATCH with a new schedule moves the next occurrence; the old time never ru
   assert.equal(updated.version, job.version + 1);
   for (let i = 0; i < 8; i++) await tick(engine, clock, MIN);
   const history = (await engine.service.listExecutions(ctx, job.jobId, {})).items;
-  assert.deepEqual(history.map((e) => e.scheduledFor), [at(7)]);
+  assert.deepEqual(
+    history.map((e) => e.scheduledFor),
+    [at(7)],
+  );
   await engine.stop();
 });
 
@@ -82,18 +85,27 @@ test("backfill creates a past window's occurrences with their deterministic ids,
   const { clock, engine, job } = await setup({ cron: "0 * * * *" });
   clock.set(Date.parse(T0) + 3 * 60 * MIN);
   const first = await engine.service.backfillJob(ctx, job.jobId, { from: "2026-03-02T04:30:00Z", to: "2026-03-02T08:00:00Z" });
-  assert.deepEqual(first.items.map((i) => i.scheduledFor), ["2026-03-02T05:00:00.000Z", "2026-03-02T06:00:00.000Z", "2026-03-02T07:00:00.000Z", "2026-03-02T08:00:00.000Z"]);
+  assert.deepEqual(
+    first.items.map((i) => i.scheduledFor),
+    ["2026-03-02T05:00:00.000Z", "2026-03-02T06:00:00.000Z", "2026-03-02T07:00:00.000Z", "2026-03-02T08:00:00.000Z"],
+  );
   assert.ok(first.items.every((i) => i.created));
   assert.equal(first.items[0]!.executionId, executionIdFor(job.jobId, Date.parse("2026-03-02T05:00:00Z")));
   const readyAts = first.items.map((i) => Date.parse(i.readyAt!));
-  assert.ok(readyAts.every((t, i) => i === 0 || t > readyAts[i - 1]!), "not spaced out");
+  assert.ok(
+    readyAts.every((t, i) => i === 0 || t > readyAts[i - 1]!),
+    "not spaced out",
+  );
   const again = await engine.service.backfillJob(ctx, job.jobId, { from: "2026-03-02T04:30:00Z", to: "2026-03-02T08:00:00Z" });
   assert.ok(again.items.every((i) => !i.created));
   assert.equal((await engine.service.listExecutions(ctx, job.jobId, { limit: 100 })).items.length, 4);
   clock.advance(1_000);
   const leased = await engine.service.lease(ctx, "p", { workerId: "w", max: 10 });
   assert.equal(leased.items.length, 4);
-  await assert.rejects(engine.service.backfillJob(ctx, job.jobId, { from: "2026-03-02T08:00:00Z", to: "2026-03-02T05:00:00Z" }), code("INVALID_ARGUMENT"));
+  await assert.rejects(
+    engine.service.backfillJob(ctx, job.jobId, { from: "2026-03-02T08:00:00Z", to: "2026-03-02T05:00:00Z" }),
+    code("INVALID_ARGUMENT"),
+  );
   await engine.stop();
 });
 
@@ -107,7 +119,10 @@ test("the run ledger says what became of every fire time in a window", async () 
   assert.equal(byTime.get(new Date(Date.parse(T0) - MIN).toISOString())?.reason, "before_creation");
   assert.equal(byTime.get(at(1))?.status, "dispatched");
   assert.equal(byTime.get(at(1))?.executionState, "QUEUED");
-  assert.deepEqual([2, 3, 4, 5].map((m) => [byTime.get(at(m))?.status, byTime.get(at(m))?.reason]), Array(4).fill(["skipped", "misfire"]));
+  assert.deepEqual(
+    [2, 3, 4, 5].map((m) => [byTime.get(at(m))?.status, byTime.get(at(m))?.reason]),
+    Array(4).fill(["skipped", "misfire"]),
+  );
   assert.equal(byTime.get(at(6))?.status, "dispatched");
   assert.equal(byTime.get(at(7))?.status, "due");
   assert.equal(byTime.get(at(31))?.reason, "outside_window");

@@ -61,10 +61,11 @@ test("a recurring job dispatches each occurrence once and advances nextRunAt", a
   assert.equal(job.nextRunAt, "2026-03-01T00:01:00.000Z");
   for (let i = 0; i < 3; i++) await tick(engine, clock, 60_000);
   const leased = await engine.service.lease(ctx, "p", { workerId: "w", max: 10 });
-  assert.deepEqual(
-    leased.items.map((i) => i.scheduledFor).sort(),
-    ["2026-03-01T00:01:00.000Z", "2026-03-01T00:02:00.000Z", "2026-03-01T00:03:00.000Z"],
-  );
+  assert.deepEqual(leased.items.map((i) => i.scheduledFor).sort(), [
+    "2026-03-01T00:01:00.000Z",
+    "2026-03-01T00:02:00.000Z",
+    "2026-03-01T00:03:00.000Z",
+  ]);
   assert.equal((await engine.service.getJob(ctx, job.jobId)).nextRunAt, "2026-03-01T00:04:00.000Z");
   await engine.stop();
 });
@@ -85,11 +86,17 @@ test("a cancelled one-off never runs: its execution, created at submit, ends CAN
   const clock = new FakeClock("2026-03-01T00:00:00Z");
   const engine = await engineAt(clock);
   const job = await engine.service.createJob(ctx, { name: "x", target: queue, schedule: { delaySeconds: 5 } });
-  assert.deepEqual((await engine.service.listExecutions(ctx, job.jobId, {})).items.map((e) => e.state), ["PENDING"]);
+  assert.deepEqual(
+    (await engine.service.listExecutions(ctx, job.jobId, {})).items.map((e) => e.state),
+    ["PENDING"],
+  );
   await engine.service.cancelJob(ctx, job.jobId);
   await tick(engine, clock, 10_000);
   assert.equal((await engine.service.lease(ctx, "p", { workerId: "w", max: 10 })).items.length, 0);
-  assert.deepEqual((await engine.service.listExecutions(ctx, job.jobId, {})).items.map((e) => e.state), ["CANCELLED"]);
+  assert.deepEqual(
+    (await engine.service.listExecutions(ctx, job.jobId, {})).items.map((e) => e.state),
+    ["CANCELLED"],
+  );
   await engine.stop();
 });
 
@@ -113,7 +120,10 @@ test("a scheduler that lost its shards cannot dispatch (fenced by epoch)", async
   assert.equal((await a.service.listExecutions(ctx, job.jobId, {})).items.length, 0, "stale owner dispatched");
   // the occurrence is left, unconsumed, for its new owner
   const due = await raw.dueLoad({ shards: all, before: clock.now() + 60_000, limit: 10 });
-  assert.deepEqual(due.map((d) => d.jobId), [job.jobId]);
+  assert.deepEqual(
+    due.map((d) => d.jobId),
+    [job.jobId],
+  );
   await raw.close();
   await a.stop();
 });

@@ -45,7 +45,9 @@ export interface SchedulerOptions {
 export class Scheduler {
   private readonly store: Store;
   private readonly clock: Clock;
-  private readonly opts: Required<Omit<SchedulerOptions, "store" | "clock" | "events" | "onDispatched" | "nodeId" | "address" | "shardLeaseMs" | "storeTime">>;
+  private readonly opts: Required<
+    Omit<SchedulerOptions, "store" | "clock" | "events" | "onDispatched" | "nodeId" | "address" | "shardLeaseMs" | "storeTime">
+  >;
   /** This node's membership and shard leases, renewed on their own loop. */
   readonly shards: ShardKeeper;
   private readonly timer = new DueTimer();

@@ -24,7 +24,10 @@ test("a node whose clock runs 60 s ahead heartbeats at the store's time, not its
     const to = Date.now();
     const [node] = await store.nodeList({ now: to });
     assert.equal(node?.nodeId, "ahead");
-    assert.ok(node.lastHeartbeatAt >= from && node.lastHeartbeatAt <= to, `heartbeat at ${node.lastHeartbeatAt - from} ms into [${from}, ${to}], not 60 s ahead`);
+    assert.ok(
+      node.lastHeartbeatAt >= from && node.lastHeartbeatAt <= to,
+      `heartbeat at ${node.lastHeartbeatAt - from} ms into [${from}, ${to}], not 60 s ahead`,
+    );
     assert.equal((await store.shardList()).filter((s) => s.owner === "ahead").length, 256, "a lone node takes every shard");
   } finally {
     await keeper.stop();

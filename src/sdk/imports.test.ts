@@ -62,7 +62,10 @@ const srcUrl = (path: string): string => new URL(path, `file://${ROOT}/`).href;
 
 test("importing the SDK loads no database driver, engine, store, server or CLI", async () => {
   const loaded = await modulesLoadedBy(srcUrl("packages/sdk/src/index.ts"));
-  assert.ok(loaded.some((u) => u.endsWith("/packages/sdk/src/worker.ts")), `the detector saw the SDK: ${loaded.join("\n")}`);
+  assert.ok(
+    loaded.some((u) => u.endsWith("/packages/sdk/src/worker.ts")),
+    `the detector saw the SDK: ${loaded.join("\n")}`,
+  );
   assert.ok(loaded.some((u) => u.endsWith("/packages/sdk/src/api.ts")));
   assert.ok(!loaded.some((u) => u.startsWith("error:")), loaded.join("\n"));
   const bad = loaded.filter((u) => FORBIDDEN.some((p) => p.test(u)));
@@ -72,37 +75,70 @@ test("importing the SDK loads no database driver, engine, store, server or CLI",
 for (const entry of ["duetime/sdk", "@duetime/sdk"]) {
   test(`the built import("${entry}") loads no database driver, engine, store, server or CLI`, async () => {
     const loaded = await modulesLoadedBy(entry);
-    assert.ok(loaded.some((u) => u.endsWith("/packages/sdk/dist/worker.js")), `the detector saw the built SDK: ${loaded.join("\n")}`);
+    assert.ok(
+      loaded.some((u) => u.endsWith("/packages/sdk/dist/worker.js")),
+      `the detector saw the built SDK: ${loaded.join("\n")}`,
+    );
     assert.ok(!loaded.some((u) => u.startsWith("error:")), loaded.join("\n"));
-    assert.deepEqual(loaded.filter((u) => FORBIDDEN.some((p) => p.test(u))), []);
+    assert.deepEqual(
+      loaded.filter((u) => FORBIDDEN.some((p) => p.test(u))),
+      [],
+    );
   });
 }
 
 test('the built import("duetime") (server and embedded mode) loads no database driver until a store is opened', async () => {
   const loaded = await modulesLoadedBy("duetime");
-  assert.ok(loaded.some((u) => u.endsWith("/dist/server/index.js")), `the detector saw the server: ${loaded.join("\n")}`);
+  assert.ok(
+    loaded.some((u) => u.endsWith("/dist/server/index.js")),
+    `the detector saw the server: ${loaded.join("\n")}`,
+  );
   assert.ok(!loaded.some((u) => u.startsWith("error:")), loaded.join("\n"));
-  assert.deepEqual(loaded.filter((u) => SQLITE_DRIVER.test(u) || PG_CLIENT.test(u)), []);
+  assert.deepEqual(
+    loaded.filter((u) => SQLITE_DRIVER.test(u) || PG_CLIENT.test(u)),
+    [],
+  );
 });
 
 test("opening a sqlite: store loads better-sqlite3 and no PostgreSQL client", async () => {
   const loaded = await modulesLoadedBy(srcUrl("src/store/factory.ts"), "sqlite::memory:");
   assert.ok(!loaded.some((u) => u.startsWith("error:")), loaded.join("\n"));
-  assert.ok(loaded.some((u) => SQLITE_DRIVER.test(u)), `the store opened: ${loaded.join("\n")}`);
-  assert.deepEqual(loaded.filter((u) => PG_CLIENT.test(u)), []);
+  assert.ok(
+    loaded.some((u) => SQLITE_DRIVER.test(u)),
+    `the store opened: ${loaded.join("\n")}`,
+  );
+  assert.deepEqual(
+    loaded.filter((u) => PG_CLIENT.test(u)),
+    [],
+  );
 });
 
 test("opening a postgres:// store loads pg and not better-sqlite3", async () => {
   // A closed port: the driver loads, tries to connect and answers a store fault; no server is needed.
   const loaded = await modulesLoadedBy(srcUrl("src/store/factory.ts"), "postgres://postgres@127.0.0.1:1/test");
-  assert.ok(loaded.some((u) => u.startsWith("error:") && u.includes("cannot serve")), loaded.join("\n"));
-  assert.ok(loaded.some((u) => /node_modules\/pg\//.test(u)), `the driver loaded pg: ${loaded.join("\n")}`);
-  assert.deepEqual(loaded.filter((u) => SQLITE_DRIVER.test(u)), []);
+  assert.ok(
+    loaded.some((u) => u.startsWith("error:") && u.includes("cannot serve")),
+    loaded.join("\n"),
+  );
+  assert.ok(
+    loaded.some((u) => /node_modules\/pg\//.test(u)),
+    `the driver loaded pg: ${loaded.join("\n")}`,
+  );
+  assert.deepEqual(
+    loaded.filter((u) => SQLITE_DRIVER.test(u)),
+    [],
+  );
 });
 
-for (const [driver, pattern] of [["better-sqlite3", SQLITE_DRIVER], ["pg", PG_CLIENT]] as const) {
+for (const [driver, pattern] of [
+  ["better-sqlite3", SQLITE_DRIVER],
+  ["pg", PG_CLIENT],
+] as const) {
   test(`control: the detector catches ${driver} when it is imported`, async () => {
     const loaded = await modulesLoadedBy(driver);
-    assert.ok(loaded.some((u) => pattern.test(u)), loaded.join("\n"));
+    assert.ok(
+      loaded.some((u) => pattern.test(u)),
+      loaded.join("\n"),
+    );
   });
 }

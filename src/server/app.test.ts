@@ -14,7 +14,15 @@ import type { StoredKey } from "../engine/service.js";
 import { buildApp, type AppOptions } from "./app.js";
 import { displayPath } from "./routes.js";
 import { createHash } from "node:crypto";
-import { RecordingService, SAMPLE_BACKFILL, SAMPLE_DEAD_LETTER, SAMPLE_EXECUTION, SAMPLE_JOB, SAMPLE_KEY, SAMPLE_OCCURRENCES } from "./test-support.js";
+import {
+  RecordingService,
+  SAMPLE_BACKFILL,
+  SAMPLE_DEAD_LETTER,
+  SAMPLE_EXECUTION,
+  SAMPLE_JOB,
+  SAMPLE_KEY,
+  SAMPLE_OCCURRENCES,
+} from "./test-support.js";
 
 const apps: FastifyInstance[] = [];
 after(async () => {
@@ -509,26 +517,78 @@ const badCases: BadCase[] = [
   { name: "name of the wrong type", request: { method: "POST", url: "/v1/jobs", payload: { ...JOB, name: 5 } }, field: "name" },
   { name: "missing schedule", request: { method: "POST", url: "/v1/jobs", payload: { name: "a", target: QUEUE_JOB.target } }, field: "schedule" },
   { name: "unknown top-level field", request: { method: "POST", url: "/v1/jobs", payload: { ...JOB, when: "now" } }, field: "when" },
-  { name: "unknown schedule field", request: { method: "POST", url: "/v1/jobs", payload: { ...JOB, schedule: { cronn: "* * * * *" } } }, field: "schedule.cronn" },
-  { name: "maxAttempts out of range", request: { method: "POST", url: "/v1/jobs", payload: { ...JOB, retry: { maxAttempts: 1001 } } }, field: "retry.maxAttempts" },
+  {
+    name: "unknown schedule field",
+    request: { method: "POST", url: "/v1/jobs", payload: { ...JOB, schedule: { cronn: "* * * * *" } } },
+    field: "schedule.cronn",
+  },
+  {
+    name: "maxAttempts out of range",
+    request: { method: "POST", url: "/v1/jobs", payload: { ...JOB, retry: { maxAttempts: 1001 } } },
+    field: "retry.maxAttempts",
+  },
   { name: "priority out of range", request: { method: "POST", url: "/v1/jobs", payload: { ...JOB, priority: 101 } }, field: "priority" },
   { name: "timeoutSeconds 0", request: { method: "POST", url: "/v1/jobs", payload: { ...JOB, timeoutSeconds: 0 } }, field: "timeoutSeconds" },
-  { name: "negative delaySeconds", request: { method: "POST", url: "/v1/jobs", payload: { ...QUEUE_JOB, schedule: { delaySeconds: -1 } } }, field: "schedule.delaySeconds" },
-  { name: "non-RFC3339 runAt", request: { method: "POST", url: "/v1/jobs", payload: { ...QUEUE_JOB, schedule: { runAt: "16/10/2026 09:00" } } }, field: "schedule.runAt" },
-  { name: "runAt without an offset", request: { method: "POST", url: "/v1/jobs", payload: { ...QUEUE_JOB, schedule: { runAt: "2026-10-16T09:00:00" } } }, field: "schedule.runAt" },
-  { name: "two schedule variants", request: { method: "POST", url: "/v1/jobs", payload: { ...QUEUE_JOB, schedule: { delaySeconds: 1, cron: "* * * * *" } } }, field: "schedule.cron" },
-  { name: "unknown target type", request: { method: "POST", url: "/v1/jobs", payload: { ...QUEUE_JOB, target: { type: "lambda", arn: "x" } } }, field: "target.type" },
-  { name: "non-http url", request: { method: "POST", url: "/v1/jobs", payload: { ...JOB, target: { type: "http", url: "file:///etc/passwd" } } }, field: "target.url" },
-  { name: "empty header value", request: { method: "POST", url: "/v1/jobs", payload: { ...JOB, target: { ...JOB.target, headers: { "x-a": "" } } } }, field: "target.headers.x-a" },
-  { name: "empty pool", request: { method: "POST", url: "/v1/jobs", payload: { ...QUEUE_JOB, target: { type: "queue", pool: "" } } }, field: "target.pool" },
-  { name: "too-long Idempotency-Key", request: { method: "POST", url: "/v1/jobs", payload: QUEUE_JOB, headers: { "idempotency-key": longKey } }, field: "Idempotency-Key" },
+  {
+    name: "negative delaySeconds",
+    request: { method: "POST", url: "/v1/jobs", payload: { ...QUEUE_JOB, schedule: { delaySeconds: -1 } } },
+    field: "schedule.delaySeconds",
+  },
+  {
+    name: "non-RFC3339 runAt",
+    request: { method: "POST", url: "/v1/jobs", payload: { ...QUEUE_JOB, schedule: { runAt: "16/10/2026 09:00" } } },
+    field: "schedule.runAt",
+  },
+  {
+    name: "runAt without an offset",
+    request: { method: "POST", url: "/v1/jobs", payload: { ...QUEUE_JOB, schedule: { runAt: "2026-10-16T09:00:00" } } },
+    field: "schedule.runAt",
+  },
+  {
+    name: "two schedule variants",
+    request: { method: "POST", url: "/v1/jobs", payload: { ...QUEUE_JOB, schedule: { delaySeconds: 1, cron: "* * * * *" } } },
+    field: "schedule.cron",
+  },
+  {
+    name: "unknown target type",
+    request: { method: "POST", url: "/v1/jobs", payload: { ...QUEUE_JOB, target: { type: "lambda", arn: "x" } } },
+    field: "target.type",
+  },
+  {
+    name: "non-http url",
+    request: { method: "POST", url: "/v1/jobs", payload: { ...JOB, target: { type: "http", url: "file:///etc/passwd" } } },
+    field: "target.url",
+  },
+  {
+    name: "empty header value",
+    request: { method: "POST", url: "/v1/jobs", payload: { ...JOB, target: { ...JOB.target, headers: { "x-a": "" } } } },
+    field: "target.headers.x-a",
+  },
+  {
+    name: "empty pool",
+    request: { method: "POST", url: "/v1/jobs", payload: { ...QUEUE_JOB, target: { type: "queue", pool: "" } } },
+    field: "target.pool",
+  },
+  {
+    name: "too-long Idempotency-Key",
+    request: { method: "POST", url: "/v1/jobs", payload: QUEUE_JOB, headers: { "idempotency-key": longKey } },
+    field: "Idempotency-Key",
+  },
   { name: "no body", request: { method: "POST", url: "/v1/jobs" }, field: "body" },
-  { name: "a JSON array body", request: { method: "POST", url: "/v1/jobs", payload: "[]", headers: { "content-type": "application/json" } }, field: "body" },
+  {
+    name: "a JSON array body",
+    request: { method: "POST", url: "/v1/jobs", payload: "[]", headers: { "content-type": "application/json" } },
+    field: "body",
+  },
   { name: "an unknown query parameter on a body route", request: { method: "POST", url: "/v1/jobs?dry=1", payload: QUEUE_JOB }, field: "dry" },
   // batch envelope
   { name: "batch without jobs", request: { method: "POST", url: "/v1/jobs:batch", payload: {} }, field: "jobs" },
   { name: "empty batch", request: { method: "POST", url: "/v1/jobs:batch", payload: { jobs: [] } }, field: "jobs" },
-  { name: "batch of 1001", request: { method: "POST", url: "/v1/jobs:batch", payload: { jobs: Array.from({ length: 1001 }, () => QUEUE_JOB) } }, field: "jobs" },
+  {
+    name: "batch of 1001",
+    request: { method: "POST", url: "/v1/jobs:batch", payload: { jobs: Array.from({ length: 1001 }, () => QUEUE_JOB) } },
+    field: "jobs",
+  },
   { name: "batch jobs not an array", request: { method: "POST", url: "/v1/jobs:batch", payload: { jobs: QUEUE_JOB } }, field: "jobs" },
   { name: "batch unknown field", request: { method: "POST", url: "/v1/jobs:batch", payload: { jobs: [QUEUE_JOB], atomic: true } }, field: "atomic" },
   // list jobs
@@ -542,83 +602,288 @@ const badCases: BadCase[] = [
   // job actions and reads
   { name: "GET job with a query", request: { method: "GET", url: "/v1/jobs/job_1?expand=1" }, field: "expand" },
   { name: "DELETE with fields", request: { method: "DELETE", url: "/v1/jobs/job_1", payload: { force: true } }, field: "force" },
-  { name: "pause with an array body", request: { method: "POST", url: "/v1/jobs/job_1:pause", payload: "[]", headers: { "content-type": "application/json" } }, field: "body" },
+  {
+    name: "pause with an array body",
+    request: { method: "POST", url: "/v1/jobs/job_1:pause", payload: "[]", headers: { "content-type": "application/json" } },
+    field: "body",
+  },
   { name: "resume with fields", request: { method: "POST", url: "/v1/jobs/job_1:resume", payload: { at: 1 } }, field: "at" },
   { name: "trigger with fields", request: { method: "POST", url: "/v1/jobs/job_1:trigger", payload: { payload: 1 } }, field: "payload" },
   // PATCH /v1/jobs/{jobId}
   { name: "PATCH with an empty body object", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: {} }, field: "body" },
   { name: "PATCH with only a version", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { version: 3 } }, field: "body" },
   { name: "PATCH without a body", request: { method: "PATCH", url: "/v1/jobs/job_1" }, field: "body" },
-  { name: "PATCH with an array body", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: "[]", headers: { "content-type": "application/json" } }, field: "body" },
-  { name: "PATCH with an unknown field", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "a", state: "PAUSED" } }, field: "state" },
-  { name: "PATCH with a read-only field", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { nextRunAt: "2026-10-16T09:00:00Z" } }, field: "nextRunAt" },
+  {
+    name: "PATCH with an array body",
+    request: { method: "PATCH", url: "/v1/jobs/job_1", payload: "[]", headers: { "content-type": "application/json" } },
+    field: "body",
+  },
+  {
+    name: "PATCH with an unknown field",
+    request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "a", state: "PAUSED" } },
+    field: "state",
+  },
+  {
+    name: "PATCH with a read-only field",
+    request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { nextRunAt: "2026-10-16T09:00:00Z" } },
+    field: "nextRunAt",
+  },
   { name: "PATCH with an empty name", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "" } }, field: "name" },
   { name: "PATCH with a 201-char name", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "n".repeat(201) } }, field: "name" },
-  { name: "PATCH with two schedule variants", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { schedule: { runAt: "2026-10-16T09:00:00Z", cron: "* * * * *" } } }, field: "schedule.cron" },
+  {
+    name: "PATCH with two schedule variants",
+    request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { schedule: { runAt: "2026-10-16T09:00:00Z", cron: "* * * * *" } } },
+    field: "schedule.cron",
+  },
   { name: "PATCH with an empty schedule", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { schedule: {} } }, field: "schedule" },
-  { name: "PATCH with a tz but no cron", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { schedule: { tz: "Europe/London" } } }, field: "schedule" },
-  { name: "PATCH with a cron-only field beside runAt", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { schedule: { runAt: "2026-10-16T09:00:00Z", misfire: "skip" } } }, field: "schedule.misfire" },
-  { name: "PATCH with a bad misfire", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { schedule: { cron: "* * * * *", misfire: "never" } } }, field: "schedule.misfire" },
-  { name: "PATCH with maxAttempts 0", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { retry: { maxAttempts: 0 } } }, field: "retry.maxAttempts" },
-  { name: "PATCH with maxBackoff under backoff", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { retry: { backoffSeconds: 60, maxBackoffSeconds: 30 } } }, field: "retry.maxBackoffSeconds" },
-  { name: "PATCH with timeoutSeconds 86401", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { timeoutSeconds: 86_401 } }, field: "timeoutSeconds" },
+  {
+    name: "PATCH with a tz but no cron",
+    request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { schedule: { tz: "Europe/London" } } },
+    field: "schedule",
+  },
+  {
+    name: "PATCH with a cron-only field beside runAt",
+    request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { schedule: { runAt: "2026-10-16T09:00:00Z", misfire: "skip" } } },
+    field: "schedule.misfire",
+  },
+  {
+    name: "PATCH with a bad misfire",
+    request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { schedule: { cron: "* * * * *", misfire: "never" } } },
+    field: "schedule.misfire",
+  },
+  {
+    name: "PATCH with maxAttempts 0",
+    request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { retry: { maxAttempts: 0 } } },
+    field: "retry.maxAttempts",
+  },
+  {
+    name: "PATCH with maxBackoff under backoff",
+    request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { retry: { backoffSeconds: 60, maxBackoffSeconds: 30 } } },
+    field: "retry.maxBackoffSeconds",
+  },
+  {
+    name: "PATCH with timeoutSeconds 86401",
+    request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { timeoutSeconds: 86_401 } },
+    field: "timeoutSeconds",
+  },
   { name: "PATCH with priority 101", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { priority: 101 } }, field: "priority" },
-  { name: "PATCH with a bad target", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { target: { type: "http", url: "ftp://x" } } }, field: "target.url" },
+  {
+    name: "PATCH with a bad target",
+    request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { target: { type: "http", url: "ftp://x" } } },
+    field: "target.url",
+  },
   { name: "PATCH with version 0", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "a", version: 0 } }, field: "version" },
-  { name: "PATCH with a string version", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "a", version: "3" } }, field: "version" },
-  { name: "PATCH with a fractional version", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "a", version: 1.5 } }, field: "version" },
+  {
+    name: "PATCH with a string version",
+    request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "a", version: "3" } },
+    field: "version",
+  },
+  {
+    name: "PATCH with a fractional version",
+    request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "a", version: 1.5 } },
+    field: "version",
+  },
   { name: "PATCH with a query", request: { method: "PATCH", url: "/v1/jobs/job_1?force=1", payload: { name: "a" } }, field: "force" },
-  { name: "If-Match not a number", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "a" }, headers: { "if-match": "abc" } }, field: "If-Match" },
-  { name: "If-Match with one quote", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "a" }, headers: { "if-match": '"7' } }, field: "If-Match" },
-  { name: "If-Match weak but unquoted", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "a" }, headers: { "if-match": "W/7" } }, field: "If-Match" },
-  { name: "If-Match with a list", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "a" }, headers: { "if-match": '"1", "2"' } }, field: "If-Match" },
-  { name: "If-Match 0", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "a" }, headers: { "if-match": '"0"' } }, field: "If-Match" },
-  { name: "If-Match negative", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "a" }, headers: { "if-match": "-1" } }, field: "If-Match" },
-  { name: "If-Match beyond a safe integer", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "a" }, headers: { "if-match": "9999999999999999" } }, field: "If-Match" },
-  { name: "If-Match empty", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "a" }, headers: { "if-match": "" } }, field: "If-Match" },
-  { name: "If-Match too long", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "a" }, headers: { "if-match": `"${"1".repeat(70)}"` } }, field: "If-Match" },
-  { name: "If-Match and body version differ", request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "a", version: 4 }, headers: { "if-match": '"5"' } }, field: "If-Match" },
+  {
+    name: "If-Match not a number",
+    request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "a" }, headers: { "if-match": "abc" } },
+    field: "If-Match",
+  },
+  {
+    name: "If-Match with one quote",
+    request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "a" }, headers: { "if-match": '"7' } },
+    field: "If-Match",
+  },
+  {
+    name: "If-Match weak but unquoted",
+    request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "a" }, headers: { "if-match": "W/7" } },
+    field: "If-Match",
+  },
+  {
+    name: "If-Match with a list",
+    request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "a" }, headers: { "if-match": '"1", "2"' } },
+    field: "If-Match",
+  },
+  {
+    name: "If-Match 0",
+    request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "a" }, headers: { "if-match": '"0"' } },
+    field: "If-Match",
+  },
+  {
+    name: "If-Match negative",
+    request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "a" }, headers: { "if-match": "-1" } },
+    field: "If-Match",
+  },
+  {
+    name: "If-Match beyond a safe integer",
+    request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "a" }, headers: { "if-match": "9999999999999999" } },
+    field: "If-Match",
+  },
+  {
+    name: "If-Match empty",
+    request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "a" }, headers: { "if-match": "" } },
+    field: "If-Match",
+  },
+  {
+    name: "If-Match too long",
+    request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "a" }, headers: { "if-match": `"${"1".repeat(70)}"` } },
+    field: "If-Match",
+  },
+  {
+    name: "If-Match and body version differ",
+    request: { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "a", version: 4 }, headers: { "if-match": '"5"' } },
+    field: "If-Match",
+  },
   // POST /v1/jobs/{jobId}:backfill
   { name: "backfill without a body", request: { method: "POST", url: "/v1/jobs/job_1:backfill" }, field: "body" },
-  { name: "backfill without from", request: { method: "POST", url: "/v1/jobs/job_1:backfill", payload: { to: "2026-10-14T00:00:00Z" } }, field: "from" },
-  { name: "backfill without to", request: { method: "POST", url: "/v1/jobs/job_1:backfill", payload: { from: "2026-10-14T00:00:00Z" } }, field: "to" },
-  { name: "backfill with a non-RFC3339 from", request: { method: "POST", url: "/v1/jobs/job_1:backfill", payload: { from: "yesterday", to: "2026-10-14T00:00:00Z" } }, field: "from" },
-  { name: "backfill with a to without offset", request: { method: "POST", url: "/v1/jobs/job_1:backfill", payload: { from: "2026-10-13T00:00:00Z", to: "2026-10-14T00:00:00" } }, field: "to" },
-  { name: "backfill with a numeric to", request: { method: "POST", url: "/v1/jobs/job_1:backfill", payload: { from: "2026-10-13T00:00:00Z", to: 1760000000000 } }, field: "to" },
-  { name: "backfill with from after to", request: { method: "POST", url: "/v1/jobs/job_1:backfill", payload: { from: "2026-10-15T00:00:00Z", to: "2026-10-14T00:00:00Z" } }, field: "to" },
-  { name: "backfill with from equal to to (other offsets)", request: { method: "POST", url: "/v1/jobs/job_1:backfill", payload: { from: "2026-10-14T02:00:00+02:00", to: "2026-10-14T00:00:00Z" } }, field: "to" },
-  { name: "backfill with an unknown field", request: { method: "POST", url: "/v1/jobs/job_1:backfill", payload: { from: "2026-10-13T00:00:00Z", to: "2026-10-14T00:00:00Z", dryRun: true } }, field: "dryRun" },
+  {
+    name: "backfill without from",
+    request: { method: "POST", url: "/v1/jobs/job_1:backfill", payload: { to: "2026-10-14T00:00:00Z" } },
+    field: "from",
+  },
+  {
+    name: "backfill without to",
+    request: { method: "POST", url: "/v1/jobs/job_1:backfill", payload: { from: "2026-10-14T00:00:00Z" } },
+    field: "to",
+  },
+  {
+    name: "backfill with a non-RFC3339 from",
+    request: { method: "POST", url: "/v1/jobs/job_1:backfill", payload: { from: "yesterday", to: "2026-10-14T00:00:00Z" } },
+    field: "from",
+  },
+  {
+    name: "backfill with a to without offset",
+    request: { method: "POST", url: "/v1/jobs/job_1:backfill", payload: { from: "2026-10-13T00:00:00Z", to: "2026-10-14T00:00:00" } },
+    field: "to",
+  },
+  {
+    name: "backfill with a numeric to",
+    request: { method: "POST", url: "/v1/jobs/job_1:backfill", payload: { from: "2026-10-13T00:00:00Z", to: 1760000000000 } },
+    field: "to",
+  },
+  {
+    name: "backfill with from after to",
+    request: { method: "POST", url: "/v1/jobs/job_1:backfill", payload: { from: "2026-10-15T00:00:00Z", to: "2026-10-14T00:00:00Z" } },
+    field: "to",
+  },
+  {
+    name: "backfill with from equal to to (other offsets)",
+    request: { method: "POST", url: "/v1/jobs/job_1:backfill", payload: { from: "2026-10-14T02:00:00+02:00", to: "2026-10-14T00:00:00Z" } },
+    field: "to",
+  },
+  {
+    name: "backfill with an unknown field",
+    request: { method: "POST", url: "/v1/jobs/job_1:backfill", payload: { from: "2026-10-13T00:00:00Z", to: "2026-10-14T00:00:00Z", dryRun: true } },
+    field: "dryRun",
+  },
   // GET /v1/jobs/{jobId}/occurrences
   { name: "occurrences without a query", request: { method: "GET", url: "/v1/jobs/job_1/occurrences" }, field: "from" },
   { name: "occurrences without to", request: { method: "GET", url: "/v1/jobs/job_1/occurrences?from=2026-03-27T00:00:00Z" }, field: "to" },
-  { name: "occurrences with a bad to", request: { method: "GET", url: "/v1/jobs/job_1/occurrences?from=2026-03-27T00:00:00Z&to=tomorrow" }, field: "to" },
-  { name: "occurrences with from twice", request: { method: "GET", url: "/v1/jobs/job_1/occurrences?from=2026-03-27T00:00:00Z&from=2026-03-28T00:00:00Z&to=2026-03-29T00:00:00Z" }, field: "from" },
-  { name: "occurrences with from after to", request: { method: "GET", url: "/v1/jobs/job_1/occurrences?from=2026-03-29T00:00:00Z&to=2026-03-27T00:00:00Z" }, field: "to" },
-  { name: "occurrences with an unknown parameter", request: { method: "GET", url: "/v1/jobs/job_1/occurrences?from=2026-03-27T00:00:00Z&to=2026-03-29T00:00:00Z&limit=5" }, field: "limit" },
+  {
+    name: "occurrences with a bad to",
+    request: { method: "GET", url: "/v1/jobs/job_1/occurrences?from=2026-03-27T00:00:00Z&to=tomorrow" },
+    field: "to",
+  },
+  {
+    name: "occurrences with from twice",
+    request: { method: "GET", url: "/v1/jobs/job_1/occurrences?from=2026-03-27T00:00:00Z&from=2026-03-28T00:00:00Z&to=2026-03-29T00:00:00Z" },
+    field: "from",
+  },
+  {
+    name: "occurrences with from after to",
+    request: { method: "GET", url: "/v1/jobs/job_1/occurrences?from=2026-03-29T00:00:00Z&to=2026-03-27T00:00:00Z" },
+    field: "to",
+  },
+  {
+    name: "occurrences with an unknown parameter",
+    request: { method: "GET", url: "/v1/jobs/job_1/occurrences?from=2026-03-27T00:00:00Z&to=2026-03-29T00:00:00Z&limit=5" },
+    field: "limit",
+  },
   { name: "executions limit=501", request: { method: "GET", url: "/v1/jobs/job_1/executions?limit=501" }, field: "limit" },
   { name: "executions limit=abc", request: { method: "GET", url: "/v1/jobs/job_1/executions?limit=abc" }, field: "limit" },
   // worker protocol
   { name: "lease without workerId", request: { method: "POST", url: "/v1/pools/emails/lease", payload: {} }, field: "workerId" },
   { name: "lease max=0", request: { method: "POST", url: "/v1/pools/emails/lease", payload: { workerId: "w", max: 0 } }, field: "max" },
   { name: "lease max=1001", request: { method: "POST", url: "/v1/pools/emails/lease", payload: { workerId: "w", max: 1001 } }, field: "max" },
-  { name: "lease leaseSeconds=3601", request: { method: "POST", url: "/v1/pools/emails/lease", payload: { workerId: "w", leaseSeconds: 3601 } }, field: "leaseSeconds" },
-  { name: "lease waitSeconds=61", request: { method: "POST", url: "/v1/pools/emails/lease", payload: { workerId: "w", waitSeconds: 61 } }, field: "waitSeconds" },
-  { name: "lease waitSeconds as a string", request: { method: "POST", url: "/v1/pools/emails/lease", payload: { workerId: "w", waitSeconds: "5" } }, field: "waitSeconds" },
-  { name: "lease ack with a string attempt", request: { method: "POST", url: "/v1/pools/emails/lease", payload: { workerId: "w", complete: [{ executionId: "e", attempt: "1" }] } }, field: "complete.0.attempt" },
-  { name: "lease fail without an error", request: { method: "POST", url: "/v1/pools/emails/lease", payload: { workerId: "w", fail: [{ executionId: "e", attempt: 1 }] } }, field: "fail.0.error" },
+  {
+    name: "lease leaseSeconds=3601",
+    request: { method: "POST", url: "/v1/pools/emails/lease", payload: { workerId: "w", leaseSeconds: 3601 } },
+    field: "leaseSeconds",
+  },
+  {
+    name: "lease waitSeconds=61",
+    request: { method: "POST", url: "/v1/pools/emails/lease", payload: { workerId: "w", waitSeconds: 61 } },
+    field: "waitSeconds",
+  },
+  {
+    name: "lease waitSeconds as a string",
+    request: { method: "POST", url: "/v1/pools/emails/lease", payload: { workerId: "w", waitSeconds: "5" } },
+    field: "waitSeconds",
+  },
+  {
+    name: "lease ack with a string attempt",
+    request: { method: "POST", url: "/v1/pools/emails/lease", payload: { workerId: "w", complete: [{ executionId: "e", attempt: "1" }] } },
+    field: "complete.0.attempt",
+  },
+  {
+    name: "lease fail without an error",
+    request: { method: "POST", url: "/v1/pools/emails/lease", payload: { workerId: "w", fail: [{ executionId: "e", attempt: 1 }] } },
+    field: "fail.0.error",
+  },
   { name: "lease on a bad pool name", request: { method: "POST", url: "/v1/pools/a%20b/lease", payload: { workerId: "w" } }, field: "pool" },
   { name: "heartbeat without attempt", request: { method: "POST", url: "/v1/executions/exe_1/heartbeat", payload: {} }, field: "attempt" },
   { name: "heartbeat attempt 0", request: { method: "POST", url: "/v1/executions/exe_1/heartbeat", payload: { attempt: 0 } }, field: "attempt" },
-  { name: "heartbeat leaseSeconds=0", request: { method: "POST", url: "/v1/executions/exe_1/heartbeat", payload: { attempt: 1, leaseSeconds: 0 } }, field: "leaseSeconds" },
-  { name: "complete with a string attempt", request: { method: "POST", url: "/v1/executions/exe_1/complete", payload: { attempt: "1" } }, field: "attempt" },
-  { name: "complete with an unknown field", request: { method: "POST", url: "/v1/executions/exe_1/complete", payload: { attempt: 1, output: 1 } }, field: "output" },
-  { name: "fail without a message", request: { method: "POST", url: "/v1/executions/exe_1/fail", payload: { attempt: 1, error: { class: "transient" } } }, field: "error.message" },
-  { name: "fail with an unknown class", request: { method: "POST", url: "/v1/executions/exe_1/fail", payload: { attempt: 1, error: { message: "x", class: "fatal" } } }, field: "error.class" },
-  { name: "fail with a negative retryAfterSeconds", request: { method: "POST", url: "/v1/executions/exe_1/fail", payload: { attempt: 1, error: { message: "x", retryAfterSeconds: -1 } } }, field: "error.retryAfterSeconds" },
+  {
+    name: "heartbeat leaseSeconds=0",
+    request: { method: "POST", url: "/v1/executions/exe_1/heartbeat", payload: { attempt: 1, leaseSeconds: 0 } },
+    field: "leaseSeconds",
+  },
+  {
+    name: "complete with a string attempt",
+    request: { method: "POST", url: "/v1/executions/exe_1/complete", payload: { attempt: "1" } },
+    field: "attempt",
+  },
+  {
+    name: "complete with an unknown field",
+    request: { method: "POST", url: "/v1/executions/exe_1/complete", payload: { attempt: 1, output: 1 } },
+    field: "output",
+  },
+  {
+    name: "fail without a message",
+    request: { method: "POST", url: "/v1/executions/exe_1/fail", payload: { attempt: 1, error: { class: "transient" } } },
+    field: "error.message",
+  },
+  {
+    name: "fail with an unknown class",
+    request: { method: "POST", url: "/v1/executions/exe_1/fail", payload: { attempt: 1, error: { message: "x", class: "fatal" } } },
+    field: "error.class",
+  },
+  {
+    name: "fail with a negative retryAfterSeconds",
+    request: { method: "POST", url: "/v1/executions/exe_1/fail", payload: { attempt: 1, error: { message: "x", retryAfterSeconds: -1 } } },
+    field: "error.retryAfterSeconds",
+  },
   { name: "complete many: no items", request: { method: "POST", url: "/v1/executions:complete", payload: { items: [] } }, field: "items" },
-  { name: "complete many: bad id at 1", request: { method: "POST", url: "/v1/executions:complete", payload: { items: [{ executionId: "e", attempt: 1 }, { executionId: "e/1", attempt: 1 }] } }, field: "items.1.executionId" },
+  {
+    name: "complete many: bad id at 1",
+    request: {
+      method: "POST",
+      url: "/v1/executions:complete",
+      payload: {
+        items: [
+          { executionId: "e", attempt: 1 },
+          { executionId: "e/1", attempt: 1 },
+        ],
+      },
+    },
+    field: "items.1.executionId",
+  },
   { name: "fail many: missing items", request: { method: "POST", url: "/v1/executions:fail", payload: { item: [] } }, field: "items" },
-  { name: "fail many: bad error at 0", request: { method: "POST", url: "/v1/executions:fail", payload: { items: [{ executionId: "e", attempt: 1, error: "boom" }] } }, field: "items.0.error" },
+  {
+    name: "fail many: bad error at 0",
+    request: { method: "POST", url: "/v1/executions:fail", payload: { items: [{ executionId: "e", attempt: 1, error: "boom" }] } },
+    field: "items.0.error",
+  },
   { name: "pool stats on a bad pool name", request: { method: "GET", url: "/v1/pools/a%2Fb/stats" }, field: "pool" },
   { name: "stats with a query", request: { method: "GET", url: "/v1/stats?tenant=x" }, field: "tenant" },
   // dead letters, operations, preview
@@ -629,9 +894,17 @@ const badCases: BadCase[] = [
   // API keys
   { name: "create key without a role", request: { method: "POST", url: "/v1/keys", payload: { name: "x" } }, field: "role" },
   { name: "create key with an unknown role", request: { method: "POST", url: "/v1/keys", payload: { role: "root" } }, field: "role" },
-  { name: "create key with a bad tenant", request: { method: "POST", url: "/v1/keys", payload: { role: "client", tenantId: "a b" } }, field: "tenantId" },
+  {
+    name: "create key with a bad tenant",
+    request: { method: "POST", url: "/v1/keys", payload: { role: "client", tenantId: "a b" } },
+    field: "tenantId",
+  },
   { name: "create key with an empty name", request: { method: "POST", url: "/v1/keys", payload: { role: "client", name: "" } }, field: "name" },
-  { name: "create key with a secret of your own", request: { method: "POST", url: "/v1/keys", payload: { role: "client", key: "mine" } }, field: "key" },
+  {
+    name: "create key with a secret of your own",
+    request: { method: "POST", url: "/v1/keys", payload: { role: "client", key: "mine" } },
+    field: "key",
+  },
   { name: "list keys limit=501", request: { method: "GET", url: "/v1/keys?limit=501" }, field: "limit" },
   { name: "list keys with an unknown filter", request: { method: "GET", url: "/v1/keys?role=admin" }, field: "role" },
   { name: "revoke with a body", request: { method: "DELETE", url: `/v1/keys/${SAMPLE_KEY.keyId}`, payload: { now: true } }, field: "now" },
@@ -670,12 +943,22 @@ describe("bodies the HTTP layer refuses", () => {
   });
 
   test("a non-JSON content type", async () => {
-    const res = await refused({ method: "POST", url: "/v1/jobs", payload: "name=a", headers: { "content-type": "application/x-www-form-urlencoded" } });
+    const res = await refused({
+      method: "POST",
+      url: "/v1/jobs",
+      payload: "name=a",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+    });
     assertEnvelope(res, 400, "INVALID_ARGUMENT", "content-type");
   });
 
   test("text/plain, as fetch() sends a string body by default", async () => {
-    const res = await refused({ method: "POST", url: "/v1/jobs", payload: JSON.stringify(QUEUE_JOB), headers: { "content-type": "text/plain;charset=UTF-8" } });
+    const res = await refused({
+      method: "POST",
+      url: "/v1/jobs",
+      payload: JSON.stringify(QUEUE_JOB),
+      headers: { "content-type": "text/plain;charset=UTF-8" },
+    });
     assertEnvelope(res, 400, "INVALID_ARGUMENT", "content-type");
   });
 
@@ -685,7 +968,12 @@ describe("bodies the HTTP layer refuses", () => {
   });
 
   test("application/*+json and a charset are accepted", async () => {
-    const res = await made.app.inject({ method: "POST", url: "/v1/jobs", payload: JSON.stringify(QUEUE_JOB), headers: { "content-type": "application/merge-patch+json; charset=utf-8" } });
+    const res = await made.app.inject({
+      method: "POST",
+      url: "/v1/jobs",
+      payload: JSON.stringify(QUEUE_JOB),
+      headers: { "content-type": "application/merge-patch+json; charset=utf-8" },
+    });
     assert.equal(res.statusCode, 201, res.body);
   });
 
@@ -696,13 +984,18 @@ describe("bodies the HTTP layer refuses", () => {
   });
 
   test("brackets inside strings do not count as nesting", async () => {
-    const payload = { ...QUEUE_JOB, payload: { text: "[".repeat(200) + '\\"{' } };
+    const payload = { ...QUEUE_JOB, payload: { text: `${"[".repeat(200)}\\"{` } };
     const res = await made.app.inject({ method: "POST", url: "/v1/jobs", payload });
     assert.equal(res.statusCode, 201, res.body);
   });
 
   test("__proto__ keys (prototype poisoning)", async () => {
-    const res = await refused({ method: "POST", url: "/v1/jobs", payload: '{"name":"a","payload":{"__proto__":{"admin":true}}}', headers: { "content-type": "application/json" } });
+    const res = await refused({
+      method: "POST",
+      url: "/v1/jobs",
+      payload: '{"name":"a","payload":{"__proto__":{"admin":true}}}',
+      headers: { "content-type": "application/json" },
+    });
     assertEnvelope(res, 400, "INVALID_ARGUMENT", "body");
   });
 
@@ -736,7 +1029,10 @@ describe("404 NOT_FOUND with the envelope", () => {
     ["unknown job action", { method: "POST", url: "/v1/jobs/job_1:explode" }],
     ["an action on a malformed id", { method: "POST", url: "/v1/jobs/a.b:pause" }],
     ["PATCH of a malformed id", { method: "PATCH", url: "/v1/jobs/a.b", payload: { name: "x" } }],
-    ["backfill of a malformed id", { method: "POST", url: "/v1/jobs/a~b:backfill", payload: { from: "2026-10-13T00:00:00Z", to: "2026-10-14T00:00:00Z" } }],
+    [
+      "backfill of a malformed id",
+      { method: "POST", url: "/v1/jobs/a~b:backfill", payload: { from: "2026-10-13T00:00:00Z", to: "2026-10-14T00:00:00Z" } },
+    ],
     ["occurrences of a malformed id", { method: "GET", url: "/v1/jobs/a.b/occurrences?from=2026-03-27T00:00:00Z&to=2026-03-29T00:00:00Z" }],
     ["PATCH on the collection", { method: "PATCH", url: "/v1/jobs", payload: { name: "x" } }],
     ["GET on :backfill", { method: "GET", url: "/v1/jobs/job_1:backfill" }],
@@ -798,9 +1094,21 @@ describe("service errors keep the envelope and the catalog's status", () => {
     const cases: [string, InjectOptions, keyof typeof ERROR_CODES][] = [
       ["updateJob", { method: "PATCH", url: "/v1/jobs/job_404", payload: { name: "x" } }, "NOT_FOUND"],
       ["updateJob", { method: "PATCH", url: "/v1/jobs/job_1", payload: { name: "x" }, headers: { "if-match": '"3"' } }, "VERSION_CONFLICT"],
-      ["backfillJob", { method: "POST", url: "/v1/jobs/job_404:backfill", payload: { from: "2026-10-13T00:00:00Z", to: "2026-10-14T00:00:00Z" } }, "NOT_FOUND"],
-      ["backfillJob", { method: "POST", url: "/v1/jobs/job_1:backfill", payload: { from: "2026-10-13T00:00:00Z", to: "2026-10-14T00:00:00Z" } }, "INVALID_STATE"],
-      ["backfillJob", { method: "POST", url: "/v1/jobs/job_1:backfill", payload: { from: "2026-10-13T00:00:00Z", to: "2036-10-14T00:00:00Z" } }, "INVALID_ARGUMENT"],
+      [
+        "backfillJob",
+        { method: "POST", url: "/v1/jobs/job_404:backfill", payload: { from: "2026-10-13T00:00:00Z", to: "2026-10-14T00:00:00Z" } },
+        "NOT_FOUND",
+      ],
+      [
+        "backfillJob",
+        { method: "POST", url: "/v1/jobs/job_1:backfill", payload: { from: "2026-10-13T00:00:00Z", to: "2026-10-14T00:00:00Z" } },
+        "INVALID_STATE",
+      ],
+      [
+        "backfillJob",
+        { method: "POST", url: "/v1/jobs/job_1:backfill", payload: { from: "2026-10-13T00:00:00Z", to: "2036-10-14T00:00:00Z" } },
+        "INVALID_ARGUMENT",
+      ],
       ["listOccurrences", { method: "GET", url: "/v1/jobs/job_404/occurrences?from=2026-03-27T00:00:00Z&to=2026-03-29T00:00:00Z" }, "NOT_FOUND"],
     ];
     for (const [method, request, code] of cases) {
@@ -951,7 +1259,11 @@ describe("API keys and roles", () => {
     ["client", "cli-key", { method: "GET", url: "/v1/jobs/job_1/occurrences?from=2026-03-27T00:00:00Z&to=2026-03-29T00:00:00Z" }],
     ["client", "cli-key", { method: "GET", url: "/v1/dead-letters" }],
     ["client", "cli-key", { method: "GET", url: "/v1/schedules/preview?cron=x" }],
-    ["worker", "wrk-key", { method: "POST", url: "/v1/executions:fail", payload: { items: [{ executionId: "e", attempt: 1, error: { message: "m" } }] } }],
+    [
+      "worker",
+      "wrk-key",
+      { method: "POST", url: "/v1/executions:fail", payload: { items: [{ executionId: "e", attempt: 1, error: { message: "m" } }] } },
+    ],
     ["worker", "wrk-key", { method: "GET", url: "/v1/pools/p/stats" }],
     ["worker", "wrk-key", { method: "GET", url: "/v1/stats" }],
     ["worker", "wrk-key", { method: "GET", url: "/v1/schedules/preview?cron=x" }],
@@ -1004,7 +1316,7 @@ describe("API keys kept in the store", () => {
   }
 
   test("a stored key authenticates with its tenant, role and id as the actor; it is not a bootstrap caller", async () => {
-    const { app, svc } = storedApp({ "dtk_w": STORED });
+    const { app, svc } = storedApp({ dtk_w: STORED });
     const res = await app.inject({ method: "POST", url: "/v1/pools/p/lease", payload: { workerId: "w" }, headers: bearer("dtk_w") });
     assert.equal(res.statusCode, 200, res.body);
     const ctx = svc.last().ctx;
@@ -1016,7 +1328,7 @@ describe("API keys kept in the store", () => {
   });
 
   test("with keys in the store, auth is on even without configured keys", async () => {
-    const { app, svc } = storedApp({ "dtk_w": STORED });
+    const { app, svc } = storedApp({ dtk_w: STORED });
     assertEnvelope(await app.inject({ method: "GET", url: "/v1/stats" }), 401, "UNAUTHENTICATED");
     assertEnvelope(await app.inject({ method: "GET", url: "/v1/stats", headers: bearer("dtk_nope") }), 401, "UNAUTHENTICATED");
     assertEnvelope(await app.inject({ method: "GET", url: "/v1/jobs", headers: bearer("dtk_w") }), 403, "PERMISSION_DENIED");
@@ -1024,7 +1336,7 @@ describe("API keys kept in the store", () => {
   });
 
   test("configured keys are checked first and are bootstrap callers; stored keys work beside them", async () => {
-    const { app, svc } = storedApp({ "dtk_w": STORED }, [{ key: "root", tenantId: "ops", role: "admin" }]);
+    const { app, svc } = storedApp({ dtk_w: STORED }, [{ key: "root", tenantId: "ops", role: "admin" }]);
     const res = await app.inject({ method: "GET", url: "/v1/keys", headers: bearer("root") });
     assert.equal(res.statusCode, 200);
     assert.equal(svc.last().ctx?.bootstrap, true);
@@ -1034,7 +1346,7 @@ describe("API keys kept in the store", () => {
   });
 
   test("a found key is cached for 30 s; an unknown one is asked about every time", async () => {
-    const { app, svc, clock } = storedApp({ "dtk_w": STORED });
+    const { app, svc, clock } = storedApp({ dtk_w: STORED });
     const stats = (key: string) => app.inject({ method: "GET", url: "/v1/stats", headers: bearer(key) });
     await stats("dtk_w");
     clock.now += 29_000;
@@ -1050,7 +1362,7 @@ describe("API keys kept in the store", () => {
 
   test("a key revoked through this node stops working at once; one revoked elsewhere within 30 s", async () => {
     const admin = { keyId: "ak_0000000000000000000002", tenantId: "acme", role: "admin" as const };
-    const { app, svc, clock } = storedApp({ "dtk_w": STORED, "dtk_w2": { ...STORED, keyId: "ak_0000000000000000000003" }, "dtk_a": admin });
+    const { app, svc, clock } = storedApp({ dtk_w: STORED, dtk_w2: { ...STORED, keyId: "ak_0000000000000000000003" }, dtk_a: admin });
     const stats = (key: string) => app.inject({ method: "GET", url: "/v1/stats", headers: bearer(key) });
     assert.equal((await stats("dtk_w")).statusCode, 200);
     assert.equal((await stats("dtk_w2")).statusCode, 200);
@@ -1100,7 +1412,7 @@ describe("API keys kept in the store", () => {
   });
 
   test("a store that cannot answer is 503 UNAVAILABLE, never open and never a 500", async () => {
-    const { app, svc } = storedApp({ "dtk_w": STORED });
+    const { app, svc } = storedApp({ dtk_w: STORED });
     svc.keyStoreDown = true;
     const anonymous = await app.inject({ method: "GET", url: "/v1/stats" });
     assertEnvelope(anonymous, 503, "UNAVAILABLE");
@@ -1112,7 +1424,9 @@ describe("API keys kept in the store", () => {
 
   test("OpenAPI marks the bearer optional when only the store may hold keys", async () => {
     const { app } = storedApp({});
-    const doc = (await app.inject({ method: "GET", url: "/openapi.json" })).json() as { paths: Record<string, Record<string, { security?: unknown[] }>> };
+    const doc = (await app.inject({ method: "GET", url: "/openapi.json" })).json() as {
+      paths: Record<string, Record<string, { security?: unknown[] }>>;
+    };
     assert.deepEqual(doc.paths["/v1/keys"]?.post?.security, [{ bearerAuth: [] }, {}]);
   });
 });
@@ -1148,7 +1462,9 @@ describe("health, readiness and metrics", () => {
   });
 
   test("/metrics serves the engine's text and the HTTP histogram in the Prometheus format", async () => {
-    const { app } = makeApp({ metricsText: async () => "# HELP duetime_jobs_created_total x\n# TYPE duetime_jobs_created_total counter\nduetime_jobs_created_total 3" });
+    const { app } = makeApp({
+      metricsText: async () => "# HELP duetime_jobs_created_total x\n# TYPE duetime_jobs_created_total counter\nduetime_jobs_created_total 3",
+    });
     await app.inject({ method: "GET", url: "/v1/stats" });
     const res = await app.inject({ method: "GET", url: "/metrics" });
     assert.equal(res.statusCode, 200);
@@ -1202,7 +1518,19 @@ describe("/openapi.json", () => {
     const doc = res.json() as {
       openapi: string;
       info: { title: string; version: string };
-      paths: Record<string, Record<string, { operationId?: string; parameters?: { name: string; in: string }[]; requestBody?: unknown; responses: Record<string, unknown>; security?: unknown[] }>>;
+      paths: Record<
+        string,
+        Record<
+          string,
+          {
+            operationId?: string;
+            parameters?: { name: string; in: string }[];
+            requestBody?: unknown;
+            responses: Record<string, unknown>;
+            security?: unknown[];
+          }
+        >
+      >;
       components: { securitySchemes: Record<string, unknown> };
     };
     assert.match(doc.openapi, /^3\.\d+\.\d+$/);
@@ -1218,7 +1546,13 @@ describe("/openapi.json", () => {
     assert.ok(create?.parameters?.some((p) => p.in === "header" && p.name.toLowerCase() === "idempotency-key"));
     assert.ok(create?.responses["201"] && create.responses["200"]);
     const list = doc.paths["/v1/jobs"]?.get;
-    assert.deepEqual(list?.parameters?.filter((p) => p.in === "query").map((p) => p.name).sort(), ["cursor", "limit", "name", "state"]);
+    assert.deepEqual(
+      list?.parameters
+        ?.filter((p) => p.in === "query")
+        .map((p) => p.name)
+        .sort(),
+      ["cursor", "limit", "name", "state"],
+    );
     assert.ok(doc.paths["/v1/jobs/{jobId}:pause"]?.post?.parameters?.some((p) => p.in === "path" && p.name === "jobId"));
     const update = doc.paths["/v1/jobs/{jobId}"]?.patch;
     assert.equal(update?.operationId, "updateJob");
@@ -1226,13 +1560,20 @@ describe("/openapi.json", () => {
     assert.ok(update?.parameters?.some((p) => p.in === "header" && p.name.toLowerCase() === "if-match"));
     assert.ok(doc.paths["/v1/jobs/{jobId}:backfill"]?.post?.responses["201"]);
     assert.deepEqual(
-      doc.paths["/v1/jobs/{jobId}/occurrences"]?.get?.parameters?.filter((p) => p.in === "query").map((p) => p.name).sort(),
+      doc.paths["/v1/jobs/{jobId}/occurrences"]?.get?.parameters
+        ?.filter((p) => p.in === "query")
+        .map((p) => p.name)
+        .sort(),
       ["from", "to"],
     );
     assert.ok(doc.components.securitySchemes.bearerAuth);
     assert.deepEqual(create?.security, [{ bearerAuth: [] }]);
     assert.equal(doc.paths["/openapi.json"], undefined);
-    const operationIds = Object.values(doc.paths).flatMap((p) => Object.values(p).map((o) => o.operationId).filter(Boolean));
+    const operationIds = Object.values(doc.paths).flatMap((p) =>
+      Object.values(p)
+        .map((o) => o.operationId)
+        .filter(Boolean),
+    );
     assert.equal(new Set(operationIds).size, operationIds.length, "operationIds are unique");
   });
 });
@@ -1244,7 +1585,11 @@ describe("the documented response schemas accept the service's answers", () => {
     ["job", schemas.jobResponse, { ...SAMPLE_JOB, created: true }],
     ["job page", schemas.jobPageResponse, { items: [SAMPLE_JOB], nextCursor: null }],
     ["execution", schemas.executionItemResponse, SAMPLE_EXECUTION],
-    ["execution with an error", schemas.executionItemResponse, { ...SAMPLE_EXECUTION, state: "FAILED", error: { message: "x", class: "transient", httpStatus: 500 } }],
+    [
+      "execution with an error",
+      schemas.executionItemResponse,
+      { ...SAMPLE_EXECUTION, state: "FAILED", error: { message: "x", class: "transient", httpStatus: 500 } },
+    ],
     ["dead letters", schemas.deadLetterPageResponse, { items: [SAMPLE_DEAD_LETTER], nextCursor: "n" }],
     ["heartbeat", schemas.heartbeatResponse, { leaseUntil: "2026-10-16T09:01:00.000Z", cancelRequested: true }],
     ["complete", schemas.completeResponse, { state: "SUCCEEDED" }],
@@ -1261,9 +1606,22 @@ describe("the documented response schemas accept the service's answers", () => {
     ["job with nextRunAtLocal", schemas.jobResponse, { ...SAMPLE_JOB, nextRunAtLocal: "2026-10-16T10:00:00+01:00[Europe/London]" }],
     ["backfill", schemas.backfillResponse, SAMPLE_BACKFILL],
     ["occurrences", schemas.occurrencesResponse, { items: SAMPLE_OCCURRENCES }],
-    ["batch", schemas.batchCreateResponse, { items: [{ jobId: "j", nextRunAt: null, created: true }, { error: { code: "INVALID_ARGUMENT", message: "m", details: { field: "jobs.1.name" } } }] }],
+    [
+      "batch",
+      schemas.batchCreateResponse,
+      {
+        items: [
+          { jobId: "j", nextRunAt: null, created: true },
+          { error: { code: "INVALID_ARGUMENT", message: "m", details: { field: "jobs.1.name" } } },
+        ],
+      },
+    ],
     ["error envelope", schemas.errorEnvelopeSchema, { error: { code: "NOT_FOUND", message: "m" } }],
-    ["key page", schemas.keyPageResponse, { items: [SAMPLE_KEY, { ...SAMPLE_KEY, name: null, revokedAt: "2026-10-17T00:00:00.000Z" }], nextCursor: "n" }],
+    [
+      "key page",
+      schemas.keyPageResponse,
+      { items: [SAMPLE_KEY, { ...SAMPLE_KEY, name: null, revokedAt: "2026-10-17T00:00:00.000Z" }], nextCursor: "n" },
+    ],
   ];
   for (const [name, schema, value] of pairs) {
     test(name, () => {
@@ -1274,7 +1632,9 @@ describe("the documented response schemas accept the service's answers", () => {
   test("every canned service answer matches its route's documented schema", async () => {
     const { app } = makeApp();
     const res = await app.inject({ method: "GET", url: "/openapi.json" });
-    const doc = res.json() as { paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: JsonSchema }> }> }>> };
+    const doc = res.json() as {
+      paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: JsonSchema }> }> }>>;
+    };
     for (const c of routeCases) {
       const answer = await app.inject(c.request);
       if (answer.statusCode === 204) continue;
@@ -1284,7 +1644,8 @@ describe("the documented response schemas accept the service's answers", () => {
         return new RegExp(`^${pattern}$`).test(path);
       });
       assert.ok(documented, `${path} is documented`);
-      const schema = documented[1][String(c.request.method).toLowerCase()]?.responses[String(answer.statusCode)]?.content?.["application/json"]?.schema;
+      const schema =
+        documented[1][String(c.request.method).toLowerCase()]?.responses[String(answer.statusCode)]?.content?.["application/json"]?.schema;
       assert.ok(schema, `${c.name}: a schema for ${answer.statusCode}`);
       validate(schema, answer.json(), "body");
     }

@@ -188,7 +188,14 @@ export function buildApp(options: AppOptions): FastifyInstance {
         } catch (err) {
           request.log.warn({ err }, "readiness check failed");
         }
-        if (!ok) return sendError(reply, new DuetimeError("UNAVAILABLE", "not ready: the store cannot be reached or cannot take writes (see duetime_store_writable), or the node has not joined"));
+        if (!ok)
+          return sendError(
+            reply,
+            new DuetimeError(
+              "UNAVAILABLE",
+              "not ready: the store cannot be reached or cannot take writes (see duetime_store_writable), or the node has not joined",
+            ),
+          );
         return { status: "ready" };
       },
     );

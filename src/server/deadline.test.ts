@@ -28,7 +28,10 @@ function hang(method: string): Promise<RequestContext> {
   });
 }
 
-async function timed(path: string, init?: RequestInit): Promise<{ response: Response; body: { error: { code: string; message: string } }; ms: number }> {
+async function timed(
+  path: string,
+  init?: RequestInit,
+): Promise<{ response: Response; body: { error: { code: string; message: string } }; ms: number }> {
   const start = performance.now();
   const response = await fetch(base + path, init);
   const body = (await response.json()) as { error: { code: string; message: string } };
@@ -45,7 +48,7 @@ test("a service call that never settles answers 503 UNAVAILABLE at the deadline,
   assert.ok(ms >= DEADLINE_MS - 20, `answered after ${ms} ms`);
   const ctx = await seen;
   assert.equal(ctx.signal?.aborted, true);
-  assert.equal((ctx.signal?.reason as Error).message, body.error.message);
+  assert.equal((ctx.signal!.reason as Error).message, body.error.message);
   // The server is still serving.
   delete svc.override.listJobs;
   assert.equal((await fetch(`${base}/v1/jobs`)).status, 200);

@@ -85,8 +85,7 @@ export function toDuetimeError(err: unknown, bodyLimitBytes: number): { error: D
   const status = typeof e.statusCode === "number" ? e.statusCode : 0;
   if (code.startsWith("FST_") && status >= 400 && status < 500) {
     const message = typeof e.message === "string" ? e.message : "bad request";
-    const mapped: ErrorCode =
-      status === 413 ? "PAYLOAD_TOO_LARGE" : status === 404 || status === 414 ? "NOT_FOUND" : "INVALID_ARGUMENT";
+    const mapped: ErrorCode = status === 413 ? "PAYLOAD_TOO_LARGE" : status === 404 || status === 414 ? "NOT_FOUND" : "INVALID_ARGUMENT";
     return { error: new DuetimeError(mapped, mapped === "INVALID_ARGUMENT" ? `request: ${message}` : message), internal: false };
   }
 

@@ -83,7 +83,7 @@ async function exchange(port: number, bytes: string, options: { halfClose?: bool
 /** The response is the error envelope for code and field, and the server closed the connection. */
 function assertRefused(res: RawResponse, status: number, code: string, field: string | undefined): void {
   assert.equal(res.status, status, JSON.stringify(res));
-  assert.equal(res.headers["connection"]?.toLowerCase(), "close");
+  assert.equal(res.headers.connection?.toLowerCase(), "close");
   assert.match(res.headers["content-type"] ?? "", /^application\/json/);
   const { error } = res.body as { error: { code: string; message: string; details?: { field?: string } } };
   assert.equal(error.code, code);

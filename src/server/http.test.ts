@@ -81,7 +81,11 @@ describe("over a real socket", () => {
       for (let i = 0; i < 40; i++) yield chunk;
       yield '"}';
     }
-    const res = await request(`${s.base}/v1/jobs`, { method: "POST", headers: { "content-type": "application/json" }, body: Readable.from(stream()) });
+    const res = await request(`${s.base}/v1/jobs`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: Readable.from(stream()),
+    });
     assert.equal(res.statusCode, 413);
     assert.equal(((await res.body.json()) as { error: { code: string } }).error.code, "PAYLOAD_TOO_LARGE");
   });

@@ -13,7 +13,10 @@ import type { RequestContext } from "../engine/service.js";
 import { startServer, type ServerOptions } from "./index.js";
 import { RecordingService } from "./test-support.js";
 
-function fakeEngine(log: string[], options: { failStart?: boolean } = {}): { open: (o: EngineOptions) => Promise<Engine>; opened: EngineOptions[]; svc: RecordingService } {
+function fakeEngine(
+  log: string[],
+  options: { failStart?: boolean } = {},
+): { open: (o: EngineOptions) => Promise<Engine>; opened: EngineOptions[]; svc: RecordingService } {
   const svc = new RecordingService();
   const opened: EngineOptions[] = [];
   const engine = {
@@ -154,7 +157,10 @@ test("close() ends a long poll, closes the app before stopping the engine, and i
   assert.equal((await poll).status, 200);
   assert.deepEqual(log, ["open", "start", "poll ended", "stop"]);
   await server.close();
-  assert.deepEqual(log.filter((l) => l === "stop"), ["stop"]);
+  assert.deepEqual(
+    log.filter((l) => l === "stop"),
+    ["stop"],
+  );
 });
 
 test("a failing engine start stops the engine and rejects", async () => {

@@ -40,8 +40,26 @@ function assertRefused(answer: Answer, field: string, what: string): void {
 
 /** Raw querystring values, as a client would put them in the URL. */
 const HOSTILE = [
-  "Infinity", "-Infinity", "NaN", "1e309", "-1e309", "1e3", "0x10", "0o17", "0b11", "010",
-  "%2B5", "+5", "%205", "5%20", "", "1.5", "5.0", "%EF%BC%95", "9007199254740993", "5&{name}=5",
+  "Infinity",
+  "-Infinity",
+  "NaN",
+  "1e309",
+  "-1e309",
+  "1e3",
+  "0x10",
+  "0o17",
+  "0b11",
+  "010",
+  "%2B5",
+  "+5",
+  "%205",
+  "5%20",
+  "",
+  "1.5",
+  "5.0",
+  "%EF%BC%95",
+  "9007199254740993",
+  "5&{name}=5",
 ];
 
 test("every numeric query parameter refuses every hostile spelling with 400 naming it", async () => {
@@ -72,7 +90,7 @@ test("the defects of issue 9: no spinning preview, no 500 from the store", async
   assert.match(preview.body.error!.message, /^count: must be an integer in plain decimal digits/);
   for (const limit of ["1e309", "-Infinity"]) assertRefused(await call("GET", `/v1/jobs?limit=${limit}`), "limit", limit);
   assertRefused(await call("GET", "/v1/jobs?limit=0x10"), "limit", "0x10");
-  assert.equal((await call("GET", `/v1/schedules/preview?cron=*%20*%20*%20*%20*%20*&count=1000`)).body.times instanceof Array, true);
+  assert.equal(Array.isArray((await call("GET", `/v1/schedules/preview?cron=*%20*%20*%20*%20*%20*&count=1000`)).body.times), true);
 });
 
 test("bodies refuse 1e400, which JSON.parse reads as Infinity", async () => {

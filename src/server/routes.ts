@@ -524,10 +524,13 @@ function routeTable(service: Service, runtime: RouteRuntime): RouteDef[] {
 
 /** "/v1/jobs/:jobId([A-Za-z0-9_-]+)::pause" → "/v1/jobs/{jobId}:pause" (for messages). */
 export function displayPath(url: string): string {
-  return url
-    .replace(/::/g, "\u0000")
-    .replace(/:(\w+)(\([^)]*\))?/g, "{$1}")
-    .replace(/\u0000/g, ":");
+  return (
+    url
+      .replace(/::/g, "\u0000")
+      .replace(/:(\w+)(\([^)]*\))?/g, "{$1}")
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: U+0000 is the placeholder this function put in for escaped colons
+      .replace(/\u0000/g, ":")
+  );
 }
 
 const DEFAULT_REQUEST_DEADLINE_MS = 10_000;
@@ -639,4 +642,3 @@ export function registerRoutes(app: FastifyInstance, service: Service, runtime: 
     });
   }
 }
-

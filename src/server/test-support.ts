@@ -99,7 +99,14 @@ export const SAMPLE_OCCURRENCES: OccurrenceItem[] = [
     executionId: "exe_o1",
     executionState: "SUCCEEDED",
   },
-  { scheduledFor: "2026-03-28T09:00:00.000Z", local: "2026-03-28T09:00:00", status: "skipped", reason: "overlap", executionId: "exe_o2", executionState: "SKIPPED" },
+  {
+    scheduledFor: "2026-03-28T09:00:00.000Z",
+    local: "2026-03-28T09:00:00",
+    status: "skipped",
+    reason: "overlap",
+    executionId: "exe_o2",
+    executionState: "SKIPPED",
+  },
   { scheduledFor: "2026-03-29T01:00:00.000Z", local: "2026-03-29T01:30:00", status: "not_run", reason: "paused", dst: "gap" },
   { scheduledFor: "2026-03-30T08:00:00.000Z", local: "2026-03-30T09:00:00", status: "due" },
 ];
@@ -280,7 +287,13 @@ export class RecordingService implements Service {
   createKey(ctx: RequestContext, request: CreateKeyRequest): Promise<CreatedKey> {
     return this.answer("createKey", ctx, [request], () => {
       const { revokedAt: _r, ...info } = SAMPLE_KEY;
-      return { ...info, key: "dtk_secretsecretsecretsecretsecret", tenantId: request.tenantId ?? ctx.tenantId, role: request.role, name: request.name ?? null };
+      return {
+        ...info,
+        key: "dtk_secretsecretsecretsecretsecret",
+        tenantId: request.tenantId ?? ctx.tenantId,
+        role: request.role,
+        name: request.name ?? null,
+      };
     });
   }
   listKeys(ctx: RequestContext, query: ListKeysQuery): Promise<Page<ApiKeyInfo>> {

@@ -95,7 +95,9 @@ function newJob(overrides: JobOverrides = {}): NewJob {
   };
   const first = { scheduledFor: at, dueAt: at };
   const result: NewJob =
-    job.kind === "once" ? { job, due: due ?? null, ...(execution !== null ? { execution: execution ?? first } : {}) } : { job, due: due === undefined ? first : due };
+    job.kind === "once"
+      ? { job, due: due ?? null, ...(execution !== null ? { execution: execution ?? first } : {}) }
+      : { job, due: due === undefined ? first : due };
   if (idempotency) result.idempotency = idempotency;
   return result;
 }
@@ -197,7 +199,11 @@ async function leaseOne(store: Store, now: number, o: LeaseOptions = {}): Promis
 }
 
 /** A RUNNING attempt: a ready execution leased at T0 with a 30 s lease. */
-async function runningExecution(store: Store, epochs: ReadonlyMap<number, number>, overrides: JobOverrides = {}): Promise<Ready & { leased: LeasedRow }> {
+async function runningExecution(
+  store: Store,
+  epochs: ReadonlyMap<number, number>,
+  overrides: JobOverrides = {},
+): Promise<Ready & { leased: LeasedRow }> {
   const ready = await readyExecution(store, epochs, overrides);
   const leased = await leaseOne(store, T0, { pool: poolOf(ready.job.target), tenantId: ready.job.tenantId });
   assert.equal(leased.executionId, ready.executionId);
@@ -400,26 +406,34 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         assert.equal(listed.length, 300);
       });
 
-      storeTest("a one-off is created with its execution: READY from its due time at attempt 0, dispatched by the creating node at creation", async (store) => {
-        const nj = newJob({ execution: { scheduledFor: T0, dueAt: T0 + 1500 } });
-        const created = await createOne(store, nj, CREATED + 7);
-        assert.equal(created.nextRunAt, T0);
-        assert.equal(created.nextDueAt, T0 + 1500);
-        assert.deepEqual(await getJob(store, nj), created);
-        const rows = await history(store, "t1", nj.job.jobId);
-        assert.equal(rows.length, 1);
-        const row = attemptOf(rows, executionIdFor(nj.job.jobId, T0), 0);
-        assert.equal(row.state, "READY");
-        assert.equal(row.scheduledFor, T0);
-        assert.equal(row.readyAt, T0 + 1500);
-        assert.equal(row.dispatchedAt, CREATED + 7);
-        assert.equal(row.dispatchedBy, "n1");
-        assert.equal(row.startedAt, null);
-        assert.deepEqual(await store.dueLoad({ shards: [nj.job.shard], before: T0 + HOUR, limit: 10 }), [], "a one-off has no due entry");
-      });
+      storeTest(
+        "a one-off is created with its execution: READY from its due time at attempt 0, dispatched by the creating node at creation",
+        async (store) => {
+          const nj = newJob({ execution: { scheduledFor: T0, dueAt: T0 + 1500 } });
+          const created = await createOne(store, nj, CREATED + 7);
+          assert.equal(created.nextRunAt, T0);
+          assert.equal(created.nextDueAt, T0 + 1500);
+          assert.deepEqual(await getJob(store, nj), created);
+          const rows = await history(store, "t1", nj.job.jobId);
+          assert.equal(rows.length, 1);
+          const row = attemptOf(rows, executionIdFor(nj.job.jobId, T0), 0);
+          assert.equal(row.state, "READY");
+          assert.equal(row.scheduledFor, T0);
+          assert.equal(row.readyAt, T0 + 1500);
+          assert.equal(row.dispatchedAt, CREATED + 7);
+          assert.equal(row.dispatchedBy, "n1");
+          assert.equal(row.startedAt, null);
+          assert.deepEqual(await store.dueLoad({ shards: [nj.job.shard], before: T0 + HOUR, limit: 10 }), [], "a one-off has no due entry");
+        },
+      );
 
       storeTest("a one-off's execution is leased from its pool once due, with the job's payload and priority, never before", async (store) => {
-        const nj = newJob({ execution: { scheduledFor: T0, dueAt: T0 + 1500 }, target: { type: "queue", pool: "mail" }, payload: { to: "ada" }, priority: 5 });
+        const nj = newJob({
+          execution: { scheduledFor: T0, dueAt: T0 + 1500 },
+          target: { type: "queue", pool: "mail" },
+          payload: { to: "ada" },
+          priority: 5,
+        });
         await createOne(store, nj);
         assert.deepEqual(await lease(store, T0 + 1499, { pool: "mail" }), []);
         assert.deepEqual(countsOf(await store.poolCounts({ now: T0 + 1499 }), "t1", "mail"), { pending: 1, queued: 0, running: 0 });
@@ -459,7 +473,12 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         assert.deepEqual(await history(store, "t1", retry.job.jobId), [], "no execution of the job not created");
         assert.equal((await history(store, "t1", first.job.jobId)).length, 1, "the first job has one execution");
         assert.equal((await store.jobList({ tenantId: "t1", limit: 10 })).length, 1);
-        assert.deepEqual(await store.dueLoad({ shards: [retry.job.shard], before: T0 + 2 * HOUR, limit: 10 }).then((r) => r.filter((e) => e.jobId === retry.job.jobId)), []);
+        assert.deepEqual(
+          await store
+            .dueLoad({ shards: [retry.job.shard], before: T0 + 2 * HOUR, limit: 10 })
+            .then((r) => r.filter((e) => e.jobId === retry.job.jobId)),
+          [],
+        );
       });
 
       storeTest("the same idempotency key with another hash answers idempotency_mismatch, writing nothing", async (store) => {
@@ -469,7 +488,10 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         assert.deepEqual(outcome, { status: "idempotency_mismatch" });
         assert.equal(await store.jobGet({ tenantId: "t1", jobId: other.job.jobId }), null);
         const listed = await store.jobList({ tenantId: "t1", limit: 10 });
-        assert.deepEqual(listed.map((j) => j.jobId), [created.jobId]);
+        assert.deepEqual(
+          listed.map((j) => j.jobId),
+          [created.jobId],
+        );
       });
 
       storeTest("idempotency keys are per tenant: the same key in another tenant creates", async (store) => {
@@ -499,7 +521,10 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const b = newJob({ idempotency: { key: "k1", requestHash: "h2" } });
         const c = newJob();
         const outcomes = await store.jobCreateMany({ nodeId: "n1", jobs: [a, b, c], now: CREATED });
-        assert.deepEqual(outcomes.map((o) => o.status), ["created", "idempotency_mismatch", "created"]);
+        assert.deepEqual(
+          outcomes.map((o) => o.status),
+          ["created", "idempotency_mismatch", "created"],
+        );
         assert.equal(await store.jobGet({ tenantId: "t1", jobId: b.job.jobId }), null);
         assert.ok(await store.jobGet({ tenantId: "t1", jobId: c.job.jobId }));
       });
@@ -530,7 +555,10 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
           .sort((x, y) => y.createdAt - x.createdAt || (y.jobId < x.jobId ? -1 : y.jobId > x.jobId ? 1 : 0))
           .map((j) => j.jobId);
         const listed = await store.jobList({ tenantId: "t1", limit: 10 });
-        assert.deepEqual(listed.map((j) => j.jobId), expected);
+        assert.deepEqual(
+          listed.map((j) => j.jobId),
+          expected,
+        );
       });
 
       storeTest("filters by state and by name", async (store) => {
@@ -564,13 +592,19 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
           const last = rows[rows.length - 1]!;
           after = { createdAt: last.createdAt, jobId: last.jobId };
         }
-        assert.deepEqual(seen, all.map((j) => j.jobId));
+        assert.deepEqual(
+          seen,
+          all.map((j) => j.jobId),
+        );
       });
 
       storeTest("sees only the caller's tenant", async (store) => {
         const mine = newJob();
         await store.jobCreateMany({ nodeId: "n1", jobs: [mine, newJob({ tenantId: "t2" }), newJob({ tenantId: "t2" })], now: CREATED });
-        assert.deepEqual((await store.jobList({ tenantId: "t1", limit: 10 })).map((j) => j.jobId), [mine.job.jobId]);
+        assert.deepEqual(
+          (await store.jobList({ tenantId: "t1", limit: 10 })).map((j) => j.jobId),
+          [mine.job.jobId],
+        );
         assert.equal((await store.jobList({ tenantId: "t2", limit: 10 })).length, 2);
         assert.deepEqual(await store.jobList({ tenantId: "t3", limit: 10 }), []);
       });
@@ -587,7 +621,14 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         assert.equal(paused.updatedAt, T0 - 5);
         assert.equal(paused.createdAt, CREATED);
         assert.deepEqual(await getJob(store, nj), paused);
-        const resumed = await store.jobTransition({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: 2, state: "SCHEDULED", due: "keep", now: T0 - 4 });
+        const resumed = await store.jobTransition({
+          tenantId: "t1",
+          jobId: nj.job.jobId,
+          fromVersion: 2,
+          state: "SCHEDULED",
+          due: "keep",
+          now: T0 - 4,
+        });
         assert.equal(resumed?.version, 3);
         assert.equal(resumed?.state, "SCHEDULED");
       });
@@ -608,7 +649,10 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
       storeTest("another tenant's or an unknown job answers null and changes nothing", async (store) => {
         const nj = newJob();
         const created = await createOne(store, nj);
-        assert.equal(await store.jobTransition({ tenantId: "t2", jobId: nj.job.jobId, fromVersion: 1, state: "CANCELLED", due: null, now: T0 }), null);
+        assert.equal(
+          await store.jobTransition({ tenantId: "t2", jobId: nj.job.jobId, fromVersion: 1, state: "CANCELLED", due: null, now: T0 }),
+          null,
+        );
         assert.equal(await store.jobTransition({ tenantId: "t1", jobId: newId(T0), fromVersion: 1, state: "CANCELLED", due: null, now: T0 }), null);
         assert.deepEqual(await getJob(store, nj), created);
       });
@@ -637,7 +681,14 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
       storeTest("due null removes the entry: nextRunAt and nextDueAt null, nothing to load", async (store) => {
         const nj = cronJob();
         await createOne(store, nj);
-        const cancelled = await store.jobTransition({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: 1, state: "CANCELLED", due: null, now: T0 - 5 });
+        const cancelled = await store.jobTransition({
+          tenantId: "t1",
+          jobId: nj.job.jobId,
+          fromVersion: 1,
+          state: "CANCELLED",
+          due: null,
+          now: T0 - 5,
+        });
         assert.equal(cancelled?.state, "CANCELLED");
         assert.equal(cancelled?.nextRunAt, null);
         assert.equal(cancelled?.nextDueAt, null);
@@ -660,7 +711,12 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
 
       storeTest("cancelExecutions cancels READY executions: never leased afterwards, history shows CANCELLED", async (store) => {
         const epochs = await acquireAll(store, "n1");
-        const r = await readyExecution(store, epochs, { kind: "cron", schedule: { ...CRON_SCHEDULE } }, { scheduledFor: T0 + HOUR, dueAt: T0 + HOUR });
+        const r = await readyExecution(
+          store,
+          epochs,
+          { kind: "cron", schedule: { ...CRON_SCHEDULE } },
+          { scheduledFor: T0 + HOUR, dueAt: T0 + HOUR },
+        );
         const job = await getJob(store, r.nj);
         const cancelled = await store.jobTransition({
           tenantId: "t1",
@@ -706,7 +762,15 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const epochs = await acquireAll(store, "n1");
         const r = await runningExecution(store, epochs);
         const job = await getJob(store, r.nj);
-        await store.jobTransition({ tenantId: "t1", jobId: r.job.jobId, fromVersion: job.version, state: "CANCELLED", due: null, cancelExecutions: true, now: T0 + SECOND });
+        await store.jobTransition({
+          tenantId: "t1",
+          jobId: r.job.jobId,
+          fromVersion: job.version,
+          state: "CANCELLED",
+          due: null,
+          cancelExecutions: true,
+          now: T0 + SECOND,
+        });
         const [outcome] = await store.executionFailMany({
           items: [fail({ executionId: r.executionId, tenantId: "t1", attempt: 1, error: { message: "stopped on request" } })],
           now: T0 + 2 * SECOND,
@@ -720,9 +784,20 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const epochs = await acquireAll(store, "n1");
         const r = await runningExecution(store, epochs);
         const job = await getJob(store, r.nj);
-        await store.jobTransition({ tenantId: "t1", jobId: r.job.jobId, fromVersion: job.version, state: "CANCELLED", due: null, cancelExecutions: true, now: T0 + SECOND });
+        await store.jobTransition({
+          tenantId: "t1",
+          jobId: r.job.jobId,
+          fromVersion: job.version,
+          state: "CANCELLED",
+          due: null,
+          cancelExecutions: true,
+          now: T0 + SECOND,
+        });
         const reaped = await store.executionReap({ now: T0 + LEASE_MS + 1, limit: 10 });
-        assert.deepEqual(reaped.map((x) => x.executionId), [r.executionId]);
+        assert.deepEqual(
+          reaped.map((x) => x.executionId),
+          [r.executionId],
+        );
         assert.deepEqual(await lease(store, T0 + HOUR), [], "a cancelled job's execution never runs again");
         assert.equal((await getJob(store, r.nj)).state, "CANCELLED");
       });
@@ -743,7 +818,10 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const b = jobOutsideShards(new Set([a.job.shard]), CRON);
         await store.jobCreateMany({ nodeId: "n1", jobs: [a, b], now: CREATED });
         const onlyA = await store.dueLoad({ shards: [a.job.shard], before: T0, limit: 10 });
-        assert.deepEqual(onlyA.map((e) => e.jobId), [a.job.jobId]);
+        assert.deepEqual(
+          onlyA.map((e) => e.jobId),
+          [a.job.jobId],
+        );
         const both = await store.dueLoad({ shards: [a.job.shard, b.job.shard], before: T0, limit: 10 });
         assert.deepEqual(new Set(both.map((e) => e.jobId)), new Set([a.job.jobId, b.job.jobId]));
         const none = await store.dueLoad({ shards: [], before: T0, limit: 10 });
@@ -760,7 +838,10 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         await store.jobCreateMany({ nodeId: "n1", jobs, now: CREATED });
         const shards = [...new Set(jobs.map((j) => j.job.shard))];
         const loaded = await store.dueLoad({ shards, before: T0 + 6000, limit: 10 });
-        assert.deepEqual(loaded.map((e) => e.jobId), [early.job.jobId, late.job.jobId, edge.job.jobId]);
+        assert.deepEqual(
+          loaded.map((e) => e.jobId),
+          [early.job.jobId, late.job.jobId, edge.job.jobId],
+        );
         const first = loaded[1]!;
         assert.equal(first.scheduledFor, T0);
         assert.equal(first.dueAt, T0 + 5000);
@@ -774,7 +855,10 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         await store.jobCreateMany({ nodeId: "n1", jobs, now: CREATED });
         const shards = Array.from({ length: SHARD_COUNT }, (_, i) => i);
         const loaded = await store.dueLoad({ shards, before: T0 + HOUR, limit: 5 });
-        assert.deepEqual(loaded.map((e) => e.dueAt), [1, 2, 3, 4, 5].map((s) => T0 + s * SECOND));
+        assert.deepEqual(
+          loaded.map((e) => e.dueAt),
+          [1, 2, 3, 4, 5].map((s) => T0 + s * SECOND),
+        );
       });
 
       storeTest("returns the job's kind and schedule with each entry; a one-off has none", async (store) => {
@@ -805,7 +889,10 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         assert.equal(row.state, "READY");
         assert.equal(row.scheduledFor, T0);
         assert.equal(row.jobId, nj.job.jobId);
-        assert.equal(await store.executionLease({ pool: "other", workerId: "w", max: 10, leaseMs: LEASE_MS, now: T0 + 200 }).then((r) => r.length), 0);
+        assert.equal(
+          await store.executionLease({ pool: "other", workerId: "w", max: 10, leaseMs: LEASE_MS, now: T0 + 200 }).then((r) => r.length),
+          0,
+        );
         const leased = await leaseOne(store, T0 + 200);
         assert.equal(leased.executionId, executionId);
       });
@@ -861,10 +948,16 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
           now: T0 + HOUR + 300,
           items: [{ entry, next: { scheduledFor: T0 + 2 * HOUR, dueAt: T0 + 2 * HOUR } }],
         });
-        assert.deepEqual(second.dispatched.map((d) => d.executionId), [executionIdFor(nj.job.jobId, T0 + HOUR)]);
+        assert.deepEqual(
+          second.dispatched.map((d) => d.executionId),
+          [executionIdFor(nj.job.jobId, T0 + HOUR)],
+        );
         assert.equal((await getJob(store, nj)).nextRunAt, T0 + 2 * HOUR);
         const rows = await history(store, "t1", nj.job.jobId);
-        assert.deepEqual(rows.map((r) => r.scheduledFor), [T0 + HOUR, T0]);
+        assert.deepEqual(
+          rows.map((r) => r.scheduledFor),
+          [T0 + HOUR, T0],
+        );
         const leased = await lease(store, T0 + HOUR + 300, { max: 10 });
         assert.equal(leased.length, 2);
       });
@@ -877,7 +970,13 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const res = await store.dispatchMany({ nodeId: "n1", epochs, now: T0, items: [{ entry: entryOf(nj), next: null }] });
         assert.deepEqual(res.dispatched, []);
         assert.deepEqual(await history(store, "t1", nj.job.jobId), []);
-        const [triggered] = await store.executionCreateMany({ tenantId: "t1", jobId: nj.job.jobId, nodeId: "n1", now: T0, items: [{ scheduledFor: T0 + 5, readyAt: T0 }] });
+        const [triggered] = await store.executionCreateMany({
+          tenantId: "t1",
+          jobId: nj.job.jobId,
+          nodeId: "n1",
+          now: T0,
+          items: [{ scheduledFor: T0 + 5, readyAt: T0 }],
+        });
         assert.equal(triggered?.state, "READY");
       });
 
@@ -1026,7 +1125,10 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const epochs = await acquireAll(store, "n1");
         const r = await readyExecution(store, epochs, CRON);
         const leased = await leaseOne(store, T0);
-        assertOk((await store.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 1 }], now: T0 + 10 }))[0], "SUCCEEDED");
+        assertOk(
+          (await store.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 1 }], now: T0 + 10 }))[0],
+          "SUCCEEDED",
+        );
         // Re-arm the same occurrence (e.g. a resume that recomputed the same time).
         const job = await getJob(store, r.nj);
         const rearmed = await store.jobTransition({
@@ -1061,11 +1163,31 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
           nodeId: "n1",
           epochs,
           now: T0 + 2 * HOUR + MINUTE,
-          items: [{ entry: entryOf(nj), next: { scheduledFor: T0 + 3 * HOUR, dueAt: T0 + 3 * HOUR }, run: runAt, skipped: [{ scheduledFor: T0, reason: "misfire" }, { scheduledFor: T0 + HOUR, reason: "misfire" }] }],
+          items: [
+            {
+              entry: entryOf(nj),
+              next: { scheduledFor: T0 + 3 * HOUR, dueAt: T0 + 3 * HOUR },
+              run: runAt,
+              skipped: [
+                { scheduledFor: T0, reason: "misfire" },
+                { scheduledFor: T0 + HOUR, reason: "misfire" },
+              ],
+            },
+          ],
         });
-        assert.deepEqual(res.dispatched.map((d) => d.executionId), [executionIdFor(nj.job.jobId, runAt)]);
+        assert.deepEqual(
+          res.dispatched.map((d) => d.executionId),
+          [executionIdFor(nj.job.jobId, runAt)],
+        );
         const rows = await history(store, "t1", nj.job.jobId);
-        assert.deepEqual(rows.map((r) => [r.scheduledFor, r.state]), [[runAt, "READY"], [T0 + HOUR, "SKIPPED"], [T0, "SKIPPED"]]);
+        assert.deepEqual(
+          rows.map((r) => [r.scheduledFor, r.state]),
+          [
+            [runAt, "READY"],
+            [T0 + HOUR, "SKIPPED"],
+            [T0, "SKIPPED"],
+          ],
+        );
         assert.equal(rows[2]!.error?.reason, "misfire");
         assert.equal((await lease(store, T0 + 3 * HOUR)).length, 1, "a SKIPPED execution was leased");
       });
@@ -1074,7 +1196,12 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const epochs = await acquireAll(store, "n1");
         const nj = cronJob();
         await createOne(store, nj);
-        const res = await store.dispatchMany({ nodeId: "n1", epochs, now: T0, items: [{ entry: entryOf(nj), next: { scheduledFor: T0 + HOUR, dueAt: T0 + HOUR }, run: null }] });
+        const res = await store.dispatchMany({
+          nodeId: "n1",
+          epochs,
+          now: T0,
+          items: [{ entry: entryOf(nj), next: { scheduledFor: T0 + HOUR, dueAt: T0 + HOUR }, run: null }],
+        });
         assert.deepEqual(res.dispatched, []);
         assert.equal((await getJob(store, nj)).nextRunAt, T0 + HOUR);
         assert.deepEqual(await history(store, "t1", nj.job.jobId), []);
@@ -1086,10 +1213,21 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         await createOne(store, nj);
         const next = { scheduledFor: T0 + HOUR, dueAt: T0 + HOUR };
         await store.dispatchMany({ nodeId: "n1", epochs, now: T0, items: [{ entry: entryOf(nj), next, overlap: "forbid" }] });
-        const res = await store.dispatchMany({ nodeId: "n1", epochs, now: T0 + HOUR, items: [{ entry: { ...entryOf(nj), ...next }, next: null, overlap: "forbid" }] });
+        const res = await store.dispatchMany({
+          nodeId: "n1",
+          epochs,
+          now: T0 + HOUR,
+          items: [{ entry: { ...entryOf(nj), ...next }, next: null, overlap: "forbid" }],
+        });
         assert.deepEqual(res.dispatched, []);
         const rows = await history(store, "t1", nj.job.jobId);
-        assert.deepEqual(rows.map((r) => [r.scheduledFor, r.state]), [[T0 + HOUR, "SKIPPED"], [T0, "READY"]]);
+        assert.deepEqual(
+          rows.map((r) => [r.scheduledFor, r.state]),
+          [
+            [T0 + HOUR, "SKIPPED"],
+            [T0, "READY"],
+          ],
+        );
         assert.equal(rows[0]!.error?.reason, "overlap");
       });
 
@@ -1101,7 +1239,12 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         await store.dispatchMany({ nodeId: "n1", epochs, now: T0, items: [{ entry: entryOf(nj), next, overlap: "replace" }] });
         const running = await leaseOne(store, T0, { leaseMs: 10 * HOUR });
         // the next occurrence's dispatch while the first still runs (inside its 300 s timeout)
-        const res = await store.dispatchMany({ nodeId: "n1", epochs, now: T0 + MINUTE, items: [{ entry: { ...entryOf(nj), ...next }, next: null, overlap: "replace" }] });
+        const res = await store.dispatchMany({
+          nodeId: "n1",
+          epochs,
+          now: T0 + MINUTE,
+          items: [{ entry: { ...entryOf(nj), ...next }, next: null, overlap: "replace" }],
+        });
         assert.equal(res.dispatched.length, 1);
         const beat = await store.executionHeartbeat({ tenantId: "t1", executionId: running.executionId, attempt: 1, now: T0 + MINUTE });
         assert.deepEqual(beat.status === "ok" && beat.cancelRequested, true);
@@ -1112,9 +1255,29 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
       storeTest("jobUpdate replaces the definition at fromVersion and moves or keeps the due entry", async (store) => {
         const nj = cronJob({ name: "before" });
         await createOne(store, nj);
-        const fields = { kind: "cron" as const, name: "renamed", target: { type: "queue" as const, pool: "p2" }, payload: { n: 2 }, schedule: { ...CRON_SCHEDULE }, retry: RETRY, timeoutSeconds: 60, priority: 5 };
-        assert.equal(await store.jobUpdate({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: 7, fields, due: "keep", nodeId: "n1", now: T0 }), null);
-        const updated = await store.jobUpdate({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: 1, fields, due: { scheduledFor: T0 + HOUR, dueAt: T0 + HOUR }, nodeId: "n1", now: T0 });
+        const fields = {
+          kind: "cron" as const,
+          name: "renamed",
+          target: { type: "queue" as const, pool: "p2" },
+          payload: { n: 2 },
+          schedule: { ...CRON_SCHEDULE },
+          retry: RETRY,
+          timeoutSeconds: 60,
+          priority: 5,
+        };
+        assert.equal(
+          await store.jobUpdate({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: 7, fields, due: "keep", nodeId: "n1", now: T0 }),
+          null,
+        );
+        const updated = await store.jobUpdate({
+          tenantId: "t1",
+          jobId: nj.job.jobId,
+          fromVersion: 1,
+          fields,
+          due: { scheduledFor: T0 + HOUR, dueAt: T0 + HOUR },
+          nodeId: "n1",
+          now: T0,
+        });
         assert.ok(updated);
         assert.equal(updated.version, 2);
         assert.equal(updated.name, "renamed");
@@ -1123,7 +1286,10 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         assert.equal(updated.nextRunAt, T0 + HOUR);
         const kept = await store.jobUpdate({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: 2, fields, due: "keep", nodeId: "n1", now: T0 });
         assert.equal(kept?.nextRunAt, T0 + HOUR);
-        assert.equal(await store.jobUpdate({ tenantId: "t2", jobId: nj.job.jobId, fromVersion: 3, fields, due: "keep", nodeId: "n1", now: T0 }), null);
+        assert.equal(
+          await store.jobUpdate({ tenantId: "t2", jobId: nj.job.jobId, fromVersion: 3, fields, due: "keep", nodeId: "n1", now: T0 }),
+          null,
+        );
       });
 
       storeTest("executionsInWindow lists a job's executions with scheduledFor in [from, to]", async (store) => {
@@ -1132,19 +1298,34 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const items = [0, 1, 2, 3].map((i) => ({ scheduledFor: T0 + i * HOUR, readyAt: T0 }));
         await store.executionCreateMany({ tenantId: "t1", jobId: nj.job.jobId, nodeId: "n1", now: T0, items });
         const rows = await store.executionsInWindow({ tenantId: "t1", jobId: nj.job.jobId, from: T0 + HOUR, to: T0 + 2 * HOUR });
-        assert.deepEqual(rows.map((r) => r.scheduledFor), [T0 + HOUR, T0 + 2 * HOUR]);
+        assert.deepEqual(
+          rows.map((r) => r.scheduledFor),
+          [T0 + HOUR, T0 + 2 * HOUR],
+        );
         assert.deepEqual(await store.executionsInWindow({ tenantId: "t2", jobId: nj.job.jobId, from: T0, to: T0 + 9 * HOUR }), []);
       });
     });
 
     describe("a one-off's pending execution (pause, resume, PATCH, cancel)", () => {
       /** The job at its current version, and one transition of it. */
-      async function transition(store: Store, nj: NewJob, state: "PAUSED" | "SCHEDULED" | "CANCELLED", extra: Partial<Parameters<Store["jobTransition"]>[0]>, now = T0 - MINUTE) {
+      async function transition(
+        store: Store,
+        nj: NewJob,
+        state: "PAUSED" | "SCHEDULED" | "CANCELLED",
+        extra: Partial<Parameters<Store["jobTransition"]>[0]>,
+        now = T0 - MINUTE,
+      ) {
         const job = await getJob(store, nj);
         return store.jobTransition({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: job.version, state, due: null, now, ...extra });
       }
 
-      async function update(store: Store, nj: NewJob, fields: Partial<NewJob["job"]>, pending: { from: number | null; to: NextOccurrence | null }, now = T0 - MINUTE) {
+      async function update(
+        store: Store,
+        nj: NewJob,
+        fields: Partial<NewJob["job"]>,
+        pending: { from: number | null; to: NextOccurrence | null },
+        now = T0 - MINUTE,
+      ) {
         const job = await getJob(store, nj);
         const { kind, name, target, payload, schedule, retry, timeoutSeconds, priority } = { ...job, ...fields };
         return store.jobUpdate({
@@ -1187,17 +1368,51 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const beat = await store.executionHeartbeat({ tenantId: "t1", executionId: running.executionId, attempt: 1, now: T0 + 2 });
         assert.equal(beat.status, "ok");
         const retrying = await runningExecution(store, epochs, { tenantId: "t2" });
-        assertOk((await store.executionFailMany({ items: [fail({ executionId: retrying.executionId, tenantId: "t2", attempt: 1 })], now: T0 + 3 }))[0], "READY");
+        assertOk(
+          (await store.executionFailMany({ items: [fail({ executionId: retrying.executionId, tenantId: "t2", attempt: 1 })], now: T0 + 3 }))[0],
+          "READY",
+        );
         const job = await store.jobGet({ tenantId: "t2", jobId: retrying.job.jobId });
-        await store.jobTransition({ tenantId: "t2", jobId: retrying.job.jobId, fromVersion: job!.version, state: "PAUSED", due: null, pending: { hold: T0 }, now: T0 + 4 });
+        await store.jobTransition({
+          tenantId: "t2",
+          jobId: retrying.job.jobId,
+          fromVersion: job!.version,
+          state: "PAUSED",
+          due: null,
+          pending: { hold: T0 },
+          now: T0 + 4,
+        });
         assert.equal((await leaseOne(store, T0 + 3 + 10 * SECOND, { tenantId: "t2" })).attempt, 2, "the retry runs on");
       });
 
       storeTest("a version that moved writes nothing to the pending execution", async (store) => {
         const nj = newJob();
         await createOne(store, nj);
-        assert.equal(await store.jobTransition({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: 9, state: "PAUSED", due: null, pending: { hold: T0 }, now: T0 - 1 }), null);
-        assert.equal(await store.jobUpdate({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: 9, fields: nj.job, due: "keep", pending: { from: T0, to: null }, nodeId: "n1", now: T0 - 1 }), null);
+        assert.equal(
+          await store.jobTransition({
+            tenantId: "t1",
+            jobId: nj.job.jobId,
+            fromVersion: 9,
+            state: "PAUSED",
+            due: null,
+            pending: { hold: T0 },
+            now: T0 - 1,
+          }),
+          null,
+        );
+        assert.equal(
+          await store.jobUpdate({
+            tenantId: "t1",
+            jobId: nj.job.jobId,
+            fromVersion: 9,
+            fields: nj.job,
+            due: "keep",
+            pending: { from: T0, to: null },
+            nodeId: "n1",
+            now: T0 - 1,
+          }),
+          null,
+        );
         assert.equal((await leaseOne(store, T0)).executionId, executionIdFor(nj.job.jobId, T0));
       });
 
@@ -1213,21 +1428,31 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         assert.deepEqual(await lease(store, T0 + HOUR), []);
       });
 
-      storeTest("a PATCH to a new time replaces it: a new id at the new time, from the new definition, created by the calling node", async (store) => {
-        const nj = newJob({ at: T0 + HOUR });
-        await createOne(store, nj);
-        const to = { scheduledFor: T0 + 2 * HOUR, dueAt: T0 + 2 * HOUR };
-        const updated = await update(store, nj, { target: { type: "queue", pool: "p2" }, payload: { n: 2 }, priority: 3, schedule: { runAt: iso(to.scheduledFor) } }, { from: T0 + HOUR, to }, T0 + 5);
-        assert.equal(updated?.nextRunAt, to.scheduledFor);
-        const rows = await history(store, "t1", nj.job.jobId);
-        assert.deepEqual(rows.map((r) => [r.executionId, r.state, r.readyAt, r.dispatchedAt, r.dispatchedBy]), [
-          [executionIdFor(nj.job.jobId, to.scheduledFor), "READY", to.dueAt, T0 + 5, "n2"],
-        ]);
-        assert.deepEqual(await lease(store, T0 + 3 * HOUR), [], "nothing left in the old pool");
-        const leased = await leaseOne(store, to.dueAt, { pool: "p2" });
-        assert.deepEqual(leased.payload, { n: 2 });
-        assert.equal(leased.scheduledFor, to.scheduledFor);
-      });
+      storeTest(
+        "a PATCH to a new time replaces it: a new id at the new time, from the new definition, created by the calling node",
+        async (store) => {
+          const nj = newJob({ at: T0 + HOUR });
+          await createOne(store, nj);
+          const to = { scheduledFor: T0 + 2 * HOUR, dueAt: T0 + 2 * HOUR };
+          const updated = await update(
+            store,
+            nj,
+            { target: { type: "queue", pool: "p2" }, payload: { n: 2 }, priority: 3, schedule: { runAt: iso(to.scheduledFor) } },
+            { from: T0 + HOUR, to },
+            T0 + 5,
+          );
+          assert.equal(updated?.nextRunAt, to.scheduledFor);
+          const rows = await history(store, "t1", nj.job.jobId);
+          assert.deepEqual(
+            rows.map((r) => [r.executionId, r.state, r.readyAt, r.dispatchedAt, r.dispatchedBy]),
+            [[executionIdFor(nj.job.jobId, to.scheduledFor), "READY", to.dueAt, T0 + 5, "n2"]],
+          );
+          assert.deepEqual(await lease(store, T0 + 3 * HOUR), [], "nothing left in the old pool");
+          const leased = await leaseOne(store, to.dueAt, { pool: "p2" });
+          assert.deepEqual(leased.payload, { n: 2 });
+          assert.equal(leased.scheduledFor, to.scheduledFor);
+        },
+      );
 
       storeTest("a PATCH at the same time rebuilds it in place, so a new payload reaches it", async (store) => {
         const nj = newJob();
@@ -1245,7 +1470,10 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const to = { scheduledFor: T0 + HOUR, dueAt: T0 + HOUR };
         await update(store, nj, { schedule: { runAt: iso(to.scheduledFor) } }, { from: T0, to });
         const rows = await history(store, "t1", nj.job.jobId);
-        assert.deepEqual(rows.map((r) => [r.executionId, r.state]), [[executionIdFor(nj.job.jobId, to.scheduledFor), "PAUSED"]]);
+        assert.deepEqual(
+          rows.map((r) => [r.executionId, r.state]),
+          [[executionIdFor(nj.job.jobId, to.scheduledFor), "PAUSED"]],
+        );
         assert.deepEqual(await lease(store, T0 + 2 * HOUR), []);
       });
 
@@ -1256,7 +1484,10 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const updated = await update(store, r.nj, { schedule: { runAt: iso(to.scheduledFor) } }, { from: T0, to }, T0 + 1);
         assert.ok(updated, "the job itself changes");
         const rows = await history(store, "t1", r.job.jobId);
-        assert.deepEqual(rows.map((x) => [x.executionId, x.state]), [[r.executionId, "RUNNING"]]);
+        assert.deepEqual(
+          rows.map((x) => [x.executionId, x.state]),
+          [[r.executionId, "RUNNING"]],
+        );
         assert.deepEqual(await lease(store, T0 + 2 * HOUR), []);
       });
 
@@ -1274,15 +1505,27 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
       storeTest("a one-off ended by a triggered execution drops its pending execution", async (store) => {
         const nj = newJob({ at: T0 + HOUR });
         await createOne(store, nj);
-        const [triggered] = await store.executionCreateMany({ tenantId: "t1", jobId: nj.job.jobId, nodeId: "n1", now: T0, items: [{ scheduledFor: T0, readyAt: T0 }] });
+        const [triggered] = await store.executionCreateMany({
+          tenantId: "t1",
+          jobId: nj.job.jobId,
+          nodeId: "n1",
+          now: T0,
+          items: [{ scheduledFor: T0, readyAt: T0 }],
+        });
         assert.ok(triggered);
         const leased = await leaseOne(store, T0);
         assert.equal(leased.executionId, triggered.executionId);
-        assertOk((await store.executionCompleteMany({ items: [{ executionId: leased.executionId, tenantId: "t1", attempt: 1 }], now: T0 + 1 }))[0], "SUCCEEDED");
+        assertOk(
+          (await store.executionCompleteMany({ items: [{ executionId: leased.executionId, tenantId: "t1", attempt: 1 }], now: T0 + 1 }))[0],
+          "SUCCEEDED",
+        );
         const job = await getJob(store, nj);
         assert.equal(job.state, "COMPLETED");
         assert.equal(job.nextRunAt, null);
-        assert.deepEqual((await history(store, "t1", nj.job.jobId)).map((r) => r.executionId), [triggered.executionId]);
+        assert.deepEqual(
+          (await history(store, "t1", nj.job.jobId)).map((r) => r.executionId),
+          [triggered.executionId],
+        );
         assert.deepEqual(await lease(store, T0 + 2 * HOUR), []);
       });
     });
@@ -1292,7 +1535,13 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const nj = cronJob({ at: T0 + HOUR });
         await createOne(store, nj);
         const at = T0 + 5 * SECOND;
-        const [row] = await store.executionCreateMany({ tenantId: "t1", jobId: nj.job.jobId, nodeId: "n7", now: at, items: [{ scheduledFor: at, readyAt: at }] });
+        const [row] = await store.executionCreateMany({
+          tenantId: "t1",
+          jobId: nj.job.jobId,
+          nodeId: "n7",
+          now: at,
+          items: [{ scheduledFor: at, readyAt: at }],
+        });
         assert.ok(row);
         assert.equal(row.executionId, executionIdFor(nj.job.jobId, at));
         assert.equal(row.jobId, nj.job.jobId);
@@ -1388,16 +1637,25 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const e = await readyExecution(store, epochs, { priority: -1, at: T0 - 5000 });
         const order: string[] = [];
         for (let i = 0; i < 5; i++) order.push((await leaseOne(store, T0 + 5000)).executionId);
-        assert.deepEqual(order, [b, c, d, a, e].map((x) => x.executionId));
+        assert.deepEqual(
+          order,
+          [b, c, d, a, e].map((x) => x.executionId),
+        );
       });
 
-      storeTest("an execution not yet due never stands in the way: a due lower-priority one is leased past a future higher-priority one", async (store) => {
-        const future = newJob({ at: T0 + HOUR, priority: 50 });
-        const due = newJob({ at: T0, priority: -50 });
-        await store.jobCreateMany({ nodeId: "n1", jobs: [future, due], now: CREATED });
-        const leased = await lease(store, T0, { max: 10 });
-        assert.deepEqual(leased.map((r) => r.jobId), [due.job.jobId]);
-      });
+      storeTest(
+        "an execution not yet due never stands in the way: a due lower-priority one is leased past a future higher-priority one",
+        async (store) => {
+          const future = newJob({ at: T0 + HOUR, priority: 50 });
+          const due = newJob({ at: T0, priority: -50 });
+          await store.jobCreateMany({ nodeId: "n1", jobs: [future, due], now: CREATED });
+          const leased = await lease(store, T0, { max: 10 });
+          assert.deepEqual(
+            leased.map((r) => r.jobId),
+            [due.job.jobId],
+          );
+        },
+      );
 
       storeTest("a batch takes the highest-priority executions", async (store) => {
         const epochs = await acquireAll(store, "n1");
@@ -1431,8 +1689,14 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const p1 = await readyExecution(store, epochs);
         const p2 = await readyExecution(store, epochs, { target: { type: "queue", pool: "p2" } });
         assert.deepEqual(await lease(store, T0, { pool: "p3" }), []);
-        assert.deepEqual((await lease(store, T0, { pool: "p2" })).map((r) => r.executionId), [p2.executionId]);
-        assert.deepEqual((await lease(store, T0, { pool: "p1" })).map((r) => r.executionId), [p1.executionId]);
+        assert.deepEqual(
+          (await lease(store, T0, { pool: "p2" })).map((r) => r.executionId),
+          [p2.executionId],
+        );
+        assert.deepEqual(
+          (await lease(store, T0, { pool: "p1" })).map((r) => r.executionId),
+          [p1.executionId],
+        );
         assert.deepEqual(await lease(store, T0, { pool: HTTP_POOL }), []);
       });
 
@@ -1442,7 +1706,10 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const t2 = await readyExecution(store, epochs, { tenantId: "t2" });
         const t3 = await readyExecution(store, epochs, { tenantId: "t3" });
         const t2rows = await lease(store, T0, { tenantId: "t2" });
-        assert.deepEqual(t2rows.map((r) => [r.executionId, r.tenantId]), [[t2.executionId, "t2"]]);
+        assert.deepEqual(
+          t2rows.map((r) => [r.executionId, r.tenantId]),
+          [[t2.executionId, "t2"]],
+        );
         assert.deepEqual(await lease(store, T0, { tenantId: "t9" }), []);
         const rest = await lease(store, T0);
         assert.deepEqual(new Set(rest.map((r) => r.executionId)), new Set([t1.executionId, t3.executionId]));
@@ -1483,30 +1750,37 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
     });
 
     describe("executionNextReady", () => {
-      storeTest("answers the earliest readyAt of a pool's READY executions, one tenant's or all, across priorities; null when none", async (store) => {
-        assert.equal(await store.executionNextReady({ pool: "p1", tenantId: "t1" }), null);
-        await store.jobCreateMany({
-          nodeId: "n1",
-          jobs: [
-            newJob({ at: T0 + 3 * HOUR, priority: 9 }),
-            newJob({ at: T0 + 2 * HOUR, priority: -4 }),
-            newJob({ at: T0 + HOUR, tenantId: "t2" }),
-            newJob({ at: T0 + MINUTE, target: { type: "queue", pool: "other" } }),
-          ],
-          now: CREATED,
-        });
-        assert.equal(await store.executionNextReady({ pool: "p1", tenantId: "t1" }), T0 + 2 * HOUR);
-        assert.equal(await store.executionNextReady({ pool: "p1" }), T0 + HOUR);
-        assert.equal(await store.executionNextReady({ pool: "p1", tenantId: "t3" }), null);
-        assert.equal(await store.executionNextReady({ pool: "other", tenantId: "t1" }), T0 + MINUTE);
-      });
+      storeTest(
+        "answers the earliest readyAt of a pool's READY executions, one tenant's or all, across priorities; null when none",
+        async (store) => {
+          assert.equal(await store.executionNextReady({ pool: "p1", tenantId: "t1" }), null);
+          await store.jobCreateMany({
+            nodeId: "n1",
+            jobs: [
+              newJob({ at: T0 + 3 * HOUR, priority: 9 }),
+              newJob({ at: T0 + 2 * HOUR, priority: -4 }),
+              newJob({ at: T0 + HOUR, tenantId: "t2" }),
+              newJob({ at: T0 + MINUTE, target: { type: "queue", pool: "other" } }),
+            ],
+            now: CREATED,
+          });
+          assert.equal(await store.executionNextReady({ pool: "p1", tenantId: "t1" }), T0 + 2 * HOUR);
+          assert.equal(await store.executionNextReady({ pool: "p1" }), T0 + HOUR);
+          assert.equal(await store.executionNextReady({ pool: "p1", tenantId: "t3" }), null);
+          assert.equal(await store.executionNextReady({ pool: "other", tenantId: "t1" }), T0 + MINUTE);
+        },
+      );
 
       storeTest("counts only READY executions: a running one, or the HTTP runner's pool across tenants", async (store) => {
         await createOne(store, newJob({ at: T0 }));
         await leaseOne(store, T0);
         assert.equal(await store.executionNextReady({ pool: "p1", tenantId: "t1" }), null);
         const target: Target = { type: "http", url: "https://example.com/hook", method: "POST", headers: {} };
-        await store.jobCreateMany({ nodeId: "n1", jobs: [newJob({ at: T0 + HOUR, target }), newJob({ at: T0 + MINUTE, tenantId: "t2", target })], now: CREATED });
+        await store.jobCreateMany({
+          nodeId: "n1",
+          jobs: [newJob({ at: T0 + HOUR, target }), newJob({ at: T0 + MINUTE, tenantId: "t2", target })],
+          now: CREATED,
+        });
         assert.equal(await store.executionNextReady({ pool: HTTP_POOL }), T0 + MINUTE);
       });
     });
@@ -1515,11 +1789,20 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
       storeTest("extends the lease to now + leaseMs", async (store) => {
         const epochs = await acquireAll(store, "n1");
         const r = await runningExecution(store, epochs);
-        const hb = await store.executionHeartbeat({ tenantId: "t1", executionId: r.executionId, attempt: 1, leaseMs: 90 * SECOND, now: T0 + 20 * SECOND });
+        const hb = await store.executionHeartbeat({
+          tenantId: "t1",
+          executionId: r.executionId,
+          attempt: 1,
+          leaseMs: 90 * SECOND,
+          now: T0 + 20 * SECOND,
+        });
         assert.deepEqual(hb, { status: "ok", leaseUntil: T0 + 110 * SECOND, cancelRequested: false });
         // The extended lease holds: not reaped, still completable past the old deadline.
         assert.deepEqual(await store.executionReap({ now: T0 + 100 * SECOND, limit: 10 }), []);
-        assertOk((await store.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 1 }], now: T0 + 100 * SECOND }))[0], "SUCCEEDED");
+        assertOk(
+          (await store.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 1 }], now: T0 + 100 * SECOND }))[0],
+          "SUCCEEDED",
+        );
       });
 
       storeTest("without leaseMs extends by the lease's original length", async (store) => {
@@ -1535,7 +1818,13 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
       storeTest("never extends past start + timeoutSeconds", async (store) => {
         const epochs = await acquireAll(store, "n1");
         const r = await runningExecution(store, epochs, { timeoutSeconds: 60 });
-        const hb = await store.executionHeartbeat({ tenantId: "t1", executionId: r.executionId, attempt: 1, leaseMs: 10 * MINUTE, now: T0 + 20 * SECOND });
+        const hb = await store.executionHeartbeat({
+          tenantId: "t1",
+          executionId: r.executionId,
+          attempt: 1,
+          leaseMs: 10 * MINUTE,
+          now: T0 + 20 * SECOND,
+        });
         assert.ok(hb.status === "ok");
         assert.equal(hb.leaseUntil, T0 + 60 * SECOND);
       });
@@ -1544,7 +1833,13 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const epochs = await acquireAll(store, "n1");
         const r = await readyExecution(store, epochs, { timeoutSeconds: 60 });
         await store.executionLease({ pool: "p1", workerId: "w1", max: 1, leaseMs: 20 * SECOND, graceMs: 5 * SECOND, now: T0 });
-        const hb = await store.executionHeartbeat({ tenantId: "t1", executionId: r.executionId, attempt: 1, leaseMs: 10 * MINUTE, now: T0 + 15 * SECOND });
+        const hb = await store.executionHeartbeat({
+          tenantId: "t1",
+          executionId: r.executionId,
+          attempt: 1,
+          leaseMs: 10 * MINUTE,
+          now: T0 + 15 * SECOND,
+        });
         assert.ok(hb.status === "ok");
         assert.equal(hb.leaseUntil, T0 + 65 * SECOND);
       });
@@ -1552,17 +1847,26 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
       storeTest("a wrong attempt answers lost", async (store) => {
         const epochs = await acquireAll(store, "n1");
         const r = await runningExecution(store, epochs);
-        assert.deepEqual(await store.executionHeartbeat({ tenantId: "t1", executionId: r.executionId, attempt: 2, now: T0 + SECOND }), { status: "lost" });
-        assert.deepEqual(await store.executionHeartbeat({ tenantId: "t1", executionId: r.executionId, attempt: 0, now: T0 + SECOND }), { status: "lost" });
+        assert.deepEqual(await store.executionHeartbeat({ tenantId: "t1", executionId: r.executionId, attempt: 2, now: T0 + SECOND }), {
+          status: "lost",
+        });
+        assert.deepEqual(await store.executionHeartbeat({ tenantId: "t1", executionId: r.executionId, attempt: 0, now: T0 + SECOND }), {
+          status: "lost",
+        });
       });
 
       storeTest("after the lease expired (now > leaseUntil) answers lost, even before the reaper ran", async (store) => {
         const epochs = await acquireAll(store, "n1");
         const r = await runningExecution(store, epochs);
-        assert.deepEqual(await store.executionHeartbeat({ tenantId: "t1", executionId: r.executionId, attempt: 1, now: T0 + LEASE_MS + 1 }), { status: "lost" });
+        assert.deepEqual(await store.executionHeartbeat({ tenantId: "t1", executionId: r.executionId, attempt: 1, now: T0 + LEASE_MS + 1 }), {
+          status: "lost",
+        });
         // Losing changed nothing: the reaper still finds the expired attempt.
         const reaped = await store.executionReap({ now: T0 + LEASE_MS + 1, limit: 10 });
-        assert.deepEqual(reaped.map((x) => x.executionId), [r.executionId]);
+        assert.deepEqual(
+          reaped.map((x) => x.executionId),
+          [r.executionId],
+        );
       });
 
       storeTest("the lease holds up to and including leaseUntil: heartbeat and complete at exactly leaseUntil succeed", async (store) => {
@@ -1571,20 +1875,27 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const hb = await store.executionHeartbeat({ tenantId: "t1", executionId: r.executionId, attempt: 1, leaseMs: LEASE_MS, now: T0 + LEASE_MS });
         assert.deepEqual(hb, { status: "ok", leaseUntil: T0 + 2 * LEASE_MS, cancelRequested: false });
         assert.deepEqual(await store.executionReap({ now: T0 + 2 * LEASE_MS, limit: 10 }), []);
-        assertOk((await store.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 1 }], now: T0 + 2 * LEASE_MS }))[0], "SUCCEEDED");
+        assertOk(
+          (await store.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 1 }], now: T0 + 2 * LEASE_MS }))[0],
+          "SUCCEEDED",
+        );
       });
 
       storeTest("a finished attempt answers lost", async (store) => {
         const epochs = await acquireAll(store, "n1");
         const r = await runningExecution(store, epochs);
         await store.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 1 }], now: T0 + SECOND });
-        assert.deepEqual(await store.executionHeartbeat({ tenantId: "t1", executionId: r.executionId, attempt: 1, now: T0 + 2 * SECOND }), { status: "lost" });
+        assert.deepEqual(await store.executionHeartbeat({ tenantId: "t1", executionId: r.executionId, attempt: 1, now: T0 + 2 * SECOND }), {
+          status: "lost",
+        });
       });
 
       storeTest("another tenant's or an unknown execution answers not_found", async (store) => {
         const epochs = await acquireAll(store, "n1");
         const r = await runningExecution(store, epochs);
-        assert.deepEqual(await store.executionHeartbeat({ tenantId: "t2", executionId: r.executionId, attempt: 1, now: T0 + SECOND }), { status: "not_found" });
+        assert.deepEqual(await store.executionHeartbeat({ tenantId: "t2", executionId: r.executionId, attempt: 1, now: T0 + SECOND }), {
+          status: "not_found",
+        });
         assert.deepEqual(
           await store.executionHeartbeat({ tenantId: "t1", executionId: executionIdFor(newId(T0), T0), attempt: 1, now: T0 + SECOND }),
           { status: "not_found" },
@@ -1600,7 +1911,10 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const epochs = await acquireAll(store, "n1");
         const r = await runningExecution(store, epochs);
         const before = await getJob(store, r.nj);
-        const [outcome] = await store.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 1, result: { ok: true } }], now: T0 + 5 * SECOND });
+        const [outcome] = await store.executionCompleteMany({
+          items: [{ executionId: r.executionId, tenantId: "t1", attempt: 1, result: { ok: true } }],
+          now: T0 + 5 * SECOND,
+        });
         assertOk(outcome, "SUCCEEDED");
         const job = await getJob(store, r.nj);
         assert.equal(job.state, "COMPLETED");
@@ -1615,9 +1929,17 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
 
       storeTest("a cron job stays SCHEDULED when an occurrence succeeds", async (store) => {
         const epochs = await acquireAll(store, "n1");
-        const r = await readyExecution(store, epochs, { kind: "cron", schedule: { ...CRON_SCHEDULE } }, { scheduledFor: T0 + HOUR, dueAt: T0 + HOUR });
+        const r = await readyExecution(
+          store,
+          epochs,
+          { kind: "cron", schedule: { ...CRON_SCHEDULE } },
+          { scheduledFor: T0 + HOUR, dueAt: T0 + HOUR },
+        );
         await leaseOne(store, T0);
-        assertOk((await store.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 1 }], now: T0 + SECOND }))[0], "SUCCEEDED");
+        assertOk(
+          (await store.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 1 }], now: T0 + SECOND }))[0],
+          "SUCCEEDED",
+        );
         const job = await getJob(store, r.nj);
         assert.equal(job.state, "SCHEDULED");
         assert.equal(job.nextRunAt, T0 + HOUR);
@@ -1641,7 +1963,10 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         await store.executionReap({ now: T0 + LEASE_MS + 1, limit: 10 });
         const second = await leaseOne(store, T0 + LEASE_MS + 2);
         assert.equal(second.attempt, 2);
-        const [outcome] = await store.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 1 }], now: T0 + LEASE_MS + 3 });
+        const [outcome] = await store.executionCompleteMany({
+          items: [{ executionId: r.executionId, tenantId: "t1", attempt: 1 }],
+          now: T0 + LEASE_MS + 3,
+        });
         assert.deepEqual(outcome, { status: "lost" });
         const job = await getJob(store, r.nj);
         assert.equal(job.state, "SCHEDULED");
@@ -1649,13 +1974,19 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         assert.equal(attemptOf(rows, r.executionId, 1).state, "TIMED_OUT");
         assert.equal(attemptOf(rows, r.executionId, 2).state, "RUNNING");
         // The holder of the lease can still complete.
-        assertOk((await store.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 2 }], now: T0 + LEASE_MS + 4 }))[0], "SUCCEEDED");
+        assertOk(
+          (await store.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 2 }], now: T0 + LEASE_MS + 4 }))[0],
+          "SUCCEEDED",
+        );
       });
 
       storeTest("an expired lease answers lost, even before the reaper ran", async (store) => {
         const epochs = await acquireAll(store, "n1");
         const r = await runningExecution(store, epochs);
-        const [outcome] = await store.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 1 }], now: T0 + LEASE_MS + 1 });
+        const [outcome] = await store.executionCompleteMany({
+          items: [{ executionId: r.executionId, tenantId: "t1", attempt: 1 }],
+          now: T0 + LEASE_MS + 1,
+        });
         assert.deepEqual(outcome, { status: "lost" });
         assert.equal((await getJob(store, r.nj)).state, "SCHEDULED");
         assert.equal(attemptOf(await history(store, "t1", r.job.jobId), r.executionId, 1).state, "RUNNING");
@@ -1714,7 +2045,12 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const epochs = await acquireAll(store, "n1");
         const retry = { maxAttempts: 5, backoffSeconds: 7, maxBackoffSeconds: 70 };
         const r = await runningExecution(store, epochs, { retry });
-        const item = fail({ executionId: r.executionId, tenantId: "t1", attempt: 1, error: { message: "nope", class: "throttled", retryAfterSeconds: 9 } });
+        const item = fail({
+          executionId: r.executionId,
+          tenantId: "t1",
+          attempt: 1,
+          error: { message: "nope", class: "throttled", retryAfterSeconds: 9 },
+        });
         const [outcome] = await store.executionFailMany({ items: [item], now: T0 + SECOND });
         assert.ok(outcome?.status === "ok" && outcome.state === "READY");
         assert.equal(outcome.readyAt, T0 + SECOND + 9 * SECOND, "throttled: the row's 7 s backoff, raised to the item's retryAfterSeconds");
@@ -1808,9 +2144,22 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
 
       storeTest("a cron job stays SCHEDULED when one execution dies", async (store) => {
         const epochs = await acquireAll(store, "n1");
-        const r = await readyExecution(store, epochs, { kind: "cron", schedule: { ...CRON_SCHEDULE } }, { scheduledFor: T0 + HOUR, dueAt: T0 + HOUR });
+        const r = await readyExecution(
+          store,
+          epochs,
+          { kind: "cron", schedule: { ...CRON_SCHEDULE } },
+          { scheduledFor: T0 + HOUR, dueAt: T0 + HOUR },
+        );
         await leaseOne(store, T0);
-        assertOk((await store.executionFailMany({ items: [fail({ executionId: r.executionId, tenantId: "t1", attempt: 1, error: FATAL })], now: T0 + SECOND }))[0], "DEAD");
+        assertOk(
+          (
+            await store.executionFailMany({
+              items: [fail({ executionId: r.executionId, tenantId: "t1", attempt: 1, error: FATAL })],
+              now: T0 + SECOND,
+            })
+          )[0],
+          "DEAD",
+        );
         const job = await getJob(store, r.nj);
         assert.equal(job.state, "SCHEDULED");
         assert.equal(job.nextRunAt, T0 + HOUR);
@@ -1902,7 +2251,10 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         assert.deepEqual(await store.executionReap({ now: T0 + LEASE_MS - 1, limit: 10 }), []);
         assert.deepEqual(await store.executionReap({ now: T0 + LEASE_MS, limit: 10 }), [], "leaseUntil < now, not <=");
         assert.equal(attemptOf(await history(store, "t1", r.job.jobId), r.executionId, 1).state, "RUNNING");
-        assertOk((await store.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 1 }], now: T0 + LEASE_MS - 1 }))[0], "SUCCEEDED");
+        assertOk(
+          (await store.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 1 }], now: T0 + LEASE_MS - 1 }))[0],
+          "SUCCEEDED",
+        );
       });
 
       storeTest("respects the limit", async (store) => {
@@ -1937,7 +2289,10 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         assert.equal(letters[0]!.deadAt, now);
         assert.equal((await getJob(store, r.nj)).state, "DEAD");
         const rows = await history(store, "t1", r.job.jobId);
-        assert.deepEqual(rows.map((x) => x.attempt), [3, 2, 1]);
+        assert.deepEqual(
+          rows.map((x) => x.attempt),
+          [3, 2, 1],
+        );
         assert.equal(attemptOf(rows, r.executionId, 1).state, "TIMED_OUT");
         assert.equal(attemptOf(rows, r.executionId, 2).state, "TIMED_OUT");
       });
@@ -1946,9 +2301,14 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const epochs = await acquireAll(store, "n1");
         const r = await runningExecution(store, epochs);
         await store.executionReap({ now: T0 + LEASE_MS + 1, limit: 10 });
-        const [outcome] = await store.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 1 }], now: T0 + LEASE_MS + 2 });
+        const [outcome] = await store.executionCompleteMany({
+          items: [{ executionId: r.executionId, tenantId: "t1", attempt: 1 }],
+          now: T0 + LEASE_MS + 2,
+        });
         assert.deepEqual(outcome, { status: "lost" });
-        assert.deepEqual(await store.executionHeartbeat({ tenantId: "t1", executionId: r.executionId, attempt: 1, now: T0 + LEASE_MS + 2 }), { status: "lost" });
+        assert.deepEqual(await store.executionHeartbeat({ tenantId: "t1", executionId: r.executionId, attempt: 1, now: T0 + LEASE_MS + 2 }), {
+          status: "lost",
+        });
         assert.equal((await getJob(store, r.nj)).state, "SCHEDULED");
         assert.equal((await leaseOne(store, T0 + LEASE_MS + 3)).attempt, 2);
       });
@@ -1973,7 +2333,12 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         await store.executionFailMany({ items: [fail({ executionId: first, tenantId: "t1", attempt: 1 })], now: T0 });
         await leaseOne(store, T0 + 10 * SECOND);
         await store.executionCompleteMany({ items: [{ executionId: first, tenantId: "t1", attempt: 2 }], now: T0 + 11 * SECOND });
-        await store.dispatchMany({ nodeId: "n1", epochs, now: T0 + HOUR, items: [{ entry: { ...entryOf(nj), ...next }, next: { scheduledFor: T0 + 2 * HOUR, dueAt: T0 + 2 * HOUR } }] });
+        await store.dispatchMany({
+          nodeId: "n1",
+          epochs,
+          now: T0 + HOUR,
+          items: [{ entry: { ...entryOf(nj), ...next }, next: { scheduledFor: T0 + 2 * HOUR, dueAt: T0 + 2 * HOUR } }],
+        });
         const second = executionIdFor(nj.job.jobId, T0 + HOUR);
         const rows = await history(store, "t1", nj.job.jobId);
         assert.deepEqual(
@@ -2021,7 +2386,10 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
           [T0, 2],
           [T0, 1],
         ]);
-        assert.deepEqual(seen, all.map((r) => [r.scheduledFor, r.attempt]));
+        assert.deepEqual(
+          seen,
+          all.map((r) => [r.scheduledFor, r.attempt]),
+        );
       });
 
       storeTest("sees only the caller's tenant", async (store) => {
@@ -2034,19 +2402,33 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
     });
 
     describe("dead letters", () => {
-      async function deadExecution(store: Store, epochs: ReadonlyMap<number, number>, overrides: JobOverrides = {}, now = T0 + SECOND): Promise<Ready> {
+      async function deadExecution(
+        store: Store,
+        epochs: ReadonlyMap<number, number>,
+        overrides: JobOverrides = {},
+        now = T0 + SECOND,
+      ): Promise<Ready> {
         const r = await readyExecution(store, epochs, overrides);
         const leased = await leaseOne(store, T0, { pool: poolOf(r.job.target), tenantId: r.job.tenantId });
         assert.equal(leased.executionId, r.executionId);
         const [outcome] = await store.executionFailMany({
-          items: [fail({ executionId: r.executionId, tenantId: r.job.tenantId, attempt: 1, error: { message: `dead at ${now}`, class: "permanent" } })],
+          items: [
+            fail({ executionId: r.executionId, tenantId: r.job.tenantId, attempt: 1, error: { message: `dead at ${now}`, class: "permanent" } }),
+          ],
           now,
         });
         assertOk(outcome, "DEAD");
         return r;
       }
 
-      const audit = (subject: string) => ({ tenantId: "t1", at: T0 + HOUR, actor: "admin-key", action: "dead_letter.replay", subject, details: { reason: "fixed" } });
+      const audit = (subject: string) => ({
+        tenantId: "t1",
+        at: T0 + HOUR,
+        actor: "admin-key",
+        action: "dead_letter.replay",
+        subject,
+        details: { reason: "fixed" },
+      });
 
       storeTest("lists dead executions of the caller's tenant only", async (store) => {
         const epochs = await acquireAll(store, "n1");
@@ -2054,7 +2436,10 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         await deadExecution(store, epochs, { tenantId: "t2" });
         await readyExecution(store, epochs); // alive: not listed
         const letters = await store.deadLetterList({ tenantId: "t1", limit: 10 });
-        assert.deepEqual(letters.map((l) => l.executionId), [mine.executionId]);
+        assert.deepEqual(
+          letters.map((l) => l.executionId),
+          [mine.executionId],
+        );
         assert.equal(letters[0]!.tenantId, "t1");
         assert.deepEqual(letters[0]!.lastError, { message: `dead at ${T0 + SECOND}`, class: "permanent" });
         assert.equal((await store.deadLetterList({ tenantId: "t2", limit: 10 })).length, 1);
@@ -2103,7 +2488,10 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const rows = await history(store, "t1", r.job.jobId);
         assert.equal(attemptOf(rows, r.executionId, 1).error?.message, `dead at ${T0 + SECOND}`);
         assert.equal(attemptOf(rows, r.executionId, 2).state, "RUNNING");
-        assertOk((await store.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 2 }], now: at + 1 }))[0], "SUCCEEDED");
+        assertOk(
+          (await store.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 2 }], now: at + 1 }))[0],
+          "SUCCEEDED",
+        );
         assert.equal((await getJob(store, r.nj)).state, "COMPLETED");
       });
 
@@ -2120,7 +2508,10 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         };
         const failOnce = async (expectAttempt: number): Promise<AckOutcome | undefined> => {
           assert.equal((await leaseOne(store, now)).attempt, expectAttempt);
-          const [outcome] = await store.executionFailMany({ items: [fail({ executionId: r.executionId, tenantId: "t1", attempt: expectAttempt })], now: now + 1 });
+          const [outcome] = await store.executionFailMany({
+            items: [fail({ executionId: r.executionId, tenantId: "t1", attempt: expectAttempt })],
+            now: now + 1,
+          });
           now += 2 * SECOND; // past the 1 s backoff
           return outcome;
         };
@@ -2140,7 +2531,12 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const epochs = await acquireAll(store, "n1");
         const nj = cronJob();
         await createOne(store, nj);
-        await store.dispatchMany({ nodeId: "n1", epochs, now: T0, items: [{ entry: entryOf(nj), next: { scheduledFor: T0 + HOUR, dueAt: T0 + HOUR } }] });
+        await store.dispatchMany({
+          nodeId: "n1",
+          epochs,
+          now: T0,
+          items: [{ entry: entryOf(nj), next: { scheduledFor: T0 + HOUR, dueAt: T0 + HOUR } }],
+        });
         const executionId = executionIdFor(nj.job.jobId, T0);
         await leaseOne(store, T0);
         await store.executionFailMany({ items: [fail({ executionId, tenantId: "t1", attempt: 1, error: FATAL })], now: T0 + 1 });
@@ -2188,7 +2584,10 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
           const last = rows[rows.length - 1]!;
           after = { at: last.at, id: last.id };
         }
-        assert.deepEqual(seen, all.map((e) => e.id));
+        assert.deepEqual(
+          seen,
+          all.map((e) => e.id),
+        );
         assert.deepEqual(new Set(all.map((e) => e.subject)), new Set(subjects));
       });
 
@@ -2198,7 +2597,10 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const ready = await readyExecution(store, epochs);
         const now = T0 + HOUR;
         assert.equal(await store.deadLetterReplay({ tenantId: "t1", executionId: ready.executionId, now, audit: audit(ready.executionId) }), null);
-        assert.equal(await store.deadLetterReplay({ tenantId: "t2", executionId: dl.executionId, now, audit: { ...audit(dl.executionId), tenantId: "t2" } }), null);
+        assert.equal(
+          await store.deadLetterReplay({ tenantId: "t2", executionId: dl.executionId, now, audit: { ...audit(dl.executionId), tenantId: "t2" } }),
+          null,
+        );
         assert.equal(await store.deadLetterReplay({ tenantId: "t1", executionId: executionIdFor(newId(T0), T0), now, audit: audit("x") }), null);
         assert.deepEqual(await store.auditList({ tenantId: "t1", limit: 10 }), []);
         assert.deepEqual(await store.auditList({ tenantId: "t2", limit: 10 }), []);
@@ -2212,7 +2614,10 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
     describe("shards", () => {
       storeTest("acquires free shards with a bumped epoch, visible in shardList", async (store) => {
         const leases = await store.shardAcquire({ owner: "a", shards: [0, 1, 2], leaseMs: 10 * SECOND, now: T0 });
-        assert.deepEqual(leases.map((l) => l.shard).sort((x, y) => x - y), [0, 1, 2]);
+        assert.deepEqual(
+          leases.map((l) => l.shard).sort((x, y) => x - y),
+          [0, 1, 2],
+        );
         for (const l of leases) {
           assert.equal(l.owner, "a");
           assert.ok(l.epoch >= 1, "the epoch grows on a change of owner");
@@ -2233,7 +2638,10 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const [a] = await store.shardAcquire({ owner: "a", shards: [5], leaseMs: 10 * SECOND, now: T0 });
         assert.ok(a);
         const b = await store.shardAcquire({ owner: "b", shards: [5, 6], leaseMs: 10 * SECOND, now: T0 + 9 * SECOND });
-        assert.deepEqual(b.filter((l) => l.owner === "b").map((l) => l.shard), [6]);
+        assert.deepEqual(
+          b.filter((l) => l.owner === "b").map((l) => l.shard),
+          [6],
+        );
         const five = (await store.shardList()).find((l) => l.shard === 5);
         assert.deepEqual(five, { shard: 5, owner: "a", epoch: a.epoch, leaseUntil: T0 + 10 * SECOND });
       });
@@ -2247,10 +2655,16 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         assert.equal(taken.owner, "b");
         assert.ok(taken.epoch > a.epoch, `epoch ${taken.epoch} > ${a.epoch}`);
         assert.equal(taken.leaseUntil, T0 + 20 * SECOND + 1);
-        assert.deepEqual((await store.shardList()).find((l) => l.shard === 7), taken);
+        assert.deepEqual(
+          (await store.shardList()).find((l) => l.shard === 7),
+          taken,
+        );
         // The old owner cannot take it back while b's lease lives.
         const back = await store.shardAcquire({ owner: "a", shards: [7], leaseMs: 10 * SECOND, now: T0 + 11 * SECOND });
-        assert.deepEqual(back.filter((l) => l.owner === "a"), []);
+        assert.deepEqual(
+          back.filter((l) => l.owner === "a"),
+          [],
+        );
       });
 
       storeTest("re-acquiring by the same owner renews the lease without bumping the epoch", async (store) => {
@@ -2258,7 +2672,10 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         assert.ok(first);
         const [renewed] = await store.shardAcquire({ owner: "a", shards: [9], leaseMs: 10 * SECOND, now: T0 + 5 * SECOND });
         assert.deepEqual(renewed, { shard: 9, owner: "a", epoch: first.epoch, leaseUntil: T0 + 15 * SECOND });
-        assert.deepEqual((await store.shardList()).find((l) => l.shard === 9), renewed);
+        assert.deepEqual(
+          (await store.shardList()).find((l) => l.shard === 9),
+          renewed,
+        );
       });
 
       storeTest("epochs keep growing across changes of owner", async (store) => {
@@ -2280,7 +2697,10 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         await readyExecution(store, epochs, { retry: { maxAttempts: 2, backoffSeconds: 10, maxBackoffSeconds: 3600 } });
         const first = await leaseOne(store, T0);
         assert.deepEqual(
-          await store.executionRelease({ items: [{ executionId: first.executionId, tenantId: "t1", attempt: 1, readyAt: T0 + MINUTE }], now: T0 + SECOND }),
+          await store.executionRelease({
+            items: [{ executionId: first.executionId, tenantId: "t1", attempt: 1, readyAt: T0 + MINUTE }],
+            now: T0 + SECOND,
+          }),
           ["ok"],
         );
         assert.deepEqual(await lease(store, T0 + 2 * SECOND), [], "leasable before readyAt");
@@ -2293,7 +2713,10 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         });
         assert.equal(outcome?.status === "ok" && outcome.state, "READY");
         assert.deepEqual(
-          await store.executionRelease({ items: [{ executionId: first.executionId, tenantId: "t1", attempt: 1, readyAt: T0 }], now: T0 + 2 * MINUTE }),
+          await store.executionRelease({
+            items: [{ executionId: first.executionId, tenantId: "t1", attempt: 1, readyAt: T0 }],
+            now: T0 + 2 * MINUTE,
+          }),
           ["lost"],
         );
       });
@@ -2302,8 +2725,19 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const { nj } = await readyExecution(store, epochs);
         const leased = await leaseOne(store, T0);
         const job = await getJob(store, nj);
-        await store.jobTransition({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: job.version, state: "CANCELLED", due: null, cancelExecutions: true, now: T0 + SECOND });
-        assert.deepEqual(await store.executionRelease({ items: [{ executionId: leased.executionId, tenantId: "t1", attempt: 1, readyAt: T0 }], now: T0 + SECOND }), ["ok"]);
+        await store.jobTransition({
+          tenantId: "t1",
+          jobId: nj.job.jobId,
+          fromVersion: job.version,
+          state: "CANCELLED",
+          due: null,
+          cancelExecutions: true,
+          now: T0 + SECOND,
+        });
+        assert.deepEqual(
+          await store.executionRelease({ items: [{ executionId: leased.executionId, tenantId: "t1", attempt: 1, readyAt: T0 }], now: T0 + SECOND }),
+          ["ok"],
+        );
         assert.deepEqual(await lease(store, T0 + HOUR), []);
       });
     });
@@ -2313,7 +2747,10 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const a = await acquireAll(store, "node-a", T0, HOUR);
         await store.shardRelease({ owner: "node-a" });
         const b = await store.shardAcquire({ owner: "node-b", shards: [0, 1], leaseMs: HOUR, now: T0 + SECOND });
-        assert.deepEqual(b.map((l) => l.owner), ["node-b", "node-b"]);
+        assert.deepEqual(
+          b.map((l) => l.owner),
+          ["node-b", "node-b"],
+        );
         assert.ok(b.every((l) => l.epoch > a.get(l.shard)!));
       });
       storeTest("releasing listed shards hands over only those, and only the owner's", async (store) => {
@@ -2321,7 +2758,11 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         await store.shardRelease({ owner: "node-a", shards: [1, 2] });
         await store.shardRelease({ owner: "node-b", shards: [3] });
         const b = await store.shardAcquire({ owner: "node-b", shards: [0, 1, 2, 3], leaseMs: HOUR, now: T0 + SECOND });
-        assert.deepEqual(b.map((l) => l.shard), [1, 2], "the listed shards are free at once; shard 3 stays node-a's");
+        assert.deepEqual(
+          b.map((l) => l.shard),
+          [1, 2],
+          "the listed shards are free at once; shard 3 stays node-a's",
+        );
         const owners = new Map((await store.shardList()).map((l) => [l.shard, l.owner]));
         assert.equal(owners.get(0), "node-a");
         assert.equal(owners.get(3), "node-a");
@@ -2338,9 +2779,14 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         ]);
         await store.nodeHeartbeat({ nodeId: "node-a", address: "10.0.0.1:8080", now: T0 + 5 * SECOND, ttlMs: 10 * SECOND });
         const later = await store.nodeList({ now: T0 + 10 * SECOND + 1 });
-        assert.deepEqual(later.map((n) => [n.nodeId, n.address, n.lastHeartbeatAt]), [["node-a", "10.0.0.1:8080", T0 + 5 * SECOND]]);
+        assert.deepEqual(
+          later.map((n) => [n.nodeId, n.address, n.lastHeartbeatAt]),
+          [["node-a", "10.0.0.1:8080", T0 + 5 * SECOND]],
+        );
         await store.nodeLeave({ nodeId: "node-a" });
-        assert.deepEqual(await store.nodeList({ now: T0 }), [{ nodeId: "node-b", address: "10.0.0.2:8080", lastHeartbeatAt: T0, expiresAt: T0 + 10 * SECOND }]);
+        assert.deepEqual(await store.nodeList({ now: T0 }), [
+          { nodeId: "node-b", address: "10.0.0.2:8080", lastHeartbeatAt: T0, expiresAt: T0 + 10 * SECOND },
+        ]);
       });
     });
 
@@ -2358,7 +2804,15 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         await store.executionCompleteMany({ items: [{ executionId: done.executionId, tenantId: "t1", attempt: 1 }], now: T0 });
         const cancelled = await readyExecution(store, epochs);
         const cj = await getJob(store, cancelled.nj);
-        await store.jobTransition({ tenantId: "t1", jobId: cj.jobId, fromVersion: cj.version, state: "CANCELLED", due: null, cancelExecutions: true, now: T0 });
+        await store.jobTransition({
+          tenantId: "t1",
+          jobId: cj.jobId,
+          fromVersion: cj.version,
+          state: "CANCELLED",
+          due: null,
+          cancelExecutions: true,
+          now: T0,
+        });
         await readyExecution(store, epochs); // queued
         // t2/p1: one queued. t1/p2: two queued.
         await readyExecution(store, epochs, { tenantId: "t2" });
@@ -2384,7 +2838,10 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const p1 = nonZero(await store.poolCounts({ pool: "p1", now: T0 + SECOND }));
         assert.deepEqual(p1.map((r) => `${r.tenantId}/${r.pool}`).sort(), ["t1/p1", "t2/p1"]);
         const both = await store.poolCounts({ tenantId: "t2", pool: "p1", now: T0 + SECOND });
-        assert.deepEqual(nonZero(both).map((r) => `${r.tenantId}/${r.pool}`), ["t2/p1"]);
+        assert.deepEqual(
+          nonZero(both).map((r) => `${r.tenantId}/${r.pool}`),
+          ["t2/p1"],
+        );
         assert.deepEqual(countsOf(both, "t2", "p1"), { pending: 0, queued: 1, running: 0 });
         assert.deepEqual(nonZero(await store.poolCounts({ pool: "nope", now: T0 })), []);
       });
@@ -2417,7 +2874,15 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
 
       storeTest("create answers the active key; find looks it up by digest", async (store) => {
         const key = await createKey(store, { id: "ak_a", tenantId: "t1", role: "admin", digest: hex(1), name: "ops laptop", now: T0 });
-        const expected: ApiKeyRecord = { id: "ak_a", tenantId: "t1", role: "admin", digest: hex(1), name: "ops laptop", createdAt: T0, revokedAt: null };
+        const expected: ApiKeyRecord = {
+          id: "ak_a",
+          tenantId: "t1",
+          role: "admin",
+          digest: hex(1),
+          name: "ops laptop",
+          createdAt: T0,
+          revokedAt: null,
+        };
         assert.deepEqual(key, expected);
         assert.deepEqual(await store.apiKeyFind({ digest: hex(1) }), expected);
         assert.equal(await store.apiKeyFind({ digest: hex(2) }), null);
@@ -2483,9 +2948,15 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         await createKey(store, { id: "ak_d", tenantId: "t1", now: T0 + 2 });
         await store.apiKeyRevoke({ id: "ak_c", now: T0 + 3 });
         const all = await store.apiKeyList({ limit: 10 });
-        assert.deepEqual(all.map((k) => k.id), ["ak_d", "ak_c", "ak_b", "ak_a"]);
+        assert.deepEqual(
+          all.map((k) => k.id),
+          ["ak_d", "ak_c", "ak_b", "ak_a"],
+        );
         assert.equal(all[1]?.revokedAt, T0 + 3);
-        assert.deepEqual((await store.apiKeyList({ tenantId: "t1", limit: 10 })).map((k) => k.id), ["ak_d", "ak_c", "ak_a"]);
+        assert.deepEqual(
+          (await store.apiKeyList({ tenantId: "t1", limit: 10 })).map((k) => k.id),
+          ["ak_d", "ak_c", "ak_a"],
+        );
         assert.deepEqual(await store.apiKeyList({ tenantId: "t3", limit: 10 }), []);
         // pages of two, by (createdAt, id): ties on createdAt are ordered by id
         const seen: string[] = [];
@@ -2587,7 +3058,10 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         assert.equal((await store.executionLease({ pool: "p1", workerId: "w2", max: 1, leaseMs: LEASE_MS }))[0]?.executionId, fresh.executionId);
         assert.deepEqual(await store.executionHeartbeat({ tenantId: "t1", executionId: stale.executionId, attempt: 1 }), { status: "lost" });
         const reaped = await store.executionReap({ limit: 10 });
-        assert.deepEqual(reaped.map((x) => x.executionId), [stale.executionId]);
+        assert.deepEqual(
+          reaped.map((x) => x.executionId),
+          [stale.executionId],
+        );
       });
 
       storeTest("a shard lease that ended long ago is taken over; a fresh one holds against another owner", async (store) => {
@@ -2603,24 +3077,38 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
     });
 
     describe("fencing", () => {
-      storeTest("dispatch is fenced by owner: another node with the owner's epochs, or the owner after releasing, dispatches nothing", async (store) => {
-        const epochs = await acquireAll(store, "node-a");
-        const nj = cronJob();
-        await createOne(store, nj);
-        const items = [{ entry: entryOf(nj), next: null }];
-        assert.deepEqual((await store.dispatchMany({ nodeId: "node-b", epochs, now: T0, items })).fenced, [nj.job.jobId]);
-        await store.shardRelease({ owner: "node-a" });
-        assert.deepEqual((await store.dispatchMany({ nodeId: "node-a", epochs, now: T0, items })).fenced, [nj.job.jobId]);
-        assert.deepEqual(await history(store, "t1", nj.job.jobId), []);
-      });
+      storeTest(
+        "dispatch is fenced by owner: another node with the owner's epochs, or the owner after releasing, dispatches nothing",
+        async (store) => {
+          const epochs = await acquireAll(store, "node-a");
+          const nj = cronJob();
+          await createOne(store, nj);
+          const items = [{ entry: entryOf(nj), next: null }];
+          assert.deepEqual((await store.dispatchMany({ nodeId: "node-b", epochs, now: T0, items })).fenced, [nj.job.jobId]);
+          await store.shardRelease({ owner: "node-a" });
+          assert.deepEqual((await store.dispatchMany({ nodeId: "node-a", epochs, now: T0, items })).fenced, [nj.job.jobId]);
+          assert.deepEqual(await history(store, "t1", nj.job.jobId), []);
+        },
+      );
 
       storeTest("complete is fenced by attempt: a stale attempt answers lost after a later attempt succeeded", async (store) => {
         const epochs = await acquireAll(store, "n1");
         const r = await runningExecution(store, epochs);
         await store.executionReap({ now: T0 + LEASE_MS + 1, limit: 10 });
         const second = await leaseOne(store, T0 + LEASE_MS + 2);
-        assertOk((await store.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: second.attempt }], now: T0 + LEASE_MS + 3 }))[0], "SUCCEEDED");
-        const [late] = await store.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 1 }], now: T0 + LEASE_MS + 4 });
+        assertOk(
+          (
+            await store.executionCompleteMany({
+              items: [{ executionId: r.executionId, tenantId: "t1", attempt: second.attempt }],
+              now: T0 + LEASE_MS + 3,
+            })
+          )[0],
+          "SUCCEEDED",
+        );
+        const [late] = await store.executionCompleteMany({
+          items: [{ executionId: r.executionId, tenantId: "t1", attempt: 1 }],
+          now: T0 + LEASE_MS + 4,
+        });
         assert.deepEqual(late, { status: "lost" });
       });
 
@@ -2647,13 +3135,19 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
       /** A job in its own pool (so leases never mix), leased at T0 and completed at `at`. */
       async function succeededAt(store: Store, epochs: ReadonlyMap<number, number>, at: number): Promise<Ready> {
         const r = await runningExecution(store, epochs, { target: { type: "queue", pool: `p-${newId(at)}` } });
-        assertOk((await store.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 1 }], now: at }))[0], "SUCCEEDED");
+        assertOk(
+          (await store.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 1 }], now: at }))[0],
+          "SUCCEEDED",
+        );
         return r;
       }
 
       async function deadAt(store: Store, epochs: ReadonlyMap<number, number>, at: number): Promise<Ready> {
         const r = await runningExecution(store, epochs, { target: { type: "queue", pool: `p-${newId(at)}` }, payload: { order: 7 } });
-        const [outcome] = await store.executionFailMany({ items: [fail({ executionId: r.executionId, tenantId: "t1", attempt: 1, error: FATAL })], now: at });
+        const [outcome] = await store.executionFailMany({
+          items: [fail({ executionId: r.executionId, tenantId: "t1", attempt: 1, error: FATAL })],
+          now: at,
+        });
         assertOk(outcome, "DEAD");
         return r;
       }
@@ -2661,7 +3155,10 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
       const executionIds = async (store: Store, r: Ready): Promise<string[]> => (await history(store, "t1", r.job.jobId)).map((h) => h.executionId);
 
       /** What the engine does with an archive: reads the due rows, then removes exactly those. */
-      async function expireAndPurge(store: Store, p: { kind: RetentionKind; before: number; limit: number }): Promise<{ rows: PurgedRow[]; deleted: number }> {
+      async function expireAndPurge(
+        store: Store,
+        p: { kind: RetentionKind; before: number; limit: number },
+      ): Promise<{ rows: PurgedRow[]; deleted: number }> {
         const rows = await store.retentionExpired(p);
         return { rows, deleted: (await store.retentionPurge({ ...p, only: rows })).deleted };
       }
@@ -2679,8 +3176,17 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         assert.deepEqual(await executionIds(store, oldDead), [], "the attempts went with the execution");
         assert.deepEqual(await store.deadLetterList({ tenantId: "t1", limit: 10 }), [], "a dead letter follows the history retention");
         // The same occurrence made again (a backfill) starts afresh: no attempt of the removed one is left behind.
-        await store.executionCreateMany({ tenantId: "t1", jobId: oldDead.job.jobId, nodeId: "n1", now: T0 + MINUTE, items: [{ scheduledFor: oldDead.scheduledFor, readyAt: T0 + MINUTE }] });
-        assert.deepEqual((await history(store, "t1", oldDead.job.jobId)).map((h) => [h.executionId, h.attempt]), [[oldDead.executionId, 0]]);
+        await store.executionCreateMany({
+          tenantId: "t1",
+          jobId: oldDead.job.jobId,
+          nodeId: "n1",
+          now: T0 + MINUTE,
+          items: [{ scheduledFor: oldDead.scheduledFor, readyAt: T0 + MINUTE }],
+        });
+        assert.deepEqual(
+          (await history(store, "t1", oldDead.job.jobId)).map((h) => [h.executionId, h.attempt]),
+          [[oldDead.executionId, 0]],
+        );
         assert.deepEqual(await executionIds(store, recent), [recent.executionId]);
 
         assert.deepEqual(await store.retentionPurge({ kind: "executions", before: T0 + 1000 * HOUR, limit: 100 }), { deleted: 1 });
@@ -2696,7 +3202,11 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const before = T0 + MINUTE;
         assert.deepEqual(await store.retentionPurge({ kind: "executions", before, limit: 2 }), { deleted: 2 });
         const left = async () => (await Promise.all(done.map((r) => executionIds(store, r)))).flat();
-        assert.deepEqual(await left(), done.slice(0, 3).map((r) => r.executionId), "the two that finished first went");
+        assert.deepEqual(
+          await left(),
+          done.slice(0, 3).map((r) => r.executionId),
+          "the two that finished first went",
+        );
         assert.deepEqual(await store.retentionPurge({ kind: "executions", before, limit: 2 }), { deleted: 2 });
         assert.deepEqual(await store.retentionPurge({ kind: "executions", before, limit: 2 }), { deleted: 1 });
         assert.deepEqual(await store.retentionPurge({ kind: "executions", before, limit: 2 }), { deleted: 0 });
@@ -2709,14 +3219,24 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const recent = await succeededAt(store, epochs, T0 + 20 * SECOND);
         const p = { kind: "executions", before: T0 + 10 * SECOND, limit: 10 } as const;
         const rows = await store.retentionExpired(p);
-        assert.deepEqual(rows.map((x) => x.id), [older.executionId, r.executionId]);
-        assert.deepEqual((await store.retentionExpired({ ...p, limit: 1 })).map((x) => x.id), [older.executionId], "bounded by limit, oldest first");
+        assert.deepEqual(
+          rows.map((x) => x.id),
+          [older.executionId, r.executionId],
+        );
+        assert.deepEqual(
+          (await store.retentionExpired({ ...p, limit: 1 })).map((x) => x.id),
+          [older.executionId],
+          "bounded by limit, oldest first",
+        );
         const row = rows[1]!;
         assert.deepEqual([row.kind, row.id, row.tenantId, row.jobId, row.at], ["executions", r.executionId, "t1", r.job.jobId, T0 + 2 * SECOND]);
         assert.equal(row.row.state, "DEAD");
         assert.deepEqual(row.row.payload, { order: 7 }, "JSON columns are parsed");
         const attempts = row.row.attempts as Record<string, unknown>[];
-        assert.deepEqual(attempts.map((a) => [a.attempt, a.state]), [[1, "DEAD"]]);
+        assert.deepEqual(
+          attempts.map((a) => [a.attempt, a.state]),
+          [[1, "DEAD"]],
+        );
         assert.deepEqual(attempts[0]!.error, FATAL);
         for (const x of [r, older, recent]) assert.deepEqual(await executionIds(store, x), [x.executionId], "nothing removed");
         assert.equal((await store.deadLetterList({ tenantId: "t1", limit: 10 })).length, 1);
@@ -2724,7 +3244,11 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
 
       storeTest("retentionPurge with `only` removes exactly the listed rows (at most `limit`), with their attempts", async (store) => {
         const epochs = await acquireAll(store, "n1");
-        const due = [await succeededAt(store, epochs, T0 + SECOND), await deadAt(store, epochs, T0 + 2 * SECOND), await succeededAt(store, epochs, T0 + 3 * SECOND)];
+        const due = [
+          await succeededAt(store, epochs, T0 + SECOND),
+          await deadAt(store, epochs, T0 + 2 * SECOND),
+          await succeededAt(store, epochs, T0 + 3 * SECOND),
+        ];
         const p = { kind: "executions", before: T0 + MINUTE, limit: 10 } as const;
         const [first, second, third] = await store.retentionExpired(p);
         assert.deepEqual(await store.retentionPurge({ ...p, only: [second!] }), { deleted: 1 });
@@ -2736,38 +3260,55 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
       });
 
       // The compare-and-set: what is due is checked again by the delete itself.
-      storeTest("retentionPurge with `only` keeps a row that is no longer due: a replayed dead letter, a job brought back or given an execution, a later `before`", async (store) => {
-        const epochs = await acquireAll(store, "n1");
-        const r = await deadAt(store, epochs, T0 + SECOND);
-        const [deadRow] = await store.retentionExpired({ kind: "executions", before: T0 + MINUTE, limit: 10 });
-        const replay = { tenantId: "t1", at: T0 + 2 * SECOND, actor: "admin", action: "dead_letter.replay", subject: r.executionId };
-        const replayed = await store.deadLetterReplay({ tenantId: "t1", executionId: r.executionId, now: T0 + 2 * SECOND, audit: replay });
-        assert.ok(replayed);
-        assert.deepEqual(await store.retentionPurge({ kind: "executions", before: T0 + MINUTE, limit: 10, only: [deadRow!] }), { deleted: 0 });
-        assert.deepEqual((await history(store, "t1", r.job.jobId)).map((h) => [h.attempt, h.state]), [[1, "DEAD"]], "its attempt stays");
-        assert.equal((await lease(store, T0 + 3 * SECOND, { pool: replayed.pool })).length, 1, "and the replayed execution is leased");
+      storeTest(
+        "retentionPurge with `only` keeps a row that is no longer due: a replayed dead letter, a job brought back or given an execution, a later `before`",
+        async (store) => {
+          const epochs = await acquireAll(store, "n1");
+          const r = await deadAt(store, epochs, T0 + SECOND);
+          const [deadRow] = await store.retentionExpired({ kind: "executions", before: T0 + MINUTE, limit: 10 });
+          const replay = { tenantId: "t1", at: T0 + 2 * SECOND, actor: "admin", action: "dead_letter.replay", subject: r.executionId };
+          const replayed = await store.deadLetterReplay({ tenantId: "t1", executionId: r.executionId, now: T0 + 2 * SECOND, audit: replay });
+          assert.ok(replayed);
+          assert.deepEqual(await store.retentionPurge({ kind: "executions", before: T0 + MINUTE, limit: 10, only: [deadRow!] }), { deleted: 0 });
+          assert.deepEqual(
+            (await history(store, "t1", r.job.jobId)).map((h) => [h.attempt, h.state]),
+            [[1, "DEAD"]],
+            "its attempt stays",
+          );
+          assert.equal((await lease(store, T0 + 3 * SECOND, { pool: replayed.pool })).length, 1, "and the replayed execution is leased");
 
-        const jobs = [cronJob({ at: T0 + 1000 * HOUR }), cronJob({ at: T0 + 1000 * HOUR }), cronJob({ at: T0 + 1000 * HOUR })];
-        for (const nj of jobs) {
-          await createOne(store, nj);
-          assert.ok(await store.jobTransition({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: 1, state: "CANCELLED", due: null, now: T0 }));
-        }
-        const p = { kind: "jobs", before: T0 + MINUTE, limit: 10 } as const;
-        const rows = await store.retentionExpired(p);
-        assert.equal(rows.length, 3);
-        const [revived, withExecution, later] = jobs.map((nj) => nj.job.jobId);
-        assert.ok(await store.jobTransition({ tenantId: "t1", jobId: revived!, fromVersion: 2, state: "SCHEDULED", due: null, now: T0 }));
-        await store.executionCreateMany({ tenantId: "t1", jobId: withExecution!, nodeId: "n1", now: T0, items: [{ scheduledFor: T0, readyAt: T0 }] });
-        assert.deepEqual(await store.retentionPurge({ ...p, only: rows }), { deleted: 1 });
-        assert.equal(await store.jobGet({ tenantId: "t1", jobId: later! }), null);
-        assert.equal((await store.jobGet({ tenantId: "t1", jobId: revived! }))?.state, "SCHEDULED");
-        assert.equal((await store.jobGet({ tenantId: "t1", jobId: withExecution! }))?.state, "CANCELLED");
+          const jobs = [cronJob({ at: T0 + 1000 * HOUR }), cronJob({ at: T0 + 1000 * HOUR }), cronJob({ at: T0 + 1000 * HOUR })];
+          for (const nj of jobs) {
+            await createOne(store, nj);
+            assert.ok(await store.jobTransition({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: 1, state: "CANCELLED", due: null, now: T0 }));
+          }
+          const p = { kind: "jobs", before: T0 + MINUTE, limit: 10 } as const;
+          const rows = await store.retentionExpired(p);
+          assert.equal(rows.length, 3);
+          const [revived, withExecution, later] = jobs.map((nj) => nj.job.jobId);
+          assert.ok(await store.jobTransition({ tenantId: "t1", jobId: revived!, fromVersion: 2, state: "SCHEDULED", due: null, now: T0 }));
+          await store.executionCreateMany({
+            tenantId: "t1",
+            jobId: withExecution!,
+            nodeId: "n1",
+            now: T0,
+            items: [{ scheduledFor: T0, readyAt: T0 }],
+          });
+          assert.deepEqual(await store.retentionPurge({ ...p, only: rows }), { deleted: 1 });
+          assert.equal(await store.jobGet({ tenantId: "t1", jobId: later! }), null);
+          assert.equal((await store.jobGet({ tenantId: "t1", jobId: revived! }))?.state, "SCHEDULED");
+          assert.equal((await store.jobGet({ tenantId: "t1", jobId: withExecution! }))?.state, "CANCELLED");
 
-        const [entry] = await store.retentionExpired({ kind: "audit", before: T0 + HOUR, limit: 1 });
-        assert.ok(entry);
-        assert.deepEqual(await store.retentionPurge({ kind: "audit", before: entry.at, limit: 1, only: [entry] }), { deleted: 0 }, "not before `before`: kept");
-        assert.deepEqual(await store.retentionPurge({ kind: "audit", before: T0 + HOUR, limit: 1, only: [entry] }), { deleted: 1 });
-      });
+          const [entry] = await store.retentionExpired({ kind: "audit", before: T0 + HOUR, limit: 1 });
+          assert.ok(entry);
+          assert.deepEqual(
+            await store.retentionPurge({ kind: "audit", before: entry.at, limit: 1, only: [entry] }),
+            { deleted: 0 },
+            "not before `before`: kept",
+          );
+          assert.deepEqual(await store.retentionPurge({ kind: "audit", before: T0 + HOUR, limit: 1, only: [entry] }), { deleted: 1 });
+        },
+      );
 
       storeTest("jobs: removes ended jobs last changed before `before` once no execution is left; never a live one", async (store) => {
         const epochs = await acquireAll(store, "n1");
@@ -2786,7 +3327,10 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const { rows, deleted } = await purge();
         assert.equal(deleted, 1);
         assert.equal(await store.jobGet({ tenantId: "t1", jobId: cancelled.job.jobId }), null);
-        assert.deepEqual(rows.map((a) => [a.kind, a.id, a.jobId, a.at]), [["jobs", cancelled.job.jobId, cancelled.job.jobId, T0]]);
+        assert.deepEqual(
+          rows.map((a) => [a.kind, a.id, a.jobId, a.at]),
+          [["jobs", cancelled.job.jobId, cancelled.job.jobId, T0]],
+        );
         assert.equal((await getJob(store, completed.nj)).state, "COMPLETED", "kept while its execution is");
 
         await store.retentionPurge({ kind: "executions", before: T0 + MINUTE, limit: 10 });
@@ -2804,7 +3348,10 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         await createOne(store, newJob(key("k-new", "h1")), T0 + HOUR);
         const { rows, deleted } = await expireAndPurge(store, { kind: "idempotency", before: T0 + MINUTE, limit: 10 });
         assert.equal(deleted, 1);
-        assert.deepEqual(rows.map((a) => [a.kind, a.id, a.tenantId, a.jobId, a.at]), [["idempotency", "k-old", "t1", first.job.jobId, T0]]);
+        assert.deepEqual(
+          rows.map((a) => [a.kind, a.id, a.tenantId, a.jobId, a.at]),
+          [["idempotency", "k-old", "t1", first.job.jobId, T0]],
+        );
         const [again] = await store.jobCreateMany({ nodeId: "n1", jobs: [newJob(key("k-old", "h2"))], now: T0 + 2 * HOUR });
         assert.equal(again?.status, "created", "a removed key no longer answers");
         const [kept] = await store.jobCreateMany({ nodeId: "n1", jobs: [newJob(key("k-new", "h2"))], now: T0 + 2 * HOUR });
@@ -2813,14 +3360,24 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
 
       storeTest("audit: removes entries recorded before `before`, oldest first", async (store) => {
         const entry = (at: number, subject: string) => ({ tenantId: "t1", at, actor: "admin", action: "key.create", subject, details: { n: 1 } });
-        for (const [id, at] of [["ak_2", T0 + SECOND], ["ak_1", T0], ["ak_3", T0 + HOUR]] as const) {
+        for (const [id, at] of [
+          ["ak_2", T0 + SECOND],
+          ["ak_1", T0],
+          ["ak_3", T0 + HOUR],
+        ] as const) {
           await store.apiKeyCreate({ id, tenantId: "t1", role: "worker", digest: id, now: at, audit: entry(at, id) });
         }
         const { rows, deleted } = await expireAndPurge(store, { kind: "audit", before: T0 + MINUTE, limit: 1 });
         assert.equal(deleted, 1);
-        assert.deepEqual(rows.map((a) => [a.kind, a.row.subject, a.jobId, a.at, a.row.details]), [["audit", "ak_1", null, T0, { n: 1 }]]);
+        assert.deepEqual(
+          rows.map((a) => [a.kind, a.row.subject, a.jobId, a.at, a.row.details]),
+          [["audit", "ak_1", null, T0, { n: 1 }]],
+        );
         assert.deepEqual(await store.retentionPurge({ kind: "audit", before: T0 + MINUTE, limit: 10 }), { deleted: 1 });
-        assert.deepEqual((await store.auditList({ tenantId: "t1", limit: 10 })).map((a) => a.subject), ["ak_3"]);
+        assert.deepEqual(
+          (await store.auditList({ tenantId: "t1", limit: 10 })).map((a) => a.subject),
+          ["ak_3"],
+        );
       });
     });
 
@@ -2846,14 +3403,14 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
             }
             return got;
           };
-          const [byA, byB] = await race(round, () => drain(a, "wa"), () => drain(b, "wb"));
+          const [byA, byB] = await race(
+            round,
+            () => drain(a, "wa"),
+            () => drain(b, "wb"),
+          );
           const grants = [...byA, ...byB].map((r) => `${r.executionId}#${r.attempt}`);
           assert.equal(new Set(grants).size, grants.length, `round ${round}: an attempt was granted twice: ${grants.join(" ")}`);
-          assert.deepEqual(
-            [...byA, ...byB].map((r) => r.executionId).sort(),
-            ready.sort(),
-            `round ${round}: every ready execution granted once`,
-          );
+          assert.deepEqual([...byA, ...byB].map((r) => r.executionId).sort(), ready.sort(), `round ${round}: every ready execution granted once`);
         }
       });
 
@@ -2918,7 +3475,10 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
             assert.equal(rows[0]!.dispatchedBy, "node-a");
           } else {
             assert.deepEqual(byA, { dispatched: [], stale: [], fenced: [nj.job.jobId] }, `round ${round}`);
-            assert.deepEqual(byB.dispatched.dispatched.map((d) => d.executionId), [rows[0]!.executionId]);
+            assert.deepEqual(
+              byB.dispatched.dispatched.map((d) => d.executionId),
+              [rows[0]!.executionId],
+            );
             assert.equal(rows[0]!.dispatchedBy, "node-b");
           }
           // After the takeover, node-a's old epoch dispatches nothing.
@@ -2928,27 +3488,31 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         }
       });
 
-      pairTest("pause against a lease: a one-off's pending execution is either held, never leased after, or leased and left running", async (a, b) => {
-        for (let round = 0; round < RACE_ROUNDS; round++) {
-          const pool = `race-${round}`;
-          const nj = newJob({ target: { type: "queue", pool } });
-          await a.jobCreateMany({ nodeId: "n1", jobs: [nj], now: CREATED });
-          const executionId = executionIdFor(nj.job.jobId, T0);
-          const [paused, leased] = await race(
-            round,
-            () => a.jobTransition({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: 1, state: "PAUSED", due: null, pending: { hold: T0 }, now: T0 }),
-            () => lease(b, T0, { pool }),
-          );
-          assert.equal(paused?.state, "PAUSED", `round ${round}: the pause applies either way`);
-          const state = attemptOf(await history(a, "t1", nj.job.jobId), executionId, leased.length).state;
-          if (leased.length === 1) {
-            assert.equal(state, "RUNNING", `round ${round}: leased first, it runs on`);
-          } else {
-            assert.equal(state, "PAUSED", `round ${round}: held first`);
-            assert.deepEqual(await lease(b, T0 + HOUR, { pool }), [], `round ${round}: a held execution is never leased`);
+      pairTest(
+        "pause against a lease: a one-off's pending execution is either held, never leased after, or leased and left running",
+        async (a, b) => {
+          for (let round = 0; round < RACE_ROUNDS; round++) {
+            const pool = `race-${round}`;
+            const nj = newJob({ target: { type: "queue", pool } });
+            await a.jobCreateMany({ nodeId: "n1", jobs: [nj], now: CREATED });
+            const executionId = executionIdFor(nj.job.jobId, T0);
+            const [paused, leased] = await race(
+              round,
+              () =>
+                a.jobTransition({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: 1, state: "PAUSED", due: null, pending: { hold: T0 }, now: T0 }),
+              () => lease(b, T0, { pool }),
+            );
+            assert.equal(paused?.state, "PAUSED", `round ${round}: the pause applies either way`);
+            const state = attemptOf(await history(a, "t1", nj.job.jobId), executionId, leased.length).state;
+            if (leased.length === 1) {
+              assert.equal(state, "RUNNING", `round ${round}: leased first, it runs on`);
+            } else {
+              assert.equal(state, "PAUSED", `round ${round}: held first`);
+              assert.deepEqual(await lease(b, T0 + HOUR, { pool }), [], `round ${round}: a held execution is never leased`);
+            }
           }
-        }
-      });
+        },
+      );
 
       pairTest("create with one idempotency key from two handles: one job, and both answers name it", async (a, b) => {
         for (let round = 0; round < RACE_ROUNDS; round++) {
@@ -2978,14 +3542,30 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
           const { version } = await getJob(a, r.job);
           const [cancelled, leased] = await race(
             round,
-            () => a.jobTransition({ tenantId: "t1", jobId: r.job.jobId, fromVersion: version, state: "CANCELLED", due: null, cancelExecutions: true, now: T0 }),
+            () =>
+              a.jobTransition({
+                tenantId: "t1",
+                jobId: r.job.jobId,
+                fromVersion: version,
+                state: "CANCELLED",
+                due: null,
+                cancelExecutions: true,
+                now: T0,
+              }),
             () => lease(b, T0, { pool }),
           );
           assert.equal(cancelled?.state, "CANCELLED", `round ${round}: a lease does not move the job's version`);
           if (leased.length > 0) {
-            assert.deepEqual(leased.map((l) => [l.executionId, l.attempt]), [[r.executionId, 1]]);
+            assert.deepEqual(
+              leased.map((l) => [l.executionId, l.attempt]),
+              [[r.executionId, 1]],
+            );
             const beat = await b.executionHeartbeat({ tenantId: "t1", executionId: r.executionId, attempt: 1, now: T0 + 1 });
-            assert.deepEqual(beat, { status: "ok", leaseUntil: T0 + 1 + LEASE_MS, cancelRequested: true }, `round ${round}: the running attempt is asked to stop`);
+            assert.deepEqual(
+              beat,
+              { status: "ok", leaseUntil: T0 + 1 + LEASE_MS, cancelRequested: true },
+              `round ${round}: the running attempt is asked to stop`,
+            );
             const [failed] = await b.executionFailMany({ items: [fail({ executionId: r.executionId, tenantId: "t1", attempt: 1 })], now: T0 + 2 });
             assert.equal(failed?.status === "ok" && failed.state, "CANCELLED", `round ${round}: a cancelled job's attempt is not retried`);
           } else {
@@ -3008,7 +3588,11 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         await Promise.all([onA.ready, onB.ready]);
         const sent: ClusterSignal[] = [dueSignal(1), { kind: "ready", tenantId: "t1", pool: "p1", at: T0 }, dueSignal(2)];
         await a.signalPublish({ from: "node-a", signals: sent });
-        for (const heard of [await onA.until(3), await onB.until(3)]) assert.deepEqual(heard, sent.map((signal) => ({ from: "node-a", signal })));
+        for (const heard of [await onA.until(3), await onB.until(3)])
+          assert.deepEqual(
+            heard,
+            sent.map((signal) => ({ from: "node-a", signal })),
+          );
         await Promise.all([onA.stop(), onB.stop()]);
       });
 
@@ -3017,7 +3601,10 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         await onB.ready;
         const sent = Array.from({ length: 300 }, (_, i) => dueSignal(i)); // about 100 KB of JSON
         await a.signalPublish({ from: "node-a", signals: sent });
-        assert.deepEqual(await onB.until(sent.length), sent.map((signal) => ({ from: "node-a", signal })));
+        assert.deepEqual(
+          await onB.until(sent.length),
+          sent.map((signal) => ({ from: "node-a", signal })),
+        );
         await onB.stop();
       });
 

@@ -192,10 +192,7 @@ export interface CompleteInput {
   result?: unknown;
 }
 
-export type JobCreateOutcome =
-  | { status: "created"; job: JobRecord }
-  | { status: "existing"; job: JobRecord }
-  | { status: "idempotency_mismatch" };
+export type JobCreateOutcome = { status: "created"; job: JobRecord } | { status: "existing"; job: JobRecord } | { status: "idempotency_mismatch" };
 
 export interface NewJob {
   job: Omit<JobRecord, "version" | "updatedAt" | "nextRunAt" | "nextDueAt">;
@@ -562,7 +559,12 @@ export interface Store {
    * written in the same transaction. The row's attempt is the number of
    * attempts made so far. Null when not dead.
    */
-  deadLetterReplay(params: { tenantId: string; executionId: string; now: number; audit: AuditEntry }): Promise<{ pool: string; row: AttemptRow } | null>;
+  deadLetterReplay(params: {
+    tenantId: string;
+    executionId: string;
+    now: number;
+    audit: AuditEntry;
+  }): Promise<{ pool: string; row: AttemptRow } | null>;
 
   // ---- shards, stats, audit --------------------------------------------------
   /** Takes these shards for owner when free or expired (or already owned), bumping the epoch on a change of owner. */

@@ -116,7 +116,8 @@ export async function createTestEnvironment(options: TestEnvironmentOptions = {}
       let stopped = false;
       void stopping.then(() => (stopped = true));
       for (let second = 0; !stopped; second++) {
-        if (second === CLOSE_LIMIT_S) throw new Error(`close(): a handler still runs after ${CLOSE_LIMIT_S} s of fake time; does it wait on real time?`);
+        if (second === CLOSE_LIMIT_S)
+          throw new Error(`close(): a handler still runs after ${CLOSE_LIMIT_S} s of fake time; does it wait on real time?`);
         await advanceTo(clock.now() + 1_000);
       }
       await stopping;

@@ -47,13 +47,20 @@ describe("duetime/testing", () => {
         retry: { maxAttempts: 5, backoffSeconds: 60, maxBackoffSeconds: 3600 },
       });
       await env.advance(10 * 60_000);
-      assert.deepEqual(attempts.map((a) => a.attempt), [1, 2, 3]);
+      assert.deepEqual(
+        attempts.map((a) => a.attempt),
+        [1, 2, 3],
+      );
       // Exponential backoff from 60 s, ±20% jitter: the second attempt comes 48–72 s after the first, the third 96–144 s after that.
       const gaps = attempts.slice(1).map((a, i) => (a.at - attempts[i]!.at) / 1000);
       assert.ok(gaps[0]! >= 48 && gaps[0]! <= 73, `first backoff ${gaps[0]} s`);
       assert.ok(gaps[1]! >= 96 && gaps[1]! <= 145, `second backoff ${gaps[1]} s`);
       const history = await env.client.listExecutions(job.jobId);
-      assert.deepEqual(history.items.map((e) => [e.attempt, e.state]).sort(), [[1, "FAILED"], [2, "FAILED"], [3, "SUCCEEDED"]]);
+      assert.deepEqual(history.items.map((e) => [e.attempt, e.state]).sort(), [
+        [1, "FAILED"],
+        [2, "FAILED"],
+        [3, "SUCCEEDED"],
+      ]);
     } finally {
       await env.close();
     }
@@ -71,8 +78,20 @@ describe("duetime/testing", () => {
       },
     });
     try {
-      const flaky = await env.client.createJob({ name: "flaky", target: queue("hooks"), payload: {}, schedule: { delaySeconds: 0 }, retry: { maxAttempts: 3, backoffSeconds: 1 } });
-      const fatal = await env.client.createJob({ name: "fatal", target: queue("hooks"), payload: { fatal: true }, schedule: { delaySeconds: 0 }, retry: { maxAttempts: 3 } });
+      const flaky = await env.client.createJob({
+        name: "flaky",
+        target: queue("hooks"),
+        payload: {},
+        schedule: { delaySeconds: 0 },
+        retry: { maxAttempts: 3, backoffSeconds: 1 },
+      });
+      const fatal = await env.client.createJob({
+        name: "fatal",
+        target: queue("hooks"),
+        payload: { fatal: true },
+        schedule: { delaySeconds: 0 },
+        retry: { maxAttempts: 3 },
+      });
       await env.advance(60_000);
       const dead = await env.client.listDeadLetters();
       const byJob = new Map(dead.items.map((d) => [d.jobId, d]));

@@ -36,27 +36,46 @@ await clusterTest("nodes 30 s ahead and 30 s behind neither dispatch early, late
   const deliveries = new Deliveries();
   cluster.worker(normal, "skew", deliveries);
   cluster.worker(normal, "skew", deliveries);
-  const recurring = await createAll(normal.client, Array.from({ length: RECURRING }, (_, i) => everySecond("skew", i)));
+  const recurring = await createAll(
+    normal.client,
+    Array.from({ length: RECURRING }, (_, i) => everySecond("skew", i)),
+  );
   const createdAt = Date.now();
   // One-offs taken by the skewed nodes, due at one absolute time (their executions are created at submit).
   const runAt = second(createdAt) + 8_000;
-  const oneOff = (i: number): JobSpec => ({ name: `at-${i}`, target: { type: "queue", pool: "skew" }, schedule: { runAt: new Date(runAt).toISOString() } });
+  const oneOff = (i: number): JobSpec => ({
+    name: `at-${i}`,
+    target: { type: "queue", pool: "skew" },
+    schedule: { runAt: new Date(runAt).toISOString() },
+  });
   const oneOffs = [
-    ...(await createAll(cluster.node("ahead").client, Array.from({ length: ONE_OFFS }, (_, i) => oneOff(i)))),
-    ...(await createAll(cluster.node("behind").client, Array.from({ length: ONE_OFFS }, (_, i) => oneOff(ONE_OFFS + i)))),
+    ...(await createAll(
+      cluster.node("ahead").client,
+      Array.from({ length: ONE_OFFS }, (_, i) => oneOff(i)),
+    )),
+    ...(await createAll(
+      cluster.node("behind").client,
+      Array.from({ length: ONE_OFFS }, (_, i) => oneOff(ONE_OFFS + i)),
+    )),
   ];
 
   // Every finding is gathered before the test fails, so one run tells all that a skewed clock did.
   const findings: string[] = [];
   const owner = (jobId: string) => epochs.get(shardOf(jobId))!.split("#")[0]!;
-  const byOwner = (jobIds: string[]) => JSON.stringify(Object.fromEntries(["ahead", "behind", "normal"].map((n) => [n, jobIds.filter((j) => owner(j) === n).length])));
+  const byOwner = (jobIds: string[]) =>
+    JSON.stringify(Object.fromEntries(["ahead", "behind", "normal"].map((n) => [n, jobIds.filter((j) => owner(j) === n).length])));
 
   // Watch the shards for longer than a lease: the same owner at the same epoch throughout.
   const moved = new Set<string>();
-  await waitFor(async () => {
-    for (const s of (await normal.client.cluster()).shards) if (epochs.get(s.shard) !== `${s.owner}#${s.epoch}`) moved.add(`${s.shard}: ${epochs.get(s.shard)} -> ${s.owner}#${s.epoch}`);
-    return Date.now() > createdAt + WATCH_MS;
-  }, "the watch is over", WATCH_MS + 5_000);
+  await waitFor(
+    async () => {
+      for (const s of (await normal.client.cluster()).shards)
+        if (epochs.get(s.shard) !== `${s.owner}#${s.epoch}`) moved.add(`${s.shard}: ${epochs.get(s.shard)} -> ${s.owner}#${s.epoch}`);
+      return Date.now() > createdAt + WATCH_MS;
+    },
+    "the watch is over",
+    WATCH_MS + 5_000,
+  );
   if (moved.size > 0) findings.push(`${moved.size} shards changed hands while every node lived, e.g. ${[...moved].slice(0, 3).join("; ")}`);
 
   // Early: an execution that exists before its occurrence is due by the database's clock.
@@ -73,12 +92,20 @@ await clusterTest("nodes 30 s ahead and 30 s behind neither dispatch early, late
     }
   });
   if (stampedEarly.length > 0) {
-    const e = stampedEarly.slice(0, 2).map((i) => `${i.scheduledFor} dispatched at ${i.dispatchedAt} by ${i.dispatchedBy}, started ${i.startedAt}`).join("; ");
+    const e = stampedEarly
+      .slice(0, 2)
+      .map((i) => `${i.scheduledFor} dispatched at ${i.dispatchedAt} by ${i.dispatchedBy}, started ${i.startedAt}`)
+      .join("; ");
     findings.push(`${stampedEarly.length} executions dispatched or started before their time, e.g. ${e}`);
   }
   if (early.length > 0) {
-    const e = early.slice(0, 2).map((i) => `${i.scheduledFor} dispatched by ${i.dispatchedBy} "at" ${i.dispatchedAt}`).join("; ");
-    findings.push(`${early.length} executions existed before they were due by the database's clock (dispatched by ${byOwner(early.map((i) => i.jobId))}), e.g. ${e}`);
+    const e = early
+      .slice(0, 2)
+      .map((i) => `${i.scheduledFor} dispatched by ${i.dispatchedBy} "at" ${i.dispatchedAt}`)
+      .join("; ");
+    findings.push(
+      `${early.length} executions existed before they were due by the database's clock (dispatched by ${byOwner(early.map((i) => i.jobId))}), e.g. ${e}`,
+    );
   }
 
   // Handed out: every occurrence of the window once, not before its time, not late.
@@ -88,19 +115,23 @@ await clusterTest("nodes 30 s ahead and 30 s behind neither dispatch early, late
   const handed = new Set(window.map((d) => `${d.jobId}@${d.scheduledFor}`));
   const missing: string[] = [];
   for (const jobId of recurring) for (let at = from + 1000; at <= to; at += 1000) if (!handed.has(`${jobId}@${at}`)) missing.push(jobId);
-  if (missing.length > 0) findings.push(`${missing.length} occurrences due ${LATE_MS} ms ago or more never reached a worker (jobs on the shards of ${byOwner(missing)})`);
+  if (missing.length > 0)
+    findings.push(`${missing.length} occurrences due ${LATE_MS} ms ago or more never reached a worker (jobs on the shards of ${byOwner(missing)})`);
   const twice = deliveries.repeated((d) => `${d.jobId}@${d.scheduledFor}`);
   if (twice.length > 0) findings.push(`${twice.length} occurrences handed out twice, e.g. ${JSON.stringify(twice.slice(0, 3))}`);
   const tooEarly = deliveries.all.filter((d) => d.receivedAt < d.scheduledFor);
   if (tooEarly.length > 0) findings.push(`${tooEarly.length} handed to a worker before their time, e.g. ${JSON.stringify(tooEarly.slice(0, 2))}`);
   const late = window.filter((d) => d.receivedAt - d.scheduledFor > LATE_MS);
-  if (late.length > 0) findings.push(`${late.length} occurrences handed out more than ${LATE_MS} ms late (jobs on the shards of ${byOwner(late.map((d) => d.jobId))})`);
+  if (late.length > 0)
+    findings.push(`${late.length} occurrences handed out more than ${LATE_MS} ms late (jobs on the shards of ${byOwner(late.map((d) => d.jobId))})`);
 
   await waitFor(() => Date.now() > runAt + LATE_MS, "the one-offs' time is past", 2 * LATE_MS);
   const ran = deliveries.all.filter((d) => oneOffs.includes(d.jobId));
   const onTime = ran.filter((d) => d.receivedAt >= runAt && d.receivedAt - runAt <= LATE_MS);
   if (onTime.length !== oneOffs.length || ran.length !== oneOffs.length) {
-    findings.push(`of ${oneOffs.length} one-offs due at ${new Date(runAt).toISOString()}, submitted to ahead and behind, ${onTime.length} ran on time, ${ran.length} ran at all; ms after their time: ${JSON.stringify(ran.map((d) => d.receivedAt - runAt))}`);
+    findings.push(
+      `of ${oneOffs.length} one-offs due at ${new Date(runAt).toISOString()}, submitted to ahead and behind, ${onTime.length} ran on time, ${ran.length} ran at all; ms after their time: ${JSON.stringify(ran.map((d) => d.receivedAt - runAt))}`,
+    );
   }
 
   // Keep: the node whose clock runs ahead dies; its leases end 10 s after its last renewal by the database's clock.

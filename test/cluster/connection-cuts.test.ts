@@ -28,7 +28,10 @@ await clusterTest("connections cut again and again under load: the nodes reconne
   const deliveries = new Deliveries();
   // Short leases: an attempt granted in a transaction whose answer a cut lost runs again soon.
   for (const node of nodes) cluster.worker(node, "cuts", deliveries, { leaseSeconds: 5 });
-  const recurring = await createAll(cluster.client, Array.from({ length: RECURRING }, (_, i) => everySecond("cuts", i)));
+  const recurring = await createAll(
+    cluster.client,
+    Array.from({ length: RECURRING }, (_, i) => everySecond("cuts", i)),
+  );
   const startedAt = Date.now();
 
   // Submissions to every node, one at a time, all through the cuts: those answered 201 were accepted.
@@ -62,7 +65,11 @@ await clusterTest("connections cut again and again under load: the nodes reconne
   assert.ok(cut >= CUTS, `the nodes had connections to cut each time (${cut} cut)`);
 
   // Recovered: every node ready again, the shards shared as before.
-  await waitFor(async () => (await Promise.all(nodes.map((n) => n.client.ready().catch(() => false)))).every(Boolean), "every node ready again", 20_000);
+  await waitFor(
+    async () => (await Promise.all(nodes.map((n) => n.client.ready().catch(() => false)))).every(Boolean),
+    "every node ready again",
+    20_000,
+  );
   await cluster.waitForCounts({ n1: 86, n2: 85, n3: 85 }, 20_000);
 
   // Nothing accepted is lost: every accepted job ran, every occurrence from before the cuts to after them ran, none twice.
@@ -72,10 +79,21 @@ await clusterTest("connections cut again and again under load: the nodes reconne
   const to = second(cutsOverAt) + 2_000;
   await waitFor(() => Date.now() > to, "the window is over", 10_000);
   await mapLimit(recurring, 4, (jobId) => waitForLedger(cluster.client, jobId, from, to, ["SUCCEEDED", "RUNNING", "QUEUED"], 20_000));
-  const occurrences = () => new Set(deliveries.all.filter((d) => recurring.includes(d.jobId) && d.scheduledFor > from && d.scheduledFor <= to).map((d) => `${d.jobId}@${d.scheduledFor}`));
+  const occurrences = () =>
+    new Set(
+      deliveries.all
+        .filter((d) => recurring.includes(d.jobId) && d.scheduledFor > from && d.scheduledFor <= to)
+        .map((d) => `${d.jobId}@${d.scheduledFor}`),
+    );
   await waitFor(() => occurrences().size === RECURRING * ((to - from) / 1000), "every occurrence in the window handed to a worker", 20_000);
   // At least once: an attempt whose grant a cut lost runs again as the next attempt, never the same attempt twice.
-  assert.deepEqual(deliveries.repeated((d) => `${d.executionId}#${d.attempt}`), [], "no attempt handed out twice");
+  assert.deepEqual(
+    deliveries.repeated((d) => `${d.executionId}#${d.attempt}`),
+    [],
+    "no attempt handed out twice",
+  );
   const again = deliveries.repeated((d) => `${d.jobId}@${d.scheduledFor}`).length;
-  t.diagnostic(`${cut} connections cut in ${CUTS} rounds; ${accepted.length} jobs accepted and run, ${refused} refused; ${occurrences().size} occurrences checked, ${again} ran again after a lost grant or ack`);
+  t.diagnostic(
+    `${cut} connections cut in ${CUTS} rounds; ${accepted.length} jobs accepted and run, ${refused} refused; ${occurrences().size} occurrences checked, ${again} ran again after a lost grant or ack`,
+  );
 });

@@ -21,7 +21,10 @@ await clusterTest("a SIGKILLed node's shards are taken within 15 s and every occ
   await cluster.startAll(["n1", "n2", "n3"]);
   await cluster.waitForCounts({ n1: 86, n2: 85, n3: 85 }, 20_000);
   const lost = new Set((await cluster.holdings()).get("n3"));
-  const jobs = await createAll(cluster.client, Array.from({ length: JOBS }, (_, i) => everySecond("crash", i)));
+  const jobs = await createAll(
+    cluster.client,
+    Array.from({ length: JOBS }, (_, i) => everySecond("crash", i)),
+  );
   const createdAt = Date.now();
   const onN3 = jobs.filter((j) => lost.has(shardOf(j)));
   assert.ok(onN3.length > 0 && onN3.length < JOBS, "some jobs on n3's shards, some elsewhere");
@@ -46,9 +49,20 @@ await clusterTest("a SIGKILLed node's shards are taken within 15 s and every occ
   await mapLimit(jobs, 4, (jobId) => waitForLedger(cluster.client, jobId, from, to, ["SUCCEEDED"], 20_000));
 
   const inWindow = deliveries.all.filter((d) => d.scheduledFor > from && d.scheduledFor <= to);
-  assert.equal(new Set(inWindow.map((d) => `${d.jobId}@${d.scheduledFor}`)).size, JOBS * perJob, "every occurrence in the window was handed to a worker");
-  assert.deepEqual(deliveries.repeated((d) => `${d.jobId}@${d.scheduledFor}`), [], "no (job, scheduledFor) handed out twice");
-  assert.ok(inWindow.every((d) => d.attempt === 1), "every occurrence ran at its first attempt");
+  assert.equal(
+    new Set(inWindow.map((d) => `${d.jobId}@${d.scheduledFor}`)).size,
+    JOBS * perJob,
+    "every occurrence in the window was handed to a worker",
+  );
+  assert.deepEqual(
+    deliveries.repeated((d) => `${d.jobId}@${d.scheduledFor}`),
+    [],
+    "no (job, scheduledFor) handed out twice",
+  );
+  assert.ok(
+    inWindow.every((d) => d.attempt === 1),
+    "every occurrence ran at its first attempt",
+  );
 
   // The store says who dispatched what: n3 until it died, the others after, each occurrence once.
   const dispatchers = new Map<string, number>();
@@ -62,6 +76,11 @@ await clusterTest("a SIGKILLed node's shards are taken within 15 s and every occ
       if (Date.parse(item.dispatchedAt!) > killedAt) assert.notEqual(item.dispatchedBy, "n3", `${item.executionId} dispatched by the dead node`);
     }
   });
-  assert.ok((dispatchers.get("n3") ?? 0) > 0 && (dispatchers.get("n1") ?? 0) + (dispatchers.get("n2") ?? 0) > 0, `n3's jobs dispatched by n3, then by the others: ${JSON.stringify([...dispatchers])}`);
-  t.diagnostic(`takeover ${takeoverMs} ms after SIGKILL; ${inWindow.length} deliveries in a ${perJob} s window; n3's jobs dispatched by ${JSON.stringify(Object.fromEntries(dispatchers))}`);
+  assert.ok(
+    (dispatchers.get("n3") ?? 0) > 0 && (dispatchers.get("n1") ?? 0) + (dispatchers.get("n2") ?? 0) > 0,
+    `n3's jobs dispatched by n3, then by the others: ${JSON.stringify([...dispatchers])}`,
+  );
+  t.diagnostic(
+    `takeover ${takeoverMs} ms after SIGKILL; ${inWindow.length} deliveries in a ${perJob} s window; n3's jobs dispatched by ${JSON.stringify(Object.fromEntries(dispatchers))}`,
+  );
 });

@@ -14,7 +14,7 @@ import { spawnServer, waitFor } from "../helpers.js";
 import { test } from "node:test";
 
 /** A TCP proxy to PostgreSQL that can be cut (closed, every connection dropped) and opened again on its port. */
-class Proxy {
+class CuttableProxy {
   private server: Server | null = null;
   private readonly sockets = new Set<Socket>();
   port = 0;
@@ -46,8 +46,10 @@ class Proxy {
 }
 
 if (await postgresAvailable("the database outage test")) {
-  test("PostgreSQL unreachable: /readyz 503 and writes 503 STORE_UNAVAILABLE, the node stays up; back: ready again, and every accepted job runs", { timeout: 120_000 }, async () => {
-    const proxy = new Proxy();
+  test("PostgreSQL unreachable: /readyz 503 and writes 503 STORE_UNAVAILABLE, the node stays up; back: ready again, and every accepted job runs", {
+    timeout: 120_000,
+  }, async () => {
+    const proxy = new CuttableProxy();
     await proxy.open();
     const { schema } = freshPostgresSchema();
     const url = new URL(TEST_PG_URL);
@@ -71,10 +73,14 @@ if (await postgresAvailable("the database outage test")) {
       await waitFor(async () => (await ready()) === 200, "/readyz answers 200 again", 30_000);
       const after = await client.createJob({ name: "after", target: { type: "queue", pool: "outage" }, schedule: { delaySeconds: 0 } });
       const leased = new Set<string>();
-      await waitFor(async () => {
-        for (const item of (await client.lease("outage", { workerId: "w", max: 10 })).items) leased.add(item.jobId);
-        return leased.has(before.jobId) && leased.has(after.jobId);
-      }, "the jobs accepted before and after the outage both run", 30_000);
+      await waitFor(
+        async () => {
+          for (const item of (await client.lease("outage", { workerId: "w", max: 10 })).items) leased.add(item.jobId);
+          return leased.has(before.jobId) && leased.has(after.jobId);
+        },
+        "the jobs accepted before and after the outage both run",
+        30_000,
+      );
     } finally {
       await client.close();
       await node.stop("SIGKILL");

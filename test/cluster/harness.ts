@@ -185,7 +185,12 @@ export class Cluster {
   }
 
   /** A worker in this process, leasing through one node: every attempt it is handed goes into the recorder. */
-  worker(node: ClusterNode, pool: string, recorder: Deliveries, options: { concurrency?: number; workerId?: string; busyMs?: number; leaseSeconds?: number } = {}): Worker {
+  worker(
+    node: ClusterNode,
+    pool: string,
+    recorder: Deliveries,
+    options: { concurrency?: number; workerId?: string; busyMs?: number; leaseSeconds?: number } = {},
+  ): Worker {
     const workerId = options.workerId ?? `${node.id}-w${this.workers.length}`;
     const worker = new Worker({
       url: node.url,
@@ -258,7 +263,15 @@ export class Deliveries {
   readonly all: Delivery[] = [];
 
   record(job: LeasedExecution, workerId: string, via: string): void {
-    this.all.push({ executionId: job.executionId, jobId: job.jobId, attempt: job.attempt, scheduledFor: Date.parse(job.scheduledFor), receivedAt: Date.now(), workerId, via });
+    this.all.push({
+      executionId: job.executionId,
+      jobId: job.jobId,
+      attempt: job.attempt,
+      scheduledFor: Date.parse(job.scheduledFor),
+      receivedAt: Date.now(),
+      workerId,
+      via,
+    });
   }
 
   /** Keys handed out more than once, with how often. */
@@ -328,14 +341,25 @@ export async function ledger(client: DuetimeClient, jobId: string, from: number,
  * Waits until every occurrence of the job in (from, to] has an execution in
  * one of the states; on timeout the error lists those that have not.
  */
-export async function waitForLedger(client: DuetimeClient, jobId: string, from: number, to: number, states: string[], timeoutMs: number): Promise<OccurrenceItem[]> {
+export async function waitForLedger(
+  client: DuetimeClient,
+  jobId: string,
+  from: number,
+  to: number,
+  states: string[],
+  timeoutMs: number,
+): Promise<OccurrenceItem[]> {
   let behind: OccurrenceItem[] = [];
   try {
-    return await waitFor(async () => {
-      const items = await ledger(client, jobId, from, to);
-      behind = items.filter((o) => o.status !== "dispatched" || !states.includes(o.executionState ?? ""));
-      return behind.length === 0 ? items : null;
-    }, `every occurrence of ${jobId} in the window ${states.join("/")}`, timeoutMs);
+    return await waitFor(
+      async () => {
+        const items = await ledger(client, jobId, from, to);
+        behind = items.filter((o) => o.status !== "dispatched" || !states.includes(o.executionState ?? ""));
+        return behind.length === 0 ? items : null;
+      },
+      `every occurrence of ${jobId} in the window ${states.join("/")}`,
+      timeoutMs,
+    );
   } catch (err) {
     throw new Error(`${(err as Error).message}; not yet: ${JSON.stringify(behind.slice(0, 5))} (${behind.length} in all)`);
   }

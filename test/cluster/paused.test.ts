@@ -13,7 +13,18 @@ import assert from "node:assert/strict";
 import type { ExecutionItem } from "@duetime/sdk/contract";
 import { shardOf } from "../../src/core/ids.js";
 import { waitFor } from "../helpers.js";
-import { Cluster, type ClusterNode, createAll, dispatchingNow, everySecond, history, holdingsOf, mapLimit, second, waitForLedger } from "./harness.js";
+import {
+  Cluster,
+  type ClusterNode,
+  createAll,
+  dispatchingNow,
+  everySecond,
+  history,
+  holdingsOf,
+  mapLimit,
+  second,
+  waitForLedger,
+} from "./harness.js";
 import { clusterTest, type StoreKind } from "./stores.js";
 
 const JOBS = 90;
@@ -31,7 +42,10 @@ await clusterTest("a node paused past its lease dispatches nothing for the shard
   const [n1, n2, n3] = await cluster.startAll(["n1", "n2", "n3"]);
   await cluster.waitForCounts({ n1: 86, n2: 85, n3: 85 }, 20_000);
   const lost = new Set((await cluster.holdings()).get("n3"));
-  const jobs = await createAll(cluster.client, Array.from({ length: JOBS }, (_, i) => everySecond("paused", i)));
+  const jobs = await createAll(
+    cluster.client,
+    Array.from({ length: JOBS }, (_, i) => everySecond("paused", i)),
+  );
   const createdAt = Date.now();
   const onN3 = jobs.filter((j) => lost.has(shardOf(j)));
   assert.ok(onN3.length > 0, "some jobs on n3's shards");
@@ -108,7 +122,9 @@ await clusterTest("a node paused past its lease dispatches nothing for the shard
       else byN3AfterWake++;
     }
   });
-  const shown = trespass.slice(0, 5).map((i) => `${i.executionId} (shard ${shardOf(i.jobId)}, scheduled ${i.scheduledFor}, dispatched ${i.dispatchedAt})`);
+  const shown = trespass
+    .slice(0, 5)
+    .map((i) => `${i.executionId} (shard ${shardOf(i.jobId)}, scheduled ${i.scheduledFor}, dispatched ${i.dispatchedAt})`);
   assert.equal(trespass.length, 0, `n3 dispatched ${trespass.length} executions on shards another node held, e.g. ${shown.join("; ")}`);
   t.diagnostic(`${byN3AfterWake} executions of n3's old shards dispatched by n3 after it took them back`);
 });

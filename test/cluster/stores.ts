@@ -44,7 +44,11 @@ function postgresStore(): ClusterStore {
  * reachable PostgreSQL its variant fails with CI=true and skips, loudly,
  * elsewhere (test-support.ts's postgresAvailable).
  */
-export async function clusterTest(title: string, kinds: readonly StoreKind[], fn: (t: TestContext, store: ClusterStore) => Promise<void>): Promise<void> {
+export async function clusterTest(
+  title: string,
+  kinds: readonly StoreKind[],
+  fn: (t: TestContext, store: ClusterStore) => Promise<void>,
+): Promise<void> {
   for (const kind of kinds) {
     const name = `[${kind}] ${title}`;
     if (kind === "postgres") {

@@ -77,10 +77,12 @@ interface Slot<T> {
 
 function pathSlot(p: Param, refNames: readonly string[]): Slot<string | Ref> {
   const valid = fieldValue(p.name, p.schema).map((v) => pct(serialize(v)));
-  const calm = refNames.includes(p.name) ? fc.oneof({ weight: 3, arbitrary: fc.nat().map((index): Ref => ({ ref: p.name, index })) }, { weight: 1, arbitrary: valid }) : valid;
+  const calm = refNames.includes(p.name)
+    ? fc.oneof({ weight: 3, arbitrary: fc.nat().map((index): Ref => ({ ref: p.name, index })) }, { weight: 1, arbitrary: valid })
+    : valid;
   const hostile = fc.oneof(
     fc.constantFrom(...HOSTILE_STRINGS).map(pct),
-    fc.constantFrom("%zz", "%", "..", "%2F", "a%2Fb", "%00", "x".repeat(600), "job_" + "0".repeat(26)),
+    fc.constantFrom("%zz", "%", "..", "%2F", "a%2Fb", "%00", "x".repeat(600), `job_${"0".repeat(26)}`),
   );
   return { calm, hostile };
 }
@@ -97,7 +99,12 @@ function querySlot(p: Param): Slot<string> {
     { weight: 1, arbitrary: fc.constantFrom(...HOSTILE_STRINGS).map(pct) },
   );
   const anyValue = fc.oneof(valid, value);
-  const calm = p.required ? valid.map((v) => `${name}=${v}`) : fc.oneof(fc.constant(""), valid.map((v) => `${name}=${v}`));
+  const calm = p.required
+    ? valid.map((v) => `${name}=${v}`)
+    : fc.oneof(
+        fc.constant(""),
+        valid.map((v) => `${name}=${v}`),
+      );
   const hostile = fc.oneof(
     { weight: 6, arbitrary: value.map((v) => `${name}=${v}`) },
     { weight: p.required ? 1 : 0, arbitrary: fc.constant("") },
@@ -142,9 +149,19 @@ function bodyOf(route: Route): fc.Arbitrary<HttpCase["body"] | undefined> {
     { weight: 4, arbitrary: valid.map(json) },
     { weight: 6, arbitrary: fc.tuple(valid, fc.nat(), mutation()).map(([v, at, m]) => json(mutate(v, at, m))) },
     { weight: 1, arbitrary: hostileJson().map(json) },
-    { weight: 1, arbitrary: fc.constantFrom("", " ", "{", '{"a":1}x', "[1,]", "{'a':1}", "\u0000", "null", "NaN").map((text) => ({ text, encoding: "utf8" as const })) },
+    {
+      weight: 1,
+      arbitrary: fc
+        .constantFrom("", " ", "{", '{"a":1}x', "[1,]", "{'a':1}", "\u0000", "null", "NaN")
+        .map((text) => ({ text, encoding: "utf8" as const })),
+    },
     // Invalid UTF-8 inside a JSON string: overlong, lone continuation, surrogate half.
-    { weight: 1, arbitrary: fc.constantFrom('{"name":"\xc0\xaf"}', '{"name":"\x80"}', '{"name":"\xed\xa0\x80"}').map((text) => ({ text, encoding: "latin1" as const })) },
+    {
+      weight: 1,
+      arbitrary: fc
+        .constantFrom('{"name":"\xc0\xaf"}', '{"name":"\x80"}', '{"name":"\xed\xa0\x80"}')
+        .map((text) => ({ text, encoding: "latin1" as const })),
+    },
   );
 }
 
@@ -179,7 +196,10 @@ export function httpCase(routes: readonly Route[], refNames: readonly string[]):
       { weight: 2, arbitrary: fc.constantFrom(...CONTENT_TYPES) },
     );
     const method = fc.oneof({ weight: 20, arbitrary: fc.constant(route.method) }, { weight: 1, arbitrary: fc.constantFrom(...METHODS) });
-    const unknownQuery = fc.oneof({ weight: 9, arbitrary: fc.constant("") }, { weight: 1, arbitrary: fc.constantFrom("unknown=1", "__proto__[x]=1", "limit", "&&", "a=%zz") });
+    const unknownQuery = fc.oneof(
+      { weight: 9, arbitrary: fc.constant("") },
+      { weight: 1, arbitrary: fc.constantFrom("unknown=1", "__proto__[x]=1", "limit", "&&", "a=%zz") },
+    );
     return fc
       .record({
         method,

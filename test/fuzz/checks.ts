@@ -48,7 +48,11 @@ export function checkAnswer(a: Answer, deadlineMs: number): Violation | undefine
   }
   if (status >= 500) {
     const details = error?.details as { requestId?: unknown } | undefined;
-    return { kind: `${status} ${typeof code === "string" ? code : ""}`.trim(), detail: shown, ...(typeof details?.requestId === "string" ? { requestId: details.requestId } : {}) };
+    return {
+      kind: `${status} ${typeof code === "string" ? code : ""}`.trim(),
+      detail: shown,
+      ...(typeof details?.requestId === "string" ? { requestId: details.requestId } : {}),
+    };
   }
   if (a.method === "HEAD") return undefined; // a HEAD answer has no body to carry the envelope
   if (!error) return { kind: `${status} without the error envelope`, detail: shown === "" ? "(empty body)" : shown };

@@ -82,7 +82,9 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
   const fail = (group: string, violation: Violation, repro: string, path?: string) => {
     const failure: Failure = { group: `${group}: ${violation.kind}`, detail: violation.detail, repro, ...(path !== undefined ? { path } : {}) };
     if (!failures.some((f) => f.group === failure.group)) {
-      log(`FAIL ${failure.group}\n  ${failure.detail.slice(0, 300)}\n  ${repro.slice(0, 600)}${path !== undefined ? `\n  replay: --seed ${options.seed} --path ${path}` : ""}`);
+      log(
+        `FAIL ${failure.group}\n  ${failure.detail.slice(0, 300)}\n  ${repro.slice(0, 600)}${path !== undefined ? `\n  replay: --seed ${options.seed} --path ${path}` : ""}`,
+      );
     }
     failures.push(failure);
     if (violation.requestId) requestIds.set(failure, { pid: server.pid, requestId: violation.requestId });
@@ -169,16 +171,23 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
     await fc.check(fc.asyncProperty(arb, runCase), {
       seed: options.seed,
       examples: CORPUS.map((c) => [c]),
-      ...(options.path !== undefined ? { path: options.path, numRuns: 1 } : { numRuns: Number.MAX_SAFE_INTEGER, interruptAfterTimeLimit: remainingMs, markInterruptAsFailure: false }),
+      ...(options.path !== undefined
+        ? { path: options.path, numRuns: 1 }
+        : { numRuns: Number.MAX_SAFE_INTEGER, interruptAfterTimeLimit: remainingMs, markInterruptAsFailure: false }),
     });
     for (const h of held.splice(0)) release(h);
 
     const health = await probeHealth(server.url, deadlineMs);
-    const healthFailure = checkAnswer(health, deadlineMs) ?? (health.status === 200 ? undefined : { kind: `answered ${health.status}`, detail: health.body });
+    const healthFailure =
+      checkAnswer(health, deadlineMs) ?? (health.status === 200 ? undefined : { kind: `answered ${health.status}`, detail: health.body });
     if (healthFailure) fail("GET /healthz after the fuzz", healthFailure, 'curl -sS "$URL/healthz"');
     for (const crash of server.crashes) fail("server", { kind: "process exited by itself", detail: crash }, "(see the log lines in the detail)");
     for (const change of await changedKnownJobs(server.url, known)) {
-      fail("known jobs", { kind: "changed by the fuzz", detail: change }, `curl -sS "$URL/v1/jobs/${change.split(":")[0]}" -H 'authorization: Bearer ${KEYS.known}'`);
+      fail(
+        "known jobs",
+        { kind: "changed by the fuzz", detail: change },
+        `curl -sS "$URL/v1/jobs/${change.split(":")[0]}" -H 'authorization: Bearer ${KEYS.known}'`,
+      );
     }
     server.rssBytes();
   } finally {
@@ -212,7 +221,11 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
 }
 
 async function probeHealth(url: string, deadlineMs: number): Promise<Answer> {
-  return sendRaw(url, { kind: "raw", label: "healthz", bytes: "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", complete: true }, deadlineMs);
+  return sendRaw(
+    url,
+    { kind: "raw", label: "healthz", bytes: "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", complete: true },
+    deadlineMs,
+  );
 }
 
 export function formatReport(r: FuzzReport): string {

@@ -20,7 +20,9 @@ export function toJsonText(value: FuzzJson): string {
   if (value instanceof Entries) return `{${value.entries.map(([k, v]) => `${JSON.stringify(k)}:${toJsonText(v)}`).join(",")}}`;
   if (Array.isArray(value)) return `[${value.map(toJsonText).join(",")}]`;
   if (value !== null && typeof value === "object") {
-    return `{${Object.entries(value).map(([k, v]) => `${JSON.stringify(k)}:${toJsonText(v)}`).join(",")}}`;
+    return `{${Object.entries(value)
+      .map(([k, v]) => `${JSON.stringify(k)}:${toJsonText(v)}`)
+      .join(",")}}`;
   }
   // JSON.stringify writes NaN and Infinity as null; the fuzz means them as numbers.
   if (typeof value === "number" && !Number.isFinite(value)) return String(value);

@@ -39,9 +39,7 @@ export async function fetchRoutes(url: string, authorization: string): Promise<R
     for (const method of Object.keys(ops).sort()) {
       const op = ops[method]!;
       const params = (where: string): Param[] =>
-        (op.parameters ?? [])
-          .filter((p) => p.in === where)
-          .map((p) => ({ name: p.name, schema: p.schema ?? {}, required: p.required === true }));
+        (op.parameters ?? []).filter((p) => p.in === where).map((p) => ({ name: p.name, schema: p.schema ?? {}, required: p.required === true }));
       const body = op.requestBody?.content?.["application/json"]?.schema;
       routes.push({
         method: method.toUpperCase(),

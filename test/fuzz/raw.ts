@@ -53,10 +53,10 @@ const MALFORMED_LINES = [
 
 /** Builders by label: (path of a route that takes a body) → bytes and whether the request is whole. */
 const BUILDERS: Record<string, (path: string) => { bytes: string; complete: boolean }> = {
-  "no Host": () => ({ bytes: head("GET /healthz HTTP/1.1", []) + "\r\n", complete: true }),
+  "no Host": () => ({ bytes: `${head("GET /healthz HTTP/1.1", [])}\r\n`, complete: true }),
   "no Host, POST": (p) => ({ bytes: `POST ${p} HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\n${AUTH}\r\n{}`, complete: true }),
-  "two Hosts": () => ({ bytes: head("GET /healthz HTTP/1.1", ["Host: a", "Host: b"]) + "\r\n", complete: true }),
-  "garbage Expect": () => ({ bytes: head("GET /healthz HTTP/1.1", ["Host: 127.0.0.1", "Expect: garbage"]) + "\r\n", complete: true }),
+  "two Hosts": () => ({ bytes: `${head("GET /healthz HTTP/1.1", ["Host: a", "Host: b"])}\r\n`, complete: true }),
+  "garbage Expect": () => ({ bytes: `${head("GET /healthz HTTP/1.1", ["Host: 127.0.0.1", "Expect: garbage"])}\r\n`, complete: true }),
   "garbage Expect, POST": (p) => ({ bytes: post(p, ["Expect: 200-ok", `Content-Length: ${JOB.length}`], JOB), complete: true }),
   "Expect 100-continue": (p) => ({ bytes: post(p, ["Expect: 100-continue", `Content-Length: ${JOB.length}`], JOB), complete: true }),
   "Content-Length shorter than body": (p) => ({ bytes: post(p, ["Content-Length: 2"], JOB), complete: true }),
@@ -77,18 +77,36 @@ const BUILDERS: Record<string, (path: string) => { bytes: string; complete: bool
   "chunked, data longer than size": (p) => ({ bytes: post(p, ["Transfer-Encoding: chunked"], "2\r\nhello\r\n0\r\n\r\n"), complete: true }),
   "chunked, NUL in extension": (p) => ({ bytes: post(p, ["Transfer-Encoding: chunked"], "2;a=\x00\r\n{}\r\n0\r\n\r\n"), complete: true }),
   "Transfer-Encoding unknown": (p) => ({ bytes: post(p, ["Transfer-Encoding: xchunked", `Content-Length: ${JOB.length}`], JOB), complete: true }),
-  "Transfer-Encoding twice": (p) => ({ bytes: post(p, ["Transfer-Encoding: chunked", "Transfer-Encoding: identity"], `2\r\n{}\r\n0\r\n\r\n`), complete: true }),
-  "header flood (2000 headers)": () => ({ bytes: head("GET /healthz HTTP/1.1", ["Host: 127.0.0.1", ...Array.from({ length: 2000 }, (_, i) => `X-F${i}: v`)]) + "\r\n", complete: true }),
-  "one 64 KiB header": () => ({ bytes: head("GET /healthz HTTP/1.1", ["Host: 127.0.0.1", `X-Big: ${"b".repeat(65_536)}`]) + "\r\n", complete: true }),
-  "NUL in a header": () => ({ bytes: head("GET /v1/stats HTTP/1.1", ["Host: 127.0.0.1", `Authorization: Bearer ${KEYS.admin}\x00`]) + "\r\n", complete: true }),
-  "CR in a header": () => ({ bytes: head("GET /healthz HTTP/1.1", ["Host: 127.0.0.1", "X-A: a\rb"]) + "\r\n", complete: true }),
-  "obs-fold header": () => ({ bytes: head("GET /v1/stats HTTP/1.1", ["Host: 127.0.0.1", "Authorization: Bearer", ` ${KEYS.admin}`]) + "\r\n", complete: true }),
-  "header without colon": () => ({ bytes: head("GET /healthz HTTP/1.1", ["Host: 127.0.0.1", "Foo"]) + "\r\n", complete: true }),
-  "header name with space": () => ({ bytes: head("GET /healthz HTTP/1.1", ["Host: 127.0.0.1", "Foo Bar: x"]) + "\r\n", complete: true }),
-  "empty header name": () => ({ bytes: head("GET /healthz HTTP/1.1", ["Host: 127.0.0.1", ": x"]) + "\r\n", complete: true }),
-  "Idempotency-Key with DEL and 0xff": (p) => ({ bytes: post(p, ["Idempotency-Key: a\x7f\xff", `Content-Length: ${JOB.length}`], JOB), complete: true }),
-  "If-Match with tab and 0x80": () => ({ bytes: `PATCH /v1/jobs/job_x HTTP/1.1\r\nHost: 127.0.0.1\r\n${AUTH}If-Match: \t"1"\x80\r\nContent-Type: application/json\r\nContent-Length: 12\r\n\r\n{"name":"x"}`, complete: true }),
-  "pipelined pair": () => ({ bytes: head("GET /healthz HTTP/1.1") + "\r\n" + head("GET /healthz HTTP/1.1") + "\r\n", complete: true }),
+  "Transfer-Encoding twice": (p) => ({
+    bytes: post(p, ["Transfer-Encoding: chunked", "Transfer-Encoding: identity"], `2\r\n{}\r\n0\r\n\r\n`),
+    complete: true,
+  }),
+  "header flood (2000 headers)": () => ({
+    bytes: `${head("GET /healthz HTTP/1.1", ["Host: 127.0.0.1", ...Array.from({ length: 2000 }, (_, i) => `X-F${i}: v`)])}\r\n`,
+    complete: true,
+  }),
+  "one 64 KiB header": () => ({ bytes: `${head("GET /healthz HTTP/1.1", ["Host: 127.0.0.1", `X-Big: ${"b".repeat(65_536)}`])}\r\n`, complete: true }),
+  "NUL in a header": () => ({
+    bytes: `${head("GET /v1/stats HTTP/1.1", ["Host: 127.0.0.1", `Authorization: Bearer ${KEYS.admin}\x00`])}\r\n`,
+    complete: true,
+  }),
+  "CR in a header": () => ({ bytes: `${head("GET /healthz HTTP/1.1", ["Host: 127.0.0.1", "X-A: a\rb"])}\r\n`, complete: true }),
+  "obs-fold header": () => ({
+    bytes: `${head("GET /v1/stats HTTP/1.1", ["Host: 127.0.0.1", "Authorization: Bearer", ` ${KEYS.admin}`])}\r\n`,
+    complete: true,
+  }),
+  "header without colon": () => ({ bytes: `${head("GET /healthz HTTP/1.1", ["Host: 127.0.0.1", "Foo"])}\r\n`, complete: true }),
+  "header name with space": () => ({ bytes: `${head("GET /healthz HTTP/1.1", ["Host: 127.0.0.1", "Foo Bar: x"])}\r\n`, complete: true }),
+  "empty header name": () => ({ bytes: `${head("GET /healthz HTTP/1.1", ["Host: 127.0.0.1", ": x"])}\r\n`, complete: true }),
+  "Idempotency-Key with DEL and 0xff": (p) => ({
+    bytes: post(p, ["Idempotency-Key: a\x7f\xff", `Content-Length: ${JOB.length}`], JOB),
+    complete: true,
+  }),
+  "If-Match with tab and 0x80": () => ({
+    bytes: `PATCH /v1/jobs/job_x HTTP/1.1\r\nHost: 127.0.0.1\r\n${AUTH}If-Match: \t"1"\x80\r\nContent-Type: application/json\r\nContent-Length: 12\r\n\r\n{"name":"x"}`,
+    complete: true,
+  }),
+  "pipelined pair": () => ({ bytes: `${head("GET /healthz HTTP/1.1")}\r\n${head("GET /healthz HTTP/1.1")}\r\n`, complete: true }),
   "head never ends": () => ({ bytes: head("GET /healthz HTTP/1.1"), complete: false }),
 };
 

@@ -14,10 +14,14 @@ export function curlFor(c: HttpCase, path: string): string {
   const parts = ["curl -sS -g --path-as-is", c.method === "HEAD" ? "-I" : `-X ${c.method}`, `"$URL"${sq(path + (c.query ? `?${c.query}` : ""))}`];
   for (const [name, value] of c.headers) parts.push(`-H ${sq(`${name}: ${value}`)}`);
   if (c.body) {
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what makes a body unprintable
     const printable = c.body.encoding === "utf8" && !/[\u0000-\u001f\u007f]/.test(c.body.text);
     if (c.body.text.length > MAX_INLINE) parts.push(`--data-binary '(a body of ${c.body.text.length} chars, cut: replay with the seed and path)'`);
     else if (printable) parts.push(`--data-binary ${sq(c.body.text)}`);
-    else parts.push(`--data-binary @<(node -e ${sq(`process.stdout.write(Buffer.from("${Buffer.from(c.body.text, c.body.encoding).toString("base64")}","base64"))`)})`);
+    else
+      parts.push(
+        `--data-binary @<(node -e ${sq(`process.stdout.write(Buffer.from("${Buffer.from(c.body.text, c.body.encoding).toString("base64")}","base64"))`)})`,
+      );
   }
   return cut(parts.join(" "));
 }

@@ -23,7 +23,18 @@ export const CRONS: readonly string[] = [
   "* * * * *",
 ];
 /** Malformed, or well-formed but never firing (30 February). */
-const BAD_CRONS = ["0 0 30 2 *", "0 0 31 4 *", "* * * * * * *", "60 * * * *", "*/0 * * * *", "1-0 * * * *", "0 0 ? * *", "@reboot", "L W #", Array.from({ length: 60 }, (_, i) => i).join(",") + " * * * *"];
+const BAD_CRONS = [
+  "0 0 30 2 *",
+  "0 0 31 4 *",
+  "* * * * * * *",
+  "60 * * * *",
+  "*/0 * * * *",
+  "1-0 * * * *",
+  "0 0 ? * *",
+  "@reboot",
+  "L W #",
+  `${Array.from({ length: 60 }, (_, i) => i).join(",")} * * * *`,
+];
 export const ZONES: readonly string[] = ["UTC", "Europe/London", "America/New_York", "Australia/Lord_Howe", "Asia/Kathmandu", "Pacific/Chatham"];
 const BAD_ZONES = ["Mars/Olympus", "../../etc/localtime", "UTC+25", "+14:00", "Etc/GMT+99", "utc", "Europe/London\u0000"];
 
@@ -80,7 +91,9 @@ function objectArb(schema: Schema, depth: number): fc.Arbitrary<FuzzJson> {
     const extra = schema.additionalProperties;
     if (extra === false) return fc.constant({});
     if (typeof extra === "object" && extra !== null) {
-      const keys = schema.propertyNames ? (stringArb(schema.propertyNames as Schema) as fc.Arbitrary<string>) : fc.string({ minLength: 1, maxLength: 10 });
+      const keys = schema.propertyNames
+        ? (stringArb(schema.propertyNames as Schema) as fc.Arbitrary<string>)
+        : fc.string({ minLength: 1, maxLength: 10 });
       return fc.dictionary(keys, validValue(extra as Schema, depth + 1), { maxKeys: 3 });
     }
     return fc.jsonValue({ maxDepth: 2 }) as fc.Arbitrary<FuzzJson>;
@@ -138,7 +151,7 @@ type Path = Array<string | number>;
 /** Every place in a value (the root included) a mutation can aim at. */
 function places(value: FuzzJson, path: Path = [], out: Path[] = []): Path[] {
   out.push(path);
-  if (Array.isArray(value)) value.forEach((v, i) => places(v, [...path, i], out));
+  if (Array.isArray(value)) value.forEach((v, i) => void places(v, [...path, i], out));
   else if (isPlainObject(value)) for (const [k, v] of Object.entries(value)) places(v, [...path, k], out);
   return out;
 }
@@ -203,7 +216,9 @@ export function mutate(value: FuzzJson, at: number, m: Mutation): FuzzJson {
     case "wrap-array":
       return replaceAt(value, path, (old) => [old]);
     case "string-to-number":
-      return replaceAt(value, path, (old) => (typeof old === "string" ? new RawToken(/^-?\d/.test(old) ? old : "1e309") : new RawToken(JSON.stringify(toJsonText(old)))));
+      return replaceAt(value, path, (old) =>
+        typeof old === "string" ? new RawToken(/^-?\d/.test(old) ? old : "1e309") : new RawToken(JSON.stringify(toJsonText(old))),
+      );
     case "duplicate-key":
     case "add-field":
       // Aim at the object holding the place (or the place itself when it is the root).

@@ -26,7 +26,10 @@ async function call(url: string, key: string, method: string, path: string, body
 }
 
 function knownSpec(i: number): Record<string, unknown> {
-  const target = i % 3 === 0 ? { type: "http", url: `https://example.invalid/known/${i}`, method: "PUT", headers: { "x-i": String(i) } } : { type: "queue", pool: `known-${i % 4}` };
+  const target =
+    i % 3 === 0
+      ? { type: "http", url: `https://example.invalid/known/${i}`, method: "PUT", headers: { "x-i": String(i) } }
+      : { type: "queue", pool: `known-${i % 4}` };
   const schedule =
     i % 2 === 0
       ? { runAt: new Date(Date.UTC(2090 + (i % 9), i % 12, 1 + (i % 28), 9)).toISOString() }
@@ -82,7 +85,11 @@ export async function createPlayground(url: string): Promise<Refs> {
     ...Array.from({ length: 4 }, () => ({ schedule: { delaySeconds: 0 } })),
   ];
   for (const [i, extra] of specs.entries()) {
-    const job = (await call(url, KEYS.admin, "POST", "/v1/jobs", { name: `play-${i}`, target: { type: "queue", pool: PLAYGROUND_POOL }, ...extra })) as { jobId: string };
+    const job = (await call(url, KEYS.admin, "POST", "/v1/jobs", {
+      name: `play-${i}`,
+      target: { type: "queue", pool: PLAYGROUND_POOL },
+      ...extra,
+    })) as { jobId: string };
     jobIds.push(job.jobId);
   }
   const executionIds: string[] = [];

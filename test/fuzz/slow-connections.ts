@@ -19,10 +19,24 @@ async function probe(url: string, deadlineMs: number): Promise<Answer> {
   try {
     const res = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(deadlineMs) });
     const body = await res.text();
-    return { outcome: "answered", status: res.status, headers: Object.fromEntries(res.headers), body, ms: performance.now() - started, method: "GET" };
+    return {
+      outcome: "answered",
+      status: res.status,
+      headers: Object.fromEntries(res.headers),
+      body,
+      ms: performance.now() - started,
+      method: "GET",
+    };
   } catch (err) {
     const timeout = (err as Error).name === "TimeoutError";
-    return { outcome: timeout ? "timeout" : "closed", headers: {}, body: "", ms: performance.now() - started, method: "GET", detail: (err as Error).message };
+    return {
+      outcome: timeout ? "timeout" : "closed",
+      headers: {},
+      body: "",
+      ms: performance.now() - started,
+      method: "GET",
+      detail: (err as Error).message,
+    };
   }
 }
 

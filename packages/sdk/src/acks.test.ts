@@ -33,7 +33,9 @@ class RecordingSink implements AckSink {
   wake(): void {
     const waiters = this.waiters;
     this.waiters = [];
-    queueMicrotask(() => waiters.forEach((w) => w()));
+    queueMicrotask(() => {
+      for (const w of waiters) w();
+    });
   }
   private record(kind: "complete" | "fail", items: (CompleteItem | FailItem)[]): AckItem[] {
     this.wake();
@@ -53,7 +55,15 @@ describe("AckBuffer", () => {
   test("acks added together go out in one batch call per kind after the delay", async () => {
     const sink = new RecordingSink();
     const answers: AckItem[] = [];
-    const acks = new AckBuffer({ sink, delayMs: 10, maxBatch: 100, onAnswers: (_s, a) => (answers.push(...a), sink.wake()) });
+    const acks = new AckBuffer({
+      sink,
+      delayMs: 10,
+      maxBatch: 100,
+      onAnswers: (_s, a) => {
+        answers.push(...a);
+        sink.wake();
+      },
+    });
     for (let i = 0; i < 30; i++) acks.addComplete(c(i));
     acks.addFail(f(99));
     await sink.until(() => answers.length === 31);
@@ -72,16 +82,31 @@ describe("AckBuffer", () => {
     for (let i = 5; i < 12; i++) acks.addComplete(c(i));
     assert.equal(sink.sent(), 5, "held: nothing is sent");
     const taken = acks.take(4);
-    assert.deepEqual(taken.complete.map((x) => x.executionId), ["e5", "e6", "e7", "e8"]);
+    assert.deepEqual(
+      taken.complete.map((x) => x.executionId),
+      ["e5", "e6", "e7", "e8"],
+    );
     acks.restore(taken);
-    assert.deepEqual(acks.take().complete.map((x) => x.executionId), ["e5", "e6", "e7", "e8", "e9", "e10", "e11"]);
+    assert.deepEqual(
+      acks.take().complete.map((x) => x.executionId),
+      ["e5", "e6", "e7", "e8", "e9", "e10", "e11"],
+    );
   });
 
   test("a failed batch call is retried with backoff; drain() sends everything", async () => {
     const sink = new RecordingSink();
     sink.failNext = 2;
     const errors: unknown[] = [];
-    const acks = new AckBuffer({ sink, delayMs: 1, maxBatch: 100, backoff: { baseMs: 5, maxMs: 10 }, onError: (e) => (errors.push(e), sink.wake()) });
+    const acks = new AckBuffer({
+      sink,
+      delayMs: 1,
+      maxBatch: 100,
+      backoff: { baseMs: 5, maxMs: 10 },
+      onError: (e) => {
+        errors.push(e);
+        sink.wake();
+      },
+    });
     acks.addComplete(c(1));
     acks.addComplete(c(2));
     await sink.until(() => sink.sent() === 2 && errors.length === 2);
@@ -128,7 +153,12 @@ describe("coerceError", () => {
     assert.deepEqual(coerceError(new Error("boom")), { message: "boom", class: "transient" });
     assert.deepEqual(coerceError(new TypeError("bad")), { message: "bad", class: "transient", name: "TypeError" });
     assert.deepEqual(coerceError(new NonRetryableError("no")), { message: "no", class: "permanent", name: "NonRetryableError" });
-    assert.deepEqual(coerceError(new ThrottledError("later", 7)), { message: "later", class: "throttled", retryAfterSeconds: 7, name: "ThrottledError" });
+    assert.deepEqual(coerceError(new ThrottledError("later", 7)), {
+      message: "later",
+      class: "throttled",
+      retryAfterSeconds: 7,
+      name: "ThrottledError",
+    });
     assert.deepEqual(coerceError("plain"), { message: "plain", class: "transient" });
     assert.deepEqual(coerceError({ a: 1 }), { message: 'non-error thrown: {"a":1}', class: "transient" });
     assert.deepEqual(coerceError(undefined), { message: "non-error thrown: undefined", class: "transient" });

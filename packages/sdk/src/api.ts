@@ -5,17 +5,7 @@
 export type JobState = "SCHEDULED" | "PAUSED" | "CANCELLED" | "COMPLETED" | "DEAD";
 export const JOB_STATES: readonly JobState[] = ["SCHEDULED", "PAUSED", "CANCELLED", "COMPLETED", "DEAD"];
 
-export type AttemptState =
-  | "PENDING"
-  | "PAUSED"
-  | "QUEUED"
-  | "RUNNING"
-  | "SUCCEEDED"
-  | "FAILED"
-  | "TIMED_OUT"
-  | "CANCELLED"
-  | "SKIPPED"
-  | "DEAD";
+export type AttemptState = "PENDING" | "PAUSED" | "QUEUED" | "RUNNING" | "SUCCEEDED" | "FAILED" | "TIMED_OUT" | "CANCELLED" | "SKIPPED" | "DEAD";
 
 export type Misfire = "run_once" | "skip" | "catch_up";
 export type Overlap = "allow" | "forbid" | "replace";
@@ -82,7 +72,7 @@ export interface Job {
   target: Target;
   payload: unknown;
   /** A delaySeconds job shows runAt (the computed time); a cron job its effective tz, misfire, overlap, jitter. */
-  schedule: RunAtSchedule | Required<Pick<CronSchedule, "cron" | "tz" | "jitterSeconds" | "misfire" | "overlap">> & CronSchedule;
+  schedule: RunAtSchedule | (Required<Pick<CronSchedule, "cron" | "tz" | "jitterSeconds" | "misfire" | "overlap">> & CronSchedule);
   retry: RetryPolicy;
   timeoutSeconds: number;
   priority: number;

@@ -60,10 +60,13 @@ export function sleep(ms: number, signal?: AbortSignal, clock: SdkClock = realCl
       timer.cancel();
       reject(signal?.reason);
     };
-    const timer = clock.setTimer(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, Math.max(0, ms));
+    const timer = clock.setTimer(
+      () => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve();
+      },
+      Math.max(0, ms),
+    );
     signal?.addEventListener("abort", onAbort, { once: true });
   });
 }

@@ -40,7 +40,9 @@ const envelope = (code: string, message: string, details?: object) => ({ error: 
 describe("DuetimeClient: errors", () => {
   test("maps the error envelope to DuetimeApiError with code, status and details", async () => {
     const server = await serve(() => ({ status: 400, body: envelope("INVALID_ARGUMENT", "schedule.cron: bad field", { field: "schedule.cron" }) }));
-    const err = await client(server.url).createJob({ name: "x", target: { type: "queue", pool: "p" }, schedule: { cron: "nope" } }).catch((e) => e);
+    const err = await client(server.url)
+      .createJob({ name: "x", target: { type: "queue", pool: "p" }, schedule: { cron: "nope" } })
+      .catch((e) => e);
     assert.ok(err instanceof DuetimeApiError);
     assert.equal(err.code, "INVALID_ARGUMENT");
     assert.equal(err.status, 400);
@@ -50,7 +52,9 @@ describe("DuetimeClient: errors", () => {
 
   test("404 and 409 keep the envelope's code", async () => {
     const server = await serve((req) =>
-      req.url.startsWith("/v1/jobs/") ? { status: 404, body: envelope("NOT_FOUND", "job not found") } : { status: 409, body: envelope("LEASE_LOST", "lost") },
+      req.url.startsWith("/v1/jobs/")
+        ? { status: 404, body: envelope("NOT_FOUND", "job not found") }
+        : { status: 409, body: envelope("LEASE_LOST", "lost") },
     );
     const c = client(server.url);
     await assert.rejects(c.getJob("nope"), { name: "DuetimeApiError", code: "NOT_FOUND", status: 404 });
@@ -59,7 +63,9 @@ describe("DuetimeClient: errors", () => {
 
   test("a non-envelope error body gets a code from its status", async () => {
     const server = await serve(() => ({ status: 502, headers: { "content-type": "text/html" }, body: "<h1>Bad gateway</h1>" }));
-    const err = await client(server.url, { retries: 0 }).getJob("j1").catch((e) => e);
+    const err = await client(server.url, { retries: 0 })
+      .getJob("j1")
+      .catch((e) => e);
     assert.equal(err.code, "UNAVAILABLE");
     assert.equal(err.status, 502);
     assert.match(err.message, /Bad gateway/);
@@ -88,7 +94,9 @@ describe("DuetimeClient: retries", () => {
 
   test("retries on 429 then gives up with the last error after `retries` retries", async () => {
     const server = await serve(() => ({ status: 429, headers: { "retry-after": "0" }, body: envelope("RESOURCE_EXHAUSTED", "slow down") }));
-    const err = await client(server.url, { retries: 2 }).listJobs().catch((e) => e);
+    const err = await client(server.url, { retries: 2 })
+      .listJobs()
+      .catch((e) => e);
     assert.equal(err.code, "RESOURCE_EXHAUSTED");
     assert.equal(err.status, 429);
     assert.equal(err.retryAfterSeconds, 0);
@@ -97,7 +105,9 @@ describe("DuetimeClient: retries", () => {
 
   test("a Retry-After beyond maxRetryAfterMs is not waited for", async () => {
     const server = await serve(() => ({ status: 503, headers: { "retry-after": "120" }, body: envelope("UNAVAILABLE", "later") }));
-    const err = await client(server.url, { maxRetryAfterMs: 5_000 }).getJob("j1").catch((e) => e);
+    const err = await client(server.url, { maxRetryAfterMs: 5_000 })
+      .getJob("j1")
+      .catch((e) => e);
     assert.equal(err.retryAfterSeconds, 120);
     assert.equal(server.requests.length, 1);
   });
@@ -110,7 +120,10 @@ describe("DuetimeClient: retries", () => {
       onRetry: (r) => {
         assert.equal(r.error.code, "UNAVAILABLE");
         assert.equal(r.error.status, 0);
-        starting ??= startTestServer(() => ({ status: 200, body: JOB }), port).then((s) => (servers.push(s), s));
+        starting ??= startTestServer(() => ({ status: 200, body: JOB }), port).then((s) => {
+          servers.push(s);
+          return s;
+        });
       },
     });
     const job = await c.getJob("j1");
@@ -121,7 +134,9 @@ describe("DuetimeClient: retries", () => {
   test("network errors become UNAVAILABLE with status 0 after the retries", async () => {
     const port = await freePort();
     let retries = 0;
-    const err = await client(`http://127.0.0.1:${port}`, { retries: 2, onRetry: () => retries++ }).getJob("j1").catch((e) => e);
+    const err = await client(`http://127.0.0.1:${port}`, { retries: 2, onRetry: () => retries++ })
+      .getJob("j1")
+      .catch((e) => e);
     assert.ok(err instanceof DuetimeApiError);
     assert.equal(err.code, "UNAVAILABLE");
     assert.equal(err.status, 0);
@@ -178,7 +193,10 @@ describe("DuetimeClient: retries", () => {
         : new Promise(() => {}),
     );
     const c = client(server.url, { timeoutMs: 150, retries: 0 });
-    await assert.rejects(c.getJob("j1"), (err: DuetimeApiError) => err.code === "UNAVAILABLE" && err.status === 0 && /within 150 ms/.test(err.message));
+    await assert.rejects(
+      c.getJob("j1"),
+      (err: DuetimeApiError) => err.code === "UNAVAILABLE" && err.status === 0 && /within 150 ms/.test(err.message),
+    );
     const leased = await c.lease("p", { workerId: "w", waitSeconds: 1 });
     assert.deepEqual(leased.items, []);
   });
@@ -231,7 +249,9 @@ describe("DuetimeClient: updateJob, backfillJob, listOccurrences", () => {
 
   test("a stale version is 409 VERSION_CONFLICT, not retried", async () => {
     const server = await serve(() => ({ status: 409, body: envelope("VERSION_CONFLICT", "job j1 is at version 9, not 7", { currentVersion: 9 }) }));
-    const err = await client(server.url).updateJob("j1", { name: "n" }, { ifMatch: 7 }).catch((e) => e);
+    const err = await client(server.url)
+      .updateJob("j1", { name: "n" }, { ifMatch: 7 })
+      .catch((e) => e);
     assert.ok(err instanceof DuetimeApiError);
     assert.equal(err.code, "VERSION_CONFLICT");
     assert.equal(err.status, 409);
@@ -245,7 +265,10 @@ describe("DuetimeClient: updateJob, backfillJob, listOccurrences", () => {
     const server = await serve(() => (++calls === 1 ? unavailable : { status: 201, body: answer }));
     const window = { from: "2026-10-12T00:00:00Z", to: "2026-10-14T00:00:00Z" };
     assert.deepEqual(await client(server.url).backfillJob("j:1", window), answer);
-    assert.deepEqual(server.requests.map((r) => `${r.method} ${r.url}`), ["POST /v1/jobs/j%3A1:backfill", "POST /v1/jobs/j%3A1:backfill"]);
+    assert.deepEqual(
+      server.requests.map((r) => `${r.method} ${r.url}`),
+      ["POST /v1/jobs/j%3A1:backfill", "POST /v1/jobs/j%3A1:backfill"],
+    );
     assert.deepEqual(server.requests[1]!.body, window);
   });
 

@@ -163,8 +163,7 @@ export class DuetimeClient implements DuetimeApi {
   /** POST /v1/jobs:batch; answers in request order. Retried only when every item has an idempotencyKey. */
   async createJobs(jobs: BatchCreateItem[], options?: CallOptions): Promise<BatchCreateResult[]> {
     const idempotent = jobs.length > 0 && jobs.every((j) => j.idempotencyKey !== undefined);
-    return (await this.json<{ items: BatchCreateResult[] }>({ method: "POST", path: "/v1/jobs:batch", body: { jobs }, idempotent, options }))
-      .items;
+    return (await this.json<{ items: BatchCreateResult[] }>({ method: "POST", path: "/v1/jobs:batch", body: { jobs }, idempotent, options })).items;
   }
 
   getJob(jobId: string, options?: CallOptions): Promise<Job> {
@@ -364,8 +363,7 @@ export class DuetimeClient implements DuetimeApi {
   /** POST /v1/executions:fail (1..1000 items). */
   async failMany(items: FailItem[], options?: CallOptions): Promise<AckItem[]> {
     if (items.length === 0) return [];
-    return (await this.json<{ items: AckItem[] }>({ method: "POST", path: "/v1/executions:fail", body: { items }, idempotent: true, options }))
-      .items;
+    return (await this.json<{ items: AckItem[] }>({ method: "POST", path: "/v1/executions:fail", body: { items }, idempotent: true, options })).items;
   }
 
   private async json<T>(call: Omit<HttpCall, "options"> & { options?: CallOptions | undefined }): Promise<T> {

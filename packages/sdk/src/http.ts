@@ -179,7 +179,9 @@ function httpError(call: HttpCall, status: number, body: unknown, retryAfterSeco
   const code = typeof envelope?.code === "string" && envelope.code !== "" ? envelope.code : fallbackCode;
   const text = body instanceof UnreadableBody ? body.text : typeof body === "string" ? body : "";
   const message =
-    typeof envelope?.message === "string" ? envelope.message : `${call.method} ${call.path} answered ${status}${text ? `: ${text.slice(0, 200)}` : ""}`;
+    typeof envelope?.message === "string"
+      ? envelope.message
+      : `${call.method} ${call.path} answered ${status}${text ? `: ${text.slice(0, 200)}` : ""}`;
   const details = envelope?.details !== null && typeof envelope?.details === "object" ? (envelope.details as ErrorDetails) : undefined;
   return new DuetimeApiError(code, message, {
     status,

@@ -81,7 +81,10 @@ for (const mode of ["http", "api"] as const) {
           return { doubled: (job.payload as number) * 2 };
         },
       });
-      fake.add("p", Array.from({ length: 200 }, (_, i) => i));
+      fake.add(
+        "p",
+        Array.from({ length: 200 }, (_, i) => i),
+      );
       const done = worker.run();
       await fake.waitFor(() => fake.count("SUCCEEDED") === 200, "200 completions");
       await worker.shutdown();
@@ -116,7 +119,12 @@ for (const mode of ["http", "api"] as const) {
       await worker.shutdown();
       assert.deepEqual(fake.executions.get(transient!)!.error, { message: "flaky", class: "transient" });
       assert.deepEqual(fake.executions.get(permanent!)!.error, { message: "never", class: "permanent", name: "NonRetryableError" });
-      assert.deepEqual(fake.executions.get(throttled!)!.error, { message: "slow down", class: "throttled", retryAfterSeconds: 5, name: "ThrottledError" });
+      assert.deepEqual(fake.executions.get(throttled!)!.error, {
+        message: "slow down",
+        class: "throttled",
+        retryAfterSeconds: 5,
+        name: "ThrottledError",
+      });
       assert.equal(fake.executions.get(unserialisable!)!.error?.class, "permanent");
       assert.equal(log.of("job:fail").length, 4);
     });
@@ -138,7 +146,10 @@ for (const mode of ["http", "api"] as const) {
       await log.until(() => log.of("job:drop").length === 1, "job:drop");
       assert.ok(seen instanceof AttemptAbortedError);
       assert.equal(seen.reason, "lease_lost");
-      assert.deepEqual(log.of("lease:lost").map((e) => e.during), ["heartbeat"]);
+      assert.deepEqual(
+        log.of("lease:lost").map((e) => e.during),
+        ["heartbeat"],
+      );
       await worker.shutdown();
       assert.equal(fake.executions.get(id!)!.state, "RUNNING", "the dropped result was not acknowledged");
       assert.equal(ackRequests(fake), 0);
@@ -168,7 +179,13 @@ for (const mode of ["http", "api"] as const) {
 
     test("shutdown stops leasing, lets running handlers finish, then flushes their acks", async () => {
       const release = gate();
-      const { fake, log, worker } = await setup(mode, { concurrency: 8, handler: async (job) => (await release.promise, job.payload) });
+      const { fake, log, worker } = await setup(mode, {
+        concurrency: 8,
+        handler: async (job) => {
+          await release.promise;
+          return job.payload;
+        },
+      });
       fake.add("p", [1, 2, 3, 4, 5]);
       const done = worker.run();
       await log.until(() => log.of("job:start").length === 5, "five starts");
@@ -190,7 +207,10 @@ for (const mode of ["http", "api"] as const) {
       assert.equal(fake.count("SUCCEEDED"), 5, "acks flushed before shutdown resolved");
       assert.equal(fake.count("QUEUED"), 1);
       assert.equal(worker.state, "stopped");
-      assert.deepEqual(log.of("state").map((e) => e.state), ["running", "stopping", "stopped"]);
+      assert.deepEqual(
+        log.of("state").map((e) => e.state),
+        ["running", "stopping", "stopped"],
+      );
     });
 
     test("acks go through completeMany while a long poll is in flight", async () => {
@@ -204,7 +224,10 @@ for (const mode of ["http", "api"] as const) {
       assert.equal(fake.executions.get(id!)!.state, "SUCCEEDED");
       assert.equal(fake.calls.completeMany, 1);
       assert.equal(fake.leaseRequests.length, 2, "no lease call was needed to acknowledge");
-      assert.deepEqual(log.of("acks:sent").map((e) => [e.via, e.count]), [["batch", 1]]);
+      assert.deepEqual(
+        log.of("acks:sent").map((e) => [e.via, e.count]),
+        [["batch", 1]],
+      );
       await worker.shutdown();
     });
   });

@@ -113,7 +113,6 @@ const MAX_LOOP_WAIT_MS = 60_000;
  */
 const MIN_EMPTY_POLL_MS = 1_000;
 
-
 interface Running {
   job: LeasedExecution;
   controller: AbortController;
@@ -232,7 +231,11 @@ export class Worker {
     } finally {
       await this.drainHandlers();
       if (!(await this.acks.drain())) {
-        this.emit({ type: "error", during: "shutdown", error: new Error(`${this.acks.size} acks could not be sent; those attempts will time out and run again`) });
+        this.emit({
+          type: "error",
+          during: "shutdown",
+          error: new Error(`${this.acks.size} acks could not be sent; those attempts will time out and run again`),
+        });
       }
       this.removeSignalHandlers?.();
       await this.ownedClient?.close();
@@ -365,7 +368,11 @@ export class Worker {
         this.emit({ type: "job:fail", job, error: failure, durationMs });
       } else {
         const result = outcome.ok ? outcome.result : undefined;
-        this.acks.addComplete(result === undefined ? { executionId: job.executionId, attempt: job.attempt } : { executionId: job.executionId, attempt: job.attempt, result });
+        this.acks.addComplete(
+          result === undefined
+            ? { executionId: job.executionId, attempt: job.attempt }
+            : { executionId: job.executionId, attempt: job.attempt, result },
+        );
         this.emit({ type: "job:complete", job, result, durationMs });
       }
     }
@@ -429,7 +436,11 @@ export class Worker {
         this.emit({ type: "lease:lost", executionId: answer.executionId, attempt: answer.attempt, during: "ack" });
       } else {
         const { code, message } = answer.error;
-        this.emit({ type: "error", during: "ack", error: new DuetimeApiError(code, `${answer.executionId}#${answer.attempt}: ${message}`, { status: answer.status }) });
+        this.emit({
+          type: "error",
+          during: "ack",
+          error: new DuetimeApiError(code, `${answer.executionId}#${answer.attempt}: ${message}`, { status: answer.status }),
+        });
       }
     }
     this.emit({ type: "acks:sent", via, count: sent.complete.length + sent.fail.length, rejected });

@@ -21,7 +21,9 @@ function bench(label: string, source: string, tz: string, mode: "chain" | "rando
     after = f.at < start + span ? f.at : start;
   }
   const ns = Number(process.hrtime.bigint() - t0);
-  console.log(`${label.padEnd(52)} ${(n / (ns / 1e9)).toFixed(0).padStart(9)} calls/s  ${(ns / n / 1000).toFixed(2)} µs/call${sink === 0 ? "!" : ""}`);
+  console.log(
+    `${label.padEnd(52)} ${(n / (ns / 1e9)).toFixed(0).padStart(9)} calls/s  ${(ns / n / 1000).toFixed(2)} µs/call${sink === 0 ? "!" : ""}`,
+  );
 }
 
 bench('"*/5 * * * *" UTC, chained', "*/5 * * * *", "UTC", "chain");

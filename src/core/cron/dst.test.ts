@@ -137,10 +137,15 @@ test("New York wildcard with {gap: run_at_transition}: the skipped time fires at
 
 test("New York: overrides are independent of each other", () => {
   // fixed-time with only overlap overridden keeps run_at_transition for the gap
-  assert.deepEqual(fires("30 2 * * *", "America/New_York", "2026-03-08T00:00:00Z", 1, { overlap: "both" }), ["2026-03-08T07:00Z 2026-03-08T02:30 gap"]);
+  assert.deepEqual(fires("30 2 * * *", "America/New_York", "2026-03-08T00:00:00Z", 1, { overlap: "both" }), [
+    "2026-03-08T07:00Z 2026-03-08T02:30 gap",
+  ]);
   // wildcard with only gap overridden keeps "both" for the overlap
   assert.equal(fires("*/30 * * * *", "America/New_York", "2026-11-01T04:45:00Z", 4, { gap: "run_at_transition" }).length, 4);
-  assert.deepEqual(fires("*/30 * * * *", "America/New_York", "2026-11-01T04:45:00Z", 4, { gap: "run_at_transition" })[2], "2026-11-01T06:00Z 2026-11-01T01:00 overlap");
+  assert.deepEqual(
+    fires("*/30 * * * *", "America/New_York", "2026-11-01T04:45:00Z", 4, { gap: "run_at_transition" })[2],
+    "2026-11-01T06:00Z 2026-11-01T01:00 overlap",
+  );
 });
 
 test("New York: a seconds field follows the same rule", () => {
@@ -334,8 +339,14 @@ test("Sao Paulo: midnight transitions in 2018/2019, none since DST was abolished
 });
 
 test("Kolkata (UTC+5:30, no DST) and UTC", () => {
-  assert.deepEqual(fires("0 9 * * *", "Asia/Kolkata", "2026-03-08T00:00:00Z", 2), ["2026-03-08T03:30Z 2026-03-08T09:00", "2026-03-09T03:30Z 2026-03-09T09:00"]);
-  assert.deepEqual(fires("30 2 * * *", "UTC", "2026-03-08T00:00:00Z", 2), ["2026-03-08T02:30Z 2026-03-08T02:30", "2026-03-09T02:30Z 2026-03-09T02:30"]);
+  assert.deepEqual(fires("0 9 * * *", "Asia/Kolkata", "2026-03-08T00:00:00Z", 2), [
+    "2026-03-08T03:30Z 2026-03-08T09:00",
+    "2026-03-09T03:30Z 2026-03-09T09:00",
+  ]);
+  assert.deepEqual(fires("30 2 * * *", "UTC", "2026-03-08T00:00:00Z", 2), [
+    "2026-03-08T02:30Z 2026-03-08T02:30",
+    "2026-03-09T02:30Z 2026-03-09T02:30",
+  ]);
 });
 
 test("every occurrence uses the offset at its own date, not the start's", () => {

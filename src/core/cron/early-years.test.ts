@@ -27,7 +27,11 @@ test("fire times before 1970 match the reference", () => {
     assert.ok(got.length > 0, `${cron} ${tz} from ${from}: some firing`);
     const last = got[got.length - 1]!.at;
     const want = referenceFires(expr, tz, start, last).slice(0, 12);
-    assert.deepEqual(got.map((f) => new Date(f.at).toISOString()), want.map((f) => new Date(f.at).toISOString()), `${cron} ${tz} from ${from}`);
+    assert.deepEqual(
+      got.map((f) => new Date(f.at).toISOString()),
+      want.map((f) => new Date(f.at).toISOString()),
+      `${cron} ${tz} from ${from}`,
+    );
     assert.ok(last - start < 2 * 366 * DAY, `${cron} ${tz}: found near ${from}, not decades later`);
   }
 });

@@ -24,7 +24,11 @@ test("a firing 40 years after the previous one is past the horizon: none", () =>
     const last = nextFireTime(LEAP_MONDAY, tz, Date.parse("2072-01-01T00:00:00Z"))!;
     assert.equal(last.local, "2072-02-29T00:00:00", tz);
     assert.equal(nextFireTime(LEAP_MONDAY, tz, last.at), null, tz);
-    assert.deepEqual(fireTimes(LEAP_MONDAY, tz, Date.parse("2017-01-01T00:00:00Z"), 10).map((f) => f.local), ["2044-02-29T00:00:00", "2072-02-29T00:00:00"], tz);
+    assert.deepEqual(
+      fireTimes(LEAP_MONDAY, tz, Date.parse("2017-01-01T00:00:00Z"), 10).map((f) => f.local),
+      ["2044-02-29T00:00:00", "2072-02-29T00:00:00"],
+      tz,
+    );
   }
 });
 
@@ -51,6 +55,9 @@ test("fireTimes reaches 100 years past its start at most: 1,000 Feb 29ths are no
   for (const tz of ZONES) {
     const times = fireTimes(leapDay, tz, from, 1000);
     assert.equal(times.length, 25, tz); // 1972 … 2068: 2000 is a leap year
-    assert.ok(times.every((f) => f.at < from + REACH_MS), tz);
+    assert.ok(
+      times.every((f) => f.at < from + REACH_MS),
+      tz,
+    );
   }
 });

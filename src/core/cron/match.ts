@@ -102,7 +102,7 @@ export function nextWall(c: Compiled, from: number, until: number): number {
   from = Math.ceil(from / 1000) * 1000;
   if (!(from < until)) return NO_WALL;
   let days = Math.floor(from / DAY_MS);
-  let sod = (from - days * DAY_MS) / 1000;
+  const sod = (from - days * DAY_MS) / 1000;
   // civil_from_days (H. Hinnant)
   const z = days + 719468;
   const era = Math.floor(z / 146097);

@@ -279,12 +279,17 @@ export function parseCron(source: string, options: ParseOptions = {}): CronExpre
   let body = trimmed;
   if (trimmed.startsWith("@")) {
     const macro = MACROS[trimmed.toLowerCase()];
-    if (macro === undefined) throw new CronSyntaxError("expression", trimmed, "is not a known macro (@yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly)");
+    if (macro === undefined)
+      throw new CronSyntaxError("expression", trimmed, "is not a known macro (@yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly)");
     body = macro;
   }
   const fields = body.split(/\s+/);
   if (fields.length !== 5 && fields.length !== 6) {
-    throw new CronSyntaxError("expression", trimmed, `has ${fields.length} fields; expected 5 (minute hour day-of-month month day-of-week) or 6 (seconds first)`);
+    throw new CronSyntaxError(
+      "expression",
+      trimmed,
+      `has ${fields.length} fields; expected 5 (minute hour day-of-month month day-of-week) or 6 (seconds first)`,
+    );
   }
   const hasSeconds = fields.length === 6;
   const [secF, minF, hourF, domF, monF, dowF] = (hasSeconds ? fields : ["0", ...fields]) as [string, string, string, string, string, string];
@@ -314,7 +319,11 @@ export function parseCron(source: string, options: ParseOptions = {}): CronExpre
     dayOfWeekRestricted: !startsWithStar(dowF),
   });
   if (!canEverFire(expr)) {
-    throw new CronSyntaxError("dayOfMonth", domF, `can never match a day together with month ${JSON.stringify(monF)} and day-of-week ${JSON.stringify(dowF)}`);
+    throw new CronSyntaxError(
+      "dayOfMonth",
+      domF,
+      `can never match a day together with month ${JSON.stringify(monF)} and day-of-week ${JSON.stringify(dowF)}`,
+    );
   }
   return expr;
 }

@@ -48,7 +48,7 @@ test("the zones under test really have transitions (sanity)", () => {
 
 // ------------------------------------------------------------------ grammar
 
-const pick = <T,>(...xs: T[]) => fc.constantFrom(...xs);
+const pick = <T>(...xs: T[]) => fc.constantFrom(...xs);
 
 /** One list item of a numeric field, with values biased towards `hot`. */
 function itemArb(min: number, max: number, hot: number[], stepMax: number): fc.Arbitrary<string> {
@@ -68,10 +68,7 @@ function listArb(item: fc.Arbitrary<string>): fc.Arbitrary<string> {
   return fc.array(item, { minLength: 1, maxLength: 3 }).map((xs) => xs.join(","));
 }
 
-const secondArb = fc.oneof(
-  pick("*", "*/20", "*/7", "0", "30", "0,30", "59", "H", "10-20/5"),
-  listArb(itemArb(0, 59, [0, 1, 30, 59], 30)),
-);
+const secondArb = fc.oneof(pick("*", "*/20", "*/7", "0", "30", "0,30", "59", "H", "10-20/5"), listArb(itemArb(0, 59, [0, 1, 30, 59], 30)));
 // Minutes: the offsets' 15/30/45-minute granularity matters (Lord Howe, Chatham, Kolkata).
 const minuteArb = fc.oneof(
   { weight: 3, arbitrary: pick("*", "*/15", "*/30", "*/5", "*/45", "*/7") },
@@ -110,7 +107,15 @@ interface Case {
 
 const caseArb = (withSeconds: boolean, star: number): fc.Arbitrary<Case> =>
   fc
-    .tuple(withSeconds ? secondArb : fc.constant(null), minuteArb, hourArb, domArb(star), monthArb(star), dowArb(star), fc.constantFrom("", "job-1", "x"))
+    .tuple(
+      withSeconds ? secondArb : fc.constant(null),
+      minuteArb,
+      hourArb,
+      domArb(star),
+      monthArb(star),
+      dowArb(star),
+      fc.constantFrom("", "job-1", "x"),
+    )
     .map(([s, mi, h, dom, mon, dow, seed]) => ({ source: [s, mi, h, dom, mon, dow].filter((x) => x !== null).join(" "), seed }));
 
 const macroArb: fc.Arbitrary<Case> = pick("@yearly", "@monthly", "@weekly", "@daily", "@midnight", "@hourly", "@DAILY").map((source) => ({
@@ -214,7 +219,14 @@ test("property: six-field (seconds) expressions match the reference over 50-minu
 
 test("property: day-level features (L, nL, #, Vixie rule) match the reference over 40-day windows", () => {
   const dayCase = fc
-    .tuple(pick("0", "30", "45", "0,30"), pick("0", "2", "1,3", "12"), domArb(3), pick("*", "*", "2,3,4", "9-11"), dowArb(3), fc.constantFrom("", "s"))
+    .tuple(
+      pick("0", "30", "45", "0,30"),
+      pick("0", "2", "1,3", "12"),
+      domArb(3),
+      pick("*", "*", "2,3,4", "9-11"),
+      dowArb(3),
+      fc.constantFrom("", "s"),
+    )
     .map(([mi, h, dom, mon, dow, seed]) => ({ source: `${mi} ${h} ${dom} ${mon} ${dow}`, seed }));
   fc.assert(
     fc.property(
@@ -228,13 +240,26 @@ test("property: day-level features (L, nL, #, Vixie rule) match the reference ov
 });
 
 test("property: exotic zones (Apia 2011 day skip, Troll 2-hour shift, Casablanca, Gaza, Havana, ...) 2010-2030", () => {
-  const exotic = ["Pacific/Apia", "Antarctica/Troll", "Africa/Casablanca", "Asia/Gaza", "America/Havana", "America/Santiago", "Asia/Tehran", "Africa/Cairo", "Europe/Dublin"];
+  const exotic = [
+    "Pacific/Apia",
+    "Antarctica/Troll",
+    "Africa/Casablanca",
+    "Asia/Gaza",
+    "America/Havana",
+    "America/Santiago",
+    "Asia/Tehran",
+    "Africa/Cairo",
+    "Europe/Dublin",
+  ];
   const trs = exotic.flatMap((tz) => referenceTransitions(tz, Date.UTC(2010, 0, 1), TO).map((t) => [tz, t] as const));
   fc.assert(
     fc.property(
       fc.constantFrom(...trs),
       fc.integer({ min: -20 * HOUR, max: 2 * HOUR }),
-      fc.oneof(caseArb(false, 20), pick<Case>({ source: "0 0 * * *", seed: "" }, { source: "30 0 * * *", seed: "" }, { source: "0 12 * * *", seed: "" })),
+      fc.oneof(
+        caseArb(false, 20),
+        pick<Case>({ source: "0 0 * * *", seed: "" }, { source: "30 0 * * *", seed: "" }, { source: "0 12 * * *", seed: "" }),
+      ),
       dstArb,
       ([tz, t], d, c, dst) => check(c, tz, t + d, 26 * HOUR, dst),
     ),

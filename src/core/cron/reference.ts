@@ -81,14 +81,7 @@ interface Gap {
  * `margin` beyond both ends so that repeated and missing wall times near the
  * window's edges are seen whole (margin must exceed the largest DST shift).
  */
-export function referenceFires(
-  expr: CronExpression,
-  tz: string,
-  fromMs: number,
-  toMs: number,
-  dst: DstOptions = {},
-  margin = 3 * HOUR,
-): FireTime[] {
+export function referenceFires(expr: CronExpression, tz: string, fromMs: number, toMs: number, dst: DstOptions = {}, margin = 3 * HOUR): FireTime[] {
   const step = expr.hasSeconds ? 1000 : MINUTE;
   const gapPolicy = dst.gap ?? (expr.fixedTime ? "run_at_transition" : "skip");
   const overlapPolicy = dst.overlap ?? (expr.fixedTime ? "first" : "both");

@@ -104,8 +104,17 @@ export async function dispatch(
   // A run that waited for its job to be idle and found it busy is recorded SKIPPED instead.
   const ids = new Set(inserted.map((r) => r.executionId));
   const busy = executions.filter((e) => e.whenIdle && !ids.has(executionIdFor(e.jobId, e.scheduledFor)));
-  await insertExecutions(c, busy.map((e) => skipped(e.jobId, e.scheduledFor, "overlap")), p.now, p.nodeId);
-  await changeJobs(c, finished.map((jobId) => ({ jobId, change: LAST_DISPATCH_JOB_CHANGE })), p.now);
+  await insertExecutions(
+    c,
+    busy.map((e) => skipped(e.jobId, e.scheduledFor, "overlap")),
+    p.now,
+    p.nodeId,
+  );
+  await changeJobs(
+    c,
+    finished.map((jobId) => ({ jobId, change: LAST_DISPATCH_JOB_CHANGE })),
+    p.now,
+  );
   const dispatched = inserted.filter((r) => r.state === "READY").map(({ state: _, ...r }) => r);
   return { dispatched, stale, fenced };
 }
@@ -185,8 +194,13 @@ export async function createExecutions(
   c: pg.PoolClient,
   p: { tenantId: string; jobId: string; nodeId: string; now: number; items: { scheduledFor: number; readyAt: number }[] },
 ): Promise<(AttemptRow | null)[]> {
-  const executions = p.items.map((i): NewExecution => ({ jobId: p.jobId, scheduledFor: i.scheduledFor, readyAt: i.readyAt, state: "READY", lastError: null, whenIdle: false }));
+  const executions = p.items.map(
+    (i): NewExecution => ({ jobId: p.jobId, scheduledFor: i.scheduledFor, readyAt: i.readyAt, state: "READY", lastError: null, whenIdle: false }),
+  );
   const created = await insertExecutions(c, executions, p.now, p.nodeId, { tenantId: p.tenantId });
-  const rows = await attemptZeros(c, created.map((r) => r.executionId));
+  const rows = await attemptZeros(
+    c,
+    created.map((r) => r.executionId),
+  );
   return executions.map((e) => rows.get(executionIdFor(e.jobId, e.scheduledFor)) ?? null);
 }

@@ -76,9 +76,19 @@ if (await postgresAvailable("PostgreSQL store faults")) {
     const jobId = newId(Date.now());
     return {
       job: {
-        tenantId: "t1", jobId, shard: shardOf(jobId), kind: "once" as const, name: "j", state: "SCHEDULED" as const,
-        target: { type: "queue" as const, pool: "p1" }, payload: null, schedule: { runAt: new Date().toISOString() },
-        retry: { maxAttempts: 3, backoffSeconds: 1, maxBackoffSeconds: 1 }, timeoutSeconds: 30, priority: 0, createdAt: Date.now(),
+        tenantId: "t1",
+        jobId,
+        shard: shardOf(jobId),
+        kind: "once" as const,
+        name: "j",
+        state: "SCHEDULED" as const,
+        target: { type: "queue" as const, pool: "p1" },
+        payload: null,
+        schedule: { runAt: new Date().toISOString() },
+        retry: { maxAttempts: 3, backoffSeconds: 1, maxBackoffSeconds: 1 },
+        timeoutSeconds: 30,
+        priority: 0,
+        createdAt: Date.now(),
       },
       due: null,
       execution: { scheduledFor: Date.now(), dueAt: Date.now() },
@@ -86,7 +96,10 @@ if (await postgresAvailable("PostgreSQL store faults")) {
   };
 
   test("a store pointed at a closed port fails to open with StoreUnavailableError connection, and nothing crashes", async () => {
-    await assert.rejects(openPostgresStore({ url: "postgres://postgres@127.0.0.1:1/test", schema: "duetime_unreachable", connectTimeoutMs: 2_000 }), isFault("connection", "ECONNREFUSED"));
+    await assert.rejects(
+      openPostgresStore({ url: "postgres://postgres@127.0.0.1:1/test", schema: "duetime_unreachable", connectTimeoutMs: 2_000 }),
+      isFault("connection", "ECONNREFUSED"),
+    );
     const store = await openPostgresStore({ url: "postgres://postgres@127.0.0.1:1/test", migrate: false, connectTimeoutMs: 2_000 });
     try {
       await assert.rejects(store.ping(), isFault("connection"));
@@ -129,7 +142,14 @@ if (await postgresAvailable("PostgreSQL store faults")) {
       assert.equal(await terminate(app, (b) => b.wait === "Lock"), 1);
       await transitionFails;
       await blocker.query("ROLLBACK");
-      const paused = await store.jobTransition({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: 1, state: "PAUSED", due: "keep", now: Date.now() });
+      const paused = await store.jobTransition({
+        tenantId: "t1",
+        jobId: nj.job.jobId,
+        fromVersion: 1,
+        state: "PAUSED",
+        due: "keep",
+        now: Date.now(),
+      });
       assert.equal(paused?.state, "PAUSED", "nothing of the ended transaction was kept, and the store serves again");
     } finally {
       await blocker.query("ROLLBACK").catch(() => {});

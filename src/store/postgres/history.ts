@@ -23,7 +23,9 @@ export async function attemptZeros(db: Db, ids: readonly string[]): Promise<Map<
        ON e.job_id = x.job_id AND e.scheduled_for = x.scheduled_for`,
     [keys.map((k) => k.jobId), keys.map((k) => k.scheduledFor)],
   );
-  return new Map(found.map((e) => [e.id as string, historyRow({ ...e, started_at: null, finished_at: null, error: null, worker_id: null, result: null })]));
+  return new Map(
+    found.map((e) => [e.id as string, historyRow({ ...e, started_at: null, finished_at: null, error: null, worker_id: null, result: null })]),
+  );
 }
 
 /** Newest first by (scheduledFor, attempt): attempts that ended, the running or succeeded one, and attempt 0 of those never tried. */
@@ -64,13 +66,16 @@ export async function inWindow(db: Db, p: { tenantId: string; jobId: string; fro
   return found.map((e) => historyRow({ ...e, error: e.last_error, result: null }));
 }
 
-export async function deadLetters(db: Db, p: { tenantId: string; limit: number; after?: { deadAt: number; executionId: string } }): Promise<DeadLetterRow[]> {
+export async function deadLetters(
+  db: Db,
+  p: { tenantId: string; limit: number; after?: { deadAt: number; executionId: string } },
+): Promise<DeadLetterRow[]> {
   const cursor = p.after ? "AND (dead_at, id) < ($3::bigint, $4::text)" : "";
-  const found = await rows(
-    db,
-    `SELECT * FROM executions WHERE tenant_id = $1 AND state = 'DEAD' ${cursor} ORDER BY dead_at DESC, id DESC LIMIT $2`,
-    [p.tenantId, p.limit, ...(p.after ? [p.after.deadAt, p.after.executionId] : [])],
-  );
+  const found = await rows(db, `SELECT * FROM executions WHERE tenant_id = $1 AND state = 'DEAD' ${cursor} ORDER BY dead_at DESC, id DESC LIMIT $2`, [
+    p.tenantId,
+    p.limit,
+    ...(p.after ? [p.after.deadAt, p.after.executionId] : []),
+  ]);
   return found.map((e) => ({
     executionId: e.id as string,
     tenantId: e.tenant_id as string,
@@ -108,4 +113,3 @@ export async function appendAudit(db: Db, a: AuditEntry): Promise<void> {
     values: [a.tenantId, a.at, a.actor, a.action, a.subject, json(a.details)],
   });
 }
-

@@ -290,11 +290,11 @@ class PostgresStore implements Store {
 
   async auditList(p: StoreParams<"auditList">) {
     const cursor = p.after ? "AND (at, id) < ($3::bigint, $4::bigint)" : "";
-    const found = await rows(
-      this.pool,
-      `SELECT * FROM audit WHERE tenant_id = $1 ${cursor} ORDER BY at DESC, id DESC LIMIT $2`,
-      [p.tenantId, p.limit, ...(p.after ? [p.after.at, p.after.id] : [])],
-    );
+    const found = await rows(this.pool, `SELECT * FROM audit WHERE tenant_id = $1 ${cursor} ORDER BY at DESC, id DESC LIMIT $2`, [
+      p.tenantId,
+      p.limit,
+      ...(p.after ? [p.after.at, p.after.id] : []),
+    ]);
     return found.map((r) => ({
       id: r.id as number,
       tenantId: r.tenant_id as string,
@@ -413,5 +413,3 @@ class PostgresStore implements Store {
     await leave(this.pool, p);
   }
 }
-
-

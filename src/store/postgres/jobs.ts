@@ -99,7 +99,10 @@ export async function createJobs(c: pg.PoolClient, jobs: NewJob[], nodeId: strin
       [held.map((k) => k.tenantId), held.map((k) => k.key)],
       "idempotency_held",
     );
-    const owners = await jobsById(c, found.map((r) => r.job_id));
+    const owners = await jobsById(
+      c,
+      found.map((r) => r.job_id),
+    );
     for (const r of found) holders.set(keyOf({ tenantId: r.tenant_id, key: r.key }), { hash: r.request_hash, job: owners.get(r.job_id) ?? null });
   }
 
@@ -170,7 +173,13 @@ async function insertJobs(c: pg.PoolClient, created: NewJob[]): Promise<void> {
       name: "due_insert",
       text: `INSERT INTO due (job_id, tenant_id, shard, scheduled_for, due_at)
        SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::bigint[], $5::bigint[])`,
-      values: [due.map((nj) => nj.job.jobId), due.map((nj) => nj.job.tenantId), due.map((nj) => nj.job.shard), due.map((nj) => nj.due!.scheduledFor), due.map((nj) => nj.due!.dueAt)],
+      values: [
+        due.map((nj) => nj.job.jobId),
+        due.map((nj) => nj.job.tenantId),
+        due.map((nj) => nj.job.shard),
+        due.map((nj) => nj.due!.scheduledFor),
+        due.map((nj) => nj.due!.dueAt),
+      ],
     });
   }
 }
@@ -212,7 +221,21 @@ export async function updateJob(c: pg.PoolClient, p: StoreParams<"jobUpdate">): 
     `UPDATE jobs SET kind = $1, name = $2, target = $3::jsonb, pool = $4, payload = $5::jsonb, schedule = $6::jsonb,
        retry = $7::jsonb, timeout_seconds = $8, priority = $9, version = version + 1, updated_at = $10
      WHERE id = $11 AND tenant_id = $12 AND version = $13 RETURNING shard, state`,
-    [f.kind, f.name, json(f.target), poolOf(f.target), json(f.payload), json(f.schedule), json(f.retry), f.timeoutSeconds, f.priority, p.now, p.jobId, p.tenantId, p.fromVersion],
+    [
+      f.kind,
+      f.name,
+      json(f.target),
+      poolOf(f.target),
+      json(f.payload),
+      json(f.schedule),
+      json(f.retry),
+      f.timeoutSeconds,
+      f.priority,
+      p.now,
+      p.jobId,
+      p.tenantId,
+      p.fromVersion,
+    ],
   );
   if (!row) return null;
   await replaceDue(c, p.jobId, p.tenantId, row.shard, p.due);

@@ -21,9 +21,19 @@ function oneOff(at: number, priority: number): NewJob {
   const jobId = newId(NOW);
   return {
     job: {
-      tenantId: "t1", jobId, shard: shardOf(jobId), kind: "once", name: "j", state: "SCHEDULED", target: { type: "queue", pool: "p" },
-      payload: null, schedule: { runAt: new Date(at).toISOString() }, retry: { maxAttempts: 3, backoffSeconds: 1, maxBackoffSeconds: 1 },
-      timeoutSeconds: 30, priority, createdAt: NOW,
+      tenantId: "t1",
+      jobId,
+      shard: shardOf(jobId),
+      kind: "once",
+      name: "j",
+      state: "SCHEDULED",
+      target: { type: "queue", pool: "p" },
+      payload: null,
+      schedule: { runAt: new Date(at).toISOString() },
+      retry: { maxAttempts: 3, backoffSeconds: 1, maxBackoffSeconds: 1 },
+      timeoutSeconds: 30,
+      priority,
+      createdAt: NOW,
     },
     due: null,
     execution: { scheduledFor: at, dueAt: at },

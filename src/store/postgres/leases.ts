@@ -137,7 +137,10 @@ export async function heartbeat(db: Db, p: { tenantId: string; executionId: stri
 }
 
 /** Each item's execution as it is now (state, attempt), or undefined when the tenant has no such execution. */
-async function states(db: Db, items: readonly { executionId: string; tenantId: string }[]): Promise<({ state: string; attempt: number } | undefined)[]> {
+async function states(
+  db: Db,
+  items: readonly { executionId: string; tenantId: string }[],
+): Promise<({ state: string; attempt: number } | undefined)[]> {
   const keys = items.map((i) => executionKey(i.executionId));
   const known = items.flatMap((i, n) => (keys[n] ? [{ ...keys[n]!, tenantId: i.tenantId }] : []));
   if (known.length === 0) return items.map(() => undefined);
@@ -208,10 +211,17 @@ export async function complete(db: Db, items: CompleteInput[], now: number | nul
             "complete",
           );
     // The succeeding attempt stays on the execution row (history reads it there).
-    await changeJobs(db, done.map((d) => ({ jobId: d.job_id, change: d.kind ? jobChangeAfterExecution(d.kind, "SUCCEEDED") : null })), done[0]?.now ?? now);
+    await changeJobs(
+      db,
+      done.map((d) => ({ jobId: d.job_id, change: d.kind ? jobChangeAfterExecution(d.kind, "SUCCEEDED") : null })),
+      done[0]?.now ?? now,
+    );
     const succeeded = new Set(done.map((d) => d.id));
     const missed = round.filter((i) => !succeeded.has(items[i]!.executionId));
-    const found = await states(db, missed.map((i) => items[i]!));
+    const found = await states(
+      db,
+      missed.map((i) => items[i]!),
+    );
     for (const i of round) if (succeeded.has(items[i]!.executionId)) out[i] = { status: "ok", state: "SUCCEEDED" };
     missed.forEach((i, n) => {
       const e = found[n];
@@ -286,7 +296,11 @@ async function endAttempts(db: Db, endings: Ending[], now: number, lease: typeof
   const ids = new Set(ended.map((r) => `${r.job_id}\n${r.scheduled_for}`));
   const done = endings.filter((x) => ids.has(`${x.e.job_id}\n${x.e.scheduled_for}`));
   const dead = done.filter((x) => x.end.state === "DEAD");
-  await changeJobs(db, dead.map((x) => ({ jobId: x.e.job_id as string, change: jobChangeAfterExecution(x.e.job_kind as "once" | "cron", "DEAD") })), now);
+  await changeJobs(
+    db,
+    dead.map((x) => ({ jobId: x.e.job_id as string, change: jobChangeAfterExecution(x.e.job_kind as "once" | "cron", "DEAD") })),
+    now,
+  );
   return new Set(done.map((x) => x.e.id as string));
 }
 
@@ -310,16 +324,30 @@ export async function fail(db: Db, items: FailInput[], pinned: number | null): P
     let pending = round;
     while (pending.length > 0) {
       const batch = keyed(pending.map((i) => items[i]!));
-      const read = batch.length === 0 ? [] : await rows(
-        db,
-        HELD_ROWS,
-        [batch.map((b) => b.jobId), batch.map((b) => b.scheduledFor), batch.map((b) => b.item.tenantId), batch.map((b) => b.item.attempt), pinned],
-        "fail_read",
-      );
+      const read =
+        batch.length === 0
+          ? []
+          : await rows(
+              db,
+              HELD_ROWS,
+              [
+                batch.map((b) => b.jobId),
+                batch.map((b) => b.scheduledFor),
+                batch.map((b) => b.item.tenantId),
+                batch.map((b) => b.item.attempt),
+                pinned,
+              ],
+              "fail_read",
+            );
       const byId = new Map(read.map((e) => [e.id as string, e]));
       const lost = pending.filter((i) => !byId.has(items[i]!.executionId));
-      const found = await states(db, lost.map((i) => items[i]!));
-      lost.forEach((i, n) => (out[i] = found[n] ? { status: "lost" } : { status: "not_found" }));
+      const found = await states(
+        db,
+        lost.map((i) => items[i]!),
+      );
+      lost.forEach((i, n) => {
+        out[i] = found[n] ? { status: "lost" } : { status: "not_found" };
+      });
       const held = pending.filter((i) => byId.has(items[i]!.executionId));
       if (held.length === 0) break;
       const now = byId.get(items[held[0]!]!.executionId)!.call_now as number;
@@ -337,7 +365,10 @@ export async function fail(db: Db, items: FailInput[], pinned: number | null): P
         if (!ended.has(e.id as string)) return;
         const pool = e.pool as string;
         const tenantId = items[i]!.tenantId;
-        out[i] = end.state === "READY" ? { status: "ok", state: "READY", readyAt: end.readyAt, pool, tenantId } : { status: "ok", state: end.state, pool, tenantId };
+        out[i] =
+          end.state === "READY"
+            ? { status: "ok", state: "READY", readyAt: end.readyAt, pool, tenantId }
+            : { status: "ok", state: end.state, pool, tenantId };
       });
       pending = held.filter((i) => !ended.has(items[i]!.executionId));
     }
@@ -367,7 +398,13 @@ export async function reap(c: pg.PoolClient, p: { now?: number; limit: number })
   const endings = expired.map((e): Ending => {
     const error = expiredAttemptError({ leaseUntil: e.lease_until as number, deadline: e.deadline as number, timeoutMs: e.timeout_ms as number });
     const end = endExpiredAttempt(attemptFacts(e), now);
-    return { e, end, attemptState: end.state === "DEAD" ? "DEAD" : "TIMED_OUT", error, lastError: end.state === "DEAD" ? exhaustedError(error) : error };
+    return {
+      e,
+      end,
+      attemptState: end.state === "DEAD" ? "DEAD" : "TIMED_OUT",
+      error,
+      lastError: end.state === "DEAD" ? exhaustedError(error) : error,
+    };
   });
   const ended = await endAttempts(c, endings, now, LEASE_EXPIRED);
   return endings

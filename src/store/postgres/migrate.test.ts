@@ -16,12 +16,16 @@ import { adminPool, freshPostgresSchema, postgresAvailable } from "./test-suppor
 
 test("a schema name that is not [a-z_][a-z0-9_]{0,62} is InvalidArgument naming schema, before any connection", async () => {
   for (const schema of ["", "Duetime", "1abc", "due-time", 'x"; DROP SCHEMA public; --', "a".repeat(64), "dué"]) {
-    await assert.rejects(openPostgresStore({ url: "postgres://postgres@127.0.0.1:1/none", schema }), (err: unknown) => {
-      assert.ok(err instanceof DuetimeError, String(err));
-      assert.equal(err.code, "INVALID_ARGUMENT");
-      assert.equal(err.details?.field, "schema");
-      return true;
-    }, JSON.stringify(schema));
+    await assert.rejects(
+      openPostgresStore({ url: "postgres://postgres@127.0.0.1:1/none", schema }),
+      (err: unknown) => {
+        assert.ok(err instanceof DuetimeError, String(err));
+        assert.equal(err.code, "INVALID_ARGUMENT");
+        assert.equal(err.details?.field, "schema");
+        return true;
+      },
+      JSON.stringify(schema),
+    );
   }
 });
 
@@ -33,7 +37,10 @@ if (await postgresAvailable("PostgreSQL migrations")) {
     try {
       const { rows } = await adminPool().query(`SELECT version FROM "${schema}".schema_migrations ORDER BY version`);
       assert.ok(rows.length > 0);
-      assert.deepEqual(rows.map((r: { version: number }) => r.version), MIGRATIONS.map((m) => m.version));
+      assert.deepEqual(
+        rows.map((r: { version: number }) => r.version),
+        MIGRATIONS.map((m) => m.version),
+      );
       for (const store of stores) await store.ping();
     } finally {
       await Promise.all(stores.map((s) => s.close()));
@@ -54,12 +61,13 @@ if (await postgresAvailable("PostgreSQL migrations")) {
     }
   });
 
-
   test("duetime migrate --schema applies the migrations once, and a second run finds the store current", async () => {
     const { url, schema } = freshPostgresSchema();
     const bin = fileURLToPath(new URL("../../../bin/duetime.js", import.meta.url));
     const migrate = async () => {
-      const { stdout } = await promisify(execFile)(process.execPath, [bin, "migrate", "--store", url, "--schema", schema, "--json"], { timeout: 60_000 });
+      const { stdout } = await promisify(execFile)(process.execPath, [bin, "migrate", "--store", url, "--schema", schema, "--json"], {
+        timeout: 60_000,
+      });
       return JSON.parse(stdout) as { applied: number[]; version: number };
     };
     const latest = MIGRATIONS[MIGRATIONS.length - 1]!.version;

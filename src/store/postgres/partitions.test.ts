@@ -20,9 +20,19 @@ function oneOff(at: number): NewJob {
   const jobId = newId(NOW);
   return {
     job: {
-      tenantId: "t1", jobId, shard: shardOf(jobId), kind: "once", name: "j", state: "SCHEDULED", target: { type: "queue", pool: "p" },
-      payload: null, schedule: { runAt: new Date(at).toISOString() }, retry: { maxAttempts: 3, backoffSeconds: 1, maxBackoffSeconds: 1 },
-      timeoutSeconds: 30, priority: 0, createdAt: NOW,
+      tenantId: "t1",
+      jobId,
+      shard: shardOf(jobId),
+      kind: "once",
+      name: "j",
+      state: "SCHEDULED",
+      target: { type: "queue", pool: "p" },
+      payload: null,
+      schedule: { runAt: new Date(at).toISOString() },
+      retry: { maxAttempts: 3, backoffSeconds: 1, maxBackoffSeconds: 1 },
+      timeoutSeconds: 30,
+      priority: 0,
+      createdAt: NOW,
     },
     due: null,
     execution: { scheduledFor: at, dueAt: at },
@@ -34,7 +44,15 @@ async function open(): Promise<{ store: Store; pool: pg.Pool; schema: string; cl
   const db = freshPostgresSchema();
   const store = await openPostgresStore({ ...db, poolSize: 4 });
   const pool = new pg.Pool({ connectionString: db.url, max: 2, options: `-c search_path="${db.schema}"` });
-  return { store, pool, schema: db.schema, close: async () => (await store.close(), await pool.end()) };
+  return {
+    store,
+    pool,
+    schema: db.schema,
+    close: async () => {
+      await store.close();
+      await pool.end();
+    },
+  };
 }
 
 /** Which partition holds each execution scheduled at these times. */
@@ -57,7 +75,10 @@ async function ended(store: Store, times: number[]): Promise<void> {
   for (const at of times) {
     const [leased] = await store.executionLease({ pool: "p", workerId: "w", max: 1, leaseMs: 30_000, now: at + 1 });
     assert.equal(leased!.scheduledFor, at);
-    const [done] = await store.executionCompleteMany({ items: [{ executionId: leased!.executionId, tenantId: "t1", attempt: leased!.attempt }], now: at + 2 });
+    const [done] = await store.executionCompleteMany({
+      items: [{ executionId: leased!.executionId, tenantId: "t1", attempt: leased!.attempt }],
+      now: at + 2,
+    });
     assert.equal(done!.status, "ok");
   }
 }
@@ -68,7 +89,10 @@ if (await postgresAvailable("PostgreSQL time partitions")) {
     try {
       const times = [Date.parse("1971-01-01T00:00:00Z"), NOW, Date.parse("2200-01-01T00:00:00Z")];
       const created = await store.jobCreateMany({ nodeId: "n1", jobs: times.map(oneOff), now: NOW });
-      assert.deepEqual(created.map((c) => c.status), ["created", "created", "created"]);
+      assert.deepEqual(
+        created.map((c) => c.status),
+        ["created", "created", "created"],
+      );
       assert.deepEqual(await homes(pool, times), ["executions_default", nameOf("executions", rangeStart(NOW)), "executions_default"]);
     } finally {
       await close();
@@ -104,7 +128,10 @@ if (await postgresAvailable("PostgreSQL time partitions")) {
       // An attempt row in the range that goes: a failure, then a success.
       await store.jobCreateMany({ nodeId: "n1", jobs: [oneOff(gone + 4000)], now: NOW });
       const [first] = await store.executionLease({ pool: "p", workerId: "w", max: 1, leaseMs: 30_000, now: gone + 4001 });
-      await store.executionFailMany({ items: [{ executionId: first!.executionId, tenantId: "t1", attempt: 1, error: { message: "no" }, jitter: 0 }], now: gone + 4002 });
+      await store.executionFailMany({
+        items: [{ executionId: first!.executionId, tenantId: "t1", attempt: 1, error: { message: "no" }, jitter: 0 }],
+        now: gone + 4002,
+      });
       const [second] = await store.executionLease({ pool: "p", workerId: "w", max: 1, leaseMs: 30_000, now: gone + 10_000 });
       await store.executionCompleteMany({ items: [{ executionId: second!.executionId, tenantId: "t1", attempt: 2 }], now: gone + 10_001 });
       // A live row in the range kept: a one-off backfilled there, not yet run.
@@ -119,7 +146,10 @@ if (await postgresAvailable("PostgreSQL time partitions")) {
       assert.deepEqual(await store.retentionPurge({ kind: "executions", before, limit: 1 }), { deleted: 1 });
       assert.deepEqual(await store.retentionPurge({ kind: "executions", before, limit: 1 }), { deleted: 0 });
       const { rows } = await pool.query("SELECT scheduled_for::bigint AS at, state FROM executions WHERE scheduled_for < $1", [before]);
-      assert.deepEqual(rows.map((r) => [Number(r.at), r.state]), [[kept + 3000, "READY"]]);
+      assert.deepEqual(
+        rows.map((r) => [Number(r.at), r.state]),
+        [[kept + 3000, "READY"]],
+      );
     } finally {
       await close();
     }

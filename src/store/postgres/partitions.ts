@@ -33,8 +33,7 @@ const ENDED = "('SUCCEEDED', 'DEAD', 'CANCELLED', 'SKIPPED')";
 
 export const rangeStart = (t: number): number => Math.floor((t - ORIGIN) / PARTITION_MS) * PARTITION_MS + ORIGIN;
 
-const partitionName = (table: string, from: number): string =>
-  `${table}_p${new Date(from).toISOString().slice(0, 10).replaceAll("-", "")}`;
+const partitionName = (table: string, from: number): string => `${table}_p${new Date(from).toISOString().slice(0, 10).replaceAll("-", "")}`;
 
 const isLockRefused = (error: unknown): boolean => (error as { code?: string }).code === "55P03";
 

@@ -48,7 +48,11 @@ if (await postgresAvailable("PostgreSQL retention plans")) {
       );
       const leading = new Map(indexes.map((r) => [r.index, r.column]));
       const statements = Object.entries({ EXPIRED_SQL, PURGE_SQL, PURGE_ONLY_SQL }).flatMap(([group, sqls]) =>
-        Object.entries(sqls).map(([kind, sql]) => ({ name: `${group}.${kind}`, sql, values: group === "PURGE_ONLY_SQL" ? [0, ...LISTED[kind]!] : [0, 10] })),
+        Object.entries(sqls).map(([kind, sql]) => ({
+          name: `${group}.${kind}`,
+          sql,
+          values: group === "PURGE_ONLY_SQL" ? [0, ...LISTED[kind]!] : [0, 10],
+        })),
       );
       assert.equal(statements.length, 12);
       for (const { name, sql, values } of statements) {
@@ -57,7 +61,11 @@ if (await postgresAvailable("PostgreSQL retention plans")) {
         const scans = plan.filter((n) => n["Relation Name"] !== undefined && n["Node Type"] !== "ModifyTable"); // the DELETE itself names its table
         assert.ok(scans.length > 0, `${name} reads a table`);
         const shown = JSON.stringify(plan.map((n) => [n["Node Type"], n["Relation Name"] ?? n["Index Name"], n["Index Cond"]]));
-        assert.deepEqual(scans.filter((n) => !SEARCHES.has(n["Node Type"])), [], `${name} scans a table: ${shown}`);
+        assert.deepEqual(
+          scans.filter((n) => !SEARCHES.has(n["Node Type"])),
+          [],
+          `${name} scans a table: ${shown}`,
+        );
         // Searched: the condition holds the index's leading column (a condition on a later one walks the whole index).
         const walks = plan.filter((n) => n["Index Name"] !== undefined && !(n["Index Cond"] ?? "").includes(`(${leading.get(n["Index Name"])} `));
         assert.deepEqual(walks, [], `${name} walks a whole index: ${shown}`);

@@ -5,7 +5,7 @@
 // own, which this file reconnects itself: after a reconnect the subscribers
 // hear "resync", since whatever was sent meanwhile is lost.
 
-import pg from "pg";
+import type pg from "pg";
 import type { ClusterSignal, SignalEvent } from "../store.js";
 
 /** NOTIFY payloads must stay under 8000 bytes; a batch is split into chunks below this. */

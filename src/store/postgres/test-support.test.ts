@@ -16,9 +16,14 @@ async function runWithoutPostgres(ci: boolean): Promise<{ code: number; stdout: 
   delete env.NODE_TEST_CONTEXT; // a test runner of its own, not a subtest of this one
   if (ci) env.CI = "true";
   return new Promise((resolve) => {
-    execFile(process.execPath, ["--import", "tsx", "--test", "--test-reporter=tap", FILE], { cwd: ROOT, env, timeout: 60_000 }, (error, stdout, stderr) => {
-      resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      ["--import", "tsx", "--test", "--test-reporter=tap", FILE],
+      { cwd: ROOT, env, timeout: 60_000 },
+      (error, stdout, stderr) => {
+        resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
+      },
+    );
   });
 }
 

@@ -51,7 +51,9 @@ export async function postgresAvailable(what: string): Promise<boolean> {
       throw new Error(`${message}. Start PostgreSQL or set DUETIME_TEST_PG_URL.`);
     });
   } else {
-    process.stderr.write(`\n${"!".repeat(78)}\n!! SKIPPED: ${message}.\n!! Start PostgreSQL (or set DUETIME_TEST_PG_URL) to run them; CI=true fails instead.\n${"!".repeat(78)}\n\n`);
+    process.stderr.write(
+      `\n${"!".repeat(78)}\n!! SKIPPED: ${message}.\n!! Start PostgreSQL (or set DUETIME_TEST_PG_URL) to run them; CI=true fails instead.\n${"!".repeat(78)}\n\n`,
+    );
     test(`${what} (skipped: PostgreSQL not reachable)`, { skip: message }, () => {});
   }
   return false;

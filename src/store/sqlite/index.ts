@@ -191,9 +191,7 @@ class SqliteStore implements Store {
 
   async migrate(): Promise<MigrateResult> {
     this.db.exec("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)");
-    const done = new Set(
-      (this.db.prepare("SELECT version FROM schema_migrations").all() as { version: number }[]).map((r) => r.version),
-    );
+    const done = new Set((this.db.prepare("SELECT version FROM schema_migrations").all() as { version: number }[]).map((r) => r.version));
     const applied: number[] = [];
     for (const m of MIGRATIONS) {
       if (done.has(m.version)) continue;
@@ -259,17 +257,21 @@ class SqliteStore implements Store {
 
   private createOne({ job, due, execution, idempotency }: NewJob, nodeId: string, now: number): JobCreateOutcome {
     if (idempotency) {
-      const prior = this.q(
-        "SELECT request_hash, job_id FROM idempotency_keys WHERE tenant_id = ? AND key = ?",
-      ).get(job.tenantId, idempotency.key) as { request_hash: string; job_id: string } | undefined;
+      const prior = this.q("SELECT request_hash, job_id FROM idempotency_keys WHERE tenant_id = ? AND key = ?").get(job.tenantId, idempotency.key) as
+        | { request_hash: string; job_id: string }
+        | undefined;
       if (prior) {
         if (prior.request_hash !== idempotency.requestHash) return { status: "idempotency_mismatch" };
         const existing = this.getJob(job.tenantId, prior.job_id);
         if (existing) return { status: "existing", job: existing };
       }
-      this.q(
-        "INSERT OR REPLACE INTO idempotency_keys (tenant_id, key, request_hash, job_id, created_at) VALUES (?, ?, ?, ?, ?)",
-      ).run(job.tenantId, idempotency.key, idempotency.requestHash, job.jobId, now);
+      this.q("INSERT OR REPLACE INTO idempotency_keys (tenant_id, key, request_hash, job_id, created_at) VALUES (?, ?, ?, ?, ?)").run(
+        job.tenantId,
+        idempotency.key,
+        idempotency.requestHash,
+        job.jobId,
+        now,
+      );
     }
     const pool = job.target.type === "queue" ? job.target.pool : HTTP_POOL;
     this.q(
@@ -312,9 +314,13 @@ class SqliteStore implements Store {
   }
 
   private putDue(jobId: string, tenantId: string, shard: number, due: NextOccurrence): void {
-    this.q(
-      "INSERT OR REPLACE INTO due (job_id, tenant_id, shard, scheduled_for, due_at) VALUES (?, ?, ?, ?, ?)",
-    ).run(jobId, tenantId, shard, due.scheduledFor, due.dueAt);
+    this.q("INSERT OR REPLACE INTO due (job_id, tenant_id, shard, scheduled_for, due_at) VALUES (?, ?, ?, ?, ?)").run(
+      jobId,
+      tenantId,
+      shard,
+      due.scheduledFor,
+      due.dueAt,
+    );
   }
 
   private getJob(tenantId: string, jobId: string): JobRecord | null {
@@ -481,7 +487,10 @@ class SqliteStore implements Store {
       const ids = new Set(inserted.map((r) => r.executionId));
       const busy = rows.filter((r) => r[6] === 1 && !ids.has(r[0])).map((r) => skippedRow(r[1], r[2], "overlap"));
       this.insertExecutions(busy, p.now, p.nodeId);
-      this.changeJobs(finished.map((jobId) => ({ jobId, change: LAST_DISPATCH_JOB_CHANGE })), p.now);
+      this.changeJobs(
+        finished.map((jobId) => ({ jobId, change: LAST_DISPATCH_JOB_CHANGE })),
+        p.now,
+      );
       const dispatched = inserted.filter((r) => r.state === "READY").map(({ state: _, ...r }) => r);
       return { dispatched, stale, fenced };
     });
@@ -507,9 +516,11 @@ class SqliteStore implements Store {
       `UPDATE executions SET state = 'CANCELLED', finished_at = @now, last_error = coalesce(@error, last_error)
        WHERE id > @from AND id < @to AND state IN (SELECT value FROM json_each(@states))`,
     ).run({ now, error: json(error ?? undefined), from, to, states: states("end") });
-    this.q(
-      "UPDATE executions SET cancel_requested = 1 WHERE id > @from AND id < @to AND state IN (SELECT value FROM json_each(@states))",
-    ).run({ from, to, states: states("ask_to_stop") });
+    this.q("UPDATE executions SET cancel_requested = 1 WHERE id > @from AND id < @to AND state IN (SELECT value FROM json_each(@states))").run({
+      from,
+      to,
+      states: states("ask_to_stop"),
+    });
   }
 
   /**
@@ -573,9 +584,12 @@ class SqliteStore implements Store {
   }
 
   async executionsInWindow(p: { tenantId: string; jobId: string; from: number; to: number }): Promise<AttemptRow[]> {
-    const rows = this.q(
-      `SELECT * FROM executions WHERE ${OF_JOB} AND tenant_id = ? AND scheduled_for BETWEEN ? AND ? ORDER BY scheduled_for`,
-    ).all(...jobRange(p.jobId), p.tenantId, p.from, p.to) as Row[];
+    const rows = this.q(`SELECT * FROM executions WHERE ${OF_JOB} AND tenant_id = ? AND scheduled_for BETWEEN ? AND ? ORDER BY scheduled_for`).all(
+      ...jobRange(p.jobId),
+      p.tenantId,
+      p.from,
+      p.to,
+    ) as Row[];
     return rows.map((e) => historyRow({ ...e, error: e.last_error, result: null }));
   }
 
@@ -584,7 +598,6 @@ class SqliteStore implements Store {
     const e = this.q("SELECT * FROM executions WHERE id = ?").get(executionId) as Row;
     return historyRow({ ...e, started_at: null, finished_at: null, error: null, worker_id: null, result: null });
   }
-
 
   async executionLease(p: LeaseParams): Promise<LeasedRow[]> {
     const now = leaseNow(p.now);
@@ -611,9 +624,9 @@ class SqliteStore implements Store {
     const ids: string[] = [];
     for (const priority of this.priorityLevels(scope, p)) {
       if (ids.length >= p.max) break;
-      const rows = this.q(
-        `SELECT id FROM ${scope} AND state = 'READY' AND priority = @priority AND ready_at <= @now ORDER BY ready_at LIMIT @n`,
-      ).all({ pool: p.pool, tenant: p.tenantId ?? null, priority, now, n: p.max - ids.length }) as { id: string }[];
+      const rows = this.q(`SELECT id FROM ${scope} AND state = 'READY' AND priority = @priority AND ready_at <= @now ORDER BY ready_at LIMIT @n`).all(
+        { pool: p.pool, tenant: p.tenantId ?? null, priority, now, n: p.max - ids.length },
+      ) as { id: string }[];
       for (const r of rows) ids.push(r.id);
     }
     if (ids.length === 0) return [];
@@ -700,11 +713,16 @@ class SqliteStore implements Store {
        RETURNING executions.id AS id, executions.job_id AS job_id, (SELECT kind FROM jobs WHERE jobs.id = executions.job_id) AS kind`,
     ).all({ now, input }) as { id: string; job_id: string; kind: "once" | "cron" }[];
     // The succeeding attempt stays on the execution row (history reads it there).
-    this.changeJobs(done.map((d) => ({ jobId: d.job_id, change: jobChangeAfterExecution(d.kind, "SUCCEEDED") })), now);
+    this.changeJobs(
+      done.map((d) => ({ jobId: d.job_id, change: jobChangeAfterExecution(d.kind, "SUCCEEDED") })),
+      now,
+    );
     const succeeded = new Set(done.map((d) => d.id));
     return items.map((item): AckOutcome => {
       if (succeeded.has(item.executionId)) return { status: "ok", state: "SUCCEEDED" };
-      const e = this.q("SELECT state, attempt FROM executions WHERE id = ? AND tenant_id = ?").get(item.executionId, item.tenantId) as Row | undefined;
+      const e = this.q("SELECT state, attempt FROM executions WHERE id = ? AND tenant_id = ?").get(item.executionId, item.tenantId) as
+        | Row
+        | undefined;
       if (!e) return { status: "not_found" };
       if (e.state === "SUCCEEDED" && e.attempt === item.attempt) return { status: "ok", state: "SUCCEEDED" };
       return { status: "lost" };
@@ -812,7 +830,8 @@ class SqliteStore implements Store {
       }).changes === 1;
     if (!ended) return false;
     this.finishAttempt(id, attempt, o.attemptState, o.now, o.error);
-    if (end.state === "DEAD") this.changeJobs([{ jobId: e.job_id as string, change: jobChangeAfterExecution(e.job_kind as "once" | "cron", "DEAD") }], o.now);
+    if (end.state === "DEAD")
+      this.changeJobs([{ jobId: e.job_id as string, change: jobChangeAfterExecution(e.job_kind as "once" | "cron", "DEAD") }], o.now);
     return true;
   }
 
@@ -854,9 +873,7 @@ class SqliteStore implements Store {
   async executionReap(p: { now?: number; limit: number }) {
     const now = leaseNow(p.now);
     return this.tx(() => {
-      const rows = this.q(
-        `SELECT ${ENDING_ROW} WHERE ${LEASE_EXPIRED} ORDER BY lease_until LIMIT @limit`,
-      ).all({ now, limit: p.limit }) as Row[];
+      const rows = this.q(`SELECT ${ENDING_ROW} WHERE ${LEASE_EXPIRED} ORDER BY lease_until LIMIT @limit`).all({ now, limit: p.limit }) as Row[];
       const reaped: { executionId: string; tenantId: string; pool: string; state: "READY" | "DEAD" | "CANCELLED" }[] = [];
       for (const e of rows) {
         const error = expiredAttemptError({
@@ -898,10 +915,16 @@ class SqliteStore implements Store {
          FROM executions e WHERE ${OF_JOB_NAMED} AND e.tenant_id = @tenant AND e.attempt = 0
        ) WHERE 1 = 1 ${cursor}
        ORDER BY scheduled_for DESC, attempt DESC LIMIT @limit`,
-    ).all({ from: jobRange(p.jobId)[0], to: jobRange(p.jobId)[1], tenant: p.tenantId, sf: p.after?.scheduledFor ?? null, att: p.after?.attempt ?? null, limit: p.limit }) as Row[];
+    ).all({
+      from: jobRange(p.jobId)[0],
+      to: jobRange(p.jobId)[1],
+      tenant: p.tenantId,
+      sf: p.after?.scheduledFor ?? null,
+      att: p.after?.attempt ?? null,
+      limit: p.limit,
+    }) as Row[];
     return rows.map(historyRow);
   }
-
 
   // ---- dead letters ---------------------------------------------------------------
 
@@ -1000,9 +1023,12 @@ class SqliteStore implements Store {
 
   async auditList(p: { tenantId: string; limit: number; after?: { at: number; id: number } }) {
     const cursor = p.after ? "AND (at < @at OR (at = @at AND id < @id))" : "";
-    const rows = this.q(
-      `SELECT * FROM audit WHERE tenant_id = @tenant ${cursor} ORDER BY at DESC, id DESC LIMIT @limit`,
-    ).all({ tenant: p.tenantId, at: p.after?.at ?? null, id: p.after?.id ?? null, limit: p.limit }) as Row[];
+    const rows = this.q(`SELECT * FROM audit WHERE tenant_id = @tenant ${cursor} ORDER BY at DESC, id DESC LIMIT @limit`).all({
+      tenant: p.tenantId,
+      at: p.after?.at ?? null,
+      id: p.after?.id ?? null,
+      limit: p.limit,
+    }) as Row[];
     return rows.map((r) => ({
       id: r.id as number,
       tenantId: r.tenant_id as string,
@@ -1031,9 +1057,12 @@ class SqliteStore implements Store {
   async apiKeyList(p: { tenantId?: string; limit: number; after?: { createdAt: number; id: string } }): Promise<ApiKeyRecord[]> {
     const tenant = p.tenantId !== undefined ? "tenant_id = @tenant" : "1";
     const cursor = p.after ? "AND (created_at < @createdAt OR (created_at = @createdAt AND id < @id))" : "";
-    const rows = this.q(
-      `SELECT * FROM api_keys WHERE ${tenant} ${cursor} ORDER BY created_at DESC, id DESC LIMIT @limit`,
-    ).all({ tenant: p.tenantId ?? null, createdAt: p.after?.createdAt ?? null, id: p.after?.id ?? null, limit: p.limit }) as Row[];
+    const rows = this.q(`SELECT * FROM api_keys WHERE ${tenant} ${cursor} ORDER BY created_at DESC, id DESC LIMIT @limit`).all({
+      tenant: p.tenantId ?? null,
+      createdAt: p.after?.createdAt ?? null,
+      id: p.after?.id ?? null,
+      limit: p.limit,
+    }) as Row[];
     return rows.map(toApiKey);
   }
 
@@ -1125,7 +1154,6 @@ function scopeParams(p: { pool: string; tenantId?: string }): { pool: string; te
   return { pool: p.pool, tenant: p.tenantId ?? null };
 }
 
-
 function toJob(r: Row): JobRecord {
   return {
     tenantId: r.tenant_id as string,
@@ -1147,7 +1175,6 @@ function toJob(r: Row): JobRecord {
     nextDueAt: (r.next_due_at as number | null) ?? null,
   };
 }
-
 
 function toShard(r: Row): ShardLease {
   return {

@@ -30,7 +30,10 @@ function version5(path: string): Database.Database {
 
 function insertJob(db: Database.Database, kind: "once" | "cron", state: string, runAt: number): string {
   const id = newId(T0);
-  const schedule = kind === "once" ? { runAt: new Date(runAt).toISOString() } : { cron: "0 * * * *", tz: "UTC", jitterSeconds: 0, misfire: "run_once", overlap: "allow" };
+  const schedule =
+    kind === "once"
+      ? { runAt: new Date(runAt).toISOString() }
+      : { cron: "0 * * * *", tz: "UTC", jitterSeconds: 0, misfire: "run_once", overlap: "allow" };
   db.prepare(
     `INSERT INTO jobs (id, tenant_id, shard, kind, name, state, target, pool, payload, schedule, retry, timeout_seconds, priority, version, created_at, updated_at)
      VALUES (?, 't1', ?, ?, 'legacy', ?, '{"type":"queue","pool":"p1"}', 'p1', '{"n":1}', ?, '{"maxAttempts":3,"backoffSeconds":10,"maxBackoffSeconds":3600}', 300, 0, 1, ?, ?)`,
@@ -60,9 +63,16 @@ test("migration 6 gives waiting one-offs their execution (READY at the due time)
     const [held] = await store.executionHistory({ tenantId: "t1", jobId: paused, limit: 10 });
     assert.deepEqual([held?.executionId, held?.state], [executionIdFor(paused, T0 + 120_000), "PAUSED"]);
     const due = await store.dueLoad({ shards: [shardOf(waiting), shardOf(cron)], before: T0 + 10 * 3_600_000, limit: 10 });
-    assert.deepEqual(due.map((d) => d.jobId), [cron], "only the recurring job keeps a due entry");
+    assert.deepEqual(
+      due.map((d) => d.jobId),
+      [cron],
+      "only the recurring job keeps a due entry",
+    );
     const leased = await store.executionLease({ tenantId: "t1", pool: "p1", workerId: "w", max: 10, leaseMs: 30_000, now: T0 + 60_000 });
-    assert.deepEqual(leased.map((l) => [l.jobId, l.payload]), [[waiting, { n: 1 }]]);
+    assert.deepEqual(
+      leased.map((l) => [l.jobId, l.payload]),
+      [[waiting, { n: 1 }]],
+    );
   } finally {
     await store.close();
   }

@@ -31,5 +31,9 @@ export function leave(q: Query, p: { nodeId: string }): void {
 /** All of owner's shards, or only the listed ones; never another owner's. */
 export function releaseShards(q: Query, p: { owner: string; shards?: readonly number[] }): void {
   if (p.shards === undefined) q("UPDATE shards SET owner = NULL, lease_until = 0 WHERE owner = ?").run(p.owner);
-  else q("UPDATE shards SET owner = NULL, lease_until = 0 WHERE owner = ? AND shard IN (SELECT value FROM json_each(?))").run(p.owner, JSON.stringify(p.shards));
+  else
+    q("UPDATE shards SET owner = NULL, lease_until = 0 WHERE owner = ? AND shard IN (SELECT value FROM json_each(?))").run(
+      p.owner,
+      JSON.stringify(p.shards),
+    );
 }

@@ -213,9 +213,11 @@ function oneOffExecutions(db: Database.Database, now: number): void {
   );
   const add = (job: string, scheduledFor: number, readyAt: number, state: "READY" | "PAUSED") =>
     insert.run({ id: executionIdFor(job, scheduledFor), job, scheduledFor, readyAt, state, now });
-  const waiting = db
-    .prepare("SELECT d.job_id, d.scheduled_for, d.due_at FROM due d JOIN jobs j ON j.id = d.job_id WHERE j.kind = 'once'")
-    .all() as { job_id: string; scheduled_for: number; due_at: number }[];
+  const waiting = db.prepare("SELECT d.job_id, d.scheduled_for, d.due_at FROM due d JOIN jobs j ON j.id = d.job_id WHERE j.kind = 'once'").all() as {
+    job_id: string;
+    scheduled_for: number;
+    due_at: number;
+  }[];
   for (const w of waiting) add(w.job_id, w.scheduled_for, w.due_at, "READY");
   db.exec("DELETE FROM due WHERE job_id IN (SELECT id FROM jobs WHERE kind = 'once')");
   const paused = db

@@ -104,10 +104,7 @@ export class FakePool implements DuetimeApi {
     this.count_("lease");
     this.leaseRequests.push(structuredClone(request));
     this.changed();
-    const acks = [
-      ...(request.complete ?? []).map((c) => this.ackComplete(c)),
-      ...(request.fail ?? []).map((f) => this.ackFail(f)),
-    ];
+    const acks = [...(request.complete ?? []).map((c) => this.ackComplete(c)), ...(request.fail ?? []).map((f) => this.ackFail(f))];
     const max = request.max ?? 1;
     const deadline = Date.now() + (request.waitSeconds ?? 0) * 1000;
     let items: LeasedExecution[] = [];
@@ -241,8 +238,9 @@ export class FakePool implements DuetimeApi {
 
   private ackComplete(c: CompleteItem): AckItem {
     const e = this.executions.get(c.executionId);
-    if (e && e.state === "SUCCEEDED" && e.finishedAttempt === c.attempt) return { executionId: c.executionId, attempt: c.attempt, status: 200, state: "SUCCEEDED" };
-    if (!e || e.state !== "RUNNING" || e.attempt !== c.attempt || e.lost) return this.lost(c);
+    if (e && e.state === "SUCCEEDED" && e.finishedAttempt === c.attempt)
+      return { executionId: c.executionId, attempt: c.attempt, status: 200, state: "SUCCEEDED" };
+    if (e?.state !== "RUNNING" || e.attempt !== c.attempt || e.lost) return this.lost(c);
     e.state = "SUCCEEDED";
     e.result = c.result;
     e.finishedAttempt = c.attempt;
@@ -256,7 +254,7 @@ export class FakePool implements DuetimeApi {
     if (e && (e.state === "FAILED" || e.state === "DEAD") && e.finishedAttempt === f.attempt) {
       return { executionId: f.executionId, attempt: f.attempt, status: 200, state: e.state };
     }
-    if (!e || e.state !== "RUNNING" || e.attempt !== f.attempt || e.lost) return this.lost(f);
+    if (e?.state !== "RUNNING" || e.attempt !== f.attempt || e.lost) return this.lost(f);
     e.state = dead ? "DEAD" : "FAILED";
     e.error = f.error;
     e.finishedAttempt = f.attempt;
@@ -267,13 +265,19 @@ export class FakePool implements DuetimeApi {
   }
 
   private lost(item: { executionId: string; attempt: number }): AckItem {
-    return { executionId: item.executionId, attempt: item.attempt, status: 409, error: { code: "LEASE_LOST", message: `attempt ${item.attempt} of ${item.executionId} is not leased` } };
+    return {
+      executionId: item.executionId,
+      attempt: item.attempt,
+      status: 409,
+      error: { code: "LEASE_LOST", message: `attempt ${item.attempt} of ${item.executionId} is not leased` },
+    };
   }
 
   private current(executionId: string, attempt: number): Execution {
     const e = this.executions.get(executionId);
     if (!e) throw new DuetimeApiError("NOT_FOUND", `execution ${executionId} not found`, { status: 404 });
-    if (e.state !== "RUNNING" || e.attempt !== attempt || e.lost) throw new DuetimeApiError("LEASE_LOST", `attempt ${attempt} of ${executionId} is not leased`, { status: 409 });
+    if (e.state !== "RUNNING" || e.attempt !== attempt || e.lost)
+      throw new DuetimeApiError("LEASE_LOST", `attempt ${attempt} of ${executionId} is not leased`, { status: 409 });
     return e;
   }
 

@@ -48,7 +48,7 @@ export async function startTestServer(handler: TestHandler, port = 0): Promise<T
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
       const text = Buffer.concat(chunks).toString("utf8");
-      let body: unknown = undefined;
+      let body: unknown;
       if (text !== "") {
         try {
           body = JSON.parse(text);
@@ -113,38 +113,62 @@ const num = (q: Record<string, string>) => Object.fromEntries(Object.entries(q).
 type LeaseWithSignal = (pool: string, r: LeaseRequest, o: { signal: AbortSignal }) => Promise<LeaseResponse>;
 
 const ROUTES: Route[] = [
-  ["POST", /^\/v1\/jobs$/, async (api, _m, req) => {
-    const key = req.headers["idempotency-key"];
-    const job = await api.createJob(req.body as never, typeof key === "string" ? { idempotencyKey: key } : {});
-    const { created, ...rest } = job;
-    return ok(rest, created === false ? 200 : 201);
-  }],
+  [
+    "POST",
+    /^\/v1\/jobs$/,
+    async (api, _m, req) => {
+      const key = req.headers["idempotency-key"];
+      const job = await api.createJob(req.body as never, typeof key === "string" ? { idempotencyKey: key } : {});
+      const { created, ...rest } = job;
+      return ok(rest, created === false ? 200 : 201);
+    },
+  ],
   ["POST", /^\/v1\/jobs:batch$/, async (api, _m, req) => ok({ items: await api.createJobs(body(req).jobs as never) })],
   ["GET", /^\/v1\/jobs$/, async (api, _m, req) => ok(await api.listJobs(num(query(req))))],
   ["GET", new RegExp(`^/v1/jobs/${segment}$`), async (api, m) => ok(await api.getJob(m[0]!))],
-  ["DELETE", new RegExp(`^/v1/jobs/${segment}$`), async (api, m) => (await api.cancelJob(m[0]!), { status: 204 })],
+  [
+    "DELETE",
+    new RegExp(`^/v1/jobs/${segment}$`),
+    async (api, m) => {
+      await api.cancelJob(m[0]!);
+      return { status: 204 };
+    },
+  ],
   ["POST", new RegExp(`^/v1/jobs/${segment}:pause$`), async (api, m) => ok(await api.pauseJob(m[0]!))],
   ["POST", new RegExp(`^/v1/jobs/${segment}:resume$`), async (api, m) => ok(await api.resumeJob(m[0]!))],
   ["POST", new RegExp(`^/v1/jobs/${segment}:trigger$`), async (api, m) => ok(await api.triggerJob(m[0]!), 201)],
-  ["PATCH", new RegExp(`^/v1/jobs/${segment}$`), async (api, m, req) => {
-    const ifMatch = /^(?:W\/)?"?(\d+)"?$/.exec(String(req.headers["if-match"] ?? ""));
-    const job = await api.updateJob(m[0]!, req.body as never, ifMatch ? { ifMatch: Number(ifMatch[1]) } : {});
-    return { status: 200, headers: { etag: `"${job.version}"` }, body: job };
-  }],
+  [
+    "PATCH",
+    new RegExp(`^/v1/jobs/${segment}$`),
+    async (api, m, req) => {
+      const ifMatch = /^(?:W\/)?"?(\d+)"?$/.exec(String(req.headers["if-match"] ?? ""));
+      const job = await api.updateJob(m[0]!, req.body as never, ifMatch ? { ifMatch: Number(ifMatch[1]) } : {});
+      return { status: 200, headers: { etag: `"${job.version}"` }, body: job };
+    },
+  ],
   ["POST", new RegExp(`^/v1/jobs/${segment}:backfill$`), async (api, m, req) => ok(await api.backfillJob(m[0]!, req.body as never), 201)],
   ["GET", new RegExp(`^/v1/jobs/${segment}/occurrences$`), async (api, m, req) => ok(await api.listOccurrences(m[0]!, query(req) as never))],
   ["GET", new RegExp(`^/v1/jobs/${segment}/executions$`), async (api, m, req) => ok(await api.listExecutions(m[0]!, num(query(req))))],
   ["GET", /^\/v1\/dead-letters$/, async (api, _m, req) => ok(await api.listDeadLetters(num(query(req))))],
   ["POST", new RegExp(`^/v1/dead-letters/${segment}:replay$`), async (api, m) => ok(await api.replayDeadLetter(m[0]!), 201)],
   ["GET", /^\/v1\/schedules\/preview$/, async (api, _m, req) => ok(await api.previewSchedule(num(query(req)) as never))],
-  ["POST", new RegExp(`^/v1/pools/${segment}/lease$`), async (api, m, req, signal) =>
-    ok(await (api.lease as LeaseWithSignal).call(api, m[0]!, req.body as LeaseRequest, { signal }))],
+  [
+    "POST",
+    new RegExp(`^/v1/pools/${segment}/lease$`),
+    async (api, m, req, signal) => ok(await (api.lease as LeaseWithSignal).call(api, m[0]!, req.body as LeaseRequest, { signal })),
+  ],
   ["GET", new RegExp(`^/v1/pools/${segment}/stats$`), async (api, m) => ok(await api.poolStats(m[0]!))],
   ["POST", new RegExp(`^/v1/executions/${segment}/heartbeat$`), async (api, m, req) => ok(await api.heartbeat(m[0]!, req.body as never))],
-  ["POST", new RegExp(`^/v1/executions/${segment}/complete$`), async (api, m, req) =>
-    ok(await api.complete(m[0]!, body(req).attempt as number, body(req).result))],
-  ["POST", new RegExp(`^/v1/executions/${segment}/fail$`), async (api, m, req) =>
-    ok(await api.fail(m[0]!, body(req).attempt as number, body(req).error as never))],
+  [
+    "POST",
+    new RegExp(`^/v1/executions/${segment}/complete$`),
+    async (api, m, req) => ok(await api.complete(m[0]!, body(req).attempt as number, body(req).result)),
+  ],
+  [
+    "POST",
+    new RegExp(`^/v1/executions/${segment}/fail$`),
+    async (api, m, req) => ok(await api.fail(m[0]!, body(req).attempt as number, body(req).error as never)),
+  ],
   ["POST", /^\/v1\/executions:complete$/, async (api, _m, req) => ok({ items: await api.completeMany(body(req).items as never) })],
   ["POST", /^\/v1\/executions:fail$/, async (api, _m, req) => ok({ items: await api.failMany(body(req).items as never) })],
 ];
