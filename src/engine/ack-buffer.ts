@@ -3,85 +3,79 @@
 // along (executionAckAndLease: acknowledge and lease in one commit), or the
 // timer writes them. The short delay is what lets calls finishing a few ms
 // apart share a commit; a commit per call is what made the herd slow.
+// The buffering is the project's one Batcher; a failed write is not tried
+// again: its leases expire and those calls are sent again.
 
-import type { Clock, TimerHandle } from "../core/clock.js";
+import { Batcher } from "@duetime/sdk/contract";
+import type { Clock } from "../core/clock.js";
 import type { CompleteInput } from "../store/store.js";
 import type { Executor, FailRequest } from "./executor.js";
 
+type Outcome = { kind: "complete"; item: CompleteInput } | { kind: "fail"; item: FailRequest };
+
 export class AckBuffer {
-  private completes: CompleteInput[] = [];
-  private fails: FailRequest[] = [];
-  private timer: TimerHandle | null = null;
-  private writing: Promise<void> = Promise.resolve();
+  private readonly batcher: Batcher<Outcome>;
 
   constructor(
-    private readonly executor: Executor,
-    private readonly clock: Clock,
+    executor: Executor,
+    clock: Clock,
     /** How long an outcome may wait for company (default 10 ms). */
-    private readonly delayMs = 10,
-    private readonly maxBatch = 500,
+    delayMs = 10,
+    maxBatch = 500,
     /** A failed write: its leases expire and those calls are sent again. */
-    private readonly onError: (error: unknown) => void = () => {},
-  ) {}
+    onError: (error: unknown) => void = () => {},
+  ) {
+    this.batcher = new Batcher<Outcome>({
+      send: async (batch) => {
+        const { complete, fail } = split(batch);
+        if (complete.length > 0) await executor.complete(complete);
+        if (fail.length > 0) await executor.fail(fail);
+        return undefined;
+      },
+      delayMs,
+      maxBatch,
+      clock,
+      keep: () => false,
+      onError: (error) => onError(error),
+    });
+  }
 
   get size(): number {
-    return this.completes.length + this.fails.length;
+    return this.batcher.size;
   }
 
   complete(item: CompleteInput): void {
-    this.completes.push(item);
-    this.schedule();
+    this.batcher.add({ kind: "complete", item });
   }
 
   fail(item: FailRequest): void {
-    this.fails.push(item);
-    this.schedule();
+    this.batcher.add({ kind: "fail", item });
   }
 
   /** Takes up to maxBatch buffered outcomes, for a lease call that acknowledges them. */
   take(): { complete: CompleteInput[]; fail: FailRequest[] } {
-    const complete = this.completes.splice(0, this.maxBatch);
-    const fail = this.fails.splice(0, Math.max(0, this.maxBatch - complete.length));
-    if (this.size === 0) {
-      this.timer?.cancel();
-      this.timer = null;
-    }
-    return { complete, fail };
+    return split(this.batcher.take());
   }
 
   /** Puts back outcomes whose lease call failed: they are written by the next flush. */
   restore(items: { complete: CompleteInput[]; fail: FailRequest[] }): void {
-    this.completes.unshift(...items.complete);
-    this.fails.unshift(...items.fail);
-    if (this.size > 0) this.schedule();
+    this.batcher.restore([
+      ...items.complete.map((item): Outcome => ({ kind: "complete", item })),
+      ...items.fail.map((item): Outcome => ({ kind: "fail", item })),
+    ]);
   }
 
-  /** Writes everything buffered; resolves when it is in the store. */
+  /** Writes everything buffered; resolves when it is in the store (or the write failed, reported to onError). */
   flush(): Promise<void> {
-    this.timer?.cancel();
-    this.timer = null;
-    const completes = this.completes;
-    const fails = this.fails;
-    this.completes = [];
-    this.fails = [];
-    this.writing = this.writing
-      .catch(() => {})
-      .then(async () => {
-        for (let i = 0; i < completes.length; i += this.maxBatch) await this.executor.complete(completes.slice(i, i + this.maxBatch));
-        for (let i = 0; i < fails.length; i += this.maxBatch) await this.executor.fail(fails.slice(i, i + this.maxBatch));
-      });
-    return this.writing;
+    return this.batcher.flush();
   }
+}
 
-  private schedule(): void {
-    if (this.size >= this.maxBatch) {
-      void this.flush().catch(this.onError);
-      return;
-    }
-    if (this.timer) return;
-    this.timer = this.clock.setTimer(() => {
-      this.timer = null;
-      void this.flush().catch(this.onError);
-    }, this.delayMs);
+function split(outcomes: readonly Outcome[]): { complete: CompleteInput[]; fail: FailRequest[] } {
+  const out = { complete: [] as CompleteInput[], fail: [] as FailRequest[] };
+  for (const o of outcomes) {
+    if (o.kind === "complete") out.complete.push(o.item);
+    else out.fail.push(o.item);
   }
+  return out;
 }

@@ -24,7 +24,7 @@
 // released rather than failed. Releases are written in batches, one store
 // call for many.
 
-import { type ErrorRecord, type HttpTarget, type TargetStatus, SigningKeys, signatureHeader } from "@duetime/sdk/contract";
+import { Batcher, type ErrorRecord, type HttpTarget, type TargetStatus, SigningKeys, signatureHeader } from "@duetime/sdk/contract";
 import type { Clock, TimerHandle } from "../core/clock.js";
 import { msOfSeconds, toIso } from "../core/time.js";
 import type { LeasedRow } from "../store/store.js";
@@ -88,6 +88,14 @@ export const GRACE_MS = 5_000;
 /** A call goes out only with at least timeoutSeconds + this left on its lease; a longer lease is cut back to timeoutSeconds + GRACE_MS. */
 const MIN_MARGIN_MS = 1_000;
 const MAX_EXCESS_MS = 5_000;
+/** A failed write of releases is tried again this much later, while their leases last. */
+const RELEASE_RETRY_MS = 500;
+
+/** A release waiting to be written, with the lease it hands back (it is worth writing only while that lasts). */
+interface PendingRelease {
+  item: ReleaseInput;
+  leaseUntil: number;
+}
 /**
  * The longest a leased call waits in memory for its origin's cap, rate limit
  * or probe. Its lease lasts at least GRACE_MS from the lease (and its hard
@@ -163,7 +171,7 @@ export class HttpTargetRunner {
   private readonly clock: Clock;
   private readonly agent: Agent;
   private readonly acks: AckBuffer;
-  private readonly releases: ReleaseBuffer;
+  private readonly releases: Batcher<PendingRelease>;
   private readonly allow: EgressAllowList;
   private readonly keys: SigningKeys;
   private readonly limits: OriginLimits;
@@ -201,7 +209,21 @@ export class HttpTargetRunner {
     });
     const onError = (error: unknown) => this.o.events.emit("error", { where: "http-target", error });
     this.acks = new AckBuffer(options.executor, this.clock, ACK_DELAY_MS, 500, onError);
-    this.releases = new ReleaseBuffer(options.executor, this.clock, ACK_DELAY_MS, 500, onError);
+    // Releases waiting to be written share one store call; a failed write is
+    // tried again while the leases last; after close() nothing is written any
+    // more (the leases then expire).
+    this.releases = new Batcher<PendingRelease>({
+      send: async (batch) => {
+        await options.executor.release(batch.map((p) => p.item));
+        return undefined;
+      },
+      delayMs: ACK_DELAY_MS,
+      maxBatch: 500,
+      clock: this.clock,
+      keep: (p) => p.leaseUntil > this.clock.now() + MIN_MARGIN_MS,
+      retryDelayMs: () => RELEASE_RETRY_MS,
+      onError: (error) => onError(error),
+    });
     setMaxListeners(0, this.callAbort.signal); // one listener per call in flight
   }
 
@@ -234,7 +256,7 @@ export class HttpTargetRunner {
         const breaker = slot.origin.breaker.snapshot(now);
         this.release(slot, breaker.openUntil ?? now, "stop");
       }
-      await this.releases.flush().catch(() => {});
+      await this.releases.flush();
       if (this.inFlight > 0) {
         const drained = new Promise<void>((resolve) => (this.callsDone = resolve));
         let timer: TimerHandle | null = null;
@@ -244,8 +266,8 @@ export class HttpTargetRunner {
         if (this.inFlight > 0) await drained;
       }
     }
-    await this.acks.flush().catch(() => {});
-    await this.releases.flush().catch(() => {});
+    await this.acks.flush();
+    await this.releases.flush();
     this.releases.close();
     await this.agent.close().catch(() => {});
     this.state = "stopped";
@@ -495,10 +517,16 @@ export class HttpTargetRunner {
     slot.phase = "done";
     this.slots.delete(row.executionId);
     for (const u of this.usages(slot)) u.released++;
-    this.releases.push(
-      { executionId: row.executionId, tenantId: row.tenantId, attempt: row.attempt, readyAt: Math.max(readyAt, this.clock.now()), pool: HTTP_POOL },
-      slot.leaseUntil,
-    );
+    this.releases.add({
+      item: {
+        executionId: row.executionId,
+        tenantId: row.tenantId,
+        attempt: row.attempt,
+        readyAt: Math.max(readyAt, this.clock.now()),
+        pool: HTTP_POOL,
+      },
+      leaseUntil: slot.leaseUntil,
+    });
     this.o.observer?.released?.(origin.origin, reason);
   }
 
@@ -680,79 +708,6 @@ export class HttpTargetRunner {
 }
 
 const isWaiting = (slot: Slot): boolean => slot.phase === "waiting";
-
-/**
- * Releases waiting to be written: many share one store call (executor.release).
- * A failed write is tried again while the leases last; after close() nothing
- * is written any more (the leases then expire).
- */
-class ReleaseBuffer {
-  private items: { item: ReleaseInput; leaseUntil: number }[] = [];
-  private timer: TimerHandle | null = null;
-  private writing: Promise<void> = Promise.resolve();
-  private closed = false;
-
-  constructor(
-    private readonly executor: Executor,
-    private readonly clock: Clock,
-    private readonly delayMs: number,
-    private readonly maxBatch: number,
-    private readonly onError: (error: unknown) => void,
-  ) {}
-
-  push(item: ReleaseInput, leaseUntil: number): void {
-    if (this.closed) return;
-    this.items.push({ item, leaseUntil });
-    this.schedule(this.delayMs);
-  }
-
-  /** Writes everything buffered; resolves when it is written (or a write failed, and is to be tried again). */
-  flush(): Promise<void> {
-    this.timer?.cancel();
-    this.timer = null;
-    const items = this.items;
-    this.items = [];
-    this.writing = this.writing
-      .catch(() => {})
-      .then(async () => {
-        for (let i = 0; i < items.length; i += this.maxBatch) {
-          const part = items.slice(i, i + this.maxBatch);
-          try {
-            await this.executor.release(part.map((p) => p.item));
-          } catch (error) {
-            this.onError(error);
-            const now = this.clock.now();
-            const live = items.slice(i).filter((p) => p.leaseUntil > now + MIN_MARGIN_MS);
-            if (!this.closed && live.length > 0) {
-              this.items.unshift(...live);
-              this.schedule(500);
-            }
-            return;
-          }
-        }
-      });
-    return this.writing;
-  }
-
-  close(): void {
-    this.closed = true;
-    this.timer?.cancel();
-    this.timer = null;
-    this.items = [];
-  }
-
-  private schedule(delayMs: number): void {
-    if (this.items.length >= this.maxBatch) {
-      void this.flush();
-      return;
-    }
-    if (this.timer) return;
-    this.timer = this.clock.setTimer(() => {
-      this.timer = null;
-      void this.flush();
-    }, delayMs);
-  }
-}
 
 /** Headers the contract sets; a job's own headers cannot override them. */
 const RESERVED_HEADERS = new Set([

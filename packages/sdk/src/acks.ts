@@ -1,6 +1,6 @@
 // AckBuffer: the worker's finished attempts waiting to be acknowledged.
 //
-// Two ways out, both batched:
+// Two ways out, both batched (by the project's one Batcher):
 // - the lease loop take()s everything pending and sends it piggy-backed on its
 //   next lease call (one round trip acks a batch and fetches the next);
 // - otherwise (a long poll is in flight, or shutdown) a timer sends what is
@@ -12,7 +12,8 @@
 // idempotent by contract, so sending one twice is harmless.
 
 import type { AckItem, CompleteItem, FailItem } from "./api.js";
-import { backoffDelay, later, realClock, type BackoffPolicy, type SdkClock } from "./backoff.js";
+import { backoffDelay, type BackoffPolicy, type SdkClock } from "./backoff.js";
+import { Batcher, type SendFailure } from "./batcher.js";
 
 /** The server takes at most this many items per batch call or per lease array. */
 export const MAX_ACKS_PER_CALL = 1000;
@@ -42,147 +43,111 @@ export interface AckBufferOptions {
   clock?: SdkClock;
 }
 
+type Ack = { kind: "complete"; item: CompleteItem } | { kind: "fail"; item: FailItem };
+
+/** Splits acks by kind, keeping their order within each. */
+function byKind(acks: readonly Ack[]): PendingAcks {
+  const out: PendingAcks = { complete: [], fail: [] };
+  for (const a of acks) {
+    if (a.kind === "complete") out.complete.push(a.item);
+    else out.fail.push(a.item);
+  }
+  return out;
+}
+
+const asAcks = (pending: PendingAcks): Ack[] => [
+  ...pending.complete.map((item): Ack => ({ kind: "complete", item })),
+  ...pending.fail.map((item): Ack => ({ kind: "fail", item })),
+];
+
 export class AckBuffer {
-  private complete: CompleteItem[] = [];
-  private fail: FailItem[] = [];
-  private held = false;
-  private failures = 0;
-  private cancelTimer: (() => void) | undefined;
-  private sending: Promise<void> = Promise.resolve();
-  private readonly backoff: BackoffPolicy;
-  private readonly clock: SdkClock;
+  private readonly batcher: Batcher<Ack>;
 
   constructor(private readonly options: AckBufferOptions) {
-    this.backoff = options.backoff ?? { baseMs: 200, maxMs: 5_000 };
-    this.clock = options.clock ?? realClock;
+    const backoff = options.backoff ?? { baseMs: 200, maxMs: 5_000 };
+    this.batcher = new Batcher<Ack>({
+      send: (batch) => this.send(batch),
+      delayMs: options.delayMs,
+      maxBatch: options.maxBatch,
+      maxSend: MAX_ACKS_PER_CALL,
+      ...(options.clock ? { clock: options.clock } : {}),
+      retryDelayMs: (failures) => backoffDelay(failures - 1, backoff),
+      ...(options.onError ? { onError: options.onError } : {}),
+    });
   }
 
   get size(): number {
-    return this.complete.length + this.fail.length;
+    return this.batcher.size;
   }
 
   addComplete(item: CompleteItem): void {
-    this.complete.push(item);
-    this.schedule();
+    this.batcher.add({ kind: "complete", item });
   }
 
   addFail(item: FailItem): void {
-    this.fail.push(item);
-    this.schedule();
+    this.batcher.add({ kind: "fail", item });
   }
 
   /** Suspends timed flushes (the lease loop is about to take the acks). */
   hold(): void {
-    this.held = true;
-    this.stopTimer();
+    this.batcher.hold();
   }
 
   /** Resumes timed flushes; what is pending goes after delayMs. */
   release(): void {
-    this.held = false;
-    this.schedule();
+    this.batcher.release();
   }
 
-  /** Removes up to `limit` acks of each kind, oldest first, for a lease call to carry. */
+  /** Removes up to `limit` acks, oldest first, for a lease call to carry. */
   take(limit = MAX_ACKS_PER_CALL): PendingAcks {
-    const taken = { complete: this.complete.splice(0, limit), fail: this.fail.splice(0, limit) };
-    if (this.size === 0) this.stopTimer();
-    return taken;
+    return byKind(this.batcher.take(limit));
   }
 
   /** Puts acks back (their lease call failed), ahead of newer ones. */
   restore(acks: PendingAcks): void {
-    this.complete.unshift(...acks.complete);
-    this.fail.unshift(...acks.fail);
-    this.schedule();
+    this.batcher.restore(asAcks(acks));
   }
 
   /** Sends everything pending now, through the batch routes. Never rejects; failures are reported and retried. */
   flush(): Promise<void> {
-    this.stopTimer();
-    // sendPending reports its own failures; the catch keeps the chain alive whatever happens
-    this.sending = this.sending.then(() => this.sendPending()).catch((error: unknown) => this.options.onError?.(error, this.size, 0));
-    return this.sending;
+    return this.batcher.flush();
   }
 
   /**
    * For shutdown: flushes until nothing is pending, trying at most `attempts`
    * times; timed flushes stop. Resolves true when everything was acknowledged.
    */
-  async drain(attempts = 3): Promise<boolean> {
-    this.held = true;
-    this.stopTimer();
-    await this.sending;
-    for (let i = 0; i < attempts && this.size > 0; i++) {
-      if (i > 0) await new Promise<void>((resolve) => later(resolve, backoffDelay(i - 1, this.backoff), this.clock));
-      this.stopTimer();
-      await this.flush();
-      this.stopTimer();
-    }
-    return this.size === 0;
+  drain(attempts = 3): Promise<boolean> {
+    return this.batcher.drain(attempts);
   }
 
-  private schedule(delayMs?: number): void {
-    if (this.held || this.size === 0) return;
-    if (this.size >= this.options.maxBatch && this.failures === 0) {
-      void this.flush();
-      return;
+  /** One batch: completes and fails go out side by side; what failed of them is tried again. */
+  private async send(batch: Ack[]): Promise<SendFailure<Ack> | undefined> {
+    const pending = byKind(batch);
+    const { sink } = this.options;
+    const [completed, failed] = await Promise.allSettled([
+      pending.complete.length > 0 ? Promise.resolve().then(() => sink.completeMany(pending.complete)) : [],
+      pending.fail.length > 0 ? Promise.resolve().then(() => sink.failMany(pending.fail)) : [],
+    ]);
+    const sent: PendingAcks = { complete: [], fail: [] };
+    const answers: AckItem[] = [];
+    const retry: PendingAcks = { complete: [], fail: [] };
+    let error: unknown;
+    if (completed.status === "fulfilled") {
+      sent.complete = pending.complete;
+      answers.push(...completed.value);
+    } else {
+      retry.complete = pending.complete;
+      error = completed.reason;
     }
-    if (this.cancelTimer) return;
-    const delay = delayMs ?? (this.failures === 0 ? this.options.delayMs : backoffDelay(this.failures - 1, this.backoff));
-    this.cancelTimer = later(
-      () => {
-        this.cancelTimer = undefined;
-        void this.flush();
-      },
-      delay,
-      this.clock,
-    );
-  }
-
-  private stopTimer(): void {
-    this.cancelTimer?.();
-    this.cancelTimer = undefined;
-  }
-
-  private async sendPending(): Promise<void> {
-    while (this.size > 0) {
-      const batch = this.take(MAX_ACKS_PER_CALL);
-      const { sink } = this.options;
-      const [completed, failed] = await Promise.allSettled([
-        batch.complete.length > 0 ? Promise.resolve().then(() => sink.completeMany(batch.complete)) : [],
-        batch.fail.length > 0 ? Promise.resolve().then(() => sink.failMany(batch.fail)) : [],
-      ]);
-      const sent: PendingAcks = { complete: [], fail: [] };
-      const answers: AckItem[] = [];
-      const retry: PendingAcks = { complete: [], fail: [] };
-      let error: unknown;
-      if (completed.status === "fulfilled") {
-        sent.complete = batch.complete;
-        answers.push(...completed.value);
-      } else {
-        retry.complete = batch.complete;
-        error = completed.reason;
-      }
-      if (failed.status === "fulfilled") {
-        sent.fail = batch.fail;
-        answers.push(...failed.value);
-      } else {
-        retry.fail = batch.fail;
-        error = failed.reason;
-      }
-      if (sent.complete.length + sent.fail.length > 0) this.options.onAnswers?.(sent, answers);
-      if (error !== undefined) {
-        this.failures++;
-        this.complete.unshift(...retry.complete);
-        this.fail.unshift(...retry.fail);
-        const retryInMs = backoffDelay(this.failures - 1, this.backoff);
-        this.options.onError?.(error, retry.complete.length + retry.fail.length, retryInMs);
-        this.stopTimer();
-        this.schedule(retryInMs);
-        return;
-      }
-      this.failures = 0;
+    if (failed.status === "fulfilled") {
+      sent.fail = pending.fail;
+      answers.push(...failed.value);
+    } else {
+      retry.fail = pending.fail;
+      error = failed.reason;
     }
+    if (sent.complete.length + sent.fail.length > 0) this.options.onAnswers?.(sent, answers);
+    return error === undefined ? undefined : { retry: asAcks(retry), error };
   }
 }
