@@ -11,7 +11,7 @@ import { EngineEvents } from "./events.js";
 import { Executor } from "./executor.js";
 import { HttpTargetRunner, type HttpTargetSettings } from "./http-target.js";
 import { httpTargetMetrics } from "./http-target-metrics.js";
-import { JobsService } from "./jobs-service.js";
+import { createService } from "./services.js";
 import { createMetrics } from "./metrics.js";
 import { ArchiveWriter, newArchivePart } from "./archive.js";
 import { readRouting } from "./read-routing.js";
@@ -178,7 +178,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     });
   }
   const runner = http;
-  const service = new JobsService({
+  const service = createService({
     store,
     reads,
     signals,

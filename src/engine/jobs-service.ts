@@ -1,70 +1,42 @@
-// The Service implementation: semantics of every API call on top of the
-// store, the scheduler and the executor. Shapes were validated before this
-// point (core/schemas.ts); here live the rules: defaults, state machines,
-// idempotency, fencing answers, cursors.
+// The jobs part of the Service (services.ts composes the rest): semantics of
+// every call about jobs on top of the store, the scheduler and the executor.
+// Shapes were validated before this point (core/schemas.ts); here live the
+// rules: defaults, state machines, idempotency, fencing answers, cursors.
 
 import { createHash } from "node:crypto";
 import type {
-  AckItem,
-  ApiKeyInfo,
-  AuditItem,
   BackfillRequest,
   BackfillResponse,
   BatchCreateItem,
   BatchCreateResult,
-  ClusterView,
-  CompleteItem,
-  CompleteResponse,
   CreatedJob,
-  CreatedKey,
-  CreateKeyRequest,
-  DeadLetter,
-  ErrorRecord,
   ExecutionItem,
-  FailItem,
-  FailResponse,
-  HeartbeatRequest,
-  HeartbeatResponse,
   Job,
   JobPatch,
   JobSpec,
-  LeaseRequest,
-  LeaseResponse,
   ListJobsQuery,
-  ListKeysQuery,
   OccurrenceItem,
   OccurrencesQuery,
   Page,
   PageQuery,
-  PoolStats,
-  PreviewQuery,
-  PreviewResponse,
-  Stats,
-  SigningSecrets,
-  TargetStatus,
 } from "@duetime/sdk/contract";
 import type { Clock } from "../core/clock.js";
-import { CronSyntaxError, fireTimes, isValidTimeZone, parseCron } from "../core/cron/index.js";
-import { DuetimeError, invalidArgument, notFound } from "../core/errors.js";
-import { isExecutionId, isJobId, newId, shardOf } from "../core/ids.js";
+import { DuetimeError, notFound } from "../core/errors.js";
+import { isJobId, newId, shardOf } from "../core/ids.js";
 import { canonicalJson, effectiveJob } from "../core/job-spec.js";
 import { RETENTION_DEFAULTS } from "../core/retention.js";
 import { firstOccurrence, isCron, nextOccurrence, type Occurrence } from "../core/schedule.js";
 import { jobVerdict, occurrenceHome, PENDING_ON_ACTION, type JobAction } from "../core/states.js";
-import { parseRfc3339, toIso } from "../core/time.js";
+import { parseRfc3339 } from "../core/time.js";
 import type { JobRecord, NewJob, PendingChange, PendingReplace, Store } from "../store/store.js";
 import { decodeCursor, encodeCursor } from "./cursor.js";
-import { KeyManager } from "./keys.js";
-import { SigningSecretReader } from "./signing-secrets.js";
-import type { StoreHealth } from "./store-health.js";
 import { ScheduleLedger } from "./ledger.js";
-import { invalidState, poolOf, toExecution, toJob } from "./wire.js";
-import { WorkerProtocol } from "./worker-protocol.js";
+import { DEFAULT_LIMIT, invalidState, poolOf, toExecution, toJob } from "./wire.js";
 import type { Executor } from "./executor.js";
 import type { ReadStore } from "./read-routing.js";
 import type { ClusterSignals } from "./signals.js";
 import type { Scheduler } from "./scheduler.js";
-import type { RequestContext, Service, StoredKey } from "./service.js";
+import type { RequestContext } from "./service.js";
 
 export interface JobsServiceOptions {
   store: Store;
@@ -78,35 +50,21 @@ export interface JobsServiceOptions {
   /** How long history is kept (the run ledger tells an occurrence older than that apart); default 30 days. */
   historyRetentionMs?: number;
   nodeId: string;
-  /** The HTTP-target runner's view of its origins, all tenants' or one's (empty without the runner). */
-  targets?: (view: { tenantId?: string }) => TargetStatus[];
-  /** Reads each tenant's signing secrets (GET /v1/secrets/signing); without it, only the stored ones are shown. */
-  signingSecrets?: SigningSecretReader;
-  /** Readiness: the store answers and takes writes. */
-  storeHealth: Pick<StoreHealth, "ready">;
 }
 
-const DEFAULT_LIMIT = 50;
-
-export class JobsService implements Service {
+/** The jobs: create, read, change, and their history (executions, the run ledger, backfill). */
+export class JobsService {
   private readonly store: Store;
   /** Only for reads that show data, never for one that decides (read-routing.ts). */
   private readonly reads: ReadStore;
   private readonly clock: Clock;
-
-  private readonly protocol: WorkerProtocol;
   private readonly ledger: ScheduleLedger;
-  private readonly keys: KeyManager;
-  private readonly secrets: SigningSecretReader;
 
   constructor(private readonly o: JobsServiceOptions) {
     this.store = o.store;
     this.reads = o.reads ?? o.store;
     this.clock = o.clock;
-    this.protocol = new WorkerProtocol(o.store, o.clock, o.executor);
     this.ledger = new ScheduleLedger(o.store, this.reads, o.clock, o.executor, o.nodeId, o.historyRetentionMs ?? RETENTION_DEFAULTS.historyMs);
-    this.keys = new KeyManager(o.store, o.clock);
-    this.secrets = o.signingSecrets ?? new SigningSecretReader(o.store, new Map());
   }
 
   // ---- jobs ---------------------------------------------------------------------
@@ -364,186 +322,6 @@ export class JobsService implements Service {
       nextCursor: rows.length === limit && last ? encodeCursor({ s: last.scheduledFor, a: last.attempt }) : null,
     };
   }
-
-  // ---- dead letters -------------------------------------------------------------------
-
-  async listDeadLetters(ctx: RequestContext, query: PageQuery): Promise<Page<DeadLetter>> {
-    const limit = query.limit ?? DEFAULT_LIMIT;
-    const after = query.cursor ? decodeCursor(query.cursor, { d: "number", e: "string" }) : undefined;
-    const rows = await this.reads.deadLetterList({
-      tenantId: ctx.tenantId,
-      limit,
-      ...(after ? { after: { deadAt: after.d, executionId: after.e } } : {}),
-    });
-    const last = rows[rows.length - 1];
-    return {
-      items: rows.map((r) => ({
-        executionId: r.executionId,
-        jobId: r.jobId,
-        name: r.name,
-        scheduledFor: toIso(r.scheduledFor),
-        attempts: r.attempts,
-        lastError: r.lastError,
-        deadAt: toIso(r.deadAt),
-        payload: r.payload,
-      })),
-      nextCursor: rows.length === limit && last ? encodeCursor({ d: last.deadAt, e: last.executionId }) : null,
-    };
-  }
-
-  async replayDeadLetter(ctx: RequestContext, executionId: string): Promise<ExecutionItem> {
-    if (!isExecutionId(executionId)) throw notFound("dead letter", executionId);
-    const now = this.clock.now();
-    const replayed = await this.store.deadLetterReplay({
-      tenantId: ctx.tenantId,
-      executionId,
-      now,
-      audit: { tenantId: ctx.tenantId, at: now, actor: ctx.actor ?? "admin", action: "dead-letter.replay", subject: executionId },
-    });
-    if (!replayed) throw notFound("dead letter", executionId);
-    this.o.executor.ready(ctx.tenantId, replayed.pool);
-    return { ...toExecution(replayed.row, this.clock.now()), attempt: replayed.row.attempt + 1 };
-  }
-
-  async listAudit(ctx: RequestContext, query: PageQuery): Promise<Page<AuditItem>> {
-    const limit = query.limit ?? DEFAULT_LIMIT;
-    const after = query.cursor ? decodeCursor(query.cursor, { t: "number", i: "number" }) : undefined;
-    const rows = await this.reads.auditList({ tenantId: ctx.tenantId, limit, ...(after ? { after: { at: after.t, id: after.i } } : {}) });
-    const last = rows[rows.length - 1];
-    return {
-      items: rows.map((r) => ({ at: toIso(r.at), actor: r.actor, action: r.action, subject: r.subject, details: r.details ?? null })),
-      nextCursor: rows.length === limit && last ? encodeCursor({ t: last.at, i: last.id }) : null,
-    };
-  }
-
-  // ---- API keys (keys.ts) ----------------------------------------------------------------
-
-  createKey(ctx: RequestContext, request: CreateKeyRequest): Promise<CreatedKey> {
-    return this.keys.create(ctx, request);
-  }
-
-  listKeys(ctx: RequestContext, query: ListKeysQuery): Promise<Page<ApiKeyInfo>> {
-    return this.keys.list(ctx, query);
-  }
-
-  revokeKey(ctx: RequestContext, keyId: string): Promise<void> {
-    return this.keys.revoke(ctx, keyId);
-  }
-
-  findKey(digest: string): Promise<StoredKey | null> {
-    return this.keys.find(digest);
-  }
-
-  hasStoredKeys(): Promise<boolean> {
-    return this.keys.any();
-  }
-
-  // ---- signing secrets (signing-secrets.ts) ------------------------------------------
-
-  signingSecrets(ctx: RequestContext): Promise<SigningSecrets> {
-    return this.secrets.show(ctx);
-  }
-
-  // ---- worker protocol (worker-protocol.ts) --------------------------------------
-
-  lease(ctx: RequestContext, pool: string, request: LeaseRequest): Promise<LeaseResponse> {
-    return this.protocol.lease(ctx, pool, request);
-  }
-
-  heartbeat(ctx: RequestContext, executionId: string, request: HeartbeatRequest): Promise<HeartbeatResponse> {
-    return this.protocol.heartbeat(ctx, executionId, request);
-  }
-
-  complete(ctx: RequestContext, executionId: string, attempt: number, result?: unknown): Promise<CompleteResponse> {
-    return this.protocol.complete(ctx, executionId, attempt, result);
-  }
-
-  fail(ctx: RequestContext, executionId: string, attempt: number, error: ErrorRecord): Promise<FailResponse> {
-    return this.protocol.fail(ctx, executionId, attempt, error);
-  }
-
-  completeMany(ctx: RequestContext, items: CompleteItem[]): Promise<AckItem[]> {
-    return this.protocol.completeMany(ctx, items);
-  }
-
-  failMany(ctx: RequestContext, items: FailItem[]): Promise<AckItem[]> {
-    return this.protocol.failMany(ctx, items);
-  }
-
-  // ---- stats, preview, health -------------------------------------------------------------
-
-  async poolStats(ctx: RequestContext, pool: string): Promise<PoolStats> {
-    const [row] = await this.reads.poolCounts({ tenantId: ctx.tenantId, pool, now: this.clock.now() });
-    return { pending: row?.pending ?? 0, queued: row?.queued ?? 0, running: row?.running ?? 0 };
-  }
-
-  async stats(ctx: RequestContext): Promise<Stats> {
-    const rows = await this.reads.poolCounts({ tenantId: ctx.tenantId, now: this.clock.now() });
-    const stats: Stats = { pools: {}, tenants: {} };
-    for (const r of rows) {
-      const counts = { pending: r.pending, queued: r.queued, running: r.running };
-      stats.pools[r.pool] = addCounts(stats.pools[r.pool], counts);
-      stats.tenants[r.tenantId] = addCounts(stats.tenants[r.tenantId], counts);
-    }
-    return stats;
-  }
-
-  async previewSchedule(query: PreviewQuery): Promise<PreviewResponse> {
-    const tz = query.tz ?? "UTC";
-    if (!isValidTimeZone(tz)) throw invalidArgument("tz", `${JSON.stringify(tz)} is not a known IANA time zone`);
-    let from = this.clock.now();
-    if (query.from !== undefined) {
-      const parsed = parseRfc3339(query.from);
-      if (parsed === null) throw invalidArgument("from", `${JSON.stringify(query.from)} is not an RFC 3339 time`);
-      from = parsed;
-    }
-    let expr: ReturnType<typeof parseCron>;
-    try {
-      expr = parseCron(query.cron);
-    } catch (err) {
-      if (err instanceof CronSyntaxError) throw invalidArgument("cron", err.message, { cronField: err.field, token: err.token });
-      throw err;
-    }
-    const times = fireTimes(expr, tz, from, query.count ?? 10);
-    return { times: times.map((t) => toIso(t.at)), local: times.map((t) => t.local), dst: times.map((t) => t.dst ?? null) };
-  }
-
-  /** The live nodes (heartbeat rows) with the shards each holds, and every shard lease. */
-  async cluster(): Promise<ClusterView> {
-    // Leases and heartbeats are the store's clock's (shard-keeper.ts), not this node's.
-    const now = this.clock.storeNow() ?? (await this.store.storeTime());
-    const seconds = (ms: number): number => Math.round(ms) / 1000;
-    const nodes = await this.store.nodeList({ now });
-    const shards = await this.store.shardList();
-    const byOwner = new Map<string, number[]>();
-    for (const s of shards) if (s.owner && s.leaseUntil >= now) byOwner.set(s.owner, [...(byOwner.get(s.owner) ?? []), s.shard]);
-    return {
-      storeTime: toIso(now),
-      nodes: nodes.map((n) => ({
-        nodeId: n.nodeId,
-        address: n.address,
-        shards: byOwner.get(n.nodeId) ?? [],
-        lastHeartbeatAt: toIso(n.lastHeartbeatAt),
-        heartbeatAgeSeconds: seconds(now - n.lastHeartbeatAt),
-      })),
-      shards: shards.map((s) => ({
-        shard: s.shard,
-        owner: s.owner,
-        epoch: s.epoch,
-        leaseUntil: toIso(s.leaseUntil),
-        leaseRemainingSeconds: seconds(s.leaseUntil - now),
-      })),
-    };
-  }
-
-  /** A tenant's admin sees the origins its own jobs call; a bootstrap admin sees every tenant's, counted together. */
-  async listTargets(ctx: RequestContext): Promise<{ items: TargetStatus[] }> {
-    return { items: this.o.targets?.(ctx.bootstrap ? {} : { tenantId: ctx.tenantId }) ?? [] };
-  }
-
-  ready(): Promise<boolean> {
-    return this.o.storeHealth.ready();
-  }
 }
 
 /** Where a new job's first occurrence goes (core/states.ts occurrenceHome): the due index, or its execution. */
@@ -601,8 +379,4 @@ function nextAfterPatch(
   }
   const to = schedule.changed ? schedule.first : from !== null ? { scheduledFor: from, dueAt: from } : null;
   return { due: occurrenceHome(job.kind) === "due" ? null : "keep", pending: { from, to } };
-}
-
-function addCounts(a: PoolStats | undefined, b: PoolStats): PoolStats {
-  return { pending: (a?.pending ?? 0) + b.pending, queued: (a?.queued ?? 0) + b.queued, running: (a?.running ?? 0) + b.running };
 }

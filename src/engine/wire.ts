@@ -8,6 +8,9 @@ import { toIso, toIsoOrNull } from "../core/time.js";
 import type { AttemptRow, JobRecord } from "../store/store.js";
 import { HTTP_POOL } from "../store/store.js";
 
+/** A page's size when the request names none. */
+export const DEFAULT_LIMIT = 50;
+
 export function toJob(r: JobRecord): Job {
   return {
     jobId: r.jobId,

@@ -1,0 +1,65 @@
+// The cluster as this node sees it: live nodes and their shards (by the
+// store's clock), the HTTP-target runner's origins, and readiness.
+
+import type { ClusterView, TargetStatus } from "@duetime/sdk/contract";
+import type { Clock } from "../core/clock.js";
+import { toIso } from "../core/time.js";
+import type { Store } from "../store/store.js";
+import type { RequestContext } from "./service.js";
+import type { StoreHealth } from "./store-health.js";
+
+export interface ClusterViewOptions {
+  store: Store;
+  clock: Clock;
+  /** The HTTP-target runner's view of its origins, all tenants' or one's (empty without the runner). */
+  targets?: (view: { tenantId?: string }) => TargetStatus[];
+  /** Readiness: the store answers and takes writes. */
+  storeHealth: Pick<StoreHealth, "ready">;
+}
+
+export class ClusterService {
+  private readonly store: Store;
+  private readonly clock: Clock;
+
+  constructor(private readonly o: ClusterViewOptions) {
+    this.store = o.store;
+    this.clock = o.clock;
+  }
+
+  /** The live nodes (heartbeat rows) with the shards each holds, and every shard lease. */
+  async cluster(): Promise<ClusterView> {
+    // Leases and heartbeats are the store's clock's (shard-keeper.ts), not this node's.
+    const now = this.clock.storeNow() ?? (await this.store.storeTime());
+    const seconds = (ms: number): number => Math.round(ms) / 1000;
+    const nodes = await this.store.nodeList({ now });
+    const shards = await this.store.shardList();
+    const byOwner = new Map<string, number[]>();
+    for (const s of shards) if (s.owner && s.leaseUntil >= now) byOwner.set(s.owner, [...(byOwner.get(s.owner) ?? []), s.shard]);
+    return {
+      storeTime: toIso(now),
+      nodes: nodes.map((n) => ({
+        nodeId: n.nodeId,
+        address: n.address,
+        shards: byOwner.get(n.nodeId) ?? [],
+        lastHeartbeatAt: toIso(n.lastHeartbeatAt),
+        heartbeatAgeSeconds: seconds(now - n.lastHeartbeatAt),
+      })),
+      shards: shards.map((s) => ({
+        shard: s.shard,
+        owner: s.owner,
+        epoch: s.epoch,
+        leaseUntil: toIso(s.leaseUntil),
+        leaseRemainingSeconds: seconds(s.leaseUntil - now),
+      })),
+    };
+  }
+
+  /** A tenant's admin sees the origins its own jobs call; a bootstrap admin sees every tenant's, counted together. */
+  async targets(ctx: RequestContext): Promise<{ items: TargetStatus[] }> {
+    return { items: this.o.targets?.(ctx.bootstrap ? {} : { tenantId: ctx.tenantId }) ?? [] };
+  }
+
+  ready(): Promise<boolean> {
+    return this.o.storeHealth.ready();
+  }
+}

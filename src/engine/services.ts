@@ -1,0 +1,81 @@
+// The Service (service.ts) as one object, composed of one part per noun:
+// jobs (jobs-service.ts), dead letters, the worker protocol, API keys,
+// signing secrets, the audit log, stats, the schedule preview, and the
+// cluster view. The server and the embedded client call this; each method
+// here only says which part answers.
+
+import type { TargetStatus } from "@duetime/sdk/contract";
+import type { Clock } from "../core/clock.js";
+import type { Store } from "../store/store.js";
+import { AuditLog } from "./audit-log.js";
+import { ClusterService } from "./cluster-view.js";
+import { DeadLetterService } from "./dead-letters.js";
+import type { Executor } from "./executor.js";
+import { JobsService, type JobsServiceOptions } from "./jobs-service.js";
+import { KeyManager } from "./keys.js";
+import { SchedulePreview } from "./schedule-preview.js";
+import type { Service } from "./service.js";
+import { SigningSecretReader } from "./signing-secrets.js";
+import { StatsService } from "./stats.js";
+import type { StoreHealth } from "./store-health.js";
+import { WorkerProtocol } from "./worker-protocol.js";
+
+export interface ServiceOptions extends JobsServiceOptions {
+  store: Store;
+  clock: Clock;
+  executor: Executor;
+  /** The HTTP-target runner's view of its origins, all tenants' or one's (empty without the runner). */
+  targets?: (view: { tenantId?: string }) => TargetStatus[];
+  /** Reads each tenant's signing secrets (GET /v1/secrets/signing); without it, only the stored ones are shown. */
+  signingSecrets?: SigningSecretReader;
+  /** Readiness: the store answers and takes writes. */
+  storeHealth: Pick<StoreHealth, "ready">;
+}
+
+export function createService(o: ServiceOptions): Service {
+  const reads = o.reads ?? o.store;
+  const jobs = new JobsService(o);
+  const deadLetters = new DeadLetterService(o.store, reads, o.clock, o.executor);
+  const protocol = new WorkerProtocol(o.store, o.clock, o.executor);
+  const keys = new KeyManager(o.store, o.clock);
+  const secrets = o.signingSecrets ?? new SigningSecretReader(o.store, new Map());
+  const audit = new AuditLog(reads);
+  const stats = new StatsService(reads, o.clock);
+  const preview = new SchedulePreview(o.clock);
+  const cluster = new ClusterService({ store: o.store, clock: o.clock, storeHealth: o.storeHealth, ...(o.targets ? { targets: o.targets } : {}) });
+  return {
+    createJob: (ctx, spec, key) => jobs.createJob(ctx, spec, key),
+    createJobs: (ctx, items) => jobs.createJobs(ctx, items),
+    getJob: (ctx, jobId) => jobs.getJob(ctx, jobId),
+    listJobs: (ctx, query) => jobs.listJobs(ctx, query),
+    cancelJob: (ctx, jobId) => jobs.cancelJob(ctx, jobId),
+    pauseJob: (ctx, jobId) => jobs.pauseJob(ctx, jobId),
+    resumeJob: (ctx, jobId) => jobs.resumeJob(ctx, jobId),
+    triggerJob: (ctx, jobId) => jobs.triggerJob(ctx, jobId),
+    updateJob: (ctx, jobId, patch, version) => jobs.updateJob(ctx, jobId, patch, version),
+    backfillJob: (ctx, jobId, request) => jobs.backfillJob(ctx, jobId, request),
+    listOccurrences: (ctx, jobId, query) => jobs.listOccurrences(ctx, jobId, query),
+    listExecutions: (ctx, jobId, query) => jobs.listExecutions(ctx, jobId, query),
+    listDeadLetters: (ctx, query) => deadLetters.list(ctx, query),
+    replayDeadLetter: (ctx, executionId) => deadLetters.replay(ctx, executionId),
+    lease: (ctx, pool, request) => protocol.lease(ctx, pool, request),
+    heartbeat: (ctx, executionId, request) => protocol.heartbeat(ctx, executionId, request),
+    complete: (ctx, executionId, attempt, result) => protocol.complete(ctx, executionId, attempt, result),
+    fail: (ctx, executionId, attempt, error) => protocol.fail(ctx, executionId, attempt, error),
+    completeMany: (ctx, items) => protocol.completeMany(ctx, items),
+    failMany: (ctx, items) => protocol.failMany(ctx, items),
+    poolStats: (ctx, pool) => stats.pool(ctx, pool),
+    stats: (ctx) => stats.all(ctx),
+    previewSchedule: (query) => preview.preview(query),
+    listAudit: (ctx, query) => audit.list(ctx, query),
+    cluster: () => cluster.cluster(),
+    listTargets: (ctx) => cluster.targets(ctx),
+    createKey: (ctx, request) => keys.create(ctx, request),
+    listKeys: (ctx, query) => keys.list(ctx, query),
+    revokeKey: (ctx, keyId) => keys.revoke(ctx, keyId),
+    signingSecrets: (ctx) => secrets.show(ctx),
+    findKey: (digest) => keys.find(digest),
+    hasStoredKeys: () => keys.any(),
+    ready: () => cluster.ready(),
+  };
+}
