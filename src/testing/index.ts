@@ -85,6 +85,7 @@ export async function createTestEnvironment(options: TestEnvironmentOptions = {}
   };
 
   const advanceTo = async (target: number): Promise<void> => {
+    if (!Number.isFinite(target)) throw new TypeError(`advance: not a time: ${String(target)}`);
     await settle();
     for (;;) {
       const next = clock.nextTimerAt();

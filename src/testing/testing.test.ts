@@ -104,6 +104,16 @@ describe("duetime/testing", () => {
     }
   });
 
+  test("advanceTo() refuses what is not a time, instead of running timers forever", async () => {
+    const env = await createTestEnvironment();
+    try {
+      await assert.rejects(env.advanceTo("next tuesday"), TypeError);
+      await assert.rejects(env.advance(Number.NaN), TypeError);
+    } finally {
+      await env.close();
+    }
+  });
+
   test("a daily 01:30 London job runs at the end of the spring-forward gap, once a day, in a few fake days", async () => {
     const env = await createTestEnvironment({ start: "2027-03-27T00:00:00Z" });
     const fired: string[] = [];
