@@ -33,12 +33,14 @@ import {
 } from "./keys.js";
 import { BACKFILL_HELP, OCCURRENCES_HELP, parseBackfill, parseOccurrences, runLedger, type LedgerCommand } from "./ledger.js";
 import {
+  CLUSTER_HELP,
   CRON_HELP,
   DLQ_HELP,
   DLQ_LIST_HELP,
   DLQ_REPLAY_HELP,
   EXECUTIONS_HELP,
   parseCron,
+  parseCluster,
   parseDlqList,
   parseDlqReplay,
   parseExecutions,
@@ -78,6 +80,8 @@ Commands:
   dlq list|replay <executionId>          Dead letters
   cron "<expr>" [--tz Z] [--from T] [--count N]
                                          Preview a cron expression
+  cluster                                Nodes, their shards and heartbeats
+                                         (role admin)
   keys create|list|revoke                API keys kept hashed in the store
                                          (role admin)
   secrets show                           The callback signing secret(s) of
@@ -137,6 +141,7 @@ const COMMANDS: Record<string, Leaf | { help: string; group: Record<string, Leaf
   executions: { help: EXECUTIONS_HELP, parse: parseExecutions },
   dlq: { help: DLQ_HELP, group: DLQ },
   cron: { help: CRON_HELP, parse: parseCron },
+  cluster: { help: CLUSTER_HELP, parse: parseCluster },
   keys: { help: KEYS_HELP, group: KEYS },
   secrets: { help: SECRETS_HELP, group: SECRETS },
   archive: { help: ARCHIVE_HELP, group: ARCHIVE },

@@ -1,5 +1,5 @@
-// `duetime executions`, `duetime dlq list|replay` and `duetime cron`:
-// parsing (pure) and running (against a DuetimeClient).
+// `duetime executions`, `duetime dlq list|replay`, `duetime cron` and
+// `duetime cluster`: parsing (pure) and running (against a DuetimeClient).
 
 import type { PageQuery, PreviewQuery, PreviewResponse } from "@duetime/sdk/contract";
 import { parseCron as parseCronExpression } from "../core/cron/index.js";
@@ -22,7 +22,8 @@ export type OpsCommand =
   | { command: "executions"; global: GlobalOptions; jobId: string; query: PageQuery }
   | { command: "dlq list"; global: GlobalOptions; query: PageQuery }
   | { command: "dlq replay"; global: GlobalOptions; executionId: string }
-  | { command: "cron"; global: GlobalOptions; query: PreviewQuery };
+  | { command: "cron"; global: GlobalOptions; query: PreviewQuery }
+  | { command: "cluster"; global: GlobalOptions };
 
 const PAGE_HELP = `  --limit N         Page size, 1..500 (default 50)
   --cursor C        The nextCursor of the previous page`;
@@ -71,6 +72,15 @@ first. --json prints the API's answer (times, local, dst).
 
 ${GLOBAL_HELP}`;
 
+export const CLUSTER_HELP = `Usage: duetime cluster
+
+Shows the cluster as the server sees it (role admin): every live node with
+the shards it holds and the age of its heartbeat, and how many of the 256
+shards have no live owner. Times are the store's clock. --json prints the
+API's answer (GET /v1/cluster), every shard's owner, epoch and lease.
+
+${GLOBAL_HELP}`;
+
 const PAGE_OPTIONS = { ...GLOBAL_OPTIONS, limit: { type: "string" }, cursor: { type: "string" } } as const;
 
 function pageQuery(values: { limit?: string | undefined; cursor?: string | undefined }, usage: string): PageQuery {
@@ -114,6 +124,13 @@ export function parseCron(args: string[], env: Env): OpsCommand {
   const count = integerOption("count", values.count, 1, 1000, usage);
   if (count !== undefined) query.count = count;
   return { command: "cron", global: globalOptions(values, env, usage), query };
+}
+
+export function parseCluster(args: string[], env: Env): OpsCommand {
+  const usage = CLUSTER_HELP;
+  const { values, positionals } = strictParse(args, GLOBAL_OPTIONS, usage);
+  expectPositionals(positionals, [], usage);
+  return { command: "cluster", global: globalOptions(values, env, usage) };
 }
 
 export async function runOps(cmd: OpsCommand, client: DuetimeClient, out: Printer): Promise<void> {
@@ -168,6 +185,21 @@ export async function runOps(cmd: OpsCommand, client: DuetimeClient, out: Printe
     case "cron": {
       const preview = await client.previewSchedule(cmd.query);
       out.either(preview, () => printPreview(out, cmd.query, preview));
+      return;
+    }
+    case "cluster": {
+      const view = await client.cluster();
+      out.either(view, () => {
+        out.table(
+          ["NODE", "SHARDS", "HEARTBEAT AGE", "ADDRESS"],
+          view.nodes.map((n) => [n.nodeId, String(n.shards.length), `${n.heartbeatAgeSeconds} s`, n.address ?? "-"]),
+        );
+        const live = new Set(view.nodes.map((n) => n.nodeId));
+        const orphaned = view.shards.filter((s) => !s.owner || !live.has(s.owner) || s.leaseRemainingSeconds < 0).length;
+        out.line(
+          `${view.nodes.length} live node${view.nodes.length === 1 ? "" : "s"}; ${orphaned} of ${view.shards.length} shards without a live owner (store time ${utc(view.storeTime)})`,
+        );
+      });
       return;
     }
   }

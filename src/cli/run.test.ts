@@ -43,6 +43,21 @@ const EXECUTION = {
   workerId: "w1",
 };
 
+const CLUSTER = {
+  storeTime: "2026-12-01T10:00:00.000Z",
+  nodes: [
+    { nodeId: "node-a", address: "10.0.0.1:8080", shards: [0, 1], lastHeartbeatAt: "2026-12-01T09:59:58.500Z", heartbeatAgeSeconds: 1.5 },
+    { nodeId: "node-b", address: null, shards: [2], lastHeartbeatAt: "2026-12-01T09:59:59.800Z", heartbeatAgeSeconds: 0.2 },
+  ],
+  shards: [
+    { shard: 0, owner: "node-a", epoch: 1, leaseUntil: "2026-12-01T10:00:05.000Z", leaseRemainingSeconds: 5 },
+    { shard: 1, owner: "node-a", epoch: 1, leaseUntil: "2026-12-01T10:00:05.000Z", leaseRemainingSeconds: 5 },
+    { shard: 2, owner: "node-b", epoch: 1, leaseUntil: "2026-12-01T10:00:05.000Z", leaseRemainingSeconds: 5 },
+    { shard: 3, owner: "node-gone", epoch: 1, leaseUntil: "2026-12-01T10:00:05.000Z", leaseRemainingSeconds: -3 },
+    { shard: 4, owner: null, epoch: 1, leaseUntil: "2026-12-01T10:00:05.000Z", leaseRemainingSeconds: -60 },
+  ],
+};
+
 const BACKFILL = {
   items: [
     { scheduledFor: "2026-10-12T08:00:00.000Z", executionId: "ex_b1", created: true, readyAt: "2026-10-16T09:00:00.000Z" },
@@ -92,6 +107,7 @@ function route(req: RecordedRequest): TestReply {
     };
   }
   if (key === "POST /v1/jobs/job_1:backfill") return { status: 201, body: BACKFILL };
+  if (key === "GET /v1/cluster") return { status: 200, body: CLUSTER };
   if (key.startsWith("GET /v1/jobs/") && !key.endsWith("/executions") && !key.endsWith("/occurrences"))
     return notFound(`job ${JSON.stringify(decodeURIComponent(url.pathname.slice(9)))}`);
   if (key === "POST /v1/jobs") {
@@ -307,6 +323,21 @@ describe("CLI against an HTTP server", () => {
     assert.equal(none.code, 1);
     assert.equal(none.out, "");
     assert.match(none.err, /^error: NOT_FOUND: /);
+  });
+
+  test("cluster prints each live node's shards and heartbeat age, and counts the shards without a live owner", async () => {
+    const shown = await run(["cluster"]);
+    assert.equal(shown.code, 0, shown.err);
+    assert.equal(server.requests.at(-1)!.url, "/v1/cluster");
+    assert.match(shown.out, /^NODE +SHARDS +HEARTBEAT AGE +ADDRESS$/m);
+    assert.match(shown.out, /^node-a +2 +1\.5 s +10\.0\.0\.1:8080$/m);
+    assert.match(shown.out, /^node-b +1 +0\.2 s +-$/m);
+    // shard 3's owner is gone, shard 4 has none: two of five without a live owner
+    assert.match(shown.out, /^2 live nodes; 2 of 5 shards without a live owner \(store time 2026-12-01T10:00:00\.000Z\)$/m);
+    const json = await run(["cluster", "--json"]);
+    assert.deepEqual(JSON.parse(json.out), CLUSTER);
+    const extra = await run(["cluster", "node-a"]);
+    assert.equal(extra.code, 2);
   });
 
   test("cron prints local and UTC times with daylight-saving marks", async () => {
