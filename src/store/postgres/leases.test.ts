@@ -8,37 +8,12 @@
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { newId, shardOf } from "../../core/ids.js";
-import type { NewJob } from "../store.js";
 import { openPostgresStore } from "./index.js";
 import { LEASE_POOL, NEXT_READY_POOL } from "./leases.js";
-import { adminPool, freshPostgresSchema, postgresAvailable } from "./test-support.js";
+import { adminPool, freshPostgresSchema, oneOffJob, postgresAvailable } from "./test-support.js";
 
 const NOW = Date.parse("2026-03-01T00:00:00Z");
 const DAY = 86_400_000;
-
-function oneOff(at: number, priority: number): NewJob {
-  const jobId = newId(NOW);
-  return {
-    job: {
-      tenantId: "t1",
-      jobId,
-      shard: shardOf(jobId),
-      kind: "once",
-      name: "j",
-      state: "SCHEDULED",
-      target: { type: "queue", pool: "p" },
-      payload: null,
-      schedule: { runAt: new Date(at).toISOString() },
-      retry: { maxAttempts: 3, backoffSeconds: 1, maxBackoffSeconds: 1 },
-      timeoutSeconds: 30,
-      priority,
-      createdAt: NOW,
-    },
-    due: null,
-    execution: { scheduledFor: at, dueAt: at },
-  };
-}
 
 if (await postgresAvailable("PostgreSQL lease reads")) {
   test("a lease and a next-ready look read the rows due, not the pool's one-offs due later", async () => {
@@ -61,10 +36,10 @@ if (await postgresAvailable("PostgreSQL lease reads")) {
     const lease = () => cost(LEASE_POOL, [NOW, "p", 100, "w", 30_000, 0]);
     const nextReady = () => cost(NEXT_READY_POOL, ["p"]);
     try {
-      await store.jobCreateMany({ nodeId: "n1", jobs: Array.from({ length: 5 }, (_, i) => oneOff(NOW - 1000, i % 2)), now: NOW });
+      await store.jobCreateMany({ nodeId: "n1", jobs: Array.from({ length: 5 }, (_, i) => oneOffJob(NOW, NOW - 1000, i % 2)), now: NOW });
       const [leaseBefore, nextBefore] = [await lease(), await nextReady()];
       for (let batch = 0; batch < 20; batch++) {
-        const later = Array.from({ length: 1000 }, (_, i) => oneOff(NOW + DAY + batch * 1000 + i, (batch + i) % 3));
+        const later = Array.from({ length: 1000 }, (_, i) => oneOffJob(NOW, NOW + DAY + batch * 1000 + i, (batch + i) % 3));
         await store.jobCreateMany({ nodeId: "n1", jobs: later, now: NOW });
       }
       await adminPool().query(`ANALYZE "${db.schema}".executions`);

@@ -7,37 +7,13 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import pg from "pg";
-import { newId, shardOf } from "../../core/ids.js";
-import type { NewJob, Store } from "../store.js";
+import type { Store } from "../store.js";
 import { openPostgresStore } from "./index.js";
 import { createAhead, createRange, PARTITION_MS, rangeStart } from "./partitions.js";
-import { adminPool, freshPostgresSchema, postgresAvailable } from "./test-support.js";
+import { adminPool, freshPostgresSchema, oneOffJob, postgresAvailable } from "./test-support.js";
 
 const NOW = Date.now();
 const WEEK = PARTITION_MS;
-
-function oneOff(at: number): NewJob {
-  const jobId = newId(NOW);
-  return {
-    job: {
-      tenantId: "t1",
-      jobId,
-      shard: shardOf(jobId),
-      kind: "once",
-      name: "j",
-      state: "SCHEDULED",
-      target: { type: "queue", pool: "p" },
-      payload: null,
-      schedule: { runAt: new Date(at).toISOString() },
-      retry: { maxAttempts: 3, backoffSeconds: 1, maxBackoffSeconds: 1 },
-      timeoutSeconds: 30,
-      priority: 0,
-      createdAt: NOW,
-    },
-    due: null,
-    execution: { scheduledFor: at, dueAt: at },
-  };
-}
 
 /** A store on a fresh schema, and a pool of the test's own on that schema (for maintenance at a pinned time, and checks). */
 async function open(): Promise<{ store: Store; pool: pg.Pool; schema: string; close: () => Promise<void> }> {
@@ -71,7 +47,7 @@ const nameOf = (table: string, from: number): string => `${table}_p${new Date(fr
 
 /** Creates one-offs at these times, leases each at its time and completes it then: ended at `at + 2`. */
 async function ended(store: Store, times: number[]): Promise<void> {
-  await store.jobCreateMany({ nodeId: "n1", jobs: times.map(oneOff), now: NOW });
+  await store.jobCreateMany({ nodeId: "n1", jobs: times.map((at) => oneOffJob(NOW, at)), now: NOW });
   for (const at of times) {
     const [leased] = await store.executionLease({ pool: "p", workerId: "w", max: 1, leaseMs: 30_000, now: at + 1 });
     assert.equal(leased!.scheduledFor, at);
@@ -88,7 +64,7 @@ if (await postgresAvailable("PostgreSQL time partitions")) {
     const { store, pool, close } = await open();
     try {
       const times = [Date.parse("1971-01-01T00:00:00Z"), NOW, Date.parse("2200-01-01T00:00:00Z")];
-      const created = await store.jobCreateMany({ nodeId: "n1", jobs: times.map(oneOff), now: NOW });
+      const created = await store.jobCreateMany({ nodeId: "n1", jobs: times.map((at) => oneOffJob(NOW, at)), now: NOW });
       assert.deepEqual(
         created.map((c) => c.status),
         ["created", "created", "created"],
@@ -103,7 +79,7 @@ if (await postgresAvailable("PostgreSQL time partitions")) {
     const { store, pool, schema, close } = await open();
     try {
       const later = rangeStart(NOW) + 5 * WEEK + 1000; // past the ranges migrate created
-      await store.jobCreateMany({ nodeId: "n1", jobs: [oneOff(later)], now: NOW });
+      await store.jobCreateMany({ nodeId: "n1", jobs: [oneOffJob(NOW, later)], now: NOW });
       assert.deepEqual(await homes(pool, [later]), ["executions_default"]);
       await createAhead(pool, schema, later - 2 * WEEK); // two weeks on, the range of `later` is due to be created
       assert.deepEqual(await homes(pool, [later]), [nameOf("executions", rangeStart(later))]);
@@ -126,7 +102,7 @@ if (await postgresAvailable("PostgreSQL time partitions")) {
       for (const from of [gone, kept]) assert.ok(await createRange(pool, schema, from, from + WEEK));
       await ended(store, [gone + 1000, gone + 2000, gone + 3000, kept + 1000, kept + 2000]);
       // An attempt row in the range that goes: a failure, then a success.
-      await store.jobCreateMany({ nodeId: "n1", jobs: [oneOff(gone + 4000)], now: NOW });
+      await store.jobCreateMany({ nodeId: "n1", jobs: [oneOffJob(NOW, gone + 4000)], now: NOW });
       const [first] = await store.executionLease({ pool: "p", workerId: "w", max: 1, leaseMs: 30_000, now: gone + 4001 });
       await store.executionFailMany({
         items: [{ executionId: first!.executionId, tenantId: "t1", attempt: 1, error: { message: "no" }, jitter: 0 }],
@@ -135,7 +111,7 @@ if (await postgresAvailable("PostgreSQL time partitions")) {
       const [second] = await store.executionLease({ pool: "p", workerId: "w", max: 1, leaseMs: 30_000, now: gone + 10_000 });
       await store.executionCompleteMany({ items: [{ executionId: second!.executionId, tenantId: "t1", attempt: 2 }], now: gone + 10_001 });
       // A live row in the range kept: a one-off backfilled there, not yet run.
-      await store.jobCreateMany({ nodeId: "n1", jobs: [oneOff(kept + 3000)], now: NOW });
+      await store.jobCreateMany({ nodeId: "n1", jobs: [oneOffJob(NOW, kept + 3000)], now: NOW });
       assert.equal((await pool.query(`SELECT count(*)::int AS n FROM ${nameOf("attempts", gone)}`)).rows[0].n, 1);
 
       const before = kept + WEEK + 1; // both ranges ended before it
@@ -162,7 +138,7 @@ if (await postgresAvailable("PostgreSQL time partitions")) {
       assert.ok(await createRange(pool, schema, old, old + WEEK));
       await ended(store, [old + 1000, old + 2000]);
       const due = Array.from({ length: 300 }, (_, i) => NOW - 60_000 + i);
-      await store.jobCreateMany({ nodeId: "n1", jobs: due.map(oneOff), now: NOW });
+      await store.jobCreateMany({ nodeId: "n1", jobs: due.map((at) => oneOffJob(NOW, at)), now: NOW });
       let dropping = true;
       const leased: string[] = [];
       const leasing = (async () => {

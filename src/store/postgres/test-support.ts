@@ -14,6 +14,8 @@
 import { randomBytes } from "node:crypto";
 import { after, test } from "node:test";
 import pg from "pg";
+import { newId, shardOf } from "../../core/ids.js";
+import type { NewJob } from "../store.js";
 
 export const TEST_PG_URL = process.env.DUETIME_TEST_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 
@@ -86,4 +88,28 @@ export function freshPostgresSchema(): { url: string; schema: string } {
   const schema = `duetime_test_${randomBytes(6).toString("hex")}`;
   schemas.push(schema);
   return { url: TEST_PG_URL, schema };
+}
+
+/** A queue one-off of tenant t1, pool p, created at createdAt, its execution due at `at`. */
+export function oneOffJob(createdAt: number, at: number, priority = 0): NewJob {
+  const jobId = newId(createdAt);
+  return {
+    job: {
+      tenantId: "t1",
+      jobId,
+      shard: shardOf(jobId),
+      kind: "once",
+      name: "j",
+      state: "SCHEDULED",
+      target: { type: "queue", pool: "p" },
+      payload: null,
+      schedule: { runAt: new Date(at).toISOString() },
+      retry: { maxAttempts: 3, backoffSeconds: 1, maxBackoffSeconds: 1 },
+      timeoutSeconds: 30,
+      priority,
+      createdAt,
+    },
+    due: null,
+    execution: { scheduledFor: at, dueAt: at },
+  };
 }
