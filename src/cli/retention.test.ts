@@ -83,11 +83,11 @@ describe("serve retention flags", () => {
     await listening;
     const engine = opened!;
     const spec = (name: string) => ({ name, target: { type: "queue" as const, pool: "p" }, schedule: { delaySeconds: 7 * 24 * 3600 } });
-    await engine.service.createJob(ctx, spec("a"), "k");
+    await engine.service.createJob(ctx, spec("a"), { idempotencyKey: "k" });
     clock.jump(25 * HOUR); // past the default 24 h, within the 48 h asked for
     assert.equal((await engine.retention.runOnce()).idempotency, 0);
     await assert.rejects(
-      engine.service.createJob(ctx, spec("b"), "k"),
+      engine.service.createJob(ctx, spec("b"), { idempotencyKey: "k" }),
       (err: unknown) => err instanceof DuetimeError && err.code === "IDEMPOTENCY_MISMATCH",
     );
     signals.emit("SIGTERM");

@@ -14,6 +14,8 @@
 // - a time window (backfill, occurrences) has from < to.
 // The engine re-checks the semantics (cron syntax, IANA zone, defaults).
 
+import type { RequestSchemaName, ResponseSchemaName } from "@duetime/sdk/contract";
+
 export type JsonSchema = { readonly [keyword: string]: unknown };
 
 /** Every range the contract states, in one place (documented where defined). */
@@ -203,7 +205,7 @@ export const batchItemSchema = {
   properties: { ...jobSpecProperties, idempotencyKey },
 } as const;
 
-/** POST /v1/jobs:batch. validate.ts checks the envelope first and each job on its own (per-item errors). */
+/** POST /v1/jobs:batch, as documented. The server checks batchCreateEnvelope first, and each job on its own (per-item errors). */
 export const batchCreateBody = {
   type: "object",
   additionalProperties: false,
@@ -211,6 +213,14 @@ export const batchCreateBody = {
   properties: {
     jobs: { type: "array", minItems: 1, maxItems: LIMITS.batchMax, items: batchItemSchema },
   },
+} as const;
+
+/** POST /v1/jobs:batch without its jobs' schema: what must hold before any job is looked at. */
+export const batchCreateEnvelope = {
+  type: "object",
+  additionalProperties: false,
+  required: ["jobs"],
+  properties: { jobs: { type: "array", minItems: 1, maxItems: LIMITS.batchMax } },
 } as const;
 
 /**
@@ -457,6 +467,7 @@ export const REQUEST_SCHEMAS = {
   updateJobHeaders,
   backfillBody,
   batchCreateBody,
+  batchCreateEnvelope,
   batchItem: batchItemSchema,
   emptyBody,
   leaseBody,
@@ -885,3 +896,32 @@ export const statusResponse = {
   required: ["status"],
   properties: { status: { type: "string" } },
 } as const;
+
+/** The answers of the operation table (@duetime/sdk/contract's OPERATIONS) by the names it gives them. */
+export const RESPONSE_SCHEMAS = {
+  job: jobResponse,
+  jobPage: jobPageResponse,
+  batchCreate: batchCreateResponse,
+  executionItem: executionItemResponse,
+  executionPage: executionPageResponse,
+  occurrences: occurrencesResponse,
+  backfill: backfillResponse,
+  lease: leaseResponse,
+  heartbeat: heartbeatResponse,
+  complete: completeResponse,
+  fail: failResponse,
+  ackList: ackListResponse,
+  poolStats: poolStatsResponse,
+  stats: statsResponse,
+  deadLetterPage: deadLetterPageResponse,
+  auditPage: auditPageResponse,
+  cluster: clusterResponse,
+  targets: targetsResponse,
+  signingSecrets: signingSecretsResponse,
+  createdKey: createdKeyResponse,
+  keyPage: keyPageResponse,
+  preview: previewResponse,
+} as const satisfies Record<ResponseSchemaName, JsonSchema>;
+
+// Every request schema the operation table names exists (a compile error names the one that does not).
+REQUEST_SCHEMAS satisfies Record<RequestSchemaName, JsonSchema>;

@@ -20,7 +20,6 @@ import {
   HTTP_URL_PATTERN,
   ID_PATTERN,
   YEAR_PATTERN,
-  LIMITS,
   POOL_PATTERN,
   REQUEST_SCHEMAS,
   type JsonSchema,
@@ -82,6 +81,7 @@ const REFINEMENTS: Partial<Record<SchemaId, (value: unknown, path: string) => vo
   createJobBody: checkJobSpec,
   batchItem: checkJobSpec,
   updateJobBody: checkJobPatch,
+  updateJobHeaders: (value) => parseIfMatch((value as Record<string, unknown>)["if-match"]),
   backfillBody: checkWindow,
   occurrencesQuery: checkWindow,
 };
@@ -112,8 +112,8 @@ export function validate<T = unknown>(schema: SchemaId | JsonSchema, value: unkn
     throw first ? ajvErrorToDuetime(first, part, path) : invalidArgument(path || part, "is invalid");
   }
   if (typeof schema === "string") {
-    // Named schemas only: the batch envelope (an inline schema) leaves its jobs to be checked one by one.
-    if (part === "body" || part === "query") checkStorable(data, path, part);
+    // The batch envelope leaves its jobs to be checked one by one (each failing alone).
+    if ((part === "body" || part === "query") && schema !== "batchCreateEnvelope") checkStorable(data, path, part);
     REFINEMENTS[schema]?.(data, path);
   }
   return data as T;
@@ -451,16 +451,11 @@ export function expectedVersion(ifMatch: unknown, bodyVersion: number | undefine
 
 // ---------------------------------------------------------------- batches
 
-const batchEnvelope: JsonSchema = {
-  type: "object",
-  additionalProperties: false,
-  required: ["jobs"],
-  properties: { jobs: { type: "array", minItems: 1, maxItems: LIMITS.batchMax } },
-};
-
 export interface CheckedBatch {
   /** The jobs that passed, in request order, to hand to createJobs. */
   valid: BatchCreateItem[];
+  /** The request index of each valid job (for the field names of later errors). */
+  indexes: number[];
   /** Per-index errors of the jobs that did not. */
   errors: Map<number, DuetimeError>;
   /** Puts createJobs' answers (one per valid job) and the errors back in request order. */
@@ -474,12 +469,14 @@ export interface CheckedBatch {
  * the contract commits the valid jobs of a batch and answers per item.
  */
 export function validateBatch(body: unknown): CheckedBatch {
-  const envelope = validate<{ jobs: unknown[] }>(batchEnvelope, body, "body");
+  const envelope = validate<{ jobs: unknown[] }>("batchCreateEnvelope", body, "body");
   const valid: BatchCreateItem[] = [];
+  const indexes: number[] = [];
   const errors = new Map<number, DuetimeError>();
   envelope.jobs.forEach((job, index) => {
     try {
       valid.push(validate<BatchCreateItem>("batchItem", job, "body", { path: `jobs.${index}` }));
+      indexes.push(index);
     } catch (err) {
       if (!(err instanceof DuetimeError)) throw err;
       errors.set(index, err);
@@ -488,6 +485,7 @@ export function validateBatch(body: unknown): CheckedBatch {
   const total = envelope.jobs.length;
   return {
     valid,
+    indexes,
     errors,
     merge(results) {
       if (results.length !== valid.length) {

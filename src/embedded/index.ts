@@ -8,9 +8,9 @@
 //   ...
 //   await duetime.stop();   // drains the workers, then the engine
 
-import type { BackfillRequest, DuetimeApi, ErrorRecord, JobPatch, JobSpec, OccurrencesQuery } from "@duetime/sdk/contract";
-import { expectedVersion, validate, validateBatch } from "../core/validate.js";
+import { apiOver, type DuetimeApi } from "@duetime/sdk/contract";
 import { openEngine, type Engine, type EngineOptions } from "../engine/engine.js";
+import { callService, checkRequest } from "../engine/operations.js";
 import { DEFAULT_CONTEXT, type Service } from "../engine/service.js";
 import { Worker, type WorkerOptions } from "@duetime/sdk";
 
@@ -50,101 +50,14 @@ export async function createDuetime(options: DuetimeOptions): Promise<Duetime> {
 }
 
 /**
- * DuetimeApi over the service, with the same shape validation the HTTP server
- * applies (core/validate.ts), so embedded callers get the same errors.
+ * DuetimeApi over the service: each method encodes its arguments into the
+ * request the HTTP client would send, and the engine checks and serves it as
+ * the server does (engine/operations.ts), so embedded callers get the same
+ * answers and the same errors. A call's signal ends a long poll early.
  */
 export function embeddedClient(service: Service, ctx = DEFAULT_CONTEXT): DuetimeApi {
-  const id = (schema: "jobIdParams" | "executionIdParams" | "poolParams", value: Record<string, string>) => validate(schema, value, "params");
-  return {
-    async createJob(spec, options) {
-      if (options?.idempotencyKey !== undefined) validate("createJobHeaders", { "idempotency-key": options.idempotencyKey }, "headers");
-      return service.createJob(ctx, validate<JobSpec>("createJobBody", spec), options?.idempotencyKey);
-    },
-    async createJobs(jobs) {
-      const checked = validateBatch({ jobs });
-      return checked.merge(checked.valid.length ? await service.createJobs(ctx, checked.valid) : []);
-    },
-    async getJob(jobId) {
-      id("jobIdParams", { jobId });
-      return service.getJob(ctx, jobId);
-    },
-    async listJobs(query = {}) {
-      return service.listJobs(ctx, validate("listJobsQuery", query, "query"));
-    },
-    async cancelJob(jobId) {
-      id("jobIdParams", { jobId });
-      await service.cancelJob(ctx, jobId);
-    },
-    async pauseJob(jobId) {
-      id("jobIdParams", { jobId });
-      return service.pauseJob(ctx, jobId);
-    },
-    async resumeJob(jobId) {
-      id("jobIdParams", { jobId });
-      return service.resumeJob(ctx, jobId);
-    },
-    async triggerJob(jobId) {
-      id("jobIdParams", { jobId });
-      return service.triggerJob(ctx, jobId);
-    },
-    async updateJob(jobId, patch, options) {
-      id("jobIdParams", { jobId });
-      const checked = validate<JobPatch>("updateJobBody", patch);
-      return service.updateJob(ctx, jobId, checked, expectedVersion(options?.ifMatch, checked.version));
-    },
-    async backfillJob(jobId, request) {
-      id("jobIdParams", { jobId });
-      return service.backfillJob(ctx, jobId, validate<BackfillRequest>("backfillBody", request));
-    },
-    async listOccurrences(jobId, query) {
-      id("jobIdParams", { jobId });
-      return service.listOccurrences(ctx, jobId, validate<OccurrencesQuery>("occurrencesQuery", query, "query"));
-    },
-    async listExecutions(jobId, query = {}) {
-      id("jobIdParams", { jobId });
-      return service.listExecutions(ctx, jobId, validate("pageQuery", query, "query"));
-    },
-    async listDeadLetters(query = {}) {
-      return service.listDeadLetters(ctx, validate("pageQuery", query, "query"));
-    },
-    async replayDeadLetter(executionId) {
-      id("executionIdParams", { executionId });
-      return service.replayDeadLetter(ctx, executionId);
-    },
-    async lease(pool, request, options) {
-      id("poolParams", { pool });
-      const leaseCtx = options?.signal ? { ...ctx, signal: options.signal } : ctx;
-      return service.lease(leaseCtx, pool, validate("leaseBody", request));
-    },
-    async heartbeat(executionId, request) {
-      id("executionIdParams", { executionId });
-      return service.heartbeat(ctx, executionId, validate("heartbeatBody", request));
-    },
-    async complete(executionId, attempt, result) {
-      id("executionIdParams", { executionId });
-      validate("completeBody", result === undefined ? { attempt } : { attempt, result });
-      return service.complete(ctx, executionId, attempt, result);
-    },
-    async fail(executionId, attempt, error: ErrorRecord) {
-      id("executionIdParams", { executionId });
-      validate("failBody", { attempt, error });
-      return service.fail(ctx, executionId, attempt, error);
-    },
-    async completeMany(items) {
-      return service.completeMany(ctx, validate<{ items: typeof items }>("completeManyBody", { items }).items);
-    },
-    async failMany(items) {
-      return service.failMany(ctx, validate<{ items: typeof items }>("failManyBody", { items }).items);
-    },
-    async poolStats(pool) {
-      id("poolParams", { pool });
-      return service.poolStats(ctx, pool);
-    },
-    async stats() {
-      return service.stats(ctx);
-    },
-    async previewSchedule(query) {
-      return service.previewSchedule(validate("previewQuery", query, "query"));
-    },
-  };
+  return apiOver(async (name, op, request) => {
+    const signal = request.options?.signal;
+    return callService(service, name, signal ? { ...ctx, signal } : ctx, checkRequest(op, request));
+  });
 }

@@ -28,6 +28,7 @@ import { RETENTION_DEFAULTS } from "../core/retention.js";
 import { firstOccurrence, isCron, nextOccurrence, type Occurrence } from "../core/schedule.js";
 import { jobVerdict, occurrenceHome, PENDING_ON_ACTION, type JobAction } from "../core/states.js";
 import { parseRfc3339 } from "../core/time.js";
+import { validateBatch } from "../core/validate.js";
 import type { JobRecord, NewJob, PendingChange, PendingReplace, Store } from "../store/store.js";
 import { decodeCursor, encodeCursor } from "./cursor.js";
 import { ScheduleLedger } from "./ledger.js";
@@ -74,14 +75,19 @@ export class JobsService {
     return result as CreatedJob;
   }
 
+  /** `items` as they came: each is checked on its own, so a bad job fails alone (answering its error in its place). */
   async createJobs(ctx: RequestContext, items: BatchCreateItem[]): Promise<BatchCreateResult[]> {
+    const batch = validateBatch({ jobs: items });
+    if (batch.valid.length === 0) return batch.merge([]);
     const results = await this.createMany(
       ctx,
-      items.map(({ idempotencyKey, ...spec }, i) => ({ spec, idempotencyKey, prefix: `jobs.${i}.` })),
+      batch.valid.map(({ idempotencyKey, ...spec }, i) => ({ spec, idempotencyKey, prefix: `jobs.${batch.indexes[i]}.` })),
       false,
     );
-    return results.map((r) =>
-      r instanceof DuetimeError ? (r.toJSON() as BatchCreateResult) : { jobId: r.jobId, nextRunAt: r.nextRunAt, created: r.created ?? true },
+    return batch.merge(
+      results.map((r) =>
+        r instanceof DuetimeError ? (r.toJSON() as BatchCreateResult) : { jobId: r.jobId, nextRunAt: r.nextRunAt, created: r.created ?? true },
+      ),
     );
   }
 

@@ -83,13 +83,13 @@ test("history: executions that ended 31 days ago go (and then their ended job), 
 test("idempotency: a key is kept 24 hours; after that the same key creates a new job", async () => {
   const { clock, engine } = await setup();
   const spec = (name: string) => ({ name, target: { type: "queue" as const, pool: "p" }, schedule: { delaySeconds: 3600 * 24 * 7 } });
-  const first = await engine.service.createJob(ctx, spec("a"), "key-1");
+  const first = await engine.service.createJob(ctx, spec("a"), { idempotencyKey: "key-1" });
   clock.jump(23 * HOUR);
   assert.equal((await engine.retention.runOnce()).idempotency, 0);
-  await assert.rejects(engine.service.createJob(ctx, spec("b"), "key-1"), code("IDEMPOTENCY_MISMATCH"));
+  await assert.rejects(engine.service.createJob(ctx, spec("b"), { idempotencyKey: "key-1" }), code("IDEMPOTENCY_MISMATCH"));
   clock.jump(2 * HOUR);
   assert.equal((await engine.retention.runOnce()).idempotency, 1);
-  const second = await engine.service.createJob(ctx, spec("b"), "key-1");
+  const second = await engine.service.createJob(ctx, spec("b"), { idempotencyKey: "key-1" });
   assert.notEqual(second.jobId, first.jobId);
   assert.equal((await engine.service.getJob(ctx, first.jobId)).state, "SCHEDULED", "the first job itself is untouched");
   await engine.stop();
@@ -98,13 +98,13 @@ test("idempotency: a key is kept 24 hours; after that the same key creates a new
 test("a job outlives its idempotency key, even when history is kept for less", async () => {
   const { clock, engine } = await setup({ historyMs: HOUR });
   const spec = { name: "once", target: { type: "queue" as const, pool: "p" }, schedule: { delaySeconds: 0 } };
-  const first = await engine.service.createJob(ctx, spec, "key-1");
+  const first = await engine.service.createJob(ctx, spec, { idempotencyKey: "key-1" });
   await engine.scheduler.runOnce();
   const { leased } = await engine.executor.lease({ pool: "p", workerId: "w", max: 1, leaseMs: 30_000, waitMs: 0 });
   await engine.executor.complete(leased.map((l) => ({ executionId: l.executionId, tenantId: l.tenantId, attempt: l.attempt })));
   clock.jump(2 * HOUR);
   assert.deepEqual(await engine.retention.runOnce(), { executions: 1, jobs: 0, idempotency: 0, audit: 0 });
-  const retried = await engine.service.createJob(ctx, spec, "key-1");
+  const retried = await engine.service.createJob(ctx, spec, { idempotencyKey: "key-1" });
   assert.equal(retried.jobId, first.jobId, "a retried create still answers the first job");
   clock.jump(23 * HOUR);
   assert.deepEqual(await engine.retention.runOnce(), { executions: 0, jobs: 1, idempotency: 1, audit: 0 });

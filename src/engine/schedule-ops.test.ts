@@ -39,7 +39,7 @@ test("PATCH with a new schedule moves the next occurrence; the old time never ru
   const { clock, engine, job } = await setup({ cron: "*/5 * * * *" });
   assert.equal(job.nextRunAt, at(5));
   await tick(engine, clock, MIN); // the old occurrence is in the scheduler's memory now
-  const updated = await engine.service.updateJob(ctx, job.jobId, { schedule: { cron: "*/7 * * * *" } }, job.version);
+  const updated = await engine.service.updateJob(ctx, job.jobId, { schedule: { cron: "*/7 * * * *" } }, { ifMatch: job.version });
   assert.equal(updated.nextRunAt, at(7));
   assert.equal(updated.version, job.version + 1);
   for (let i = 0; i < 8; i++) await tick(engine, clock, MIN);
@@ -53,9 +53,14 @@ test("PATCH with a new schedule moves the next occurrence; the old time never ru
 
 test("PATCH with a stale version is VERSION_CONFLICT and changes nothing", async () => {
   const { engine, job } = await setup({ cron: "*/5 * * * *" });
-  await engine.service.updateJob(ctx, job.jobId, { name: "renamed" }, job.version);
-  await assert.rejects(engine.service.updateJob(ctx, job.jobId, { name: "again" }, job.version), code("VERSION_CONFLICT"));
+  await engine.service.updateJob(ctx, job.jobId, { name: "renamed" }, { ifMatch: job.version });
+  await assert.rejects(engine.service.updateJob(ctx, job.jobId, { name: "again" }, { ifMatch: job.version }), code("VERSION_CONFLICT"));
   await assert.rejects(engine.service.updateJob(ctx, job.jobId, { name: "again", version: job.version }), code("VERSION_CONFLICT"));
+  // If-Match (as a header sends it) and the body's version disagreeing is the caller's mistake, named If-Match.
+  const current = job.version + 1;
+  await assert.rejects(engine.service.updateJob(ctx, job.jobId, { name: "again", version: current }, { ifMatch: `"${current + 1}"` }), (err) => {
+    return code("INVALID_ARGUMENT")(err) && (err as DuetimeError).details?.field === "If-Match";
+  });
   const now = await engine.service.getJob(ctx, job.jobId);
   assert.equal(now.name, "renamed");
   assert.equal(now.nextRunAt, job.nextRunAt, "a change without a schedule keeps the next occurrence");

@@ -6,6 +6,7 @@
 
 import type { TargetStatus } from "@duetime/sdk/contract";
 import type { Clock } from "../core/clock.js";
+import { expectedVersion } from "../core/validate.js";
 import type { Store } from "../store/store.js";
 import { AuditLog } from "./audit-log.js";
 import { ClusterService } from "./cluster-view.js";
@@ -44,19 +45,19 @@ export function createService(o: ServiceOptions): Service {
   const preview = new SchedulePreview(o.clock);
   const cluster = new ClusterService({ store: o.store, clock: o.clock, storeHealth: o.storeHealth, ...(o.targets ? { targets: o.targets } : {}) });
   return {
-    createJob: (ctx, spec, key) => jobs.createJob(ctx, spec, key),
+    createJob: (ctx, spec, options) => jobs.createJob(ctx, spec, options?.idempotencyKey),
     createJobs: (ctx, items) => jobs.createJobs(ctx, items),
     getJob: (ctx, jobId) => jobs.getJob(ctx, jobId),
-    listJobs: (ctx, query) => jobs.listJobs(ctx, query),
+    listJobs: (ctx, query = {}) => jobs.listJobs(ctx, query),
     cancelJob: (ctx, jobId) => jobs.cancelJob(ctx, jobId),
     pauseJob: (ctx, jobId) => jobs.pauseJob(ctx, jobId),
     resumeJob: (ctx, jobId) => jobs.resumeJob(ctx, jobId),
     triggerJob: (ctx, jobId) => jobs.triggerJob(ctx, jobId),
-    updateJob: (ctx, jobId, patch, version) => jobs.updateJob(ctx, jobId, patch, version),
+    updateJob: async (ctx, jobId, patch, options) => jobs.updateJob(ctx, jobId, patch, expectedVersion(options?.ifMatch, patch.version)),
     backfillJob: (ctx, jobId, request) => jobs.backfillJob(ctx, jobId, request),
     listOccurrences: (ctx, jobId, query) => jobs.listOccurrences(ctx, jobId, query),
-    listExecutions: (ctx, jobId, query) => jobs.listExecutions(ctx, jobId, query),
-    listDeadLetters: (ctx, query) => deadLetters.list(ctx, query),
+    listExecutions: (ctx, jobId, query = {}) => jobs.listExecutions(ctx, jobId, query),
+    listDeadLetters: (ctx, query = {}) => deadLetters.list(ctx, query),
     replayDeadLetter: (ctx, executionId) => deadLetters.replay(ctx, executionId),
     lease: (ctx, pool, request) => protocol.lease(ctx, pool, request),
     heartbeat: (ctx, executionId, request) => protocol.heartbeat(ctx, executionId, request),
@@ -66,12 +67,12 @@ export function createService(o: ServiceOptions): Service {
     failMany: (ctx, items) => protocol.failMany(ctx, items),
     poolStats: (ctx, pool) => stats.pool(ctx, pool),
     stats: (ctx) => stats.all(ctx),
-    previewSchedule: (query) => preview.preview(query),
-    listAudit: (ctx, query) => audit.list(ctx, query),
+    previewSchedule: (_ctx, query) => preview.preview(query),
+    listAudit: (ctx, query = {}) => audit.list(ctx, query),
     cluster: () => cluster.cluster(),
     listTargets: (ctx) => cluster.targets(ctx),
     createKey: (ctx, request) => keys.create(ctx, request),
-    listKeys: (ctx, query) => keys.list(ctx, query),
+    listKeys: (ctx, query = {}) => keys.list(ctx, query),
     revokeKey: (ctx, keyId) => keys.revoke(ctx, keyId),
     signingSecrets: (ctx) => secrets.show(ctx),
     findKey: (digest) => keys.find(digest),

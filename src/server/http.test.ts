@@ -62,7 +62,7 @@ describe("over a real socket", () => {
     });
     assert.equal(res.status, 201);
     assert.equal(((await res.json()) as { jobId: string }).jobId, "job_1");
-    assert.deepEqual(s.svc.last().args, [QUEUE_JOB, "k1"]);
+    assert.deepEqual(s.svc.last().args, [QUEUE_JOB, { idempotencyKey: "k1" }]);
   });
 
   test("a 2 MiB body answers 413 PAYLOAD_TOO_LARGE with the envelope", async () => {

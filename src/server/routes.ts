@@ -1,7 +1,9 @@
-// The /v1 routes of docs/api.md. Each route is one row: its URL, who may call
-// it, which schemas of core/schemas.ts check its parts, and the one Service
-// method it calls. The server holds no business logic: it authenticates,
-// checks shapes (core/validate.ts), calls the service, and picks the status.
+// The /v1 routes of docs/api.md, one per operation of the operation table
+// (@duetime/sdk/contract's OPERATIONS: its URL, who may call it, the schemas
+// of core/schemas.ts that check and document its parts). The server holds
+// no business logic: it authenticates, lets the engine check the request
+// and call the service (engine/operations.ts), and sends the operation's
+// answer (status, headers, body).
 //
 // Colon routes (`/v1/jobs/{jobId}:pause`, `/v1/jobs:batch`): Fastify's router
 // (find-my-way) reads `:` as a parameter marker and ends a parameter name
@@ -10,7 +12,7 @@
 // with an explicit pattern, `/:jobId([A-Za-z0-9_-]+)::pause`: the router then
 // matches the action as static text, an unknown action finds no route (404),
 // `%3A` works as well as `:`, and @fastify/swagger writes the OpenAPI path
-// `/v1/jobs/{jobId}:pause`.
+// `/v1/jobs/{jobId}:pause` (fastifyUrl()).
 //
 // Versions: GET and PATCH /v1/jobs/{jobId} answer `ETag: "<version>"`; a
 // PATCH may name the version it applies to with If-Match (that ETag, `7` or
@@ -23,503 +25,21 @@
 // retries 503s already, and the catalog has no better code (a timeout is "not
 // available now", not the caller's mistake). See withDeadline().
 //
-// Roles (admin may call everything):
-// - client: jobs (create, batch, get, list, update, cancel, pause, resume,
-//   trigger, backfill, occurrences), executions history, dead-letter list,
-//   schedules preview;
-// - worker: lease, heartbeat, complete, fail (single and batch), pool stats,
-//   /v1/stats, schedules preview;
-// - admin only: dead-letter replay, audit, cluster, targets, API keys,
-//   signing secrets.
+// Roles (admin may call everything): each operation's `roles`.
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type {
-  BackfillRequest,
-  BatchCreateItem,
-  CompleteItem,
-  CreateKeyRequest,
-  ErrorRecord,
-  FailItem,
-  HeartbeatRequest,
-  Job,
-  JobPatch,
-  JobSpec,
-  LeaseRequest,
-  ListJobsQuery,
-  ListKeysQuery,
-  OccurrencesQuery,
-  PageQuery,
-  PreviewQuery,
-  Role,
-} from "@duetime/sdk/contract";
+import { OPERATION_NAMES, operationNamed, type AnyOperation, type OperationName, type WireReply } from "@duetime/sdk/contract";
 import { DuetimeError } from "../core/errors.js";
-import {
-  REQUEST_SCHEMAS,
-  ackListResponse,
-  backfillResponse,
-  batchCreateResponse,
-  completeResponse,
-  deadLetterPageResponse,
-  errorEnvelopeSchema,
-  executionItemResponse,
-  executionPageResponse,
-  failResponse,
-  heartbeatResponse,
-  jobPageResponse,
-  jobResponse,
-  leaseResponse,
-  occurrencesResponse,
-  auditPageResponse,
-  clusterResponse,
-  createdKeyResponse,
-  keyPageResponse,
-  targetsResponse,
-  signingSecretsResponse,
-  poolStatsResponse,
-  previewResponse,
-  statsResponse,
-  type JsonSchema,
-  type SchemaId,
-} from "../core/schemas.js";
-import { expectedVersion, validate, validateBatch } from "../core/validate.js";
+import { REQUEST_SCHEMAS, RESPONSE_SCHEMAS, errorEnvelopeSchema } from "../core/schemas.js";
+import { callService, checkRequest } from "../engine/operations.js";
 import type { RequestContext, Service } from "../engine/service.js";
 import { authorize, type KeyRing, type Principal } from "./auth.js";
 
-interface Input {
-  ctx: RequestContext;
-  params: Record<string, string>;
-  query: Record<string, unknown>;
-  headers: Record<string, unknown>;
-  body: unknown;
-  reply: FastifyReply;
-}
-
-interface RouteDef {
-  method: "GET" | "POST" | "PATCH" | "DELETE";
-  url: string;
-  operationId: string;
-  summary: string;
-  tag: string;
-  /** Roles besides admin that may call the route. */
-  roles: readonly Role[];
-  params?: SchemaId;
-  query?: SchemaId;
-  headers?: SchemaId;
-  body?: SchemaId;
-  /** An absent body is fine (DELETE and the action POSTs). */
-  bodyOptional?: boolean;
-  /** The handler checks the body itself (the batch, whose jobs fail one by one). */
-  bodyCheckedByHandler?: boolean;
-  /** A long poll: the seconds it may wait by design, added to its deadline. */
-  waitSeconds?(body: unknown): number;
-  status?: number;
-  responses: Record<number, JsonSchema>;
-  handle(input: Input): Promise<unknown>;
-}
-
 const ID = "([A-Za-z0-9_-]+)";
 
-/** `ETag: "<version>"` of a job answer; If-Match takes it back. */
-function withETag(reply: FastifyReply, job: Job): Job {
-  reply.header("etag", `"${job.version}"`);
-  return job;
-}
-
-function routeTable(service: Service, runtime: RouteRuntime): RouteDef[] {
-  return [
-    // ------------------------------------------------------------ jobs
-    {
-      method: "POST",
-      url: "/v1/jobs",
-      operationId: "createJob",
-      summary: "Create a job",
-      tag: "jobs",
-      roles: ["client"],
-      headers: "createJobHeaders",
-      body: "createJobBody",
-      status: 201,
-      responses: { 201: jobResponse, 200: jobResponse },
-      async handle({ ctx, body, headers, reply }) {
-        const key = headers["idempotency-key"] as string | undefined;
-        const job = await service.createJob(ctx, body as JobSpec, key);
-        reply.code(job.created === false ? 200 : 201).header("location", `/v1/jobs/${encodeURIComponent(job.jobId)}`);
-        return job;
-      },
-    },
-    {
-      method: "POST",
-      url: "/v1/jobs::batch",
-      operationId: "createJobs",
-      summary: "Create up to 1000 jobs; valid ones are committed together, each job answers on its own",
-      tag: "jobs",
-      roles: ["client"],
-      body: "batchCreateBody",
-      bodyCheckedByHandler: true,
-      responses: { 200: batchCreateResponse },
-      async handle({ ctx, body }) {
-        const batch = validateBatch(body);
-        const results = batch.valid.length > 0 ? await service.createJobs(ctx, batch.valid as BatchCreateItem[]) : [];
-        return { items: batch.merge(results) };
-      },
-    },
-    {
-      method: "GET",
-      url: "/v1/jobs",
-      operationId: "listJobs",
-      summary: "List jobs, newest first",
-      tag: "jobs",
-      roles: ["client"],
-      query: "listJobsQuery",
-      responses: { 200: jobPageResponse },
-      handle: ({ ctx, query }) => service.listJobs(ctx, query as ListJobsQuery),
-    },
-    {
-      method: "GET",
-      url: "/v1/jobs/:jobId",
-      operationId: "getJob",
-      summary: "Get a job",
-      tag: "jobs",
-      roles: ["client"],
-      params: "jobIdParams",
-      responses: { 200: jobResponse },
-      handle: async ({ ctx, params, reply }) => withETag(reply, await service.getJob(ctx, params.jobId as string)),
-    },
-    {
-      method: "PATCH",
-      url: "/v1/jobs/:jobId",
-      operationId: "updateJob",
-      summary: "Change a job; with If-Match or version, only if it is still at that version",
-      tag: "jobs",
-      roles: ["client"],
-      params: "jobIdParams",
-      headers: "updateJobHeaders",
-      body: "updateJobBody",
-      responses: { 200: jobResponse },
-      async handle({ ctx, params, headers, body, reply }) {
-        const patch = body as JobPatch;
-        const expected = expectedVersion(headers["if-match"], patch.version);
-        return withETag(reply, await service.updateJob(ctx, params.jobId as string, patch, expected));
-      },
-    },
-    {
-      method: "DELETE",
-      url: "/v1/jobs/:jobId",
-      operationId: "cancelJob",
-      summary: "Cancel a job",
-      tag: "jobs",
-      roles: ["client"],
-      params: "jobIdParams",
-      body: "emptyBody",
-      bodyOptional: true,
-      status: 204,
-      responses: { 204: { type: "null", description: "Cancelled" } },
-      async handle({ ctx, params }) {
-        await service.cancelJob(ctx, params.jobId as string);
-        return undefined;
-      },
-    },
-    {
-      method: "POST",
-      url: `/v1/jobs/:jobId${ID}::pause`,
-      operationId: "pauseJob",
-      summary: "Pause a job",
-      tag: "jobs",
-      roles: ["client"],
-      params: "jobIdParams",
-      body: "emptyBody",
-      bodyOptional: true,
-      responses: { 200: jobResponse },
-      handle: ({ ctx, params }) => service.pauseJob(ctx, params.jobId as string),
-    },
-    {
-      method: "POST",
-      url: `/v1/jobs/:jobId${ID}::resume`,
-      operationId: "resumeJob",
-      summary: "Resume a paused job",
-      tag: "jobs",
-      roles: ["client"],
-      params: "jobIdParams",
-      body: "emptyBody",
-      bodyOptional: true,
-      responses: { 200: jobResponse },
-      handle: ({ ctx, params }) => service.resumeJob(ctx, params.jobId as string),
-    },
-    {
-      method: "POST",
-      url: `/v1/jobs/:jobId${ID}::trigger`,
-      operationId: "triggerJob",
-      summary: "Create a new execution of a job, due now",
-      tag: "jobs",
-      roles: ["client"],
-      params: "jobIdParams",
-      body: "emptyBody",
-      bodyOptional: true,
-      status: 201,
-      responses: { 201: executionItemResponse },
-      handle: ({ ctx, params }) => service.triggerJob(ctx, params.jobId as string),
-    },
-    {
-      method: "POST",
-      url: `/v1/jobs/:jobId${ID}::backfill`,
-      operationId: "backfillJob",
-      summary: "Create the occurrences of a past window (from, to] of a recurring job; repeating it adds nothing",
-      tag: "jobs",
-      roles: ["client"],
-      params: "jobIdParams",
-      body: "backfillBody",
-      status: 201,
-      responses: { 201: backfillResponse },
-      handle: ({ ctx, params, body }) => service.backfillJob(ctx, params.jobId as string, body as BackfillRequest),
-    },
-    {
-      method: "GET",
-      url: "/v1/jobs/:jobId/occurrences",
-      operationId: "listOccurrences",
-      summary: "The run ledger: every nominal fire time between from and to, and what became of it",
-      tag: "jobs",
-      roles: ["client"],
-      params: "jobIdParams",
-      query: "occurrencesQuery",
-      responses: { 200: occurrencesResponse },
-      handle: ({ ctx, params, query }) => service.listOccurrences(ctx, params.jobId as string, query as unknown as OccurrencesQuery),
-    },
-    {
-      method: "GET",
-      url: "/v1/jobs/:jobId/executions",
-      operationId: "listExecutions",
-      summary: "A job's executions, one item per attempt, newest first",
-      tag: "jobs",
-      roles: ["client"],
-      params: "jobIdParams",
-      query: "pageQuery",
-      responses: { 200: executionPageResponse },
-      handle: ({ ctx, params, query }) => service.listExecutions(ctx, params.jobId as string, query as PageQuery),
-    },
-
-    // ------------------------------------------------------------ worker protocol
-    {
-      method: "POST",
-      url: "/v1/pools/:pool/lease",
-      operationId: "lease",
-      summary: "Lease ready executions of a pool (long poll with waitSeconds), acknowledging finished ones",
-      tag: "workers",
-      roles: ["worker"],
-      params: "poolParams",
-      body: "leaseBody",
-      responses: { 200: leaseResponse },
-      waitSeconds: (body) => (body as LeaseRequest).waitSeconds ?? 0,
-      handle: ({ ctx, params, body }) => service.lease(ctx, params.pool as string, body as LeaseRequest),
-    },
-    {
-      method: "POST",
-      url: "/v1/executions/:executionId/heartbeat",
-      operationId: "heartbeat",
-      summary: "Extend the lease of an attempt",
-      tag: "workers",
-      roles: ["worker"],
-      params: "executionIdParams",
-      body: "heartbeatBody",
-      responses: { 200: heartbeatResponse },
-      handle: ({ ctx, params, body }) => service.heartbeat(ctx, params.executionId as string, body as HeartbeatRequest),
-    },
-    {
-      method: "POST",
-      url: "/v1/executions/:executionId/complete",
-      operationId: "complete",
-      summary: "Complete an attempt",
-      tag: "workers",
-      roles: ["worker"],
-      params: "executionIdParams",
-      body: "completeBody",
-      responses: { 200: completeResponse },
-      handle: ({ ctx, params, body }) => {
-        const b = body as { attempt: number; result?: unknown };
-        return service.complete(ctx, params.executionId as string, b.attempt, b.result);
-      },
-    },
-    {
-      method: "POST",
-      url: "/v1/executions/:executionId/fail",
-      operationId: "fail",
-      summary: "Fail an attempt",
-      tag: "workers",
-      roles: ["worker"],
-      params: "executionIdParams",
-      body: "failBody",
-      responses: { 200: failResponse },
-      handle: ({ ctx, params, body }) => {
-        const b = body as { attempt: number; error: ErrorRecord };
-        return service.fail(ctx, params.executionId as string, b.attempt, b.error);
-      },
-    },
-    {
-      method: "POST",
-      url: "/v1/executions::complete",
-      operationId: "completeMany",
-      summary: "Complete up to 1000 attempts; one answer per item, in order",
-      tag: "workers",
-      roles: ["worker"],
-      body: "completeManyBody",
-      responses: { 200: ackListResponse },
-      handle: async ({ ctx, body }) => ({ items: await service.completeMany(ctx, (body as { items: CompleteItem[] }).items) }),
-    },
-    {
-      method: "POST",
-      url: "/v1/executions::fail",
-      operationId: "failMany",
-      summary: "Fail up to 1000 attempts; one answer per item, in order",
-      tag: "workers",
-      roles: ["worker"],
-      body: "failManyBody",
-      responses: { 200: ackListResponse },
-      handle: async ({ ctx, body }) => ({ items: await service.failMany(ctx, (body as { items: FailItem[] }).items) }),
-    },
-    {
-      method: "GET",
-      url: "/v1/pools/:pool/stats",
-      operationId: "poolStats",
-      summary: "Pending, queued and running counts of a pool",
-      tag: "workers",
-      roles: ["worker"],
-      params: "poolParams",
-      responses: { 200: poolStatsResponse },
-      handle: ({ ctx, params }) => service.poolStats(ctx, params.pool as string),
-    },
-    {
-      method: "GET",
-      url: "/v1/stats",
-      operationId: "stats",
-      summary: "Counts per pool and per tenant",
-      tag: "workers",
-      roles: ["worker"],
-      responses: { 200: statsResponse },
-      handle: ({ ctx }) => service.stats(ctx),
-    },
-
-    // ------------------------------------------------------------ dead letters and operations
-    {
-      method: "GET",
-      url: "/v1/dead-letters",
-      operationId: "listDeadLetters",
-      summary: "Dead executions with their payload and last error",
-      tag: "dead-letters",
-      roles: ["client"],
-      query: "pageQuery",
-      responses: { 200: deadLetterPageResponse },
-      handle: ({ ctx, query }) => service.listDeadLetters(ctx, query as PageQuery),
-    },
-    {
-      method: "POST",
-      url: `/v1/dead-letters/:executionId${ID}::replay`,
-      operationId: "replayDeadLetter",
-      summary: "Give a dead execution a new attempt (audited)",
-      tag: "dead-letters",
-      roles: [],
-      params: "executionIdParams",
-      body: "emptyBody",
-      bodyOptional: true,
-      status: 201,
-      responses: { 201: executionItemResponse },
-      handle: ({ ctx, params }) => service.replayDeadLetter(ctx, params.executionId as string),
-    },
-    {
-      method: "GET",
-      url: "/v1/audit",
-      operationId: "listAudit",
-      summary: "The audit log",
-      tag: "operations",
-      roles: [],
-      query: "pageQuery",
-      responses: { 200: auditPageResponse },
-      handle: ({ ctx, query }) => service.listAudit(ctx, query as PageQuery),
-    },
-    {
-      method: "GET",
-      url: "/v1/cluster",
-      operationId: "cluster",
-      summary: "Nodes and shard ownership",
-      tag: "operations",
-      roles: [],
-      responses: { 200: clusterResponse },
-      handle: ({ ctx }) => service.cluster(ctx),
-    },
-    {
-      method: "GET",
-      url: "/v1/targets",
-      operationId: "listTargets",
-      summary: "Origins that HTTP targets call from this node: circuit breaker, calls in flight and waiting, limits",
-      tag: "operations",
-      roles: [],
-      responses: { 200: targetsResponse },
-      handle: ({ ctx }) => service.listTargets(ctx),
-    },
-    {
-      method: "GET",
-      url: "/v1/secrets/signing",
-      operationId: "signingSecrets",
-      summary: "The caller's tenant's callback signing secrets, newest first, and where they come from (config or store)",
-      tag: "operations",
-      roles: [],
-      responses: { 200: signingSecretsResponse },
-      handle: ({ ctx }) => service.signingSecrets(ctx),
-    },
-    {
-      method: "POST",
-      url: "/v1/keys",
-      operationId: "createKey",
-      summary: "Create an API key; its secret is in this answer only (audited)",
-      tag: "keys",
-      roles: [],
-      body: "createKeyBody",
-      status: 201,
-      responses: { 201: createdKeyResponse },
-      async handle({ ctx, body }) {
-        const created = await service.createKey(ctx, body as CreateKeyRequest);
-        runtime.keyRing.storedKeyCreated();
-        return created;
-      },
-    },
-    {
-      method: "GET",
-      url: "/v1/keys",
-      operationId: "listKeys",
-      summary: "API keys, newest first, revoked ones included; never their secrets",
-      tag: "keys",
-      roles: [],
-      query: "listKeysQuery",
-      responses: { 200: keyPageResponse },
-      handle: ({ ctx, query }) => service.listKeys(ctx, query as ListKeysQuery),
-    },
-    {
-      method: "DELETE",
-      url: "/v1/keys/:keyId",
-      operationId: "revokeKey",
-      summary: "Revoke an API key (audited); repeating it answers 204 again",
-      tag: "keys",
-      roles: [],
-      params: "keyIdParams",
-      body: "emptyBody",
-      bodyOptional: true,
-      status: 204,
-      responses: { 204: { type: "null", description: "Revoked" } },
-      async handle({ ctx, params }) {
-        await service.revokeKey(ctx, params.keyId as string);
-        runtime.keyRing.forget(params.keyId as string);
-        return undefined;
-      },
-    },
-    {
-      method: "GET",
-      url: "/v1/schedules/preview",
-      operationId: "previewSchedule",
-      summary: "The next fire times of a cron expression",
-      tag: "schedules",
-      roles: ["client", "worker"],
-      query: "previewQuery",
-      responses: { 200: previewResponse },
-      handle: ({ query }) => service.previewSchedule(query as unknown as PreviewQuery),
-    },
-  ];
+/** `/v1/jobs/{jobId}:pause` → Fastify's `/v1/jobs/:jobId([A-Za-z0-9_-]+)::pause` (see the top of this file). */
+export function fastifyUrl(path: string): string {
+  return path.replace(/:/g, "::").replace(/\{(\w+)\}(::)?/g, (_match, name: string, action?: string) => (action ? `:${name}${ID}::` : `:${name}`));
 }
 
 /** "/v1/jobs/:jobId([A-Za-z0-9_-]+)::pause" → "/v1/jobs/{jobId}:pause" (for messages). */
@@ -570,34 +90,47 @@ async function withDeadline<T>(work: () => Promise<T>, ms: number, controller: A
   }
 }
 
+/** What the server does after an operation succeeded, besides answering (the key ring's cache). */
+function afterOperation(runtime: RouteRuntime, name: OperationName, params: Record<string, string>): void {
+  if (name === "createKey") runtime.keyRing.storedKeyCreated();
+  if (name === "revokeKey") runtime.keyRing.forget(params.keyId as string);
+}
+
+function routeSchema(name: OperationName, op: AnyOperation, runtime: RouteRuntime): Record<string, unknown> {
+  const errorResponse = { ...errorEnvelopeSchema, description: "Error envelope; see docs/errors.md" };
+  const responses = Object.fromEntries(
+    Object.entries(op.responses).map(([status, name]) => [status, name ? RESPONSE_SCHEMAS[name] : { type: "null", description: "No content" }]),
+  );
+  const schema: Record<string, unknown> = {
+    operationId: name,
+    summary: op.summary,
+    tags: [op.tag],
+    // Without configured keys, auth is on only once the store holds a key: the bearer is optional ({}).
+    security: runtime.keyRing.configured ? [{ bearerAuth: [] }] : [{ bearerAuth: [] }, {}],
+    querystring: REQUEST_SCHEMAS[op.query ?? "noQuery"],
+    response: { ...responses, "4xx": errorResponse, "5xx": errorResponse },
+  };
+  if (op.params) schema.params = REQUEST_SCHEMAS[op.params];
+  if (op.headers) schema.headers = REQUEST_SCHEMAS[op.headers];
+  if (op.body) schema.body = REQUEST_SCHEMAS[op.body];
+  return schema;
+}
+
 /** Registers every /v1 route on the (child) instance. */
 export function registerRoutes(app: FastifyInstance, service: Service, runtime: RouteRuntime): void {
   const principals = new WeakMap<FastifyRequest, Principal>();
-  const errorResponse = { ...errorEnvelopeSchema, description: "Error envelope; see docs/errors.md" };
 
-  for (const def of routeTable(service, runtime)) {
-    const label = `${def.method} ${displayPath(def.url)}`;
-    const schema: Record<string, unknown> = {
-      operationId: def.operationId,
-      summary: def.summary,
-      tags: [def.tag],
-      // Without configured keys, auth is on only once the store holds a key: the bearer is optional ({}).
-      security: runtime.keyRing.configured ? [{ bearerAuth: [] }] : [{ bearerAuth: [] }, {}],
-      querystring: REQUEST_SCHEMAS[def.query ?? "noQuery"],
-      response: { ...def.responses, "4xx": errorResponse, "5xx": errorResponse },
-    };
-    if (def.params) schema.params = REQUEST_SCHEMAS[def.params];
-    if (def.headers) schema.headers = REQUEST_SCHEMAS[def.headers];
-    if (def.body) schema.body = REQUEST_SCHEMAS[def.body];
-
+  for (const name of OPERATION_NAMES) {
+    const op = operationNamed(name);
+    const label = `${op.method} ${op.path}`;
     app.route({
-      method: def.method,
-      url: def.url,
+      method: op.method,
+      url: fastifyUrl(op.path),
       // Fastify and its plugins may annotate schemas; keep ours pristine.
-      schema: structuredClone(schema),
+      schema: structuredClone(routeSchema(name, op, runtime)),
       onRequest: async (request) => {
         const principal = await runtime.keyRing.authenticate(request.headers.authorization);
-        authorize(principal, def.roles, label);
+        authorize(principal, op.roles, label);
         principals.set(request, principal);
       },
       handler: async (request, reply) => {
@@ -622,23 +155,23 @@ export function registerRoutes(app: FastifyInstance, service: Service, runtime: 
           ...(principal.bootstrap ? { bootstrap: true } : {}),
         };
 
-        // A malformed jobId or executionId is NOT_FOUND (validate.ts), a bad pool name INVALID_ARGUMENT.
-        const params = def.params ? validate<Record<string, string>>(def.params, request.params, "params") : {};
-        const headers = def.headers
-          ? validate<Record<string, unknown>>(def.headers, request.headers, "headers")
-          : (request.headers as Record<string, unknown>);
-        const query = validate<Record<string, unknown>>(def.query ?? "noQuery", request.query ?? {}, "query");
-        let body: unknown = request.body;
-        if (def.body && !def.bodyCheckedByHandler && !(body === undefined && def.bodyOptional)) {
-          body = validate(def.body, body, "body");
-        }
-
-        reply.code(def.status ?? 200);
-        const deadlineMs = (runtime.deadlineMs ?? DEFAULT_REQUEST_DEADLINE_MS) + 1000 * (def.waitSeconds?.(body) ?? 0);
-        const result = await withDeadline(async () => def.handle({ ctx, params, query, headers, body, reply }), deadlineMs, controller);
-        if (result === undefined) return reply.send();
-        return result;
+        const checked = checkRequest(op, {
+          params: request.params as Record<string, string>,
+          query: (request.query ?? {}) as Record<string, unknown>,
+          headers: request.headers as Record<string, string | undefined>,
+          body: request.body,
+        });
+        const deadlineMs = (runtime.deadlineMs ?? DEFAULT_REQUEST_DEADLINE_MS) + 1000 * (op.waitSeconds?.(checked) ?? 0);
+        const result = await withDeadline(() => callService(service, name, ctx, checked), deadlineMs, controller);
+        afterOperation(runtime, name, checked.params);
+        return send(reply, op.answer(result));
       },
     });
   }
+}
+
+function send(reply: FastifyReply, answer: WireReply): FastifyReply | unknown {
+  reply.code(answer.status);
+  for (const [header, value] of Object.entries(answer.headers ?? {})) reply.header(header, value);
+  return answer.body === undefined ? reply.send() : answer.body;
 }

@@ -40,7 +40,10 @@ import type {
   PreviewQuery,
   PreviewResponse,
   Stats,
+  UpdateJobOptions,
+  CreateJobOptions,
 } from "@duetime/sdk/contract";
+import { expectedVersion } from "../core/validate.js";
 import type { RequestContext, Service, StoredKey } from "../engine/service.js";
 
 export const SAMPLE_JOB: Job = {
@@ -155,8 +158,8 @@ export class RecordingService implements Service {
     return canned();
   }
 
-  createJob(ctx: RequestContext, spec: JobSpec, idempotencyKey?: string): Promise<CreatedJob> {
-    return this.answer("createJob", ctx, [spec, idempotencyKey], () => ({ ...SAMPLE_JOB, created: true }));
+  createJob(ctx: RequestContext, spec: JobSpec, options?: CreateJobOptions): Promise<CreatedJob> {
+    return this.answer("createJob", ctx, [spec, options], () => ({ ...SAMPLE_JOB, created: true }));
   }
   createJobs(ctx: RequestContext, items: BatchCreateItem[]): Promise<BatchCreateResult[]> {
     return this.answer("createJobs", ctx, [items], () =>
@@ -166,7 +169,7 @@ export class RecordingService implements Service {
   getJob(ctx: RequestContext, jobId: string): Promise<Job> {
     return this.answer("getJob", ctx, [jobId], () => ({ ...SAMPLE_JOB, jobId }));
   }
-  listJobs(ctx: RequestContext, query: ListJobsQuery): Promise<Page<Job>> {
+  listJobs(ctx: RequestContext, query?: ListJobsQuery): Promise<Page<Job>> {
     return this.answer("listJobs", ctx, [query], () => ({ items: [SAMPLE_JOB], nextCursor: "c2" }));
   }
   cancelJob(ctx: RequestContext, jobId: string): Promise<void> {
@@ -181,11 +184,12 @@ export class RecordingService implements Service {
   triggerJob(ctx: RequestContext, jobId: string): Promise<ExecutionItem> {
     return this.answer("triggerJob", ctx, [jobId], () => ({ ...SAMPLE_EXECUTION, jobId }));
   }
-  updateJob(ctx: RequestContext, jobId: string, patch: JobPatch, expectedVersion?: number): Promise<Job> {
-    return this.answer("updateJob", ctx, [jobId, patch, expectedVersion], () => {
+  updateJob(ctx: RequestContext, jobId: string, patch: JobPatch, options?: UpdateJobOptions): Promise<Job> {
+    return this.answer("updateJob", ctx, [jobId, patch, options], () => {
       const { version: _version, retry, ...fields } = patch;
       const merged = { ...SAMPLE_JOB, ...fields, retry: { ...SAMPLE_JOB.retry, ...retry } };
-      return { ...merged, jobId, version: (expectedVersion ?? SAMPLE_JOB.version) + 1 } as Job;
+      const expected = expectedVersion(options?.ifMatch, patch.version);
+      return { ...merged, jobId, version: (expected ?? SAMPLE_JOB.version) + 1 } as Job;
     });
   }
   backfillJob(ctx: RequestContext, jobId: string, request: BackfillRequest): Promise<BackfillResponse> {
@@ -194,10 +198,10 @@ export class RecordingService implements Service {
   listOccurrences(ctx: RequestContext, jobId: string, query: OccurrencesQuery): Promise<{ items: OccurrenceItem[] }> {
     return this.answer("listOccurrences", ctx, [jobId, query], () => ({ items: structuredClone(SAMPLE_OCCURRENCES) }));
   }
-  listExecutions(ctx: RequestContext, jobId: string, query: PageQuery): Promise<Page<ExecutionItem>> {
+  listExecutions(ctx: RequestContext, jobId: string, query?: PageQuery): Promise<Page<ExecutionItem>> {
     return this.answer("listExecutions", ctx, [jobId, query], () => ({ items: [SAMPLE_EXECUTION], nextCursor: null }));
   }
-  listDeadLetters(ctx: RequestContext, query: PageQuery): Promise<Page<DeadLetter>> {
+  listDeadLetters(ctx: RequestContext, query?: PageQuery): Promise<Page<DeadLetter>> {
     return this.answer("listDeadLetters", ctx, [query], () => ({ items: [SAMPLE_DEAD_LETTER], nextCursor: null }));
   }
   replayDeadLetter(ctx: RequestContext, executionId: string): Promise<ExecutionItem> {
@@ -258,12 +262,12 @@ export class RecordingService implements Service {
       tenants: { default: { pending: 1, queued: 2, running: 3 } },
     }));
   }
-  previewSchedule(query: PreviewQuery): Promise<PreviewResponse> {
-    return this.answer("previewSchedule", undefined, [query], () => ({
+  previewSchedule(ctx: RequestContext, query: PreviewQuery): Promise<PreviewResponse> {
+    return this.answer("previewSchedule", ctx, [query], () => ({
       times: ["2026-10-16T09:00:00.000Z", "2026-10-19T08:00:00.000Z"],
     }));
   }
-  listAudit(ctx: RequestContext, query: PageQuery): Promise<Page<AuditItem>> {
+  listAudit(ctx: RequestContext, query?: PageQuery): Promise<Page<AuditItem>> {
     return this.answer("listAudit", ctx, [query], () => ({
       items: [{ at: "2026-10-16T09:06:00.000Z", actor: "key_1", action: "dead-letter.replay", subject: "exe_9", details: {} }],
       nextCursor: null,
@@ -296,7 +300,7 @@ export class RecordingService implements Service {
       };
     });
   }
-  listKeys(ctx: RequestContext, query: ListKeysQuery): Promise<Page<ApiKeyInfo>> {
+  listKeys(ctx: RequestContext, query?: ListKeysQuery): Promise<Page<ApiKeyInfo>> {
     return this.answer("listKeys", ctx, [query], () => ({ items: [SAMPLE_KEY], nextCursor: null }));
   }
   revokeKey(ctx: RequestContext, keyId: string): Promise<void> {

@@ -340,35 +340,3 @@ export interface ClusterView {
   /** leaseRemainingSeconds is negative once the lease has expired (the shard is free to take). */
   shards: { shard: number; owner: string | null; epoch: number; leaseUntil: string; leaseRemainingSeconds: number }[];
 }
-
-/**
- * The client-side API: implemented by the HTTP client (sdk/client.ts) and by
- * the embedded engine (createDuetime), so code written against one runs on
- * the other.
- */
-export interface DuetimeApi {
-  createJob(spec: JobSpec, options?: { idempotencyKey?: string }): Promise<CreatedJob>;
-  createJobs(jobs: BatchCreateItem[]): Promise<BatchCreateResult[]>;
-  getJob(jobId: string): Promise<Job>;
-  listJobs(query?: ListJobsQuery): Promise<Page<Job>>;
-  cancelJob(jobId: string): Promise<void>;
-  pauseJob(jobId: string): Promise<Job>;
-  resumeJob(jobId: string): Promise<Job>;
-  triggerJob(jobId: string): Promise<ExecutionItem>;
-  updateJob(jobId: string, patch: JobPatch, options?: { ifMatch?: number }): Promise<Job>;
-  backfillJob(jobId: string, request: BackfillRequest): Promise<BackfillResponse>;
-  listOccurrences(jobId: string, query: OccurrencesQuery): Promise<{ items: OccurrenceItem[] }>;
-  listExecutions(jobId: string, query?: PageQuery): Promise<Page<ExecutionItem>>;
-  listDeadLetters(query?: PageQuery): Promise<Page<DeadLetter>>;
-  replayDeadLetter(executionId: string): Promise<ExecutionItem>;
-  /** A long poll ends early, granting nothing, when options.signal aborts. */
-  lease(pool: string, request: LeaseRequest, options?: { signal?: AbortSignal }): Promise<LeaseResponse>;
-  heartbeat(executionId: string, request: HeartbeatRequest): Promise<HeartbeatResponse>;
-  complete(executionId: string, attempt: number, result?: unknown): Promise<CompleteResponse>;
-  fail(executionId: string, attempt: number, error: ErrorRecord): Promise<FailResponse>;
-  completeMany(items: CompleteItem[]): Promise<AckItem[]>;
-  failMany(items: FailItem[]): Promise<AckItem[]>;
-  poolStats(pool: string): Promise<PoolStats>;
-  stats(): Promise<Stats>;
-  previewSchedule(query: PreviewQuery): Promise<PreviewResponse>;
-}

@@ -7,15 +7,9 @@ import { ERROR_CODES, type ErrorDetails } from "./error-codes.js";
 import { backoffDelay, parseRetryAfter, sleep, type BackoffPolicy } from "./backoff.js";
 import { DuetimeApiError } from "./errors.js";
 
-export type HttpMethod = "GET" | "POST" | "PATCH" | "DELETE";
+import type { CallOptions, HttpMethod } from "./operations.js";
 
-/** Per-call options every client method accepts as its last argument. */
-export interface CallOptions {
-  /** Aborts the call (and its retries); the promise rejects with signal.reason. */
-  signal?: AbortSignal;
-  /** Overrides the client's per-attempt timeout. */
-  timeoutMs?: number;
-}
+export type { CallOptions, HttpMethod } from "./operations.js";
 
 export interface RetryInfo {
   method: HttpMethod;
@@ -46,7 +40,7 @@ export interface HttpCall {
   query?: Record<string, string | number | undefined>;
   body?: unknown;
   headers?: Record<string, string>;
-  /** Whether repeating the call is harmless (see client.ts for the reasoning per route). */
+  /** Whether repeating the call is harmless (operations.ts says which are, client.ts why). */
   idempotent: boolean;
   /** Added to the per-attempt timeout (a long poll's wait). */
   extraTimeoutMs?: number;

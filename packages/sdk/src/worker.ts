@@ -17,7 +17,8 @@
 // as a new attempt); acks carried by an aborted lease are sent again (they
 // are idempotent).
 
-import type { AckItem, DuetimeApi, ErrorRecord, LeaseRequest, LeaseResponse, LeasedExecution } from "./api.js";
+import type { AckItem, ErrorRecord, LeaseRequest, LeaseResponse, LeasedExecution } from "./api.js";
+import type { WorkerApi } from "./operations.js";
 import { AckBuffer, MAX_ACKS_PER_CALL, type PendingAcks } from "./acks.js";
 import { backoffDelay, later, pause, realClock, type SdkClock } from "./backoff.js";
 import { instanceId } from "./instance-id.js";
@@ -42,8 +43,8 @@ export type Handler = (job: LeasedExecution, ctx: HandlerContext) => Promise<unk
 export interface WorkerOptions {
   /** Server URL (HTTP mode). Exactly one of url and api. */
   url?: string;
-  /** Any DuetimeApi, e.g. the embedded engine (in-process mode). Exactly one of url and api. */
-  api?: DuetimeApi;
+  /** Any API with the worker protocol's calls, e.g. the embedded engine's client (in-process mode). Exactly one of url and api. */
+  api?: WorkerApi;
   /** API key (HTTP mode). */
   token?: string;
   /** More options for the HTTP client the worker creates (HTTP mode). */
@@ -127,7 +128,7 @@ interface Running {
 export class Worker {
   readonly workerId: string;
   readonly pool: string;
-  private readonly api: DuetimeApi;
+  private readonly api: WorkerApi;
   private readonly ownedClient: DuetimeClient | undefined;
   private readonly handler: Handler;
   private readonly concurrency: number;

@@ -2,7 +2,7 @@
 // more pools (lease with long poll and piggy-backed acks, heartbeat,
 // complete, fail, and the batch forms), following docs/api.md: every lease
 // grant is a new attempt, a stale attempt answers 409 LEASE_LOST, a repeated
-// complete or fail answers 200 again. Job routes are not implemented.
+// complete or fail answers 200 again. It has no job routes.
 // Use it directly as a Worker's `api`, or behind serveApi() over HTTP.
 
 import { EventEmitter } from "node:events";
@@ -10,7 +10,6 @@ import type {
   AckItem,
   CompleteItem,
   CompleteResponse,
-  DuetimeApi,
   ErrorRecord,
   FailItem,
   FailResponse,
@@ -20,6 +19,7 @@ import type {
   LeaseResponse,
   LeasedExecution,
 } from "../api.js";
+import type { DuetimeApi } from "../operations.js";
 import { DuetimeApiError } from "../errors.js";
 
 interface Execution {
@@ -36,7 +36,7 @@ interface Execution {
   finishedAttempt?: number;
 }
 
-export class FakePool implements DuetimeApi {
+export class FakePool implements Partial<DuetimeApi> {
   readonly executions = new Map<string, Execution>();
   /** Calls by method name, e.g. calls.lease, calls.completeMany. */
   readonly calls: Record<string, number> = {};
@@ -155,48 +155,6 @@ export class FakePool implements DuetimeApi {
     return items.map((f) => this.ackFail(f));
   }
 
-  createJob(): never {
-    throw new Error("FakePool: createJob is not implemented");
-  }
-  createJobs(): never {
-    throw new Error("FakePool: createJobs is not implemented");
-  }
-  getJob(): never {
-    throw new Error("FakePool: getJob is not implemented");
-  }
-  listJobs(): never {
-    throw new Error("FakePool: listJobs is not implemented");
-  }
-  cancelJob(): never {
-    throw new Error("FakePool: cancelJob is not implemented");
-  }
-  pauseJob(): never {
-    throw new Error("FakePool: pauseJob is not implemented");
-  }
-  resumeJob(): never {
-    throw new Error("FakePool: resumeJob is not implemented");
-  }
-  triggerJob(): never {
-    throw new Error("FakePool: triggerJob is not implemented");
-  }
-  updateJob(): never {
-    throw new Error("FakePool: updateJob is not implemented");
-  }
-  backfillJob(): never {
-    throw new Error("FakePool: backfillJob is not implemented");
-  }
-  listOccurrences(): never {
-    throw new Error("FakePool: listOccurrences is not implemented");
-  }
-  listExecutions(): never {
-    throw new Error("FakePool: listExecutions is not implemented");
-  }
-  listDeadLetters(): never {
-    throw new Error("FakePool: listDeadLetters is not implemented");
-  }
-  replayDeadLetter(): never {
-    throw new Error("FakePool: replayDeadLetter is not implemented");
-  }
   async poolStats(pool: string): Promise<{ pending: number; queued: number; running: number }> {
     let queued = 0;
     let running = 0;
@@ -206,12 +164,6 @@ export class FakePool implements DuetimeApi {
       if (e.state === "RUNNING") running++;
     }
     return { pending: 0, queued, running };
-  }
-  stats(): never {
-    throw new Error("FakePool: stats is not implemented");
-  }
-  previewSchedule(): never {
-    throw new Error("FakePool: previewSchedule is not implemented");
   }
 
   private grant(pool: string, max: number, leaseSeconds: number): LeasedExecution[] {

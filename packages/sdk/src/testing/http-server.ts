@@ -1,14 +1,15 @@
 // Test support: real HTTP servers on 127.0.0.1 ephemeral ports.
 // - startTestServer(handler): answers each request with what handler returns
 //   (or destroys the socket), and records every request;
-// - serveApi(api): speaks the docs/api.md routes the SDK uses over any
-//   DuetimeApi (e.g. FakePool), so the client and the worker are tested over
-//   real HTTP without mocking their HTTP layer.
+// - serveApi(api): speaks the operations of the operation table over any
+//   part of a DuetimeApi (e.g. FakePool), so the client and the worker are
+//   tested over real HTTP without mocking their HTTP layer. It checks no
+//   schema: the server's checks are the server's tests'.
 
 import { once, EventEmitter } from "node:events";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { DuetimeApi, LeaseRequest, LeaseResponse } from "../api.js";
+import { OPERATION_NAMES, operationNamed, type DuetimeApi, type OperationName } from "../operations.js";
 
 export interface RecordedRequest {
   method: string;
@@ -103,85 +104,37 @@ export function errorEnvelope(err: unknown): { status: number; envelope: unknown
   return { status, envelope: { error: { code, message, ...(e?.details ? { details: e.details } : {}) } } };
 }
 
-type Route = [method: string, pattern: RegExp, call: (api: DuetimeApi, m: string[], req: RecordedRequest, signal: AbortSignal) => Promise<TestReply>];
+/** `/v1/jobs/{jobId}:pause` → a pattern capturing each parameter. */
+function pathPattern(path: string): RegExp {
+  return new RegExp(`^${path.replace(/\{\w+\}/g, "([^/:]+)")}$`);
+}
 
-const ok = (body: unknown, status = 200): TestReply => ({ status, body });
-const segment = "([^/:]+)";
-const body = (req: RecordedRequest): Record<string, unknown> => (req.body ?? {}) as Record<string, unknown>;
-const query = (req: RecordedRequest): Record<string, string> => Object.fromEntries(new URL(req.url, "http://x").searchParams);
-const num = (q: Record<string, string>) => Object.fromEntries(Object.entries(q).map(([k, v]) => [k, k === "limit" || k === "count" ? Number(v) : v]));
-type LeaseWithSignal = (pool: string, r: LeaseRequest, o: { signal: AbortSignal }) => Promise<LeaseResponse>;
+const ROUTES = OPERATION_NAMES.map((name) => {
+  const op = operationNamed(name);
+  return { name, op, pattern: pathPattern(op.path), paramNames: [...op.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1] as string) };
+});
 
-const ROUTES: Route[] = [
-  [
-    "POST",
-    /^\/v1\/jobs$/,
-    async (api, _m, req) => {
-      const key = req.headers["idempotency-key"];
-      const job = await api.createJob(req.body as never, typeof key === "string" ? { idempotencyKey: key } : {});
-      const { created, ...rest } = job;
-      return ok(rest, created === false ? 200 : 201);
-    },
-  ],
-  ["POST", /^\/v1\/jobs:batch$/, async (api, _m, req) => ok({ items: await api.createJobs(body(req).jobs as never) })],
-  ["GET", /^\/v1\/jobs$/, async (api, _m, req) => ok(await api.listJobs(num(query(req))))],
-  ["GET", new RegExp(`^/v1/jobs/${segment}$`), async (api, m) => ok(await api.getJob(m[0]!))],
-  [
-    "DELETE",
-    new RegExp(`^/v1/jobs/${segment}$`),
-    async (api, m) => {
-      await api.cancelJob(m[0]!);
-      return { status: 204 };
-    },
-  ],
-  ["POST", new RegExp(`^/v1/jobs/${segment}:pause$`), async (api, m) => ok(await api.pauseJob(m[0]!))],
-  ["POST", new RegExp(`^/v1/jobs/${segment}:resume$`), async (api, m) => ok(await api.resumeJob(m[0]!))],
-  ["POST", new RegExp(`^/v1/jobs/${segment}:trigger$`), async (api, m) => ok(await api.triggerJob(m[0]!), 201)],
-  [
-    "PATCH",
-    new RegExp(`^/v1/jobs/${segment}$`),
-    async (api, m, req) => {
-      const ifMatch = /^(?:W\/)?"?(\d+)"?$/.exec(String(req.headers["if-match"] ?? ""));
-      const job = await api.updateJob(m[0]!, req.body as never, ifMatch ? { ifMatch: Number(ifMatch[1]) } : {});
-      return { status: 200, headers: { etag: `"${job.version}"` }, body: job };
-    },
-  ],
-  ["POST", new RegExp(`^/v1/jobs/${segment}:backfill$`), async (api, m, req) => ok(await api.backfillJob(m[0]!, req.body as never), 201)],
-  ["GET", new RegExp(`^/v1/jobs/${segment}/occurrences$`), async (api, m, req) => ok(await api.listOccurrences(m[0]!, query(req) as never))],
-  ["GET", new RegExp(`^/v1/jobs/${segment}/executions$`), async (api, m, req) => ok(await api.listExecutions(m[0]!, num(query(req))))],
-  ["GET", /^\/v1\/dead-letters$/, async (api, _m, req) => ok(await api.listDeadLetters(num(query(req))))],
-  ["POST", new RegExp(`^/v1/dead-letters/${segment}:replay$`), async (api, m) => ok(await api.replayDeadLetter(m[0]!), 201)],
-  ["GET", /^\/v1\/schedules\/preview$/, async (api, _m, req) => ok(await api.previewSchedule(num(query(req)) as never))],
-  [
-    "POST",
-    new RegExp(`^/v1/pools/${segment}/lease$`),
-    async (api, m, req, signal) => ok(await (api.lease as LeaseWithSignal).call(api, m[0]!, req.body as LeaseRequest, { signal })),
-  ],
-  ["GET", new RegExp(`^/v1/pools/${segment}/stats$`), async (api, m) => ok(await api.poolStats(m[0]!))],
-  ["POST", new RegExp(`^/v1/executions/${segment}/heartbeat$`), async (api, m, req) => ok(await api.heartbeat(m[0]!, req.body as never))],
-  [
-    "POST",
-    new RegExp(`^/v1/executions/${segment}/complete$`),
-    async (api, m, req) => ok(await api.complete(m[0]!, body(req).attempt as number, body(req).result)),
-  ],
-  [
-    "POST",
-    new RegExp(`^/v1/executions/${segment}/fail$`),
-    async (api, m, req) => ok(await api.fail(m[0]!, body(req).attempt as number, body(req).error as never)),
-  ],
-  ["POST", /^\/v1\/executions:complete$/, async (api, _m, req) => ok({ items: await api.completeMany(body(req).items as never) })],
-  ["POST", /^\/v1\/executions:fail$/, async (api, _m, req) => ok({ items: await api.failMany(body(req).items as never) })],
-];
+/** Query values as the server's schemas coerce them (numbers for limit and count). */
+function queryOf(url: URL): Record<string, unknown> {
+  return Object.fromEntries([...url.searchParams].map(([k, v]) => [k, k === "limit" || k === "count" ? Number(v) : v]));
+}
 
-/** An HTTP server speaking the API contract over `api` (on `port`, or an ephemeral one). */
-export function serveApi(api: DuetimeApi, port = 0): Promise<TestServer> {
+/** An HTTP server speaking the API contract over `api` (on `port`, or an ephemeral one); an operation `api` lacks answers 501. */
+export function serveApi(api: Partial<DuetimeApi>, port = 0): Promise<TestServer> {
   return startTestServer(async (req, signal) => {
-    const path = new URL(req.url, "http://x").pathname;
-    for (const [method, pattern, call] of ROUTES) {
-      const match = pattern.exec(path);
-      if (method !== req.method || !match) continue;
-      return call(api, match.slice(1).map(decodeURIComponent), req, signal);
+    const url = new URL(req.url, "http://x");
+    for (const { name, op, pattern, paramNames } of ROUTES) {
+      const match = pattern.exec(url.pathname);
+      if (op.method !== req.method || !match) continue;
+      const method = api[name as OperationName] as ((...args: unknown[]) => Promise<unknown>) | undefined;
+      if (!method) return { status: 501, body: { error: { code: "INTERNAL", message: `${name} is not served here` } } };
+      const params = Object.fromEntries(paramNames.map((p, i) => [p, decodeURIComponent(match[i + 1] as string)]));
+      const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(", ") : v]));
+      const args = op.decode({ params, query: queryOf(url), headers, body: req.body ?? {} });
+      // The call's signal ends a long poll when the client goes away.
+      const result = await method.call(api, ...args, ...(name === "lease" ? [{ signal }] : []));
+      return op.answer(result);
     }
-    return { status: 404, body: { error: { code: "NOT_FOUND", message: `no route ${req.method} ${path}` } } };
+    return { status: 404, body: { error: { code: "NOT_FOUND", message: `no route ${req.method} ${url.pathname}` } } };
   }, port);
 }
