@@ -12,7 +12,8 @@
 
 import pg from "pg";
 import { openPostgresStore } from "../src/store/postgres/index.js";
-import { LEASE_POOL } from "../src/store/postgres/leases.js";
+import { LANES_PER_PICK, NO_WORK } from "../src/core/fair-share.js";
+import { LEASE_ACROSS_TENANTS } from "../src/store/postgres/leases.js";
 import { attachedRanges, createRange, PARTITION_MS, rangeStart } from "../src/store/postgres/partitions.js";
 
 const URL = process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test";
@@ -94,7 +95,7 @@ async function cost(b: Built, sql: string, values: unknown[]): Promise<string> {
 }
 
 async function hotPath(b: Built, label: string): Promise<void> {
-  console.log(`  ${label} lease of 10: ${await cost(b, LEASE_POOL, [b.now, "p", 10, "w", 30_000, 0])}`);
+  console.log(`  ${label} lease of 10: ${await cost(b, LEASE_ACROSS_TENANTS, [b.now, "p", 10, "w", 30_000, 0, LANES_PER_PICK, NO_WORK])}`);
   console.log(`  ${label} reaper claim: ${await cost(b, REAP, [b.now + 120_000])}`);
 }
 

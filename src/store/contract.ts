@@ -1785,6 +1785,107 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
       });
     });
 
+    describe("executionLease across tenants (fair leasing)", () => {
+      /** n one-offs of a tenant in pool p1, due at `at`, created in one call. */
+      const backlog = async (store: Store, tenantId: string, n: number, o: JobOverrides = {}) => {
+        const jobs = Array.from({ length: n }, () => newJob({ tenantId, ...o }));
+        await store.jobCreateMany({ nodeId: "n1", jobs, now: CREATED });
+        return jobs.map((j) => j.job.jobId);
+      };
+      const byTenant = (rows: LeasedRow[]) => {
+        const counts: Record<string, number> = {};
+        for (const r of rows) counts[r.tenantId] = (counts[r.tenantId] ?? 0) + 1;
+        return counts;
+      };
+
+      storeTest("one tenant's flood does not hold another's work back: each backlogged tenant gets an equal share", async (store) => {
+        await backlog(store, "flood", 200);
+        await backlog(store, "small", 10, { at: T0 + SECOND });
+        assert.deepEqual(byTenant(await lease(store, T0 + SECOND, { max: 10 })), { flood: 5, small: 5 });
+        assert.deepEqual(byTenant(await lease(store, T0 + SECOND, { max: 10 })), { flood: 5, small: 5 });
+        // small has none left: flood takes the whole batch
+        assert.deepEqual(byTenant(await lease(store, T0 + SECOND, { max: 10 })), { flood: 10 });
+      });
+
+      storeTest("priority orders a tenant's own work and cannot jump other tenants", async (store) => {
+        const high = await backlog(store, "a", 6, { priority: 100 });
+        await backlog(store, "a", 6, { priority: 0 });
+        await backlog(store, "b", 6, { priority: -5 });
+        const rows = await lease(store, T0, { max: 6 });
+        assert.deepEqual(byTenant(rows), { a: 3, b: 3 });
+        assert.ok(
+          rows.filter((r) => r.tenantId === "a").every((r) => high.includes(r.jobId)),
+          "a's share is its highest-priority work",
+        );
+      });
+
+      storeTest("weights share a pool in proportion (3:1)", async (store) => {
+        await store.tenantLimitsPut({ tenantId: "heavy", limits: { weight: 3 }, now: CREATED });
+        await backlog(store, "heavy", 400);
+        await backlog(store, "light", 400);
+        const leased: LeasedRow[] = [];
+        for (let i = 0; i < 8; i++) leased.push(...(await lease(store, T0, { max: 50 })));
+        const counts = byTenant(leased);
+        assert.equal(leased.length, 400);
+        assert.ok(Math.abs((counts.heavy ?? 0) / (counts.light ?? 1) - 3) <= 0.3, `3:1 within 10%, got ${JSON.stringify(counts)}`);
+        assert.deepEqual(await store.tenantLimitsGet({ tenantId: "heavy" }), { weight: 3 });
+        assert.equal(await store.tenantLimitsGet({ tenantId: "light" }), null);
+      });
+
+      storeTest("a tenant with no work due gains no credit: when its work comes, it shares, it does not take over", async (store) => {
+        await backlog(store, "busy", 300);
+        for (let i = 0; i < 5; i++) await lease(store, T0, { max: 20 }); // busy alone: 100 leased
+        await backlog(store, "late", 100, { at: T0 + MINUTE });
+        const counts = byTenant(await lease(store, T0 + MINUTE, { max: 20 }));
+        assert.deepEqual(counts, { busy: 10, late: 10 });
+      });
+
+      storeTest("a tenant whose work is not due yet sleeps, and wakes when its work falls due", async (store) => {
+        await backlog(store, "now", 5);
+        const [later] = await backlog(store, "later", 1, { at: T0 + HOUR });
+        assert.deepEqual(byTenant(await lease(store, T0, { max: 10 })), { now: 5 });
+        assert.deepEqual(await lease(store, T0 + HOUR - 1, { max: 10 }), []);
+        const rows = await lease(store, T0 + HOUR, { max: 10 });
+        assert.deepEqual(
+          rows.map((r) => r.jobId),
+          [later],
+        );
+      });
+
+      storeTest("work that becomes READY again wakes its tenant: a retry, and a job created while the tenant slept", async (store) => {
+        const [first] = await backlog(store, "t2", 1);
+        const [leased] = await lease(store, T0, { max: 10 });
+        assert.equal(leased?.jobId, first);
+        assert.deepEqual(await lease(store, T0, { max: 10 }), []); // t2 has nothing due: it sleeps
+        const failed = await store.executionFailMany({ items: [fail({ executionId: leased!.executionId, tenantId: "t2", attempt: 1 })], now: T0 });
+        assertOk(failed[0], "READY"); // its retry is due at T0 + 10 s
+        assert.deepEqual(
+          (await lease(store, T0 + 10 * SECOND, { max: 10 })).map((r) => r.jobId),
+          [first],
+        );
+        assert.deepEqual(await lease(store, T0 + 10 * SECOND, { max: 10 }), []); // asleep again
+        const [created] = await backlog(store, "t2", 1, { at: T0 + 20 * SECOND });
+        assert.deepEqual(
+          (await lease(store, T0 + 20 * SECOND, { max: 10 })).map((r) => r.jobId),
+          [created],
+        );
+      });
+
+      storeTest("many tenants: each lease serves a few, and every tenant is served in turn", async (store) => {
+        const tenants = Array.from({ length: 40 }, (_, i) => `t${String(i).padStart(2, "0")}`);
+        for (const t of tenants) await backlog(store, t, 3);
+        const served = new Set<string>();
+        for (let i = 0; i < 5; i++) for (const r of await lease(store, T0, { max: 8 })) served.add(r.tenantId);
+        assert.equal(served.size, 40, "40 leases of 8 across 40 tenants reach every tenant");
+      });
+
+      storeTest("a tenant's own lease is not fair-shared: it takes its work by priority", async (store) => {
+        await backlog(store, "t1", 5);
+        await backlog(store, "t2", 5);
+        assert.deepEqual(byTenant(await lease(store, T0, { max: 10, tenantId: "t2" })), { t2: 5 });
+      });
+    });
+
     describe("executionHeartbeat", () => {
       storeTest("extends the lease to now + leaseMs", async (store) => {
         const epochs = await acquireAll(store, "n1");
@@ -3411,6 +3512,28 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
           const grants = [...byA, ...byB].map((r) => `${r.executionId}#${r.attempt}`);
           assert.equal(new Set(grants).size, grants.length, `round ${round}: an attempt was granted twice: ${grants.join(" ")}`);
           assert.deepEqual([...byA, ...byB].map((r) => r.executionId).sort(), ready.sort(), `round ${round}: every ready execution granted once`);
+        }
+      });
+
+      pairTest("work created while leases across tenants run is never left behind by a tenant put to sleep", async (a, b) => {
+        for (let round = 0; round < RACE_ROUNDS; round++) {
+          const pool = `wake-${round}`;
+          const created: string[] = [];
+          const leased: LeasedRow[] = [];
+          const create = async () => {
+            for (let i = 0; i < 8; i++) {
+              const nj = newJob({ tenantId: "late", target: { type: "queue", pool } });
+              await a.jobCreateMany({ nodeId: "n1", jobs: [nj], now: CREATED });
+              created.push(executionIdFor(nj.job.jobId, T0));
+            }
+          };
+          // Each lease that finds the tenant's work gone puts it to sleep, while the next job may be committing.
+          const drain = async () => {
+            for (let i = 0; i < 16; i++) leased.push(...(await lease(b, T0, { pool, max: 1 })));
+          };
+          await race(round, create, drain);
+          for (let i = 0; i < 8 && leased.length < created.length; i++) leased.push(...(await lease(b, T0, { pool, max: 8 })));
+          assert.deepEqual(leased.map((r) => r.executionId).sort(), created.sort(), `round ${round}: every job created is leased once`);
         }
       });
 

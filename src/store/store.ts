@@ -269,6 +269,12 @@ export interface AuditEntry {
   details?: unknown;
 }
 
+/** What a tenant may use. */
+export interface TenantLimits {
+  /** Its share of a pool leased across tenants, against other tenants' weights (default 1). */
+  weight: number;
+}
+
 /** An API key kept in the store: only the SHA-256 digest of its secret, never the secret. */
 export interface ApiKeyRecord {
   id: string;
@@ -456,9 +462,13 @@ export interface Store {
     now: number;
   }): Promise<JobRecord | null>;
   /**
-   * Leases up to max READY executions of a pool (all tenants when tenantId is
-   * absent) with readyAt <= now, higher priority first, then earlier readyAt;
-   * each grant is a new attempt. The lease ends at min(now + leaseMs, deadline)
+   * Leases up to max READY executions of a pool with readyAt <= now; each
+   * grant is a new attempt. One tenant's (tenantId given): higher priority
+   * first, then earlier readyAt. All tenants' (tenantId absent): shared by
+   * weighted fair queueing over the tenants that have work due
+   * (core/fair-share.ts), priority ordering each tenant's own work only; a
+   * tenant that had none due gains no credit meanwhile. Its cost grows with
+   * the tenants served, never with the tenants that exist. The lease ends at min(now + leaseMs, deadline)
    * where deadline = now + timeoutSeconds × 1000 + graceMs (default 0);
    * heartbeats never extend a lease past the deadline. A pool's READY rows
    * include every one-off not yet due (a million due next week): the lease
@@ -637,6 +647,12 @@ export interface Store {
   signingSecretEnsure(params: { tenantId: string; generate: () => string; now: number }): Promise<string>;
   /** The tenant's stored signing secret, or null when none was ever created. */
   signingSecretGet(params: { tenantId: string }): Promise<string | null>;
+
+  // ---- tenants --------------------------------------------------------------------
+  /** A tenant's limits as set, or null when never set (the defaults apply). */
+  tenantLimitsGet(params: { tenantId: string }): Promise<TenantLimits | null>;
+  /** Sets a tenant's limits whole; a new weight applies to the next cross-tenant lease. */
+  tenantLimitsPut(params: { tenantId: string; limits: TenantLimits; now: number }): Promise<TenantLimits>;
 
   // ---- retention ----------------------------------------------------------------
   // What is due for removal: rows of one kind whose retention started before

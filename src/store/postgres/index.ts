@@ -21,6 +21,7 @@ import type {
   SignalEvent,
   Store,
   StoreParams,
+  TenantLimits,
 } from "../store.js";
 import { acquireShards, heartbeat, leave, listShards, liveNodes, releaseShards } from "./cluster.js";
 import { checkSchemaName } from "../names.js";
@@ -200,6 +201,20 @@ class PostgresStore implements Store {
 
   async executionsInWindow(p: StoreParams<"executionsInWindow">) {
     return inWindow(this.pool, p);
+  }
+
+  async tenantLimitsGet({ tenantId }: { tenantId: string }): Promise<TenantLimits | null> {
+    const row = await one<{ weight: number }>(this.pool, "SELECT weight FROM tenants WHERE tenant_id = $1", [tenantId], "tenant_limits_get");
+    return row ? { weight: row.weight } : null;
+  }
+
+  async tenantLimitsPut(p: { tenantId: string; limits: TenantLimits; now: number }): Promise<TenantLimits> {
+    await this.pool.query(
+      `INSERT INTO tenants (tenant_id, weight, updated_at) VALUES ($1, $2, $3)
+       ON CONFLICT (tenant_id) DO UPDATE SET weight = excluded.weight, updated_at = excluded.updated_at`,
+      [p.tenantId, p.limits.weight, p.now],
+    );
+    return { ...p.limits };
   }
 
   async executionLease(p: LeaseParams) {

@@ -9,7 +9,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { openPostgresStore } from "./index.js";
-import { LEASE_POOL, NEXT_READY_POOL } from "./leases.js";
+import { LANES_PER_PICK, NO_WORK } from "../../core/fair-share.js";
+import { LEASE_ACROSS_TENANTS, NEXT_READY_POOL } from "./leases.js";
 import { adminPool, freshPostgresSchema, oneOffJob, postgresAvailable } from "./test-support.js";
 
 const NOW = Date.parse("2026-03-01T00:00:00Z");
@@ -33,7 +34,7 @@ if (await postgresAvailable("PostgreSQL lease reads")) {
         client.release();
       }
     };
-    const lease = () => cost(LEASE_POOL, [NOW, "p", 100, "w", 30_000, 0]);
+    const lease = () => cost(LEASE_ACROSS_TENANTS, [NOW, "p", 100, "w", 30_000, 0, LANES_PER_PICK, NO_WORK]);
     const nextReady = () => cost(NEXT_READY_POOL, ["p"]);
     try {
       await store.jobCreateMany({ nodeId: "n1", jobs: Array.from({ length: 5 }, (_, i) => oneOffJob(NOW, NOW - 1000, i % 2)), now: NOW });

@@ -16,6 +16,7 @@ import {
   exhaustedError,
   expiredAttemptError,
 } from "../../core/retry.js";
+import { LANES_PER_PICK, NO_WORK } from "../../core/fair-share.js";
 import { jobChangeAfterExecution } from "../../core/states.js";
 import type { AckOutcome, CompleteInput, FailInput, LeasedRow, LeaseParams } from "../store.js";
 import { HTTP_POOL } from "../store.js";
@@ -42,28 +43,8 @@ const levels = (pool: string, tenant: string | null): string => `levels AS (
   SELECT (SELECT e.priority FROM executions e WHERE ${readyIn("e", pool, tenant)} AND e.priority < l.priority ORDER BY e.priority DESC LIMIT 1)
   FROM levels l WHERE l.priority IS NOT NULL)`;
 
-/**
- * The lease statement, for a pool across tenants or one tenant's ($7): the
- * claim and the grant in one statement. Each level gives its earliest rows
- * due by now, claimed FOR UPDATE SKIP LOCKED (rows another lease holds are
- * passed over, not waited for); the highest levels' rows are granted, up to max.
- * The granted rows are found again by their keys as arrays (an index
- * condition), not only by a join on picked: for the join alone the planner
- * may read every partition whole and sort it (16 ms for a lease of 500 beside
- * 20,000 rows, 5 ms by the keys), and the table holds the whole history.
- */
-const leaseSql = (tenant: string | null): string => `
-WITH RECURSIVE t AS (SELECT ${nowOr("$1")} AS now),
-${levels("$2", tenant)},
-picked AS MATERIALIZED (
-  SELECT c.job_id, c.scheduled_for FROM levels l, t, LATERAL (
-    SELECT x.job_id, x.scheduled_for, x.priority, x.ready_at FROM executions x
-    WHERE ${readyIn("x", "$2", tenant)} AND x.priority = l.priority AND x.ready_at <= t.now
-    ORDER BY x.ready_at LIMIT $3
-    FOR UPDATE OF x SKIP LOCKED) c
-  WHERE l.priority IS NOT NULL
-  ORDER BY c.priority DESC, c.ready_at LIMIT $3)
-UPDATE executions e SET state = 'RUNNING', attempt = e.attempt + 1, worker_id = $4, cancel_requested = false,
+/** The grant of a lease: the picked rows RUNNING as a new attempt; `picked` names (job_id, scheduled_for) pairs. */
+const GRANT = `UPDATE executions e SET state = 'RUNNING', attempt = e.attempt + 1, worker_id = $4, cancel_requested = false,
   started_at = t.now, deadline = t.now + e.timeout_ms + $6, lease_ms = $5,
   lease_until = least(t.now + $5, t.now + e.timeout_ms + $6)
 FROM picked, t
@@ -71,8 +52,29 @@ WHERE e.job_id = ANY(ARRAY(SELECT job_id FROM picked)) AND e.scheduled_for = ANY
   AND e.job_id = picked.job_id AND e.scheduled_for = picked.scheduled_for
 RETURNING e.id, e.tenant_id, e.job_id, e.name, e.attempt, e.payload, e.scheduled_for, e.lease_until, e.timeout_ms, e.target,
   e.priority, e.ready_at`;
-export const LEASE_POOL = leaseSql(null);
-const LEASE_TENANT = leaseSql("$7");
+
+/**
+ * A lease of one tenant's work ($7): the claim and the grant in one
+ * statement. Each level gives its earliest rows due by now, claimed FOR
+ * UPDATE SKIP LOCKED (rows another lease holds are passed over, not waited
+ * for); the highest levels' rows are granted, up to max. The granted rows
+ * are found again by their keys as arrays (an index condition), not only by
+ * a join on picked: for the join alone the planner may read every partition
+ * whole and sort it (16 ms for a lease of 500 beside 20,000 rows, 5 ms by
+ * the keys), and the table holds the whole history.
+ */
+const LEASE_TENANT = `
+WITH RECURSIVE t AS (SELECT ${nowOr("$1")} AS now),
+${levels("$2", "$7")},
+picked AS MATERIALIZED (
+  SELECT c.job_id, c.scheduled_for FROM levels l, t, LATERAL (
+    SELECT x.job_id, x.scheduled_for, x.priority, x.ready_at FROM executions x
+    WHERE ${readyIn("x", "$2", "$7")} AND x.priority = l.priority AND x.ready_at <= t.now
+    ORDER BY x.ready_at LIMIT $3
+    FOR UPDATE OF x SKIP LOCKED) c
+  WHERE l.priority IS NOT NULL
+  ORDER BY c.priority DESC, c.ready_at LIMIT $3)
+${GRANT}`;
 
 /** The least of each level's earliest ready_at: a seek per level. */
 const nextReadySql = (tenant: string | null): string => `
@@ -92,12 +94,85 @@ export async function nextReady(db: Db, p: { pool: string; tenantId?: string }):
   return row?.next ?? null;
 }
 
+/**
+ * The first statement of a lease across tenants: lanes whose wake rows are
+ * due, or whose idle_until has come, rejoin the rotation at the vtime of the
+ * lanes in it (no credit for the time they had no work). Wake rows another
+ * lease is taking are skipped, not waited for.
+ */
+const WAKE_LANES = `
+WITH t AS (SELECT ${nowOr("$1")} AS now),
+fired AS (
+  DELETE FROM lane_wakes w USING (SELECT x.ctid FROM lane_wakes x, t WHERE x.pool = $2 AND x.ready_at <= t.now FOR UPDATE OF x SKIP LOCKED) d
+  WHERE w.ctid = d.ctid RETURNING w.tenant_id),
+fl AS (SELECT coalesce((SELECT min(vtime) FROM lanes WHERE pool = $2 AND idle_until IS NULL),
+                       (SELECT max(vtime) FROM lanes WHERE pool = $2), 0) AS v)
+UPDATE lanes l SET idle_until = NULL, vtime = greatest(l.vtime, fl.v) FROM fl, t
+WHERE l.pool = $2 AND l.idle_until IS NOT NULL AND (l.idle_until <= t.now OR l.tenant_id IN (SELECT tenant_id FROM fired))`;
+
+/**
+ * The second: weighted fair queueing over the $7 active lanes of least
+ * vtime (core/fair-share.ts says the rule). Each lane offers its due rows up
+ * to twice its weighted share of $3, by priority level as a one-tenant lease
+ * does (claimed FOR UPDATE SKIP LOCKED); each row's finish tag is the lane's
+ * vtime plus its rank over the weight, and the least tags are granted. Then
+ * each lane is charged its grants, and a lane that offered nothing sleeps
+ * until its next READY row is due (a hint; wake rows keep it honest).
+ * Twice the share lets the others fill most of what a short lane leaves,
+ * while a lease claims at most twice the rows it grants.
+ */
+export const LEASE_ACROSS_TENANTS = `
+WITH RECURSIVE t AS (SELECT ${nowOr("$1")} AS now),
+chosen AS MATERIALIZED (
+  SELECT l.tenant_id, l.vtime, coalesce(tn.weight, 1)::float8 AS weight
+  FROM (SELECT tenant_id, vtime FROM lanes WHERE pool = $2 AND idle_until IS NULL ORDER BY vtime, tenant_id LIMIT $7) l
+  LEFT JOIN tenants tn USING (tenant_id)),
+total AS (SELECT sum(weight) AS w FROM chosen),
+levels(tenant_id, priority) AS (
+  SELECT c.tenant_id, (SELECT x.priority FROM executions x WHERE ${readyIn("x", "$2", "c.tenant_id")} ORDER BY x.priority DESC LIMIT 1)
+  FROM chosen c
+  UNION ALL
+  SELECT v.tenant_id, (SELECT x.priority FROM executions x WHERE ${readyIn("x", "$2", "v.tenant_id")} AND x.priority < v.priority
+                       ORDER BY x.priority DESC LIMIT 1)
+  FROM levels v WHERE v.priority IS NOT NULL),
+offered AS MATERIALIZED (
+  SELECT z.job_id, z.scheduled_for, z.tenant_id, z.priority, z.ready_at
+  FROM levels v JOIN chosen c ON c.tenant_id = v.tenant_id, total, t, LATERAL (
+    SELECT x.job_id, x.scheduled_for, x.tenant_id, x.priority, x.ready_at FROM executions x
+    WHERE ${readyIn("x", "$2", "v.tenant_id")} AND x.priority = v.priority AND x.ready_at <= t.now
+    ORDER BY x.ready_at LIMIT least($3::int, 2 * ceil($3::int * c.weight / total.w)::int)
+    FOR UPDATE OF x SKIP LOCKED) z
+  WHERE v.priority IS NOT NULL),
+tagged AS (
+  SELECT o.job_id, o.scheduled_for, o.tenant_id,
+    c.vtime + (row_number() OVER (PARTITION BY o.tenant_id ORDER BY o.priority DESC, o.ready_at, o.job_id)) / c.weight AS finish
+  FROM offered o JOIN chosen c ON c.tenant_id = o.tenant_id),
+picked AS MATERIALIZED (SELECT job_id, scheduled_for, tenant_id FROM tagged ORDER BY finish, tenant_id LIMIT $3::int),
+granted AS (${GRANT}),
+served AS (
+  SELECT c.tenant_id, c.weight,
+    (SELECT count(*) FROM picked p WHERE p.tenant_id = c.tenant_id) AS n,
+    (SELECT count(*) FROM offered o WHERE o.tenant_id = c.tenant_id) AS found
+  FROM chosen c),
+settled AS (
+  UPDATE lanes l SET vtime = l.vtime + s.n / s.weight,
+    idle_until = CASE WHEN s.found > 0 THEN l.idle_until ELSE coalesce((
+      SELECT min(f.ready_at) FROM levels v, LATERAL (
+        SELECT x.ready_at FROM executions x WHERE ${readyIn("x", "$2", "v.tenant_id")} AND x.priority = v.priority ORDER BY x.ready_at LIMIT 1) f
+      WHERE v.tenant_id = s.tenant_id AND v.priority IS NOT NULL), $8) END
+  FROM served s
+  WHERE l.pool = $2 AND l.tenant_id = s.tenant_id AND (s.n > 0 OR s.found = 0))
+SELECT * FROM granted`;
+
 export async function lease(db: Db, p: LeaseParams): Promise<LeasedRow[]> {
   const values = [p.now ?? null, p.pool, p.max, p.workerId, p.leaseMs, p.graceMs ?? 0];
-  const granted =
-    p.tenantId === undefined
-      ? await rows(db, LEASE_POOL, values, "lease_pool")
-      : await rows(db, LEASE_TENANT, [...values, p.tenantId], "lease_tenant");
+  let granted: Row[];
+  if (p.tenantId !== undefined) {
+    granted = await rows(db, LEASE_TENANT, [...values, p.tenantId], "lease_tenant");
+  } else {
+    await rows(db, WAKE_LANES, [p.now ?? null, p.pool], "wake_lanes");
+    granted = await rows(db, LEASE_ACROSS_TENANTS, [...values, LANES_PER_PICK, NO_WORK], "lease_fair");
+  }
   granted.sort(
     (a, b) =>
       (b.priority as number) - (a.priority as number) ||

@@ -165,6 +165,65 @@ CREATE TABLE nodes (
 );
 `,
   },
+  {
+    version: 2,
+    sql: `
+-- Fair leasing across tenants (docs/design-notes.md "Fair leasing"). A lane
+-- is a pool's work of one tenant. vtime is the work leased from it across
+-- tenants divided by its tenant's weight; a cross-tenant lease serves the
+-- lanes whose next grant would finish first. idle_until is NULL while the
+-- lane may have work due (it is in the rotation); otherwise it is a hint of
+-- when its next READY row is due.
+--
+-- Waking is by lane_wakes: every statement that makes rows READY leaves one
+-- row per lane there (the trigger below), and a lease wakes the lanes whose
+-- wake rows are due. Unlike SQLite, a lease cannot trust idle_until alone:
+-- a lease that finds a lane empty may not yet see a row another transaction
+-- is committing, and the insert cannot see that the lane is going to sleep;
+-- the wake row outlives both, so no lane sleeps past its work.
+CREATE TABLE tenants (
+  tenant_id  text PRIMARY KEY,
+  weight     double precision NOT NULL DEFAULT 1,
+  updated_at bigint NOT NULL
+);
+
+CREATE TABLE lanes (
+  pool       text NOT NULL,
+  tenant_id  text NOT NULL,
+  vtime      double precision NOT NULL DEFAULT 0,
+  idle_until bigint,
+  PRIMARY KEY (pool, tenant_id)
+);
+CREATE INDEX lanes_active ON lanes (pool, vtime, tenant_id) WHERE idle_until IS NULL;
+CREATE INDEX lanes_idle ON lanes (pool, idle_until) WHERE idle_until IS NOT NULL;
+CREATE INDEX lanes_by_vtime ON lanes (pool, vtime);
+
+CREATE TABLE lane_wakes (
+  pool      text NOT NULL,
+  tenant_id text NOT NULL,
+  ready_at  bigint NOT NULL
+);
+CREATE INDEX lane_wakes_due ON lane_wakes (pool, ready_at);
+
+INSERT INTO lanes (pool, tenant_id, idle_until)
+  SELECT pool, tenant_id, min(ready_at) FROM executions WHERE state = 'READY' GROUP BY pool, tenant_id;
+
+CREATE FUNCTION executions_ready_wakes() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $fn$
+BEGIN
+  INSERT INTO lanes (pool, tenant_id, idle_until)
+    SELECT pool, tenant_id, min(ready_at) FROM fresh WHERE state = 'READY' GROUP BY pool, tenant_id
+    ON CONFLICT DO NOTHING;
+  INSERT INTO lane_wakes (pool, tenant_id, ready_at)
+    SELECT pool, tenant_id, min(ready_at) FROM fresh WHERE state = 'READY' GROUP BY pool, tenant_id;
+  RETURN NULL;
+END
+$fn$;
+CREATE TRIGGER executions_ready_wakes_insert AFTER INSERT ON executions
+  REFERENCING NEW TABLE AS fresh FOR EACH STATEMENT EXECUTE FUNCTION executions_ready_wakes();
+CREATE TRIGGER executions_ready_wakes_update AFTER UPDATE ON executions
+  REFERENCING NEW TABLE AS fresh FOR EACH STATEMENT EXECUTE FUNCTION executions_ready_wakes();
+`,
+  },
 ];
 
 /** Classid of the migration lock (pg_advisory_xact_lock(classid, objid)): "duet". */

@@ -8,6 +8,7 @@
 import Database from "better-sqlite3";
 import type { ErrorRecord, JobState, Overlap, Role } from "@duetime/sdk/contract";
 import { overlapAction, REPLACED_ERROR, skippedError } from "../../core/misfire.js";
+import { fairPick, NO_WORK, type Lane, type LaneGrant } from "../../core/fair-share.js";
 import { executionIdFor, SHARD_COUNT } from "../../core/ids.js";
 import {
   type AttemptEnd,
@@ -57,6 +58,7 @@ import type {
   SignalEvent,
   Store,
   StoreParams,
+  TenantLimits,
 } from "../store.js";
 import { HTTP_POOL } from "../store.js";
 import { expiredRows, purgeBatch } from "./retention.js";
@@ -620,16 +622,12 @@ class SqliteStore implements Store {
    * each reads the index range up to now, earliest first.
    */
   private leaseRows(p: LeaseParams, now: number): LeasedRow[] {
-    const scope = readyScope(p);
-    const ids: string[] = [];
-    for (const priority of this.priorityLevels(scope, p)) {
-      if (ids.length >= p.max) break;
-      const rows = this.q(`SELECT id FROM ${scope} AND state = 'READY' AND priority = @priority AND ready_at <= @now ORDER BY ready_at LIMIT @n`).all(
-        { pool: p.pool, tenant: p.tenantId ?? null, priority, now, n: p.max - ids.length },
-      ) as { id: string }[];
-      for (const r of rows) ids.push(r.id);
+    const fair = p.tenantId === undefined ? this.fairShares(p.pool, now, p.max) : undefined;
+    const ids = fair ? fair.ids : this.dueIds({ pool: p.pool, tenantId: p.tenantId as string }, now, p.max);
+    if (ids.length === 0) {
+      if (fair) this.settleLanes(p.pool, fair.lanes);
+      return [];
     }
-    if (ids.length === 0) return [];
     const rows = this.q(
       `UPDATE executions SET state = 'RUNNING', attempt = attempt + 1, worker_id = @worker, cancel_requested = 0, started_at = @now,
          deadline = @now + timeout_ms + @grace, lease_ms = @leaseMs,
@@ -637,6 +635,7 @@ class SqliteStore implements Store {
        WHERE id IN (SELECT value FROM json_each(@ids))
        RETURNING id, tenant_id, job_id, name, attempt, payload, scheduled_for, lease_until, timeout_ms, target, priority, ready_at`,
     ).all({ ids: JSON.stringify(ids), now, worker: p.workerId, leaseMs: p.leaseMs, grace: p.graceMs ?? 0 }) as Row[];
+    if (fair) this.settleLanes(p.pool, fair.lanes); // after the grant: a lane's next READY row is one not granted now
     rows.sort(
       (a, b) =>
         (b.priority as number) - (a.priority as number) ||
@@ -658,6 +657,79 @@ class SqliteStore implements Store {
     }));
   }
 
+  /** Up to max READY executions of one tenant's pool due by now, highest priority first, then earliest; `skip` are passed over. */
+  private dueIds(p: { pool: string; tenantId: string }, now: number, max: number, skip?: ReadonlySet<string>): string[] {
+    const scope = readyScope(p);
+    const ids: string[] = [];
+    for (const priority of this.priorityLevels(scope, p)) {
+      if (ids.length >= max) break;
+      const rows = this.q(`SELECT id FROM ${scope} AND state = 'READY' AND priority = @priority AND ready_at <= @now ORDER BY ready_at LIMIT @n`).all(
+        { ...scopeParams(p), priority, now, n: max - ids.length + (skip?.size ?? 0) },
+      ) as { id: string }[];
+      for (const r of rows) if (ids.length < max && !skip?.has(r.id)) ids.push(r.id);
+    }
+    return ids;
+  }
+
+  /**
+   * A cross-tenant lease's picks: weighted fair queueing over the pool's
+   * lanes (core/fair-share.ts). Lanes come in vtime order, a few at a time;
+   * a lane whose rows run out leaves the batch, and the next lane comes in.
+   * Cost: a seek per lane served, never a walk over every tenant.
+   */
+  private fairShares(pool: string, now: number, max: number): { ids: string[]; lanes: LaneGrant[] } {
+    this.wakeLanes(pool, now);
+    const next = this.q(
+      `SELECT l.tenant_id, l.vtime, coalesce(t.weight, 1) AS weight FROM lanes l LEFT JOIN tenants t USING (tenant_id)
+       WHERE l.pool = @pool AND l.idle_until IS NULL AND (l.vtime, l.tenant_id) > (@vtime, @tenant)
+       ORDER BY l.vtime, l.tenant_id LIMIT @k`,
+    );
+    let after = { vtime: -Infinity, tenant: "" };
+    const more = (k: number): Lane[] => {
+      const rows = next.all({ pool, vtime: after.vtime, tenant: after.tenant, k }) as { tenant_id: string; vtime: number; weight: number }[];
+      const last = rows.at(-1);
+      if (last) after = { vtime: last.vtime, tenant: last.tenant_id };
+      return rows.map((r) => ({ tenantId: r.tenant_id, vtime: r.vtime, weight: r.weight }));
+    };
+    const taken = new Set<string>();
+    return fairPick(max, more, (lane, n) => {
+      const ids = this.dueIds({ pool, tenantId: lane.tenantId }, now, n, taken);
+      for (const id of ids) taken.add(id);
+      return ids;
+    });
+  }
+
+  /**
+   * Lanes whose first READY row is due by now rejoin the rotation, at the
+   * vtime of the lanes in it (no credit for the time they had no work).
+   */
+  private wakeLanes(pool: string, now: number): void {
+    const floor = this.q(
+      `SELECT coalesce((SELECT min(vtime) FROM lanes WHERE pool = @pool AND idle_until IS NULL),
+                       (SELECT max(vtime) FROM lanes WHERE pool = @pool), 0) AS floor`,
+    ).get({ pool }) as { floor: number };
+    this.q("UPDATE lanes SET idle_until = NULL, vtime = max(vtime, @floor) WHERE pool = @pool AND idle_until <= @now").run({
+      pool,
+      now,
+      floor: floor.floor,
+    });
+  }
+
+  /** Charges each lane its grants; a lane that ran out sleeps until its next READY row is due. */
+  private settleLanes(pool: string, lanes: readonly LaneGrant[]): void {
+    for (const lane of lanes) {
+      if (lane.granted > 0)
+        this.q("UPDATE lanes SET vtime = @vtime WHERE pool = @pool AND tenant_id = @tenant").run({ pool, tenant: lane.tenantId, vtime: lane.vtime });
+      if (!lane.exhausted) continue;
+      const next = this.nextReadyAt({ pool, tenantId: lane.tenantId });
+      this.q("UPDATE lanes SET idle_until = @until WHERE pool = @pool AND tenant_id = @tenant").run({
+        pool,
+        tenant: lane.tenantId,
+        until: next ?? NO_WORK,
+      });
+    }
+  }
+
   /** The priorities that hold READY executions in scope, highest first: one index seek each. */
   private *priorityLevels(scope: string, p: { pool: string; tenantId?: string }): Generator<number> {
     const below = this.q(`SELECT priority FROM ${scope} AND state = 'READY' AND priority < @below ORDER BY priority DESC LIMIT 1`);
@@ -668,6 +740,10 @@ class SqliteStore implements Store {
   }
 
   async executionNextReady(p: { pool: string; tenantId?: string }): Promise<number | null> {
+    return this.nextReadyAt(p);
+  }
+
+  private nextReadyAt(p: { pool: string; tenantId?: string }): number | null {
     const scope = readyScope(p);
     const first = this.q(`SELECT ready_at FROM ${scope} AND state = 'READY' AND priority = @priority ORDER BY ready_at LIMIT 1`);
     let next: number | null = null;
@@ -1111,6 +1187,21 @@ class SqliteStore implements Store {
   async signingSecretGet({ tenantId }: { tenantId: string }): Promise<string | null> {
     const row = this.q("SELECT secret FROM signing_secrets WHERE tenant_id = ?").get(tenantId) as Row | undefined;
     return row ? (row.secret as string) : null;
+  }
+
+  // ---- tenants ------------------------------------------------------------------------
+
+  async tenantLimitsGet({ tenantId }: { tenantId: string }): Promise<TenantLimits | null> {
+    const row = this.q("SELECT weight FROM tenants WHERE tenant_id = ?").get(tenantId) as Row | undefined;
+    return row ? { weight: row.weight as number } : null;
+  }
+
+  async tenantLimitsPut(p: { tenantId: string; limits: TenantLimits; now: number }): Promise<TenantLimits> {
+    this.q(
+      `INSERT INTO tenants (tenant_id, weight, updated_at) VALUES (@tenant, @weight, @now)
+       ON CONFLICT (tenant_id) DO UPDATE SET weight = excluded.weight, updated_at = excluded.updated_at`,
+    ).run({ tenant: p.tenantId, weight: p.limits.weight, now: p.now });
+    return { ...p.limits };
   }
 
   // ---- retention (sqlite/retention.ts) ------------------------------------------------

@@ -193,6 +193,46 @@ CREATE TABLE nodes (
 `,
     data: oneOffExecutions,
   },
+  {
+    version: 7,
+    sql: `
+-- Fair leasing across tenants (docs/design-notes.md "Fair leasing"). A lane
+-- is a pool's work of one tenant. vtime is the work leased from it across
+-- tenants divided by its tenant's weight; a cross-tenant lease serves the
+-- lanes whose next grant would finish first. idle_until is NULL while the
+-- lane may have work due (it is in the rotation); otherwise none of its
+-- READY rows is due before then. The triggers keep that true for every row
+-- that becomes READY, whichever statement makes it so.
+CREATE TABLE tenants (
+  tenant_id  TEXT PRIMARY KEY,
+  weight     REAL NOT NULL DEFAULT 1,
+  updated_at INTEGER NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE lanes (
+  pool       TEXT NOT NULL,
+  tenant_id  TEXT NOT NULL,
+  vtime      REAL NOT NULL DEFAULT 0,
+  idle_until INTEGER,
+  PRIMARY KEY (pool, tenant_id)
+) WITHOUT ROWID;
+CREATE INDEX lanes_active ON lanes (pool, vtime, tenant_id) WHERE idle_until IS NULL;
+CREATE INDEX lanes_idle ON lanes (pool, idle_until) WHERE idle_until IS NOT NULL;
+CREATE INDEX lanes_by_vtime ON lanes (pool, vtime);
+
+INSERT INTO lanes (pool, tenant_id, idle_until)
+  SELECT pool, tenant_id, min(ready_at) FROM executions WHERE state = 'READY' GROUP BY pool, tenant_id;
+
+CREATE TRIGGER executions_ready_wakes_insert AFTER INSERT ON executions WHEN NEW.state = 'READY' BEGIN
+  INSERT INTO lanes (pool, tenant_id, idle_until) VALUES (NEW.pool, NEW.tenant_id, NEW.ready_at) ON CONFLICT DO NOTHING;
+  UPDATE lanes SET idle_until = NEW.ready_at WHERE pool = NEW.pool AND tenant_id = NEW.tenant_id AND idle_until > NEW.ready_at;
+END;
+CREATE TRIGGER executions_ready_wakes_update AFTER UPDATE OF state, ready_at, pool ON executions WHEN NEW.state = 'READY' BEGIN
+  INSERT INTO lanes (pool, tenant_id, idle_until) VALUES (NEW.pool, NEW.tenant_id, NEW.ready_at) ON CONFLICT DO NOTHING;
+  UPDATE lanes SET idle_until = NEW.ready_at WHERE pool = NEW.pool AND tenant_id = NEW.tenant_id AND idle_until > NEW.ready_at;
+END;
+`,
+  },
 ];
 
 /**
