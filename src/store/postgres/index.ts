@@ -397,11 +397,13 @@ class PostgresStore implements Store {
   // executions batch first creates the ranges ahead. Without an archive, a
   // range whose rows are all due is dropped whole; with one (retentionExpired,
   // then purge `only`), rows go one by one once archived, and the read that
-  // ends a run drops the old ranges they left empty.
+  // ends a run drops the old ranges they left empty. It also settles the
+  // wake rows no cross-tenant lease took (leases.ts settleStaleWakes).
 
   async retentionExpired(p: StoreParams<"retentionExpired">) {
     if (p.kind !== "executions") return expiredRows(this.pool, p);
     await createAhead(this.pool, this.schema);
+    await leases.settleStaleWakes(this.pool);
     const found = await expiredRows(this.pool, p);
     if (found.length < p.limit) await dropEnded(this.pool, this.schema, p.before, "empty");
     return found;
@@ -410,6 +412,7 @@ class PostgresStore implements Store {
   async retentionPurge(p: StoreParams<"retentionPurge">) {
     if (p.kind !== "executions" || p.only) return purgeBatch(this.pool, p);
     await createAhead(this.pool, this.schema);
+    await leases.settleStaleWakes(this.pool);
     const dropped = await dropEnded(this.pool, this.schema, p.before, "due");
     return { deleted: dropped + (await purgeBatch(this.pool, p)).deleted };
   }

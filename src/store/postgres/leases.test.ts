@@ -54,3 +54,28 @@ if (await postgresAvailable("PostgreSQL lease reads")) {
     }
   });
 }
+
+if (await postgresAvailable("PostgreSQL wake rows")) {
+  test("retention settles the wake rows no cross-tenant lease took: the table stays small, and the sleeping tenant still wakes", async () => {
+    const db = freshPostgresSchema();
+    const store = await openPostgresStore(db);
+    const sql = (text: string) => adminPool().query(text.replaceAll("$schema", `"${db.schema}"`));
+    const acrossTenants = () => store.executionLease({ pool: "p", workerId: "w", max: 10, leaseMs: 30_000, now: NOW });
+    try {
+      assert.deepEqual(await acrossTenants(), []);
+      const job = oneOffJob(NOW, NOW - 1000);
+      await store.jobCreateMany({ nodeId: "n1", jobs: [job], now: NOW });
+      // As if a lease had put the tenant to sleep without seeing the job, and nothing had taken its wake row for two minutes.
+      await sql("UPDATE $schema.lanes SET idle_until = 253402300799999");
+      await sql("UPDATE $schema.lane_wakes SET written_at = written_at - 120000");
+      await store.retentionPurge({ kind: "executions", before: NOW - DAY, limit: 100 });
+      assert.equal((await sql("SELECT count(*)::int AS n FROM $schema.lane_wakes")).rows[0].n, 0);
+      assert.deepEqual(
+        (await acrossTenants()).map((r) => r.jobId),
+        [job.job.jobId],
+      );
+    } finally {
+      await store.close();
+    }
+  });
+}

@@ -164,6 +164,29 @@ settled AS (
   WHERE l.pool = $2 AND l.tenant_id = s.tenant_id AND (s.n > 0 OR s.found = 0))
 SELECT * FROM granted`;
 
+/** Wake rows written longer ago than this are settled by retention: every lease running now began after they were committed. */
+const STALE_WAKE_MS = 60_000;
+
+/**
+ * A pool leased only by its tenants' own workers has no cross-tenant lease
+ * to take its wake rows. Retention settles those written over a minute ago:
+ * their lanes' idle_until moves up to the wake (so a cross-tenant lease
+ * would wake them), and the rows go. A lease that could still be deciding to
+ * put such a lane to sleep began after the row was committed, so it saw its
+ * work (a transaction open for over a minute is the exception).
+ */
+export async function settleStaleWakes(db: Db): Promise<void> {
+  await rows(
+    db,
+    `WITH stale AS (DELETE FROM lane_wakes WHERE written_at < ${DB_NOW} - $1 RETURNING pool, tenant_id, ready_at),
+     firsts AS (SELECT pool, tenant_id, min(ready_at) AS ready_at FROM stale GROUP BY pool, tenant_id)
+     UPDATE lanes l SET idle_until = f.ready_at FROM firsts f
+     WHERE l.pool = f.pool AND l.tenant_id = f.tenant_id AND l.idle_until > f.ready_at`,
+    [STALE_WAKE_MS],
+    "settle_stale_wakes",
+  );
+}
+
 export async function lease(db: Db, p: LeaseParams): Promise<LeasedRow[]> {
   const values = [p.now ?? null, p.pool, p.max, p.workerId, p.leaseMs, p.graceMs ?? 0];
   let granted: Row[];

@@ -199,9 +199,11 @@ CREATE INDEX lanes_idle ON lanes (pool, idle_until) WHERE idle_until IS NOT NULL
 CREATE INDEX lanes_by_vtime ON lanes (pool, vtime);
 
 CREATE TABLE lane_wakes (
-  pool      text NOT NULL,
-  tenant_id text NOT NULL,
-  ready_at  bigint NOT NULL
+  pool       text NOT NULL,
+  tenant_id  text NOT NULL,
+  ready_at   bigint NOT NULL,
+  -- When it was written (retention settles those a cross-tenant lease never took).
+  written_at bigint NOT NULL DEFAULT floor(extract(epoch from clock_timestamp()) * 1000)::bigint
 );
 CREATE INDEX lane_wakes_due ON lane_wakes (pool, ready_at);
 
