@@ -1,7 +1,8 @@
 // The --api-keys format, "key1:tenantA:admin,key2:tenantB:worker", parsed in
 // one place for the server and the CLI. Secrets never appear in messages.
+// Tenant "*" is every tenant (a platform key): worker or admin only.
 
-import type { Role } from "@duetime/sdk/contract";
+import { ALL_TENANTS, type Role } from "@duetime/sdk/contract";
 import { invalidArgument } from "./errors.js";
 
 export interface ApiKey {
@@ -25,6 +26,9 @@ export function parseApiKeys(spec: string): ApiKey[] {
       }
       if (!ROLES.includes(role)) {
         throw invalidArgument("apiKeys", `entry ${i + 1}: role must be admin, client or worker, got ${JSON.stringify(role)}`);
+      }
+      if (tenantId === ALL_TENANTS && role === "client") {
+        throw invalidArgument("apiKeys", `entry ${i + 1}: a key for every tenant (*) is a worker or admin key; a client's jobs belong to one tenant`);
       }
       return { key, tenantId, role: role as Role };
     });

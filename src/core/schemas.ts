@@ -86,6 +86,8 @@ const dateTime = { type: "string", format: "date-time", maxLength: 64, pattern: 
 const idString = { type: "string", minLength: 1, maxLength: LIMITS.idMaxLength, pattern: ID_PATTERN } as const;
 /** Tenant ids of keys created at run time: URL-safe, since they travel in query strings. */
 const tenantString = { type: "string", minLength: 1, maxLength: LIMITS.tenantIdMaxLength, pattern: POOL_PATTERN } as const;
+/** A key's tenant: a tenant id, or "*" (a platform key, for every tenant). */
+const keyTenantString = { ...tenantString, pattern: "^(?:[*]|[A-Za-z0-9._~-]+)$" } as const;
 const roleString = { type: "string", enum: ["admin", "client", "worker"] } as const;
 const poolString = { type: "string", minLength: 1, maxLength: LIMITS.poolMaxLength, pattern: POOL_PATTERN } as const;
 const attempt = { type: "integer", minimum: 1, maximum: LIMITS.attemptMax } as const;
@@ -286,7 +288,11 @@ export const createKeyBody = {
   additionalProperties: false,
   required: ["role"],
   properties: {
-    tenantId: { ...tenantString, description: "The key's tenant; default the caller's. Another tenant needs a bootstrap (--api-keys) admin key." },
+    tenantId: {
+      ...keyTenantString,
+      description:
+        "The key's tenant; default the caller's; * for every tenant (worker or admin only). Another tenant needs a bootstrap (--api-keys) or platform admin key.",
+    },
     role: roleString,
     name: { type: "string", minLength: 1, maxLength: LIMITS.keyNameMaxLength, description: "A label for people; not secret." },
   },
@@ -425,7 +431,7 @@ export const occurrencesQuery = {
 export const listKeysQuery = {
   type: "object",
   additionalProperties: false,
-  properties: { limit: limitQuery, cursor: cursorQuery, tenantId: tenantString },
+  properties: { limit: limitQuery, cursor: cursorQuery, tenantId: keyTenantString },
 } as const;
 
 /** An empty querystring (routes without query parameters still reject unknown ones). */
@@ -648,9 +654,10 @@ export const leaseResponse = {
       type: "array",
       items: {
         type: "object",
-        required: ["executionId", "jobId", "attempt", "scheduledFor", "leaseUntil"],
+        required: ["executionId", "tenantId", "jobId", "attempt", "scheduledFor", "leaseUntil"],
         properties: {
           executionId: { type: "string" },
+          tenantId: { type: "string" },
           jobId: { type: "string" },
           name: { type: "string" },
           attempt: { type: "integer" },

@@ -5,7 +5,7 @@ import type { ClusterView, TargetStatus } from "@duetime/sdk/contract";
 import type { Clock } from "../core/clock.js";
 import { toIso } from "../core/time.js";
 import type { Store } from "../store/store.js";
-import type { RequestContext } from "./service.js";
+import { actsForEveryTenant, type RequestContext } from "./service.js";
 import type { StoreHealth } from "./store-health.js";
 
 export interface ClusterViewOptions {
@@ -56,7 +56,7 @@ export class ClusterService {
 
   /** A tenant's admin sees the origins its own jobs call; a bootstrap admin sees every tenant's, counted together. */
   async targets(ctx: RequestContext): Promise<{ items: TargetStatus[] }> {
-    return { items: this.o.targets?.(ctx.bootstrap ? {} : { tenantId: ctx.tenantId }) ?? [] };
+    return { items: this.o.targets?.(actsForEveryTenant(ctx) ? {} : { tenantId: ctx.tenantId }) ?? [] };
   }
 
   ready(): Promise<boolean> {

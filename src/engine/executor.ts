@@ -258,7 +258,7 @@ export class Executor {
   private reportAcks(complete: CompleteInput[], completed: AckOutcome[], fail: FailRequest[], failed: AckOutcome[]): void {
     completed.forEach((o, i) => {
       const item = complete[i]!;
-      if (o.status === "ok") this.events.emit("execution:succeeded", { executionId: item.executionId, tenantId: item.tenantId });
+      if (o.status === "ok") this.events.emit("execution:succeeded", { executionId: item.executionId, tenantId: o.tenantId });
       else if (o.status === "lost") this.events.emit("lease:lost", { executionId: item.executionId, attempt: item.attempt, call: "complete" });
     });
     failed.forEach((o, i) => {
@@ -267,10 +267,10 @@ export class Executor {
       if (o.status !== "ok") return;
       this.events.emit("execution:failed", {
         executionId: item.executionId,
-        tenantId: item.tenantId,
+        tenantId: o.tenantId,
         state: o.state === "SUCCEEDED" ? "READY" : o.state,
       });
-      if (o.state === "READY" && o.readyAt !== undefined && o.pool) this.ready(o.tenantId ?? item.tenantId, o.pool, o.readyAt);
+      if (o.state === "READY" && o.readyAt !== undefined && o.pool) this.ready(o.tenantId, o.pool, o.readyAt);
     });
   }
 

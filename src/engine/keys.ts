@@ -11,14 +11,14 @@
 // at all) manages every tenant's keys.
 
 import { createHash, randomBytes } from "node:crypto";
-import type { ApiKeyInfo, CreatedKey, CreateKeyRequest, ListKeysQuery, Page } from "@duetime/sdk/contract";
+import { ALL_TENANTS, type ApiKeyInfo, type CreatedKey, type CreateKeyRequest, type ListKeysQuery, type Page } from "@duetime/sdk/contract";
 import type { Clock } from "../core/clock.js";
-import { DuetimeError, notFound } from "../core/errors.js";
+import { DuetimeError, invalidArgument, notFound } from "../core/errors.js";
 import { newId } from "../core/ids.js";
 import { toIso, toIsoOrNull } from "../core/time.js";
 import type { ApiKeyRecord, Store } from "../store/store.js";
 import { decodeCursor, encodeCursor } from "./cursor.js";
-import type { RequestContext, StoredKey } from "./service.js";
+import { actsForEveryTenant, type RequestContext, type StoredKey } from "./service.js";
 
 /** Secrets look like `dtk_` + 32 base64url characters (192 random bits). */
 export const KEY_PREFIX = "dtk_";
@@ -43,12 +43,15 @@ export class KeyManager {
   async create(ctx: RequestContext, request: CreateKeyRequest): Promise<CreatedKey> {
     requireAdmin(ctx, "POST /v1/keys");
     const tenantId = request.tenantId ?? ctx.tenantId;
-    if (tenantId !== ctx.tenantId && !ctx.bootstrap) {
+    if (tenantId !== ctx.tenantId && !actsForEveryTenant(ctx)) {
       throw new DuetimeError(
         "PERMISSION_DENIED",
-        `tenantId: an admin key of tenant ${JSON.stringify(ctx.tenantId)} creates keys for its own tenant only; another tenant's needs a bootstrap admin key (--api-keys)`,
+        `tenantId: an admin key of tenant ${JSON.stringify(ctx.tenantId)} creates keys for its own tenant only; another tenant's needs a bootstrap admin key (--api-keys) or a platform admin key (tenant *)`,
         { field: "tenantId" },
       );
+    }
+    if (tenantId === ALL_TENANTS && request.role === "client") {
+      throw invalidArgument("role", "a key for every tenant (*) is a worker or admin key: clients create jobs, and a job belongs to one tenant");
     }
     // A collision of 192 random bits (or of the time-sortable id) does not happen; retry once anyway rather than answer 500.
     for (let tries = 0; tries < 3; tries++) {
@@ -78,7 +81,7 @@ export class KeyManager {
 
   async list(ctx: RequestContext, query: ListKeysQuery): Promise<Page<ApiKeyInfo>> {
     requireAdmin(ctx, "GET /v1/keys");
-    if (query.tenantId !== undefined && query.tenantId !== ctx.tenantId && !ctx.bootstrap) {
+    if (query.tenantId !== undefined && query.tenantId !== ctx.tenantId && !actsForEveryTenant(ctx)) {
       throw new DuetimeError(
         "PERMISSION_DENIED",
         `tenantId: an admin key of tenant ${JSON.stringify(ctx.tenantId)} lists its own tenant's keys only`,
@@ -86,7 +89,7 @@ export class KeyManager {
       );
     }
     // A bootstrap admin sees every tenant unless it names one.
-    const tenantId = query.tenantId ?? (ctx.bootstrap ? undefined : ctx.tenantId);
+    const tenantId = query.tenantId ?? (actsForEveryTenant(ctx) ? undefined : ctx.tenantId);
     const limit = query.limit ?? DEFAULT_LIMIT;
     const after = query.cursor ? decodeCursor(query.cursor, { c: "number", i: "string" }) : undefined;
     const rows = await this.store.apiKeyList({
@@ -107,7 +110,7 @@ export class KeyManager {
     const now = this.clock.now();
     const key = await this.store.apiKeyRevoke({
       id: keyId,
-      ...(ctx.bootstrap ? {} : { tenantId: ctx.tenantId }),
+      ...(actsForEveryTenant(ctx) ? {} : { tenantId: ctx.tenantId }),
       now,
       audit: { at: now, actor: actorOf(ctx), action: "api-key.revoke", subject: keyId },
     });

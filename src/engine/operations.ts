@@ -5,7 +5,8 @@
 // method of the same name its arguments. Permissions and semantics are the
 // service's.
 
-import { operationNamed, type AnyOperation, type CheckedRequest, type OperationName, type WireRequest } from "@duetime/sdk/contract";
+import { ALL_TENANTS, operationNamed, type AnyOperation, type CheckedRequest, type OperationName, type WireRequest } from "@duetime/sdk/contract";
+import { DuetimeError } from "../core/errors.js";
 import { validate } from "../core/validate.js";
 import type { RequestContext, Service } from "./service.js";
 
@@ -22,8 +23,15 @@ export function checkRequest(op: AnyOperation, request: WireRequest): CheckedReq
 }
 
 /** Calls the service method named `name` with the checked request's arguments. */
-export function callService(service: Service, name: OperationName, ctx: RequestContext, request: CheckedRequest): Promise<unknown> {
-  const args = operationNamed(name).decode(request);
+export async function callService(service: Service, name: OperationName, ctx: RequestContext, request: CheckedRequest): Promise<unknown> {
+  const op = operationNamed(name);
+  if (ctx.tenantId === ALL_TENANTS && !op.acrossTenants) {
+    throw new DuetimeError(
+      "PERMISSION_DENIED",
+      `${op.method} ${op.path} acts for one tenant: a key for every tenant (*) leases, acknowledges and reads stats and cluster views; use a tenant's key`,
+    );
+  }
+  const args = op.decode(request);
   const method = service[name] as (ctx: RequestContext, ...args: unknown[]) => Promise<unknown>;
   return method.call(service, ctx, ...args);
 }

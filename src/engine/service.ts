@@ -4,7 +4,7 @@
 // wire types of the contract. Shape validation (types, ranges, unknown
 // fields) happens first, against core/schemas.ts (engine/operations.ts).
 
-import type { OperationArgs, OperationName, OperationResult, Role } from "@duetime/sdk/contract";
+import { ALL_TENANTS, type OperationArgs, type OperationName, type OperationResult, type Role } from "@duetime/sdk/contract";
 
 export interface RequestContext {
   tenantId: string;
@@ -26,6 +26,16 @@ export interface StoredKey {
   keyId: string;
   tenantId: string;
   role: Role;
+}
+
+/** Whether the caller acts for every tenant: a bootstrap caller, or a platform key (tenant "*"). */
+export function actsForEveryTenant(ctx: RequestContext): boolean {
+  return ctx.bootstrap === true || ctx.tenantId === ALL_TENANTS;
+}
+
+/** The tenant a call is scoped to: the caller's, or none (every tenant) for a platform key. */
+export function tenantScope(ctx: RequestContext): string | undefined {
+  return ctx.tenantId === ALL_TENANTS ? undefined : ctx.tenantId;
 }
 
 export const ALL_ROLES: ReadonlySet<Role> = new Set<Role>(["admin", "client", "worker"]);

@@ -4,7 +4,7 @@
 import type { PoolStats, Stats } from "@duetime/sdk/contract";
 import type { Clock } from "../core/clock.js";
 import type { ReadStore } from "./read-routing.js";
-import type { RequestContext } from "./service.js";
+import { type RequestContext, tenantScope } from "./service.js";
 
 export class StatsService {
   constructor(
@@ -12,13 +12,16 @@ export class StatsService {
     private readonly clock: Clock,
   ) {}
 
+  /** A pool's counts: the caller's tenant's, or every tenant's summed for a platform key. */
   async pool(ctx: RequestContext, pool: string): Promise<PoolStats> {
-    const [row] = await this.reads.poolCounts({ tenantId: ctx.tenantId, pool, now: this.clock.now() });
-    return { pending: row?.pending ?? 0, queued: row?.queued ?? 0, running: row?.running ?? 0 };
+    const tenantId = tenantScope(ctx);
+    const rows = await this.reads.poolCounts({ ...(tenantId !== undefined ? { tenantId } : {}), pool, now: this.clock.now() });
+    return rows.reduce<PoolStats>((sum, r) => addCounts(sum, r), { pending: 0, queued: 0, running: 0 });
   }
 
   async all(ctx: RequestContext): Promise<Stats> {
-    const rows = await this.reads.poolCounts({ tenantId: ctx.tenantId, now: this.clock.now() });
+    const tenantId = tenantScope(ctx);
+    const rows = await this.reads.poolCounts({ ...(tenantId !== undefined ? { tenantId } : {}), now: this.clock.now() });
     const stats: Stats = { pools: {}, tenants: {} };
     for (const r of rows) {
       const counts = { pending: r.pending, queued: r.queued, running: r.running };

@@ -2,15 +2,16 @@
 // and fail, single and batched. Fencing is the store's: every call carries
 // its attempt, and a stale one answers LEASE_LOST and changes nothing.
 
-import type {
-  AckItem,
-  CompleteItem,
-  ErrorRecord,
-  FailItem,
-  FailResponse,
-  HeartbeatRequest,
-  LeaseRequest,
-  LeaseResponse,
+import {
+  ALL_TENANTS,
+  type AckItem,
+  type CompleteItem,
+  type ErrorRecord,
+  type FailItem,
+  type FailResponse,
+  type HeartbeatRequest,
+  type LeaseRequest,
+  type LeaseResponse,
 } from "@duetime/sdk/contract";
 import type { Clock } from "../core/clock.js";
 import { DuetimeError, notFound } from "../core/errors.js";
@@ -30,19 +31,21 @@ export class WorkerProtocol {
   async lease(ctx: RequestContext, pool: string, request: LeaseRequest): Promise<LeaseResponse> {
     const complete = (request.complete ?? []).filter((i) => isExecutionId(i.executionId));
     const fail = (request.fail ?? []).filter((i) => isExecutionId(i.executionId));
+    const tenantId = ackTenant(ctx);
     const result = await this.executor.lease({
-      tenantId: ctx.tenantId,
+      ...(tenantId !== null ? { tenantId } : {}),
       pool,
       workerId: request.workerId,
       max: request.max ?? 1,
       leaseMs: msOfSeconds(request.leaseSeconds ?? 30),
       waitMs: msOfSeconds(request.waitSeconds ?? 0),
       ...(ctx.signal ? { signal: ctx.signal } : {}),
-      complete: complete.map((i) => ({ executionId: i.executionId, tenantId: ctx.tenantId, attempt: i.attempt, result: i.result })),
-      fail: fail.map((i) => ({ executionId: i.executionId, tenantId: ctx.tenantId, attempt: i.attempt, error: i.error })),
+      complete: complete.map((i) => ({ executionId: i.executionId, tenantId, attempt: i.attempt, result: i.result })),
+      fail: fail.map((i) => ({ executionId: i.executionId, tenantId, attempt: i.attempt, error: i.error })),
     });
     const items = result.leased.map((r) => ({
       executionId: r.executionId,
+      tenantId: r.tenantId,
       jobId: r.jobId,
       name: r.name,
       attempt: r.attempt,
@@ -61,7 +64,7 @@ export class WorkerProtocol {
   async heartbeat(ctx: RequestContext, executionId: string, request: HeartbeatRequest) {
     const res = isExecutionId(executionId)
       ? await this.store.executionHeartbeat({
-          tenantId: ctx.tenantId,
+          tenantId: ackTenant(ctx),
           executionId,
           attempt: request.attempt,
           ...(request.leaseSeconds !== undefined ? { leaseMs: msOfSeconds(request.leaseSeconds) } : {}),
@@ -91,7 +94,7 @@ export class WorkerProtocol {
   async completeMany(ctx: RequestContext, items: CompleteItem[]): Promise<AckItem[]> {
     const known = items.filter((i) => isExecutionId(i.executionId));
     const outcomes = await this.executor.complete(
-      known.map((i) => ({ executionId: i.executionId, tenantId: ctx.tenantId, attempt: i.attempt, result: i.result })),
+      known.map((i) => ({ executionId: i.executionId, tenantId: ackTenant(ctx), attempt: i.attempt, result: i.result })),
     );
     return mergeAcks(items, known, outcomes);
   }
@@ -99,7 +102,7 @@ export class WorkerProtocol {
   async failMany(ctx: RequestContext, items: FailItem[]): Promise<AckItem[]> {
     const known = items.filter((i) => isExecutionId(i.executionId));
     const outcomes = await this.executor.fail(
-      known.map((i) => ({ executionId: i.executionId, tenantId: ctx.tenantId, attempt: i.attempt, error: i.error })),
+      known.map((i) => ({ executionId: i.executionId, tenantId: ackTenant(ctx), attempt: i.attempt, error: i.error })),
     );
     return mergeAcks(items, known, outcomes);
   }
@@ -132,4 +135,9 @@ function mergeAcks(items: { executionId: string; attempt: number }[], known: unk
     if (o.state === "READY") return { executionId, attempt, status: 200, state: "FAILED", retryAt: toIso(o.readyAt!) };
     return { executionId, attempt, status: 200, state: "SUCCEEDED" };
   });
+}
+
+/** The tenant a worker's call may reach: its own, or any (null) for a platform key (tenant "*"). */
+function ackTenant(ctx: RequestContext): string | null {
+  return ctx.tenantId === ALL_TENANTS ? null : ctx.tenantId;
 }

@@ -212,6 +212,7 @@ export class RecordingService implements Service {
       items: [
         {
           executionId: "exe_1",
+          tenantId: "default",
           jobId: "job_1",
           name: "send-reminder",
           attempt: 1,

@@ -1886,6 +1886,30 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
       });
     });
 
+    describe("acks of any tenant (tenantId null: a platform worker)", () => {
+      storeTest("heartbeat, complete and fail reach any tenant's attempt; a tenant's call still reaches only its own", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const a = await runningExecution(store, epochs, { tenantId: "ta" });
+        const b = await runningExecution(store, epochs, { tenantId: "tb" });
+        const beat = await store.executionHeartbeat({ tenantId: null, executionId: a.executionId, attempt: 1, now: T0 + SECOND });
+        assert.equal(beat.status, "ok");
+        const other = await store.executionHeartbeat({ tenantId: "tb", executionId: a.executionId, attempt: 1, now: T0 + SECOND });
+        assert.equal(other.status, "not_found");
+        assert.deepEqual(
+          await store.executionCompleteMany({ items: [{ executionId: a.executionId, tenantId: null, attempt: 1 }], now: T0 + SECOND }),
+          [{ status: "ok", state: "SUCCEEDED", tenantId: "ta" }],
+        );
+        const [failed] = await store.executionFailMany({
+          items: [fail({ executionId: b.executionId, tenantId: null, attempt: 1 })],
+          now: T0 + SECOND,
+        });
+        assertOk(failed, "READY");
+        assert.equal(failed?.status === "ok" && failed.tenantId, "tb");
+        const [stale] = await store.executionCompleteMany({ items: [{ executionId: b.executionId, tenantId: null, attempt: 1 }], now: T0 + SECOND });
+        assert.equal(stale?.status, "lost", "the fence is the attempt and its lease, with or without a tenant");
+      });
+    });
+
     describe("executionHeartbeat", () => {
       storeTest("extends the lease to now + leaseMs", async (store) => {
         const epochs = await acquireAll(store, "n1");
@@ -3149,7 +3173,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         assert.equal(beat.status, "ok");
         assert.ok(beat.status === "ok" && beat.leaseUntil >= leased.leaseUntil, "a renewal never moves the deadline back");
         const items = [{ executionId: r.executionId, tenantId: "t1", attempt: 1 }];
-        assert.deepEqual(await store.executionCompleteMany({ items }), [{ status: "ok", state: "SUCCEEDED" }]);
+        assert.deepEqual(await store.executionCompleteMany({ items }), [{ status: "ok", state: "SUCCEEDED", tenantId: "t1" }]);
       });
 
       storeTest("a lease that ended long ago by the store's clock is lost to heartbeats and reaped; a fresh one is not", async (store) => {

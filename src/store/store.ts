@@ -157,7 +157,7 @@ export interface DeadLetterRow {
 
 /** What happened to one complete or fail item. */
 export type AckOutcome =
-  | { status: "ok"; state: "SUCCEEDED" | "READY" | "DEAD" | "CANCELLED"; readyAt?: number; pool?: string; tenantId?: string }
+  | { status: "ok"; state: "SUCCEEDED" | "READY" | "DEAD" | "CANCELLED"; readyAt?: number; pool?: string; tenantId: string }
   | { status: "lost" }
   | { status: "not_found" };
 
@@ -176,7 +176,8 @@ export interface LeaseParams {
 
 export interface FailInput {
   executionId: string;
-  tenantId: string;
+  /** The caller's tenant; null: any tenant's (a platform worker's key, tenant "*"). The fence is the attempt and its lease either way. */
+  tenantId: string | null;
   attempt: number;
   error: ErrorRecord;
   /** The attempt ran out of time (http target timeout): recorded as TIMED_OUT. */
@@ -187,7 +188,8 @@ export interface FailInput {
 
 export interface CompleteInput {
   executionId: string;
-  tenantId: string;
+  /** As FailInput's. */
+  tenantId: string | null;
   attempt: number;
   result?: unknown;
 }
@@ -489,7 +491,8 @@ export interface Store {
    * Fence: one UPDATE whose WHERE holds (attempt, RUNNING, leaseUntil >= now).
    */
   executionHeartbeat(params: {
-    tenantId: string;
+    /** As FailInput's. */
+    tenantId: string | null;
     executionId: string;
     attempt: number;
     leaseMs?: number;

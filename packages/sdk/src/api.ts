@@ -12,6 +12,13 @@ export type Overlap = "allow" | "forbid" | "replace";
 export type ErrorClass = "transient" | "permanent" | "throttled";
 export type Role = "admin" | "client" | "worker";
 
+/**
+ * The tenant of a platform key: a worker or admin key for tenant "*" acts
+ * for every tenant (a worker fleet shared by many tenants leases a pool's
+ * work across them, fairly). No tenant can be named "*".
+ */
+export const ALL_TENANTS = "*";
+
 export interface HttpTarget {
   type: "http";
   url: string;
@@ -206,6 +213,8 @@ export interface LeaseRequest {
 
 export interface LeasedExecution {
   executionId: string;
+  /** The tenant whose job this is (a platform worker, tenant "*", leases every tenant's). */
+  tenantId: string;
   jobId: string;
   name: string;
   attempt: number;

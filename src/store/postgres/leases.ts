@@ -217,14 +217,14 @@ export async function lease(db: Db, p: LeaseParams): Promise<LeasedRow[]> {
   }));
 }
 
-export async function heartbeat(db: Db, p: { tenantId: string; executionId: string; attempt: number; leaseMs?: number; now?: number }) {
+export async function heartbeat(db: Db, p: { tenantId: string | null; executionId: string; attempt: number; leaseMs?: number; now?: number }) {
   const key = executionKey(p.executionId);
   if (!key) return { status: "not_found" as const };
   const row = await one(
     db,
     `WITH t AS (SELECT ${nowOr("$5")} AS now)
      UPDATE executions e SET lease_until = least(t.now + coalesce($6::bigint, e.lease_ms), e.deadline) FROM t
-     WHERE e.job_id = $1 AND e.scheduled_for = $2 AND e.tenant_id = $3 AND e.attempt = $4 AND ${LEASE_HELD}
+     WHERE e.job_id = $1 AND e.scheduled_for = $2 AND ($3::text IS NULL OR e.tenant_id = $3::text) AND e.attempt = $4 AND ${LEASE_HELD}
      RETURNING e.lease_until, e.cancel_requested`,
     [key.jobId, key.scheduledFor, p.tenantId, p.attempt, p.now ?? null, p.leaseMs ?? null],
     "heartbeat",
@@ -234,11 +234,11 @@ export async function heartbeat(db: Db, p: { tenantId: string; executionId: stri
   return found[0] ? { status: "lost" as const } : { status: "not_found" as const };
 }
 
-/** Each item's execution as it is now (state, attempt), or undefined when the tenant has no such execution. */
+/** Each item's execution as it is now (state, attempt), or undefined when the tenant (any, for null) has no such execution. */
 async function states(
   db: Db,
-  items: readonly { executionId: string; tenantId: string }[],
-): Promise<({ state: string; attempt: number } | undefined)[]> {
+  items: readonly { executionId: string; tenantId: string | null }[],
+): Promise<({ state: string; attempt: number; tenant_id: string } | undefined)[]> {
   const keys = items.map((i) => executionKey(i.executionId));
   const known = items.flatMap((i, n) => (keys[n] ? [{ ...keys[n]!, tenantId: i.tenantId }] : []));
   if (known.length === 0) return items.map(() => undefined);
@@ -246,11 +246,14 @@ async function states(
     db,
     `SELECT e.id, e.tenant_id, e.state, e.attempt FROM executions e
      JOIN unnest($1::text[], $2::bigint[], $3::text[]) AS x(job_id, scheduled_for, tenant_id)
-       ON e.job_id = x.job_id AND e.scheduled_for = x.scheduled_for AND e.tenant_id = x.tenant_id`,
+       ON e.job_id = x.job_id AND e.scheduled_for = x.scheduled_for AND (x.tenant_id IS NULL OR e.tenant_id = x.tenant_id)`,
     [known.map((k) => k.jobId), known.map((k) => k.scheduledFor), known.map((k) => k.tenantId)],
   );
-  const byKey = new Map(found.map((r) => [`${r.tenant_id}\n${r.id}`, r]));
-  return items.map((i) => byKey.get(`${i.tenantId}\n${i.executionId}`));
+  const byId = new Map(found.map((r) => [r.id, r]));
+  return items.map((i) => {
+    const row = byId.get(i.executionId);
+    return row && (i.tenantId === null || row.tenant_id === i.tenantId) ? row : undefined;
+  });
 }
 
 /**
@@ -288,16 +291,16 @@ export async function complete(db: Db, items: CompleteInput[], now: number | nul
     const done =
       batch.length === 0
         ? []
-        : await rows<{ id: string; job_id: string; kind: "once" | "cron" | null; now: number }>(
+        : await rows<{ id: string; job_id: string; tenant_id: string; kind: "once" | "cron" | null; now: number }>(
             db,
             `WITH t AS (SELECT ${nowOr("$6")} AS now),
              x AS (SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::int[], $5::text[])
                AS x(job_id, scheduled_for, tenant_id, attempt, result))
              UPDATE executions e SET state = 'SUCCEEDED', finished_at = t.now, result = x.result::jsonb, lease_until = NULL
              FROM x, t
-             WHERE e.job_id = x.job_id AND e.scheduled_for = x.scheduled_for AND e.tenant_id = x.tenant_id
+             WHERE e.job_id = x.job_id AND e.scheduled_for = x.scheduled_for AND (x.tenant_id IS NULL OR e.tenant_id = x.tenant_id)
                AND e.attempt = x.attempt AND ${LEASE_HELD}
-             RETURNING e.id, e.job_id, (SELECT kind FROM jobs WHERE jobs.id = e.job_id) AS kind, t.now`,
+             RETURNING e.id, e.job_id, e.tenant_id, (SELECT kind FROM jobs WHERE jobs.id = e.job_id) AS kind, t.now`,
             [
               batch.map((b) => b.jobId),
               batch.map((b) => b.scheduledFor),
@@ -314,17 +317,21 @@ export async function complete(db: Db, items: CompleteInput[], now: number | nul
       done.map((d) => ({ jobId: d.job_id, change: d.kind ? jobChangeAfterExecution(d.kind, "SUCCEEDED") : null })),
       done[0]?.now ?? now,
     );
-    const succeeded = new Set(done.map((d) => d.id));
+    const succeeded = new Map(done.map((d) => [d.id, d.tenant_id]));
     const missed = round.filter((i) => !succeeded.has(items[i]!.executionId));
     const found = await states(
       db,
       missed.map((i) => items[i]!),
     );
-    for (const i of round) if (succeeded.has(items[i]!.executionId)) out[i] = { status: "ok", state: "SUCCEEDED" };
+    for (const i of round) {
+      const tenantId = succeeded.get(items[i]!.executionId);
+      if (tenantId !== undefined) out[i] = { status: "ok", state: "SUCCEEDED", tenantId };
+    }
     missed.forEach((i, n) => {
       const e = found[n];
       if (!e) out[i] = { status: "not_found" };
-      else out[i] = e.state === "SUCCEEDED" && e.attempt === items[i]!.attempt ? { status: "ok", state: "SUCCEEDED" } : { status: "lost" };
+      else if (e.state === "SUCCEEDED" && e.attempt === items[i]!.attempt) out[i] = { status: "ok", state: "SUCCEEDED", tenantId: e.tenant_id };
+      else out[i] = { status: "lost" };
     });
   }
   return out;
@@ -407,7 +414,7 @@ const HELD_ROWS = `
 WITH t AS (SELECT ${nowOr("$5")} AS now)
 SELECT e.*, (SELECT kind FROM jobs WHERE jobs.id = e.job_id) AS job_kind, t.now AS call_now
 FROM executions e JOIN unnest($1::text[], $2::bigint[], $3::text[], $4::int[]) AS x(job_id, scheduled_for, tenant_id, attempt)
-  ON e.job_id = x.job_id AND e.scheduled_for = x.scheduled_for AND e.tenant_id = x.tenant_id AND e.attempt = x.attempt, t
+  ON e.job_id = x.job_id AND e.scheduled_for = x.scheduled_for AND (x.tenant_id IS NULL OR e.tenant_id = x.tenant_id) AND e.attempt = x.attempt, t
 WHERE ${LEASE_HELD}`;
 
 /**
@@ -462,7 +469,7 @@ export async function fail(db: Db, items: FailInput[], pinned: number | null): P
         const { e, end } = endings[n]!;
         if (!ended.has(e.id as string)) return;
         const pool = e.pool as string;
-        const tenantId = items[i]!.tenantId;
+        const tenantId = e.tenant_id as string;
         out[i] =
           end.state === "READY"
             ? { status: "ok", state: "READY", readyAt: end.readyAt, pool, tenantId }

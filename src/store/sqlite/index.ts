@@ -754,18 +754,22 @@ class SqliteStore implements Store {
     return next;
   }
 
-  async executionHeartbeat(p: { tenantId: string; executionId: string; attempt: number; leaseMs?: number; now?: number }) {
+  async executionHeartbeat(p: { tenantId: string | null; executionId: string; attempt: number; leaseMs?: number; now?: number }) {
     const row = this.q(
       `UPDATE executions SET lease_until = min(@now + coalesce(@leaseMs, lease_ms), deadline)
-       WHERE id = @id AND tenant_id = @tenant AND attempt = @attempt AND state = 'RUNNING' AND lease_until >= @now
+       WHERE id = @id AND (@tenant IS NULL OR tenant_id = @tenant) AND attempt = @attempt AND state = 'RUNNING' AND lease_until >= @now
        RETURNING lease_until, cancel_requested`,
     ).get({ id: p.executionId, tenant: p.tenantId, attempt: p.attempt, now: leaseNow(p.now), leaseMs: p.leaseMs ?? null }) as Row | undefined;
     if (row) return { status: "ok" as const, leaseUntil: row.lease_until as number, cancelRequested: row.cancel_requested === 1 };
     return this.exists(p.tenantId, p.executionId) ? { status: "lost" as const } : { status: "not_found" as const };
   }
 
-  private exists(tenantId: string, executionId: string): boolean {
-    return this.q("SELECT 1 FROM executions WHERE id = ? AND tenant_id = ?").get(executionId, tenantId) !== undefined;
+  /** Whether the execution exists (as the tenant's, unless tenantId is null). */
+  private exists(tenantId: string | null, executionId: string): boolean {
+    return (
+      this.q("SELECT 1 FROM executions WHERE id = @id AND (@tenant IS NULL OR tenant_id = @tenant)").get({ id: executionId, tenant: tenantId }) !==
+      undefined
+    );
   }
 
   async executionCompleteMany(p: { items: CompleteInput[]; now?: number }): Promise<AckOutcome[]> {
@@ -784,23 +788,26 @@ class SqliteStore implements Store {
     const done = this.q(
       `UPDATE executions SET state = 'SUCCEEDED', finished_at = @now, result = x.result, lease_until = NULL
        FROM (SELECT value ->> 0 AS id, value ->> 1 AS tenant, value ->> 2 AS attempt, value ->> 3 AS result FROM json_each(@input)) AS x
-       WHERE executions.id = x.id AND executions.tenant_id = x.tenant AND executions.attempt = x.attempt
+       WHERE executions.id = x.id AND (x.tenant IS NULL OR executions.tenant_id = x.tenant) AND executions.attempt = x.attempt
          AND executions.state = 'RUNNING' AND executions.lease_until >= @now
-       RETURNING executions.id AS id, executions.job_id AS job_id, (SELECT kind FROM jobs WHERE jobs.id = executions.job_id) AS kind`,
-    ).all({ now, input }) as { id: string; job_id: string; kind: "once" | "cron" }[];
+       RETURNING executions.id AS id, executions.job_id AS job_id, executions.tenant_id AS tenant_id,
+         (SELECT kind FROM jobs WHERE jobs.id = executions.job_id) AS kind`,
+    ).all({ now, input }) as { id: string; job_id: string; tenant_id: string; kind: "once" | "cron" }[];
     // The succeeding attempt stays on the execution row (history reads it there).
     this.changeJobs(
       done.map((d) => ({ jobId: d.job_id, change: jobChangeAfterExecution(d.kind, "SUCCEEDED") })),
       now,
     );
-    const succeeded = new Set(done.map((d) => d.id));
+    const succeeded = new Map(done.map((d) => [d.id, d.tenant_id]));
     return items.map((item): AckOutcome => {
-      if (succeeded.has(item.executionId)) return { status: "ok", state: "SUCCEEDED" };
-      const e = this.q("SELECT state, attempt FROM executions WHERE id = ? AND tenant_id = ?").get(item.executionId, item.tenantId) as
-        | Row
-        | undefined;
+      const tenantId = succeeded.get(item.executionId);
+      if (tenantId !== undefined) return { status: "ok", state: "SUCCEEDED", tenantId };
+      const e = this.q("SELECT state, attempt, tenant_id FROM executions WHERE id = @id AND (@tenant IS NULL OR tenant_id = @tenant)").get({
+        id: item.executionId,
+        tenant: item.tenantId,
+      }) as Row | undefined;
       if (!e) return { status: "not_found" };
-      if (e.state === "SUCCEEDED" && e.attempt === item.attempt) return { status: "ok", state: "SUCCEEDED" };
+      if (e.state === "SUCCEEDED" && e.attempt === item.attempt) return { status: "ok", state: "SUCCEEDED", tenantId: e.tenant_id as string };
       return { status: "lost" };
     });
   }
@@ -858,7 +865,9 @@ class SqliteStore implements Store {
     // its lease and the facts decided on still hold; a cancel that landed in
     // between (another handle) is the one fact that can move: decide again.
     for (;;) {
-      const e = this.q(`SELECT ${ENDING_ROW} WHERE id = @id AND tenant_id = @tenant AND attempt = @attempt AND ${LEASE_HELD}`).get({
+      const e = this.q(
+        `SELECT ${ENDING_ROW} WHERE id = @id AND (@tenant IS NULL OR tenant_id = @tenant) AND attempt = @attempt AND ${LEASE_HELD}`,
+      ).get({
         id: item.executionId,
         tenant: item.tenantId,
         attempt: item.attempt,
@@ -869,9 +878,10 @@ class SqliteStore implements Store {
       const attemptState = end.state === "DEAD" ? "DEAD" : item.timedOut ? "TIMED_OUT" : "FAILED";
       if (!this.endAttempt(e, end, { attemptState, error: item.error, lastError: item.error, now, lease: LEASE_HELD })) continue;
       const pool = e.pool as string;
+      const tenantId = e.tenant_id as string;
       return end.state === "READY"
-        ? { status: "ok", state: "READY", readyAt: end.readyAt, pool, tenantId: item.tenantId }
-        : { status: "ok", state: end.state, pool, tenantId: item.tenantId };
+        ? { status: "ok", state: "READY", readyAt: end.readyAt, pool, tenantId }
+        : { status: "ok", state: end.state, pool, tenantId };
     }
   }
 

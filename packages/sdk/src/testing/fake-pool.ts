@@ -176,6 +176,7 @@ export class FakePool implements Partial<DuetimeApi> {
       e.lost = false;
       items.push({
         executionId: e.executionId,
+        tenantId: "default",
         jobId: `job-${e.executionId}`,
         name: "fake",
         attempt: e.attempt,
