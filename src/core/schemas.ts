@@ -466,6 +466,33 @@ export const poolParams = {
 } as const;
 
 /** Every request schema by id: validate(id, value, part) looks them up here. */
+/** GET and PUT /v1/tenants/{tenantId}/limits: a tenant, never "*" (every tenant). */
+export const tenantIdParams = {
+  type: "object",
+  additionalProperties: false,
+  required: ["tenantId"],
+  properties: { tenantId: tenantString },
+} as const;
+
+export const tenantLimitsBody = {
+  type: "object",
+  additionalProperties: false,
+  properties: {
+    weight: {
+      type: "number",
+      minimum: 0.01,
+      maximum: 1000,
+      description: "Share of a pool leased across tenants, against the others' weights (default 1).",
+    },
+  },
+} as const;
+
+export const tenantLimitsResponse = {
+  type: "object",
+  required: ["tenantId", "weight"],
+  properties: { tenantId: { type: "string" }, weight: { type: "number" } },
+} as const;
+
 export const REQUEST_SCHEMAS = {
   createJobBody,
   createJobHeaders,
@@ -493,6 +520,8 @@ export const REQUEST_SCHEMAS = {
   createKeyBody,
   listKeysQuery,
   keyIdParams,
+  tenantIdParams,
+  tenantLimitsBody,
 } as const satisfies Record<string, JsonSchema>;
 
 export type SchemaId = keyof typeof REQUEST_SCHEMAS;
@@ -928,6 +957,7 @@ export const RESPONSE_SCHEMAS = {
   createdKey: createdKeyResponse,
   keyPage: keyPageResponse,
   preview: previewResponse,
+  tenantLimits: tenantLimitsResponse,
 } as const satisfies Record<ResponseSchemaName, JsonSchema>;
 
 // Every request schema the operation table names exists (a compile error names the one that does not).

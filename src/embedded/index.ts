@@ -11,7 +11,7 @@
 import { apiOver, type DuetimeApi } from "@duetime/sdk/contract";
 import { openEngine, type Engine, type EngineOptions } from "../engine/engine.js";
 import { callService, checkRequest } from "../engine/operations.js";
-import { DEFAULT_CONTEXT, type Service } from "../engine/service.js";
+import { DEFAULT_CONTEXT, type RequestContext, type Service } from "../engine/service.js";
 import { Worker, type WorkerOptions } from "@duetime/sdk";
 
 export interface Duetime {
@@ -49,13 +49,16 @@ export async function createDuetime(options: DuetimeOptions): Promise<Duetime> {
   };
 }
 
+/** The application that embeds the engine owns it: every role, as a bootstrap caller (it sets tenants' limits, manages any tenant's keys). */
+const EMBEDDED_CONTEXT: RequestContext = { ...DEFAULT_CONTEXT, bootstrap: true };
+
 /**
  * DuetimeApi over the service: each method encodes its arguments into the
  * request the HTTP client would send, and the engine checks and serves it as
  * the server does (engine/operations.ts), so embedded callers get the same
  * answers and the same errors. A call's signal ends a long poll early.
  */
-export function embeddedClient(service: Service, ctx = DEFAULT_CONTEXT): DuetimeApi {
+export function embeddedClient(service: Service, ctx: RequestContext = EMBEDDED_CONTEXT): DuetimeApi {
   return apiOver(async (name, op, request) => {
     const signal = request.options?.signal;
     return callService(service, name, signal ? { ...ctx, signal } : ctx, checkRequest(op, request));

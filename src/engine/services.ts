@@ -1,7 +1,7 @@
 // The Service (service.ts) as one object, composed of one part per noun:
 // jobs (jobs-service.ts), dead letters, the worker protocol, API keys,
-// signing secrets, the audit log, stats, the schedule preview, and the
-// cluster view. The server and the embedded client call this; each method
+// signing secrets, tenants' limits, the audit log, stats, the schedule
+// preview, and the cluster view. The server and the embedded client call this; each method
 // here only says which part answers.
 
 import type { TargetStatus } from "@duetime/sdk/contract";
@@ -18,6 +18,7 @@ import { SchedulePreview } from "./schedule-preview.js";
 import type { Service } from "./service.js";
 import { SigningSecretReader } from "./signing-secrets.js";
 import { StatsService } from "./stats.js";
+import { TenantsService } from "./tenants.js";
 import type { StoreHealth } from "./store-health.js";
 import { WorkerProtocol } from "./worker-protocol.js";
 
@@ -39,6 +40,7 @@ export function createService(o: ServiceOptions): Service {
   const deadLetters = new DeadLetterService(o.store, reads, o.clock, o.executor);
   const protocol = new WorkerProtocol(o.store, o.clock, o.executor);
   const keys = new KeyManager(o.store, o.clock);
+  const tenants = new TenantsService(o.store, o.clock);
   const secrets = o.signingSecrets ?? new SigningSecretReader(o.store, new Map());
   const audit = new AuditLog(reads);
   const stats = new StatsService(reads, o.clock);
@@ -75,6 +77,8 @@ export function createService(o: ServiceOptions): Service {
     listKeys: (ctx, query = {}) => keys.list(ctx, query),
     revokeKey: (ctx, keyId) => keys.revoke(ctx, keyId),
     signingSecrets: (ctx) => secrets.show(ctx),
+    getTenantLimits: (ctx, tenantId) => tenants.limits(ctx, tenantId),
+    putTenantLimits: (ctx, tenantId, limits) => tenants.setLimits(ctx, tenantId, limits),
     findKey: (digest) => keys.find(digest),
     hasStoredKeys: () => keys.any(),
     ready: () => cluster.ready(),

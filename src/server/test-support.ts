@@ -42,6 +42,8 @@ import type {
   Stats,
   UpdateJobOptions,
   CreateJobOptions,
+  TenantLimits,
+  TenantLimitsRequest,
 } from "@duetime/sdk/contract";
 import { expectedVersion } from "../core/validate.js";
 import type { RequestContext, Service, StoredKey } from "../engine/service.js";
@@ -273,6 +275,12 @@ export class RecordingService implements Service {
       items: [{ at: "2026-10-16T09:06:00.000Z", actor: "key_1", action: "dead-letter.replay", subject: "exe_9", details: {} }],
       nextCursor: null,
     }));
+  }
+  getTenantLimits(ctx: RequestContext, tenantId: string): Promise<TenantLimits> {
+    return this.answer("getTenantLimits", ctx, [tenantId], () => ({ tenantId, weight: 1 }));
+  }
+  putTenantLimits(ctx: RequestContext, tenantId: string, limits: TenantLimitsRequest): Promise<TenantLimits> {
+    return this.answer("putTenantLimits", ctx, [tenantId, limits], () => ({ tenantId, weight: limits.weight ?? 1 }));
   }
   listTargets(ctx: RequestContext): Promise<{ items: TargetStatus[] }> {
     return this.answer("listTargets", ctx, [], () => ({ items: [{ origin: "https://example.test", breaker: "closed" as const, inFlight: 0 }] }));

@@ -654,8 +654,8 @@ export interface Store {
   // ---- tenants --------------------------------------------------------------------
   /** A tenant's limits as set, or null when never set (the defaults apply). */
   tenantLimitsGet(params: { tenantId: string }): Promise<TenantLimits | null>;
-  /** Sets a tenant's limits whole; a new weight applies to the next cross-tenant lease. */
-  tenantLimitsPut(params: { tenantId: string; limits: TenantLimits; now: number }): Promise<TenantLimits>;
+  /** Sets a tenant's limits whole, and the audit entry (if given) in the same transaction; a new weight applies to the next cross-tenant lease. */
+  tenantLimitsPut(params: { tenantId: string; limits: TenantLimits; now: number; audit?: AuditEntry }): Promise<TenantLimits>;
 
   // ---- retention ----------------------------------------------------------------
   // What is due for removal: rows of one kind whose retention started before

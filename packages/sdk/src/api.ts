@@ -349,3 +349,15 @@ export interface ClusterView {
   /** leaseRemainingSeconds is negative once the lease has expired (the shard is free to take). */
   shards: { shard: number; owner: string | null; epoch: number; leaseUntil: string; leaseRemainingSeconds: number }[];
 }
+
+/** PUT /v1/tenants/{tenantId}/limits: what a tenant may use; a field left out takes its default. */
+export interface TenantLimitsRequest {
+  /** Its share of a pool leased across tenants, against the others' weights (0.01 to 1000; default 1). */
+  weight?: number;
+}
+
+/** GET /v1/tenants/{tenantId}/limits: a tenant's limits, defaults filled in. */
+export interface TenantLimits {
+  tenantId: string;
+  weight: number;
+}

@@ -58,9 +58,11 @@ import type {
   SigningSecrets,
   Stats,
   TargetStatus,
+  TenantLimits,
+  TenantLimitsRequest,
 } from "./api.js";
 
-export type HttpMethod = "GET" | "POST" | "PATCH" | "DELETE";
+export type HttpMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 
 /** Per-call options every client method accepts as its last argument. */
 export interface CallOptions {
@@ -133,7 +135,9 @@ export type RequestSchemaName =
   | "poolParams"
   | "createKeyBody"
   | "listKeysQuery"
-  | "keyIdParams";
+  | "keyIdParams"
+  | "tenantIdParams"
+  | "tenantLimitsBody";
 
 /** Names of the answer schemas in the server's core/schemas.ts (RESPONSE_SCHEMAS). */
 export type ResponseSchemaName =
@@ -158,9 +162,10 @@ export type ResponseSchemaName =
   | "signingSecrets"
   | "createdKey"
   | "keyPage"
-  | "preview";
+  | "preview"
+  | "tenantLimits";
 
-export type OperationTag = "jobs" | "workers" | "dead-letters" | "operations" | "keys" | "schedules";
+export type OperationTag = "jobs" | "workers" | "dead-letters" | "operations" | "keys" | "tenants" | "schedules";
 
 export interface Operation<Args extends unknown[] = never, Result = unknown> {
   method: HttpMethod;
@@ -750,6 +755,40 @@ export const OPERATIONS = {
     bodyOptional: true,
     ...noContent,
     retry: true,
+  }),
+
+  // ------------------------------------------------------------ tenants (role admin)
+
+  /** GET /v1/tenants/{tenantId}/limits: a tenant's limits, defaults filled in. An admin of a tenant reads its own; a platform or bootstrap admin any. */
+  getTenantLimits: operation({
+    method: "GET",
+    path: "/v1/tenants/{tenantId}/limits",
+    summary: "A tenant's limits (its weight in pools leased across tenants), defaults filled in",
+    tag: "tenants",
+    roles: [],
+    acrossTenants: true,
+    ...byId("tenantId"),
+    ...json<TenantLimits>("tenantLimits"),
+    retry: true,
+  }),
+
+  /** PUT /v1/tenants/{tenantId}/limits (platform or bootstrap admin; audited): sets them whole, a field left out back to its default. Retried: a repeat sets the same. */
+  putTenantLimits: operation({
+    method: "PUT",
+    path: "/v1/tenants/{tenantId}/limits",
+    summary: "Set a tenant's limits whole (audited); a field left out takes its default",
+    tag: "tenants",
+    roles: [],
+    acrossTenants: true,
+    params: "tenantIdParams",
+    body: "tenantLimitsBody",
+    ...json<TenantLimits>("tenantLimits"),
+    retry: true,
+    encode: (tenantId: string, limits: TenantLimitsRequest, options?: CallOptions) => ({ params: { tenantId }, body: limits, options }),
+    decode: (request): [tenantId: string, limits: TenantLimitsRequest, options?: CallOptions] => [
+      param(request, "tenantId"),
+      request.body as TenantLimitsRequest,
+    ],
   }),
 
   // ------------------------------------------------------------ schedules

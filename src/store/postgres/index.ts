@@ -208,13 +208,16 @@ class PostgresStore implements Store {
     return row ? { weight: row.weight } : null;
   }
 
-  async tenantLimitsPut(p: { tenantId: string; limits: TenantLimits; now: number }): Promise<TenantLimits> {
-    await this.pool.query(
-      `INSERT INTO tenants (tenant_id, weight, updated_at) VALUES ($1, $2, $3)
-       ON CONFLICT (tenant_id) DO UPDATE SET weight = excluded.weight, updated_at = excluded.updated_at`,
-      [p.tenantId, p.limits.weight, p.now],
-    );
-    return { ...p.limits };
+  async tenantLimitsPut(p: StoreParams<"tenantLimitsPut">): Promise<TenantLimits> {
+    return this.tx(async (c) => {
+      await c.query(
+        `INSERT INTO tenants (tenant_id, weight, updated_at) VALUES ($1, $2, $3)
+         ON CONFLICT (tenant_id) DO UPDATE SET weight = excluded.weight, updated_at = excluded.updated_at`,
+        [p.tenantId, p.limits.weight, p.now],
+      );
+      if (p.audit) await appendAudit(c, p.audit);
+      return { ...p.limits };
+    });
   }
 
   async executionLease(p: LeaseParams) {

@@ -1206,12 +1206,15 @@ class SqliteStore implements Store {
     return row ? { weight: row.weight as number } : null;
   }
 
-  async tenantLimitsPut(p: { tenantId: string; limits: TenantLimits; now: number }): Promise<TenantLimits> {
-    this.q(
-      `INSERT INTO tenants (tenant_id, weight, updated_at) VALUES (@tenant, @weight, @now)
-       ON CONFLICT (tenant_id) DO UPDATE SET weight = excluded.weight, updated_at = excluded.updated_at`,
-    ).run({ tenant: p.tenantId, weight: p.limits.weight, now: p.now });
-    return { ...p.limits };
+  async tenantLimitsPut(p: { tenantId: string; limits: TenantLimits; now: number; audit?: AuditEntry }): Promise<TenantLimits> {
+    return this.tx(() => {
+      this.q(
+        `INSERT INTO tenants (tenant_id, weight, updated_at) VALUES (@tenant, @weight, @now)
+         ON CONFLICT (tenant_id) DO UPDATE SET weight = excluded.weight, updated_at = excluded.updated_at`,
+      ).run({ tenant: p.tenantId, weight: p.limits.weight, now: p.now });
+      if (p.audit) this.appendAudit(p.audit);
+      return { ...p.limits };
+    });
   }
 
   // ---- retention (sqlite/retention.ts) ------------------------------------------------

@@ -1,0 +1,240 @@
+// Tenants share fairly, end to end (issue 11): one tenant's flood does not
+// delay another tenant's work, in the server's own HTTP-target pool and in a
+// queue pool leased by a platform worker (a key for tenant "*"); weights
+// share a pool in proportion; platform keys and tenants' limits follow their
+// rules over HTTP. Real servers, real receivers, real workers.
+
+import assert from "node:assert/strict";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { test } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
+import { DuetimeApiError, DuetimeClient, Worker } from "@duetime/sdk";
+import type { BatchCreateItem, LeasedExecution } from "@duetime/sdk/contract";
+import { queueJob, startTestServer, waitFor, type TestServer } from "./helpers.js";
+
+const KEYS = [
+  { key: "platform-worker", tenantId: "*", role: "worker" as const },
+  { key: "platform-admin", tenantId: "*", role: "admin" as const },
+  { key: "flood-client", tenantId: "flood", role: "client" as const },
+  { key: "quiet-client", tenantId: "quiet", role: "client" as const },
+];
+/** The seeds' promise: the other tenants' work starts within 2 s of its due time, whatever one tenant floods. */
+const START_WITHIN_MS = 2_000;
+
+async function apiError(promise: Promise<unknown>): Promise<DuetimeApiError> {
+  try {
+    await promise;
+  } catch (err) {
+    if (err instanceof DuetimeApiError) return err;
+    throw err;
+  }
+  assert.fail("expected the call to fail");
+}
+
+function clientsOf(t: TestServer) {
+  const made: DuetimeClient[] = [];
+  const as = (token: string) => {
+    const c = new DuetimeClient({ url: t.url, token, retries: 0 });
+    made.push(c);
+    return c;
+  };
+  return { as, close: () => Promise.all(made.map((c) => c.close())) };
+}
+
+/** Creates n jobs in batches of 1000. */
+async function createMany(client: DuetimeClient, n: number, make: (i: number) => BatchCreateItem): Promise<void> {
+  for (let from = 0; from < n; from += 1000) {
+    const results = await client.createJobs(Array.from({ length: Math.min(1000, n - from) }, (_, i) => make(from + i)));
+    assert.ok(
+      results.every((r) => "jobId" in r),
+      JSON.stringify(results.find((r) => !("jobId" in r))),
+    );
+  }
+}
+
+/** An HTTP receiver that answers 200 after delayMs, recording each call's job (from its Idempotency-Key, `<jobId>:<scheduledFor>`) and arrival. */
+async function receiver(delayMs: number) {
+  const calls: { jobId: string; at: number }[] = [];
+  const server: Server = createServer((req, res) => {
+    calls.push({ jobId: String(req.headers["idempotency-key"]).split(":")[0] as string, at: Date.now() });
+    req.resume();
+    setTimeout(() => {
+      res.writeHead(200);
+      res.end("ok");
+    }, delayMs);
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    calls,
+    close: () => {
+      server.closeAllConnections();
+      return new Promise((r) => server.close(r));
+    },
+  };
+}
+
+test("HTTP targets: a tenant's flood to a slow receiver does not delay another tenant's calls", async (ctx) => {
+  const slow = await receiver(200);
+  const fast = await receiver(0);
+  const t = await startTestServer({ apiKeys: KEYS, allowTargetHosts: ["127.0.0.1"] });
+  const { as, close } = clientsOf(t);
+  try {
+    await createMany(as("flood-client"), 5_000, (i) => ({
+      name: "flood",
+      target: { type: "http", url: slow.url },
+      payload: { i },
+      schedule: { delaySeconds: 0 },
+    }));
+    await waitFor(() => slow.calls.length >= 50, "the flood is being called");
+    const quiet = as("quiet-client");
+    const dueAt = Date.now() + 1_000;
+    const jobs = await quiet.createJobs(
+      Array.from({ length: 50 }, (_, i) => ({
+        name: "quiet",
+        target: { type: "http" as const, url: fast.url },
+        payload: { i },
+        schedule: { runAt: new Date(dueAt).toISOString() },
+      })),
+    );
+    const ids = new Set(jobs.map((j) => ("jobId" in j ? j.jobId : "")));
+    await waitFor(() => fast.calls.length >= 50, "the quiet tenant's 50 calls", 30_000);
+    const lags = fast.calls.map((c) => c.at - dueAt).sort((a, b) => a - b);
+    ctx.diagnostic(`quiet calls: ${lags[0]}..${lags.at(-1)} ms after due, while ${slow.calls.length} of the flood's 5,000 were called`);
+    assert.ok(lags.at(-1)! <= START_WITHIN_MS, `every quiet call within ${START_WITHIN_MS} ms of its due time; lags ${lags.join(",")} ms`);
+    assert.deepEqual(new Set(fast.calls.map((c) => c.jobId)), ids, "each quiet job called");
+    assert.equal(new Set(fast.calls.map((c) => c.jobId)).size, fast.calls.length, "no quiet job called twice");
+    assert.equal(new Set(slow.calls.map((c) => c.jobId)).size, slow.calls.length, "no flood job called twice");
+    assert.ok(slow.calls.length < 5_000, "the flood was still being called when the quiet tenant's work was done");
+  } finally {
+    await close();
+    await t.close();
+    await slow.close();
+    await fast.close();
+  }
+});
+
+test("a shared worker pool: a platform worker serves a tenant's 20,000 queued jobs and another tenant's work on time", async (ctx) => {
+  const t = await startTestServer({ apiKeys: KEYS });
+  const { as, close } = clientsOf(t);
+  const started = new Map<string, { tenantId: string; lagMs: number; times: number }>();
+  const worker = new Worker({
+    url: t.url,
+    token: "platform-worker",
+    pool: "shared",
+    concurrency: 50,
+    waitSeconds: 1,
+    handleSignals: false,
+    logger: null,
+    handler: async (job: LeasedExecution) => {
+      const seen = started.get(job.jobId);
+      started.set(job.jobId, { tenantId: job.tenantId, lagMs: Date.now() - Date.parse(job.scheduledFor), times: (seen?.times ?? 0) + 1 });
+      if (job.tenantId === "flood") await sleep(20);
+    },
+  });
+  const running = worker.run();
+  try {
+    await createMany(as("flood-client"), 20_000, (i) => queueJob("shared", { name: "flood", payload: { i } }));
+    await waitFor(() => started.size >= 500, "the flood is being worked");
+    const dueAt = Date.now() + 1_000;
+    const jobs = await as("quiet-client").createJobs(
+      Array.from({ length: 50 }, (_, i) => queueJob("shared", { name: "quiet", payload: { i }, schedule: { runAt: new Date(dueAt).toISOString() } })),
+    );
+    const quietIds = jobs.map((j) => ("jobId" in j ? j.jobId : ""));
+    await waitFor(() => quietIds.every((id) => started.has(id)), "the quiet tenant's 50 jobs started", 30_000);
+    const quiet = quietIds.map((id) => started.get(id)!);
+    assert.ok(
+      quiet.every((s) => s.tenantId === "quiet"),
+      "leased items name their tenant",
+    );
+    const lags = quiet.map((s) => s.lagMs).sort((a, b) => a - b);
+    assert.ok(lags.at(-1)! <= START_WITHIN_MS, `every quiet job started within ${START_WITHIN_MS} ms of its due time; lags ${lags.join(",")} ms`);
+    const flood = [...started.values()].filter((s) => s.tenantId === "flood").length;
+    ctx.diagnostic(`quiet starts: ${lags[0]}..${lags.at(-1)} ms after due, while ${flood} of the flood's 20,000 had started`);
+    assert.ok(flood < 20_000, `the flood (${flood} started) was still queued when the quiet tenant's work was done`);
+    assert.ok(
+      [...started.values()].every((s) => s.times === 1),
+      "no job ran twice",
+    );
+  } finally {
+    await worker.shutdown();
+    await running;
+    await close();
+    await t.close();
+  }
+});
+
+test("weights: with both tenants backlogged, a platform worker's leases follow their 3:1 weights", async () => {
+  const t = await startTestServer({ apiKeys: KEYS });
+  const { as, close } = clientsOf(t);
+  try {
+    const admin = as("platform-admin");
+    assert.deepEqual(await admin.putTenantLimits("flood", { weight: 3 }), { tenantId: "flood", weight: 3 });
+    await createMany(as("flood-client"), 1_000, (i) => queueJob("weighted", { payload: { i } }));
+    await createMany(as("quiet-client"), 1_000, (i) => queueJob("weighted", { payload: { i } }));
+    const platform = as("platform-worker");
+    const counts: Record<string, number> = {};
+    for (let i = 0; i < 10; i++) {
+      const { items } = await platform.lease("weighted", { workerId: "w", max: 40 });
+      for (const item of items) counts[item.tenantId] = (counts[item.tenantId] ?? 0) + 1;
+    }
+    assert.equal((counts.flood ?? 0) + (counts.quiet ?? 0), 400);
+    const ratio = (counts.flood ?? 0) / (counts.quiet ?? 1);
+    assert.ok(Math.abs(ratio - 3) <= 0.3, `3:1 within 10%, got ${JSON.stringify(counts)}`);
+  } finally {
+    await close();
+    await t.close();
+  }
+});
+
+test("platform keys act for every tenant only where that makes sense; tenants' limits are read by their admin and set by a platform admin", async () => {
+  const t = await startTestServer({ apiKeys: KEYS });
+  const { as, close } = clientsOf(t);
+  try {
+    const platform = as("platform-worker");
+    const refused = await apiError(platform.createJob(queueJob("p")));
+    assert.equal(refused.status, 403);
+    assert.equal(refused.code, "PERMISSION_DENIED");
+    assert.equal((await apiError(as("platform-admin").listJobs())).status, 403);
+
+    // A platform worker acknowledges any tenant's attempt; a tenant's own key sees only its own.
+    const job = await as("quiet-client").createJob(queueJob("acks"));
+    const { items } = await platform.lease("acks", { workerId: "w", max: 5 });
+    assert.deepEqual(
+      items.map((i) => [i.jobId, i.tenantId]),
+      [[job.jobId, "quiet"]],
+    );
+    await platform.heartbeat(items[0]!.executionId, { attempt: 1 });
+    assert.deepEqual(await platform.complete(items[0]!.executionId, 1, { ok: true }), { state: "SUCCEEDED" });
+    assert.equal((await as("quiet-client").getJob(job.jobId)).state, "COMPLETED");
+    assert.equal((await platform.poolStats("acks")).running, 0);
+
+    const admin = as("platform-admin");
+    assert.deepEqual(await admin.getTenantLimits("quiet"), { tenantId: "quiet", weight: 1 });
+    assert.deepEqual(await admin.putTenantLimits("quiet", { weight: 2.5 }), { tenantId: "quiet", weight: 2.5 });
+    // A stored key: keys given in the configuration are bootstrap keys, admins of every tenant.
+    const quietAdmin = as((await admin.createKey({ tenantId: "quiet", role: "admin" })).key);
+    assert.deepEqual(await quietAdmin.getTenantLimits("quiet"), { tenantId: "quiet", weight: 2.5 });
+    assert.equal((await apiError(quietAdmin.getTenantLimits("flood"))).status, 403);
+    assert.equal((await apiError(quietAdmin.putTenantLimits("quiet", { weight: 9 }))).status, 403);
+    const bad = await apiError(admin.putTenantLimits("quiet", { weight: 0 }));
+    assert.equal(bad.status, 400);
+    assert.equal(bad.details?.field, "weight");
+    assert.equal((await apiError(admin.getTenantLimits("*"))).status, 400, "no tenant is named *");
+    // Left out, a limit takes its default again.
+    assert.deepEqual(await admin.putTenantLimits("quiet", {}), { tenantId: "quiet", weight: 1 });
+    const audit = await quietAdmin.listAudit();
+    assert.ok(audit.items.some((a) => a.action === "tenant.limits" && a.subject === "quiet"));
+
+    // Keys for every tenant: worker or admin only.
+    const client = await apiError(admin.createKey({ tenantId: "*", role: "client" }));
+    assert.equal(client.status, 400);
+    assert.equal(client.details?.field, "role");
+    const created = await admin.createKey({ tenantId: "*", role: "worker", name: "fleet" });
+    assert.equal(created.tenantId, "*");
+  } finally {
+    await close();
+    await t.close();
+  }
+});
