@@ -51,6 +51,15 @@ import { MIGRATE_HELP, parseMigrate, runMigrate, type MigrateCommand } from "./m
 import { Printer, type Io } from "./output.js";
 import { SECRETS_HELP, SECRETS_SHOW_HELP, parseSecretsShow, runSecrets, type SecretsCommand } from "./secrets.js";
 import { SERVE_HELP, parseServe, runServe, type ServeCommand, type ServeDeps } from "./serve.js";
+import {
+  TENANTS_HELP,
+  TENANTS_SET_QUOTA_HELP,
+  TENANTS_SHOW_HELP,
+  parseTenantsSetQuota,
+  parseTenantsShow,
+  runTenants,
+  type TenantsCommand,
+} from "./tenants.js";
 import { closest } from "@duetime/sdk/contract";
 
 export type Command =
@@ -61,6 +70,7 @@ export type Command =
   | LedgerCommand
   | OpsCommand
   | KeysCommand
+  | TenantsCommand
   | SecretsCommand
   | ArchiveCommand;
 
@@ -84,6 +94,8 @@ Commands:
                                          (role admin)
   keys create|list|revoke                API keys kept hashed in the store
                                          (role admin)
+  tenants show|set-quota <tenant>        A tenant's limits: its weight in
+                                         shared pools (role admin)
   secrets show                           The callback signing secret(s) of
                                          your tenant (role admin)
   archive read --dir DIR [filters]       Search what retention archived
@@ -125,6 +137,11 @@ const KEYS: Record<string, Leaf> = {
   revoke: { help: KEYS_REVOKE_HELP, parse: parseKeysRevoke },
 };
 
+const TENANTS: Record<string, Leaf> = {
+  show: { help: TENANTS_SHOW_HELP, parse: parseTenantsShow },
+  "set-quota": { help: TENANTS_SET_QUOTA_HELP, parse: parseTenantsSetQuota },
+};
+
 const SECRETS: Record<string, Leaf> = {
   show: { help: SECRETS_SHOW_HELP, parse: parseSecretsShow },
 };
@@ -143,6 +160,7 @@ const COMMANDS: Record<string, Leaf | { help: string; group: Record<string, Leaf
   cron: { help: CRON_HELP, parse: parseCron },
   cluster: { help: CLUSTER_HELP, parse: parseCluster },
   keys: { help: KEYS_HELP, group: KEYS },
+  tenants: { help: TENANTS_HELP, group: TENANTS },
   secrets: { help: SECRETS_HELP, group: SECRETS },
   archive: { help: ARCHIVE_HELP, group: ARCHIVE },
 };
@@ -219,6 +237,7 @@ export async function execute(cmd: Command, io: Io, deps: MainDeps = {}): Promis
     if (cmd.command === "jobs backfill" || cmd.command === "jobs occurrences") await runLedger(cmd, client, out);
     else if (cmd.command.startsWith("jobs ")) await runJobs(cmd as JobsCommand, client, out, io.readFile);
     else if (cmd.command.startsWith("keys ")) await runKeys(cmd as KeysCommand, client, out);
+    else if (cmd.command.startsWith("tenants ")) await runTenants(cmd as TenantsCommand, client, out);
     else if (cmd.command === "secrets show") await runSecrets(cmd, client, out);
     else await runOps(cmd as OpsCommand, client, out);
     return 0;

@@ -73,6 +73,15 @@ describe("CLI parsing: help and usage errors", () => {
       [["keys", "create", "--role", "client", "--tenant", ""], /--tenant: must not be empty/, /Usage: duetime keys create/],
       [["keys", "revoke"], /missing argument <keyId>/, /Usage: duetime keys revoke/],
       [["keys", "list", "--limit", "501"], /--limit: must be between 1 and 500/, /Usage: duetime keys list/],
+      [["tenants"], /missing tenants command/, /Usage: duetime tenants <command>/],
+      [["tenants", "show"], /missing argument <tenant>/, /Usage: duetime tenants show/],
+      [
+        ["tenants", "set-quota", "acme", "--weight", "0"],
+        /--weight: expected a number from 0.01 to 1000, got "0"/,
+        /Usage: duetime tenants set-quota/,
+      ],
+      [["tenants", "set-quota", "acme", "--weight", "1e3"], /--weight: expected a number from 0.01 to 1000/, /Usage: duetime tenants set-quota/],
+      [["tenants", "set-quota", "acme", "--burst", "3"], /Unknown option '--burst'/, /Usage: duetime tenants set-quota/],
       [["secrets"], /missing secrets command/, /Usage: duetime secrets <command>/],
       [["secrets", "rotate"], /unknown command "secrets rotate"/, /Usage: duetime secrets <command>/],
       [["secrets", "show", "extra"], /unexpected argument "extra"/, /Usage: duetime secrets show/],
@@ -395,6 +404,21 @@ describe("CLI parsing: other commands", () => {
     );
     usageError(["cron", "* * * * *", "--count", "1001"], /--count: must be between 1 and 1000/);
     usageError(["cron", "* * * * *", "--from", "yesterday"], /--from: expected an RFC 3339 time/);
+  });
+});
+
+describe("CLI parsing: tenants", () => {
+  test("show and set-quota", () => {
+    const global = { url: "http://127.0.0.1:8080", token: "root", json: false };
+    const env = { DUETIME_TOKEN: "root" };
+    assert.deepEqual(parse(["tenants", "show", "acme"], env), { command: "tenants show", global, tenantId: "acme" });
+    assert.deepEqual(parse(["tenants", "set-quota", "acme", "--weight", "2.5", "--json"], env), {
+      command: "tenants set-quota",
+      global: { ...global, json: true },
+      tenantId: "acme",
+      limits: { weight: 2.5 },
+    });
+    assert.deepEqual(parse(["tenants", "set-quota", "acme"], env), { command: "tenants set-quota", global, tenantId: "acme", limits: {} });
   });
 });
 

@@ -151,6 +151,9 @@ function route(req: RecordedRequest): TestReply {
       },
     };
   if (key === "DELETE /v1/keys/ak_1") return { status: 204 };
+  if (key === "GET /v1/tenants/acme/limits") return { status: 200, body: { tenantId: "acme", weight: 3 } };
+  if (key === "PUT /v1/tenants/acme/limits")
+    return { status: 200, body: { tenantId: "acme", weight: (req.body as { weight?: number }).weight ?? 1 } };
   if (key === "GET /v1/secrets/signing") {
     if (req.headers.authorization === "Bearer acme") return notFound("signing secret");
     return { status: 200, body: { tenantId: "default", secrets: ["whsec_new", "whsec_old"], source: "store" } };
@@ -270,6 +273,18 @@ describe("CLI against an HTTP server", () => {
     assert.match(human.out, /^2026-03-30T08:00:00\.000Z +2026-03-30T09:00:00 +due +- +- +- +-$/m);
     const json = await run(["jobs", "occurrences", "job_1", "--from", "2026-03-27T00:00:00Z", "--to", "2026-03-31T00:00:00Z", "--json"]);
     assert.deepEqual(JSON.parse(json.out), OCCURRENCES);
+  });
+
+  test("tenants show and set-quota print the limits, or JSON", async () => {
+    const shown = await run(["tenants", "show", "acme", "--token", "root"]);
+    assert.equal(shown.code, 0, shown.err);
+    assert.match(shown.out, /^tenant: +acme$/m);
+    assert.match(shown.out, /^weight: +3$/m);
+    const set = await run(["tenants", "set-quota", "acme", "--weight", "0.5", "--json"]);
+    assert.equal(set.code, 0, set.err);
+    assert.equal(server.requests.at(-1)!.method, "PUT");
+    assert.deepEqual(server.requests.at(-1)!.body, { weight: 0.5 });
+    assert.deepEqual(JSON.parse(set.out), { tenantId: "acme", weight: 0.5 });
   });
 
   test("keys create prints the secret once with a warning on stderr; list shows no secret; revoke", async () => {
