@@ -19,6 +19,7 @@ const KEYS = [
   { key: "flood-client", tenantId: "flood", role: "client" as const },
   { key: "quiet-client", tenantId: "quiet", role: "client" as const },
 ];
+const NO_LIMITS = { weight: 1, maxPendingJobs: null, createRatePerSecond: null, maxLeasedAttempts: null, maxPayloadBytes: null };
 /** The seeds' promise: the other tenants' work starts within 2 s of its due time, whatever one tenant floods. */
 const START_WITHIN_MS = 2_000;
 
@@ -170,7 +171,7 @@ test("weights: with both tenants backlogged, a platform worker's leases follow t
   const { as, close } = clientsOf(t);
   try {
     const admin = as("platform-admin");
-    assert.deepEqual(await admin.putTenantLimits("flood", { weight: 3 }), { tenantId: "flood", weight: 3 });
+    assert.deepEqual(await admin.putTenantLimits("flood", { weight: 3 }), { tenantId: "flood", ...NO_LIMITS, weight: 3 });
     await createMany(as("flood-client"), 1_000, (i) => queueJob("weighted", { payload: { i } }));
     await createMany(as("quiet-client"), 1_000, (i) => queueJob("weighted", { payload: { i } }));
     const platform = as("platform-worker");
@@ -211,11 +212,11 @@ test("platform keys act for every tenant only where that makes sense; tenants' l
     assert.equal((await platform.poolStats("acks")).running, 0);
 
     const admin = as("platform-admin");
-    assert.deepEqual(await admin.getTenantLimits("quiet"), { tenantId: "quiet", weight: 1 });
-    assert.deepEqual(await admin.putTenantLimits("quiet", { weight: 2.5 }), { tenantId: "quiet", weight: 2.5 });
+    assert.deepEqual(await admin.getTenantLimits("quiet"), { tenantId: "quiet", ...NO_LIMITS });
+    assert.deepEqual(await admin.putTenantLimits("quiet", { weight: 2.5 }), { tenantId: "quiet", ...NO_LIMITS, weight: 2.5 });
     // A stored key: keys given in the configuration are bootstrap keys, admins of every tenant.
     const quietAdmin = as((await admin.createKey({ tenantId: "quiet", role: "admin" })).key);
-    assert.deepEqual(await quietAdmin.getTenantLimits("quiet"), { tenantId: "quiet", weight: 2.5 });
+    assert.deepEqual(await quietAdmin.getTenantLimits("quiet"), { tenantId: "quiet", ...NO_LIMITS, weight: 2.5 });
     assert.equal((await apiError(quietAdmin.getTenantLimits("flood"))).status, 403);
     assert.equal((await apiError(quietAdmin.putTenantLimits("quiet", { weight: 9 }))).status, 403);
     const bad = await apiError(admin.putTenantLimits("quiet", { weight: 0 }));
@@ -223,7 +224,7 @@ test("platform keys act for every tenant only where that makes sense; tenants' l
     assert.equal(bad.details?.field, "weight");
     assert.equal((await apiError(admin.getTenantLimits("*"))).status, 400, "no tenant is named *");
     // Left out, a limit takes its default again.
-    assert.deepEqual(await admin.putTenantLimits("quiet", {}), { tenantId: "quiet", weight: 1 });
+    assert.deepEqual(await admin.putTenantLimits("quiet", {}), { tenantId: "quiet", ...NO_LIMITS });
     const audit = await quietAdmin.listAudit();
     assert.ok(audit.items.some((a) => a.action === "tenant.limits" && a.subject === "quiet"));
 
@@ -233,6 +234,68 @@ test("platform keys act for every tenant only where that makes sense; tenants' l
     assert.equal(client.details?.field, "role");
     const created = await admin.createKey({ tenantId: "*", role: "worker", name: "fleet" });
     assert.equal(created.tenantId, "*");
+  } finally {
+    await close();
+    await t.close();
+  }
+});
+
+test("quotas: each answers 429 with Retry-After and the quota named; raising it lets the same request through; accepted jobs are untouched", async () => {
+  const t = await startTestServer({ apiKeys: KEYS });
+  const { as, close } = clientsOf(t);
+  try {
+    const admin = as("platform-admin");
+    const quiet = as("quiet-client");
+    const kept = await quiet.createJob(queueJob("quota", { schedule: { delaySeconds: 3600 } }));
+    /** Sends with a raw fetch, to see the status and Retry-After a client would. */
+    const post = (path: string, body: unknown) =>
+      fetch(`${t.url}${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: "Bearer quiet-client" },
+        body: JSON.stringify(body),
+      });
+    const refused = async (path: string, body: unknown, quota: string) => {
+      const res = await post(path, body);
+      const text = await res.text();
+      assert.equal(res.status, 429, text);
+      assert.ok(Number(res.headers.get("retry-after")) >= 1, `Retry-After on ${quota}`);
+      const error = (JSON.parse(text) as { error: { code: string; message: string; details: { quota: string } } }).error;
+      assert.equal(error.code, "RESOURCE_EXHAUSTED");
+      assert.equal(error.details.quota, quota);
+      assert.match(error.message, new RegExp(`^${quota}: `));
+    };
+    const accepted = async (path: string, body: unknown) => assert.ok((await post(path, body)).status < 300);
+
+    // payload size
+    const big = queueJob("quota", { payload: { blob: "x".repeat(2_000) } });
+    await admin.putTenantLimits("quiet", { maxPayloadBytes: 1_000 });
+    await refused("/v1/jobs", big, "maxPayloadBytes");
+    const batch = (await quiet.createJobs([queueJob("quota"), big])) as { error?: { code: string; details: { quota: string } } }[];
+    assert.equal(batch[1]?.error?.details.quota, "maxPayloadBytes", "in a batch, the job over the quota answers alone");
+    await admin.putTenantLimits("quiet", { maxPayloadBytes: 10_000 });
+    await accepted("/v1/jobs", big);
+
+    // pending jobs: the tenant holds 3 now (kept, the batch's first, big; none ended)
+    await admin.putTenantLimits("quiet", { maxPendingJobs: 3 });
+    await refused("/v1/jobs", queueJob("quota"), "maxPendingJobs");
+    await refused("/v1/jobs:batch", { jobs: [queueJob("quota"), queueJob("quota")] }, "maxPendingJobs");
+    await admin.putTenantLimits("quiet", { maxPendingJobs: 5 });
+    await accepted("/v1/jobs:batch", { jobs: [queueJob("quota"), queueJob("quota")] });
+
+    // create rate: a bucket of 2 jobs, refilled at 2 per second (a PUT sets the limits whole: no pending quota now)
+    await admin.putTenantLimits("quiet", { createRatePerSecond: 2 });
+    await accepted("/v1/jobs:batch", { jobs: [queueJob("quota"), queueJob("quota")] });
+    await refused("/v1/jobs", queueJob("quota"), "createRatePerSecond");
+    await admin.putTenantLimits("quiet", { createRatePerSecond: 1000 });
+    await accepted("/v1/jobs", queueJob("quota"));
+
+    // Another tenant is not limited by quiet's quotas, and nothing accepted was touched.
+    await as("flood-client").createJob(queueJob("quota", { payload: { blob: "x".repeat(2_000) } }));
+    const job = await quiet.getJob(kept.jobId);
+    assert.equal(job.state, "SCHEDULED");
+    assert.equal(job.version, kept.version);
+    const jobs = await quiet.listJobs({ limit: 100 });
+    assert.equal(jobs.items.length, 8, "kept, 2 + 1 (big), 2, 2 and 1: every job answered 2xx, no refused one");
   } finally {
     await close();
     await t.close();

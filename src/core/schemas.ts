@@ -474,6 +474,8 @@ export const tenantIdParams = {
   properties: { tenantId: tenantString },
 } as const;
 
+const quotaInteger = (max: number, description: string) => ({ type: ["integer", "null"], minimum: 1, maximum: max, description }) as const;
+
 export const tenantLimitsBody = {
   type: "object",
   additionalProperties: false,
@@ -484,13 +486,31 @@ export const tenantLimitsBody = {
       maximum: 1000,
       description: "Share of a pool leased across tenants, against the others' weights (default 1).",
     },
+    maxPendingJobs: quotaInteger(1_000_000_000, "Jobs not yet ended it may hold; null: no limit (default)."),
+    createRatePerSecond: {
+      type: ["number", "null"],
+      minimum: 0.01,
+      maximum: 1_000_000,
+      description: "Jobs it may create per second: a token bucket holding one second's worth (at least one job); null: no limit (default).",
+    },
+    maxLeasedAttempts: quotaInteger(1_000_000, "Attempts it may have leased at once; null: no limit (default)."),
+    maxPayloadBytes: quotaInteger(104_857_600, "The largest payload of its jobs, in bytes of JSON; null: only the server's body limit (default)."),
   },
 } as const;
 
+const nullableNumber = { type: ["number", "null"] } as const;
+
 export const tenantLimitsResponse = {
   type: "object",
-  required: ["tenantId", "weight"],
-  properties: { tenantId: { type: "string" }, weight: { type: "number" } },
+  required: ["tenantId", "weight", "maxPendingJobs", "createRatePerSecond", "maxLeasedAttempts", "maxPayloadBytes"],
+  properties: {
+    tenantId: { type: "string" },
+    weight: { type: "number" },
+    maxPendingJobs: nullableNumber,
+    createRatePerSecond: nullableNumber,
+    maxLeasedAttempts: nullableNumber,
+    maxPayloadBytes: nullableNumber,
+  },
 } as const;
 
 export const REQUEST_SCHEMAS = {

@@ -34,6 +34,7 @@ import { decodeCursor, encodeCursor } from "./cursor.js";
 import { ScheduleLedger } from "./ledger.js";
 import { DEFAULT_LIMIT, invalidState, poolOf, toExecution, toJob } from "./wire.js";
 import type { Executor } from "./executor.js";
+import type { TenantQuotas } from "./quotas.js";
 import type { ReadStore } from "./read-routing.js";
 import type { ClusterSignals } from "./signals.js";
 import type { Scheduler } from "./scheduler.js";
@@ -51,6 +52,8 @@ export interface JobsServiceOptions {
   /** How long history is kept (the run ledger tells an occurrence older than that apart); default 30 days. */
   historyRetentionMs?: number;
   nodeId: string;
+  /** Tenants' quotas on creates (quotas.ts). */
+  quotas: TenantQuotas;
 }
 
 /** The jobs: create, read, change, and their history (executions, the run ledger, backfill). */
@@ -92,7 +95,8 @@ export class JobsService {
   }
 
   /**
-   * Validates each spec, then writes every valid one in one transaction.
+   * Validates each spec, admits the valid ones under the tenant's quotas
+   * (all or none: 429 for the call), then writes them in one transaction.
    * `throwFirst` makes a single create throw instead of answering an error item.
    */
   private async createMany(
@@ -101,10 +105,12 @@ export class JobsService {
     throwFirst: boolean,
   ): Promise<(CreatedJob | DuetimeError)[]> {
     const now = this.clock.now();
+    const limits = await this.o.quotas.limitsOf(ctx.tenantId);
     const results: (CreatedJob | DuetimeError | null)[] = [];
     const writes: { index: number; job: NewJob }[] = [];
     specs.forEach(({ spec, idempotencyKey, prefix }, index) => {
       try {
+        this.o.quotas.checkPayload(limits, spec, `${prefix}payload`);
         writes.push({ index, job: this.newJob(ctx, spec, idempotencyKey, now, prefix) });
         results.push(null);
       } catch (err) {
@@ -112,6 +118,8 @@ export class JobsService {
         results.push(err);
       }
     });
+    // A repeat answered from its Idempotency-Key counts too: the quota cannot know before the write.
+    if (writes.length > 0) await this.o.quotas.admit(ctx.tenantId, limits, writes.length);
     const outcomes = writes.length ? await this.store.jobCreateMany({ jobs: writes.map((w) => w.job), nodeId: this.o.nodeId, now }) : [];
     outcomes.forEach((outcome, i) => {
       const { index } = writes[i]!;

@@ -18,11 +18,12 @@ import { SchedulePreview } from "./schedule-preview.js";
 import type { Service } from "./service.js";
 import { SigningSecretReader } from "./signing-secrets.js";
 import { StatsService } from "./stats.js";
+import { TenantQuotas } from "./quotas.js";
 import { TenantsService } from "./tenants.js";
 import type { StoreHealth } from "./store-health.js";
 import { WorkerProtocol } from "./worker-protocol.js";
 
-export interface ServiceOptions extends JobsServiceOptions {
+export interface ServiceOptions extends Omit<JobsServiceOptions, "quotas"> {
   store: Store;
   clock: Clock;
   executor: Executor;
@@ -36,11 +37,12 @@ export interface ServiceOptions extends JobsServiceOptions {
 
 export function createService(o: ServiceOptions): Service {
   const reads = o.reads ?? o.store;
-  const jobs = new JobsService(o);
+  const quotas = new TenantQuotas(o.store, o.clock);
+  const jobs = new JobsService({ ...o, quotas });
   const deadLetters = new DeadLetterService(o.store, reads, o.clock, o.executor);
   const protocol = new WorkerProtocol(o.store, o.clock, o.executor);
   const keys = new KeyManager(o.store, o.clock);
-  const tenants = new TenantsService(o.store, o.clock);
+  const tenants = new TenantsService(o.store, o.clock, quotas);
   const secrets = o.signingSecrets ?? new SigningSecretReader(o.store, new Map());
   const audit = new AuditLog(reads);
   const stats = new StatsService(reads, o.clock);

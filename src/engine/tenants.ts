@@ -1,20 +1,21 @@
-// Tenants' limits (GET/PUT /v1/tenants/{tenantId}/limits): today a tenant's
-// weight in pools leased across tenants (store.ts executionLease). A
-// tenant's admin reads its own; only an admin for every tenant (platform
-// key "*", or bootstrap) sets them, since they share what all tenants use.
+// Tenants' limits (GET/PUT /v1/tenants/{tenantId}/limits): a tenant's
+// weight in pools leased across tenants (store.ts executionLease) and its
+// quotas (quotas.ts). A tenant's admin reads its own; only an admin for
+// every tenant (platform key "*", or bootstrap) sets them, since they share
+// what all tenants use.
 
 import type { TenantLimits, TenantLimitsRequest } from "@duetime/sdk/contract";
 import type { Clock } from "../core/clock.js";
 import { DuetimeError } from "../core/errors.js";
 import type { Store } from "../store/store.js";
+import { DEFAULT_TENANT_LIMITS, type TenantQuotas } from "./quotas.js";
 import { actsForEveryTenant, type RequestContext } from "./service.js";
-
-export const DEFAULT_TENANT_LIMITS = { weight: 1 } as const;
 
 export class TenantsService {
   constructor(
     private readonly store: Store,
     private readonly clock: Clock,
+    private readonly quotas: TenantQuotas,
   ) {}
 
   async limits(ctx: RequestContext, tenantId: string): Promise<TenantLimits> {
@@ -34,6 +35,7 @@ export class TenantsService {
     }
     const now = this.clock.now();
     const limits = { ...DEFAULT_TENANT_LIMITS, ...request };
+    this.quotas.remember(tenantId, limits);
     await this.store.tenantLimitsPut({
       tenantId,
       limits,

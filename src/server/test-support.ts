@@ -46,6 +46,7 @@ import type {
   TenantLimitsRequest,
 } from "@duetime/sdk/contract";
 import { expectedVersion } from "../core/validate.js";
+import { DEFAULT_TENANT_LIMITS } from "../engine/quotas.js";
 import type { RequestContext, Service, StoredKey } from "../engine/service.js";
 
 export const SAMPLE_JOB: Job = {
@@ -277,10 +278,10 @@ export class RecordingService implements Service {
     }));
   }
   getTenantLimits(ctx: RequestContext, tenantId: string): Promise<TenantLimits> {
-    return this.answer("getTenantLimits", ctx, [tenantId], () => ({ tenantId, weight: 1 }));
+    return this.answer("getTenantLimits", ctx, [tenantId], () => ({ tenantId, ...DEFAULT_TENANT_LIMITS }));
   }
   putTenantLimits(ctx: RequestContext, tenantId: string, limits: TenantLimitsRequest): Promise<TenantLimits> {
-    return this.answer("putTenantLimits", ctx, [tenantId, limits], () => ({ tenantId, weight: limits.weight ?? 1 }));
+    return this.answer("putTenantLimits", ctx, [tenantId, limits], () => ({ tenantId, ...DEFAULT_TENANT_LIMITS, ...limits }));
   }
   listTargets(ctx: RequestContext): Promise<{ items: TargetStatus[] }> {
     return this.answer("listTargets", ctx, [], () => ({ items: [{ origin: "https://example.test", breaker: "closed" as const, inFlight: 0 }] }));

@@ -31,6 +31,7 @@ import {
   type PurgedRow,
   type RetentionKind,
   type Store,
+  type TenantLimits,
 } from "./store.js";
 
 // ---- fixed time ----------------------------------------------------------
@@ -51,6 +52,7 @@ const CREATED = T0 - HOUR;
 const LEASE_MS = 30 * SECOND;
 
 const iso = (ms: number): string => new Date(ms).toISOString();
+const NO_LIMITS: TenantLimits = { weight: 1, maxPendingJobs: null, createRatePerSecond: null, maxLeasedAttempts: null, maxPayloadBytes: null };
 
 // ---- record factories ----------------------------------------------------
 
@@ -1820,7 +1822,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
       });
 
       storeTest("weights share a pool in proportion (3:1)", async (store) => {
-        await store.tenantLimitsPut({ tenantId: "heavy", limits: { weight: 3 }, now: CREATED });
+        await store.tenantLimitsPut({ tenantId: "heavy", limits: { ...NO_LIMITS, weight: 3 }, now: CREATED });
         await backlog(store, "heavy", 400);
         await backlog(store, "light", 400);
         const leased: LeasedRow[] = [];
@@ -1828,7 +1830,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const counts = byTenant(leased);
         assert.equal(leased.length, 400);
         assert.ok(Math.abs((counts.heavy ?? 0) / (counts.light ?? 1) - 3) <= 0.3, `3:1 within 10%, got ${JSON.stringify(counts)}`);
-        assert.deepEqual(await store.tenantLimitsGet({ tenantId: "heavy" }), { weight: 3 });
+        assert.deepEqual(await store.tenantLimitsGet({ tenantId: "heavy" }), { ...NO_LIMITS, weight: 3 });
         assert.equal(await store.tenantLimitsGet({ tenantId: "light" }), null);
       });
 
@@ -1877,6 +1879,18 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const served = new Set<string>();
         for (let i = 0; i < 5; i++) for (const r of await lease(store, T0, { max: 8 })) served.add(r.tenantId);
         assert.equal(served.size, 40, "40 leases of 8 across 40 tenants reach every tenant");
+      });
+
+      storeTest("maxLeasedAttempts caps a tenant's RUNNING attempts, in its own leases and across tenants", async (store) => {
+        await store.tenantLimitsPut({ tenantId: "capped", limits: { ...NO_LIMITS, maxLeasedAttempts: 3 }, now: CREATED });
+        await backlog(store, "capped", 10);
+        await backlog(store, "free", 10);
+        assert.deepEqual(byTenant(await lease(store, T0, { max: 2, tenantId: "capped" })), { capped: 2 });
+        assert.deepEqual(byTenant(await lease(store, T0, { max: 10 })), { capped: 1, free: 9 }, "across tenants, capped gets what is left of its 3");
+        assert.deepEqual(await lease(store, T0, { max: 10, tenantId: "capped" }), [], "3 RUNNING: nothing more");
+        assert.equal(await store.jobCountPending({ tenantId: "capped" }), 10, "leased one-offs are still pending jobs");
+        await store.tenantLimitsPut({ tenantId: "capped", limits: NO_LIMITS, now: CREATED });
+        assert.equal((await lease(store, T0, { max: 10, tenantId: "capped" })).length, 7);
       });
 
       storeTest("a tenant's own lease is not fair-shared: it takes its work by priority", async (store) => {

@@ -3,7 +3,7 @@
 // PostgreSQL: jsonb, parsed by the client), which each passes in.
 
 import type { ErrorRecord, Role } from "@duetime/sdk/contract";
-import type { ApiKeyRecord, AttemptRow } from "./store.js";
+import type { ApiKeyRecord, AttemptRow, TenantLimits } from "./store.js";
 
 export type Row = Record<string, unknown>;
 
@@ -38,5 +38,20 @@ export function toAttemptRow(r: Row, json: JsonColumn): AttemptRow {
     error: json<ErrorRecord | null>(r.error) ?? null,
     workerId: r.worker_id as string | null,
     ...(r.result !== null && r.result !== undefined ? { result: json(r.result) } : {}),
+  };
+}
+
+/** The columns of the tenants table that hold limits, in TenantLimits' order. */
+export const TENANT_LIMIT_COLUMNS = "weight, max_pending_jobs, create_rate_per_second, max_leased_attempts, max_payload_bytes";
+
+/** A tenants row as TenantLimits (both drivers; numbers come back as numbers, NULL as null). */
+export function toTenantLimits(r: Record<string, unknown>): TenantLimits {
+  const n = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
+  return {
+    weight: Number(r.weight),
+    maxPendingJobs: n(r.max_pending_jobs),
+    createRatePerSecond: n(r.create_rate_per_second),
+    maxLeasedAttempts: n(r.max_leased_attempts),
+    maxPayloadBytes: n(r.max_payload_bytes),
   };
 }

@@ -271,10 +271,15 @@ export interface AuditEntry {
   details?: unknown;
 }
 
-/** What a tenant may use. */
+/** What a tenant may use (null: no limit). The engine enforces them (engine/quotas.ts); the store keeps them. */
 export interface TenantLimits {
   /** Its share of a pool leased across tenants, against other tenants' weights (default 1). */
   weight: number;
+  maxPendingJobs: number | null;
+  createRatePerSecond: number | null;
+  /** Enforced by the lease itself: a lease grants a tenant no more than this minus its RUNNING attempts. */
+  maxLeasedAttempts: number | null;
+  maxPayloadBytes: number | null;
 }
 
 /** An API key kept in the store: only the SHA-256 digest of its secret, never the secret. */
@@ -654,6 +659,8 @@ export interface Store {
   // ---- tenants --------------------------------------------------------------------
   /** A tenant's limits as set, or null when never set (the defaults apply). */
   tenantLimitsGet(params: { tenantId: string }): Promise<TenantLimits | null>;
+  /** A tenant's jobs not yet ended (SCHEDULED or PAUSED): counted from an index of those only, so it costs what it counts. */
+  jobCountPending(params: { tenantId: string }): Promise<number>;
   /** Sets a tenant's limits whole, and the audit entry (if given) in the same transaction; a new weight applies to the next cross-tenant lease. */
   tenantLimitsPut(params: { tenantId: string; limits: TenantLimits; now: number; audit?: AuditEntry }): Promise<TenantLimits>;
 

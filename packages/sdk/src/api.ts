@@ -350,14 +350,26 @@ export interface ClusterView {
   shards: { shard: number; owner: string | null; epoch: number; leaseUntil: string; leaseRemainingSeconds: number }[];
 }
 
-/** PUT /v1/tenants/{tenantId}/limits: what a tenant may use; a field left out takes its default. */
+/** PUT /v1/tenants/{tenantId}/limits: what a tenant may use; a field left out takes its default (null: no limit). */
 export interface TenantLimitsRequest {
   /** Its share of a pool leased across tenants, against the others' weights (0.01 to 1000; default 1). */
   weight?: number;
+  /** Jobs not yet ended (SCHEDULED or PAUSED) it may hold. */
+  maxPendingJobs?: number | null;
+  /** Jobs it may create per second (a token bucket holding one second's worth). */
+  createRatePerSecond?: number | null;
+  /** Attempts it may have leased (RUNNING) at once. */
+  maxLeasedAttempts?: number | null;
+  /** The largest payload of its jobs, in bytes of JSON. */
+  maxPayloadBytes?: number | null;
 }
 
 /** GET /v1/tenants/{tenantId}/limits: a tenant's limits, defaults filled in. */
 export interface TenantLimits {
   tenantId: string;
   weight: number;
+  maxPendingJobs: number | null;
+  createRatePerSecond: number | null;
+  maxLeasedAttempts: number | null;
+  maxPayloadBytes: number | null;
 }

@@ -25,7 +25,7 @@ import type {
 } from "../store.js";
 import { acquireShards, heartbeat, leave, listShards, liveNodes, releaseShards } from "./cluster.js";
 import { checkSchemaName } from "../names.js";
-import { toApiKey } from "../rows.js";
+import { TENANT_LIMIT_COLUMNS, toApiKey, toTenantLimits } from "../rows.js";
 import { clientConfig, createPool, one, type PoolOptions, rows, transaction } from "./db.js";
 import { createExecutions, dispatch } from "./dispatch.js";
 import { rethrowPostgresError } from "./errors.js";
@@ -204,20 +204,33 @@ class PostgresStore implements Store {
   }
 
   async tenantLimitsGet({ tenantId }: { tenantId: string }): Promise<TenantLimits | null> {
-    const row = await one<{ weight: number }>(this.pool, "SELECT weight FROM tenants WHERE tenant_id = $1", [tenantId], "tenant_limits_get");
-    return row ? { weight: row.weight } : null;
+    const row = await one(this.pool, `SELECT ${TENANT_LIMIT_COLUMNS} FROM tenants WHERE tenant_id = $1`, [tenantId], "tenant_limits_get");
+    return row ? toTenantLimits(row) : null;
   }
 
   async tenantLimitsPut(p: StoreParams<"tenantLimitsPut">): Promise<TenantLimits> {
+    const l = p.limits;
     return this.tx(async (c) => {
       await c.query(
-        `INSERT INTO tenants (tenant_id, weight, updated_at) VALUES ($1, $2, $3)
-         ON CONFLICT (tenant_id) DO UPDATE SET weight = excluded.weight, updated_at = excluded.updated_at`,
-        [p.tenantId, p.limits.weight, p.now],
+        `INSERT INTO tenants (tenant_id, ${TENANT_LIMIT_COLUMNS}, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
+         ON CONFLICT (tenant_id) DO UPDATE SET weight = excluded.weight, max_pending_jobs = excluded.max_pending_jobs,
+           create_rate_per_second = excluded.create_rate_per_second, max_leased_attempts = excluded.max_leased_attempts,
+           max_payload_bytes = excluded.max_payload_bytes, updated_at = excluded.updated_at`,
+        [p.tenantId, l.weight, l.maxPendingJobs, l.createRatePerSecond, l.maxLeasedAttempts, l.maxPayloadBytes, p.now],
       );
       if (p.audit) await appendAudit(c, p.audit);
-      return { ...p.limits };
+      return { ...l };
     });
+  }
+
+  async jobCountPending(p: { tenantId: string }): Promise<number> {
+    const row = await one<{ n: number }>(
+      this.pool,
+      "SELECT count(*)::int AS n FROM jobs WHERE tenant_id = $1 AND state IN ('SCHEDULED', 'PAUSED')",
+      [p.tenantId],
+      "job_count_pending",
+    );
+    return row?.n ?? 0;
   }
 
   async executionLease(p: LeaseParams) {

@@ -43,6 +43,15 @@ const levels = (pool: string, tenant: string | null): string => `levels AS (
   SELECT (SELECT e.priority FROM executions e WHERE ${readyIn("e", pool, tenant)} AND e.priority < l.priority ORDER BY e.priority DESC LIMIT 1)
   FROM levels l WHERE l.priority IS NOT NULL)`;
 
+/**
+ * How many more attempts a tenant may have leased, at most `max`: its
+ * max_leased_attempts less its RUNNING attempts, counted only when it has
+ * one. Two leases at once may each grant up to it (a batch's overshoot).
+ */
+const allowance = (tenant: string, max: string): string => `(SELECT CASE WHEN tn.max_leased_attempts IS NULL THEN ${max}
+  ELSE greatest(0, least(${max}, tn.max_leased_attempts - (SELECT count(*) FROM executions r WHERE r.tenant_id = ${tenant} AND r.state = 'RUNNING')))::int END
+  FROM (SELECT (SELECT max_leased_attempts FROM tenants WHERE tenant_id = ${tenant}) AS max_leased_attempts) tn)`;
+
 /** The grant of a lease: the picked rows RUNNING as a new attempt; `picked` names (job_id, scheduled_for) pairs. */
 const GRANT = `UPDATE executions e SET state = 'RUNNING', attempt = e.attempt + 1, worker_id = $4, cancel_requested = false,
   started_at = t.now, deadline = t.now + e.timeout_ms + $6, lease_ms = $5,
@@ -66,14 +75,15 @@ RETURNING e.id, e.tenant_id, e.job_id, e.name, e.attempt, e.payload, e.scheduled
 const LEASE_TENANT = `
 WITH RECURSIVE t AS (SELECT ${nowOr("$1")} AS now),
 ${levels("$2", "$7")},
+allowed AS (SELECT ${allowance("$7", "$3::int")} AS n),
 picked AS MATERIALIZED (
-  SELECT c.job_id, c.scheduled_for FROM levels l, t, LATERAL (
+  SELECT c.job_id, c.scheduled_for FROM levels l, t, allowed, LATERAL (
     SELECT x.job_id, x.scheduled_for, x.priority, x.ready_at FROM executions x
     WHERE ${readyIn("x", "$2", "$7")} AND x.priority = l.priority AND x.ready_at <= t.now
-    ORDER BY x.ready_at LIMIT $3
+    ORDER BY x.ready_at LIMIT allowed.n
     FOR UPDATE OF x SKIP LOCKED) c
   WHERE l.priority IS NOT NULL
-  ORDER BY c.priority DESC, c.ready_at LIMIT $3)
+  ORDER BY c.priority DESC, c.ready_at LIMIT (SELECT n FROM allowed))
 ${GRANT}`;
 
 /** The least of each level's earliest ready_at: a seek per level. */
@@ -124,7 +134,7 @@ WHERE l.pool = $2 AND l.idle_until IS NOT NULL AND (l.idle_until <= t.now OR l.t
 export const LEASE_ACROSS_TENANTS = `
 WITH RECURSIVE t AS (SELECT ${nowOr("$1")} AS now),
 chosen AS MATERIALIZED (
-  SELECT l.tenant_id, l.vtime, coalesce(tn.weight, 1)::float8 AS weight
+  SELECT l.tenant_id, l.vtime, coalesce(tn.weight, 1)::float8 AS weight, ${allowance("l.tenant_id", "$3::int")} AS allowed
   FROM (SELECT tenant_id, vtime FROM lanes WHERE pool = $2 AND idle_until IS NULL ORDER BY vtime, tenant_id LIMIT $7) l
   LEFT JOIN tenants tn USING (tenant_id)),
 total AS (SELECT sum(weight) AS w FROM chosen),
@@ -140,14 +150,15 @@ offered AS MATERIALIZED (
   FROM levels v JOIN chosen c ON c.tenant_id = v.tenant_id, total, t, LATERAL (
     SELECT x.job_id, x.scheduled_for, x.tenant_id, x.priority, x.ready_at FROM executions x
     WHERE ${readyIn("x", "$2", "v.tenant_id")} AND x.priority = v.priority AND x.ready_at <= t.now
-    ORDER BY x.ready_at LIMIT least($3::int, 2 * ceil($3::int * c.weight / total.w)::int)
+    ORDER BY x.ready_at LIMIT least(c.allowed, 2 * ceil($3::int * c.weight / total.w)::int)
     FOR UPDATE OF x SKIP LOCKED) z
   WHERE v.priority IS NOT NULL),
-tagged AS (
-  SELECT o.job_id, o.scheduled_for, o.tenant_id,
-    c.vtime + (row_number() OVER (PARTITION BY o.tenant_id ORDER BY o.priority DESC, o.ready_at, o.job_id)) / c.weight AS finish
+ranked AS (
+  SELECT o.job_id, o.scheduled_for, o.tenant_id, c.vtime, c.weight, c.allowed,
+    row_number() OVER (PARTITION BY o.tenant_id ORDER BY o.priority DESC, o.ready_at, o.job_id) AS rn
   FROM offered o JOIN chosen c ON c.tenant_id = o.tenant_id),
-picked AS MATERIALIZED (SELECT job_id, scheduled_for, tenant_id FROM tagged ORDER BY finish, tenant_id LIMIT $3::int),
+picked AS MATERIALIZED (
+  SELECT job_id, scheduled_for, tenant_id FROM ranked WHERE rn <= allowed ORDER BY vtime + rn / weight, tenant_id LIMIT $3::int),
 granted AS (${GRANT}),
 served AS (
   SELECT c.tenant_id, c.weight,

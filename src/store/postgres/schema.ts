@@ -182,10 +182,17 @@ CREATE TABLE nodes (
 -- is committing, and the insert cannot see that the lane is going to sleep;
 -- the wake row outlives both, so no lane sleeps past its work.
 CREATE TABLE tenants (
-  tenant_id  text PRIMARY KEY,
-  weight     double precision NOT NULL DEFAULT 1,
-  updated_at bigint NOT NULL
+  tenant_id              text PRIMARY KEY,
+  weight                 double precision NOT NULL DEFAULT 1,
+  max_pending_jobs       bigint,
+  create_rate_per_second double precision,
+  max_leased_attempts    integer,
+  max_payload_bytes      integer,
+  updated_at             bigint NOT NULL
 );
+-- A tenant's RUNNING attempts, counted against its max_leased_attempts, and its pending jobs against max_pending_jobs.
+CREATE INDEX executions_running_by_tenant ON executions (tenant_id) WHERE state = 'RUNNING';
+CREATE INDEX jobs_pending_by_tenant ON jobs (tenant_id) WHERE state IN ('SCHEDULED', 'PAUSED');
 
 CREATE TABLE lanes (
   pool       text NOT NULL,

@@ -67,7 +67,7 @@ import { rethrowSqliteError } from "./errors.js";
 import { MIGRATIONS } from "./schema.js";
 import { heartbeat, leave, liveNodes, releaseShards } from "./nodes.js";
 import { SignalBus } from "./signals.js";
-import { toApiKey, toAttemptRow } from "../rows.js";
+import { TENANT_LIMIT_COLUMNS, toApiKey, toAttemptRow, toTenantLimits } from "../rows.js";
 
 export interface SqliteStoreOptions {
   /** A file path, or ":memory:". */
@@ -623,7 +623,9 @@ class SqliteStore implements Store {
    */
   private leaseRows(p: LeaseParams, now: number): LeasedRow[] {
     const fair = p.tenantId === undefined ? this.fairShares(p.pool, now, p.max) : undefined;
-    const ids = fair ? fair.ids : this.dueIds({ pool: p.pool, tenantId: p.tenantId as string }, now, p.max);
+    const ids = fair
+      ? fair.ids
+      : this.dueIds({ pool: p.pool, tenantId: p.tenantId as string }, now, Math.min(p.max, this.leaseAllowance(p.tenantId as string)));
     if (ids.length === 0) {
       if (fair) this.settleLanes(p.pool, fair.lanes);
       return [];
@@ -692,11 +694,22 @@ class SqliteStore implements Store {
       return rows.map((r) => ({ tenantId: r.tenant_id, vtime: r.vtime, weight: r.weight }));
     };
     const taken = new Set<string>();
+    const allowance = new Map<string, number>();
     return fairPick(max, more, (lane, n) => {
-      const ids = this.dueIds({ pool, tenantId: lane.tenantId }, now, n, taken);
+      const left = allowance.get(lane.tenantId) ?? this.leaseAllowance(lane.tenantId);
+      const ids = this.dueIds({ pool, tenantId: lane.tenantId }, now, Math.min(n, left), taken);
       for (const id of ids) taken.add(id);
+      allowance.set(lane.tenantId, left - ids.length);
       return ids;
     });
+  }
+
+  /** How many more attempts a tenant may have leased: its maxLeasedAttempts less its RUNNING ones (Infinity without one). */
+  private leaseAllowance(tenantId: string): number {
+    const row = this.q("SELECT max_leased_attempts AS cap FROM tenants WHERE tenant_id = ?").get(tenantId) as { cap: number | null } | undefined;
+    if (row?.cap == null) return Number.POSITIVE_INFINITY;
+    const running = this.q("SELECT count(*) AS n FROM executions WHERE tenant_id = ? AND state = 'RUNNING'").get(tenantId) as { n: number };
+    return Math.max(0, row.cap - running.n);
   }
 
   /**
@@ -1202,19 +1215,35 @@ class SqliteStore implements Store {
   // ---- tenants ------------------------------------------------------------------------
 
   async tenantLimitsGet({ tenantId }: { tenantId: string }): Promise<TenantLimits | null> {
-    const row = this.q("SELECT weight FROM tenants WHERE tenant_id = ?").get(tenantId) as Row | undefined;
-    return row ? { weight: row.weight as number } : null;
+    const row = this.q(`SELECT ${TENANT_LIMIT_COLUMNS} FROM tenants WHERE tenant_id = ?`).get(tenantId) as Row | undefined;
+    return row ? toTenantLimits(row) : null;
   }
 
   async tenantLimitsPut(p: { tenantId: string; limits: TenantLimits; now: number; audit?: AuditEntry }): Promise<TenantLimits> {
     return this.tx(() => {
+      const l = p.limits;
       this.q(
-        `INSERT INTO tenants (tenant_id, weight, updated_at) VALUES (@tenant, @weight, @now)
-         ON CONFLICT (tenant_id) DO UPDATE SET weight = excluded.weight, updated_at = excluded.updated_at`,
-      ).run({ tenant: p.tenantId, weight: p.limits.weight, now: p.now });
+        `INSERT INTO tenants (tenant_id, ${TENANT_LIMIT_COLUMNS}, updated_at) VALUES (@tenant, @weight, @pending, @rate, @leased, @payload, @now)
+         ON CONFLICT (tenant_id) DO UPDATE SET weight = excluded.weight, max_pending_jobs = excluded.max_pending_jobs,
+           create_rate_per_second = excluded.create_rate_per_second, max_leased_attempts = excluded.max_leased_attempts,
+           max_payload_bytes = excluded.max_payload_bytes, updated_at = excluded.updated_at`,
+      ).run({
+        tenant: p.tenantId,
+        weight: l.weight,
+        pending: l.maxPendingJobs,
+        rate: l.createRatePerSecond,
+        leased: l.maxLeasedAttempts,
+        payload: l.maxPayloadBytes,
+        now: p.now,
+      });
       if (p.audit) this.appendAudit(p.audit);
-      return { ...p.limits };
+      return { ...l };
     });
+  }
+
+  async jobCountPending(p: { tenantId: string }): Promise<number> {
+    const row = this.q("SELECT count(*) AS n FROM jobs WHERE tenant_id = ? AND state IN ('SCHEDULED', 'PAUSED')").get(p.tenantId) as { n: number };
+    return row.n;
   }
 
   // ---- retention (sqlite/retention.ts) ------------------------------------------------

@@ -204,10 +204,17 @@ CREATE TABLE nodes (
 -- READY rows is due before then. The triggers keep that true for every row
 -- that becomes READY, whichever statement makes it so.
 CREATE TABLE tenants (
-  tenant_id  TEXT PRIMARY KEY,
-  weight     REAL NOT NULL DEFAULT 1,
-  updated_at INTEGER NOT NULL
+  tenant_id              TEXT PRIMARY KEY,
+  weight                 REAL NOT NULL DEFAULT 1,
+  max_pending_jobs       INTEGER,
+  create_rate_per_second REAL,
+  max_leased_attempts    INTEGER,
+  max_payload_bytes      INTEGER,
+  updated_at             INTEGER NOT NULL
 ) WITHOUT ROWID;
+-- A tenant's RUNNING attempts, counted against its max_leased_attempts, and its pending jobs against max_pending_jobs.
+CREATE INDEX executions_running_by_tenant ON executions (tenant_id) WHERE state = 'RUNNING';
+CREATE INDEX jobs_pending_by_tenant ON jobs (tenant_id) WHERE state IN ('SCHEDULED', 'PAUSED');
 
 CREATE TABLE lanes (
   pool       TEXT NOT NULL,
