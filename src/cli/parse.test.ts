@@ -419,6 +419,20 @@ describe("CLI parsing: tenants", () => {
       limits: { weight: 2.5 },
     });
     assert.deepEqual(parse(["tenants", "set-quota", "acme"], env), { command: "tenants set-quota", global, tenantId: "acme", limits: {} });
+    assert.deepEqual(
+      parse(
+        ["tenants", "set-quota", "acme", "--max-pending", "1000", "--create-rate", "50.5", "--max-leased", "20", "--max-payload-bytes", "65536"],
+        env,
+      ),
+      {
+        command: "tenants set-quota",
+        global,
+        tenantId: "acme",
+        limits: { maxPendingJobs: 1000, createRatePerSecond: 50.5, maxLeasedAttempts: 20, maxPayloadBytes: 65536 },
+      },
+    );
+    usageError(["tenants", "set-quota", "acme", "--max-pending", "0"], /--max-pending: must be between 1 and 1000000000/);
+    usageError(["tenants", "set-quota", "acme", "--create-rate", "fast"], /--create-rate: expected a number from 0.01 to 1000000/);
   });
 });
 
