@@ -156,6 +156,21 @@ describe("DuetimeClient: retries", () => {
     assert.equal(reset.requests.length, 1);
   });
 
+  test("every call is retried on 429 (the server did nothing), a create without a key included, after its Retry-After", async () => {
+    let calls = 0;
+    const server = await serve(() =>
+      ++calls === 1
+        ? { status: 429, headers: { "retry-after": "1" }, body: envelope("RESOURCE_EXHAUSTED", "createRatePerSecond: slow down") }
+        : { status: 201, body: { jobId: "j1" } },
+    );
+    const delays: number[] = [];
+    const c = client(server.url, { retries: 1, onRetry: (info) => delays.push(info.delayMs) });
+    const job = await c.createJob({ name: "x", target: { type: "queue", pool: "p" }, schedule: { delaySeconds: 0 } });
+    assert.equal(job.jobId, "j1");
+    assert.equal(server.requests.length, 2);
+    assert.ok(delays[0]! >= 1000, `waited the Retry-After, ${delays[0]} ms`);
+  });
+
   test("createJob with an idempotency key is retried and reports created", async () => {
     let calls = 0;
     const server = await serve(() => {

@@ -1,9 +1,11 @@
 // The HTTP client: one typed method per operation of docs/api.md, made from
 // the operation table (operations.ts), plus the few routes outside /v1.
 //
-// Retries (network errors, 429, 502, 503, 504; Retry-After honoured) happen
-// only for calls that are safe to repeat; each operation's `retry` says
-// which, for these reasons:
+// Retries (network errors, 429, 502, 503, 504; Retry-After honoured, with
+// jittered backoff) happen only for calls that are safe to repeat, except
+// 429: the server answers it before doing anything (a quota, backpressure),
+// so every call is retried on a 429. Each operation's `retry` says which
+// calls are safe, for these reasons:
 // - every GET;
 // - DELETE /v1/jobs/{id} and :pause / :resume (repeating them is a no-op 200/204 by contract);
 // - heartbeat, complete, fail and their batch forms (a repeated complete or

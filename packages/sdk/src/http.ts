@@ -54,6 +54,8 @@ export interface HttpReply {
 
 /** Statuses worth retrying for an idempotent call: backpressure, not ready, and gateway failures. */
 const RETRY_STATUSES = new Set([429, 502, 503, 504]);
+/** 429 means the server refused before doing anything (a quota, backpressure): any call may be sent again. */
+const NOTHING_DONE = 429;
 
 export class Transport {
   private readonly base: URL;
@@ -86,7 +88,7 @@ export class Transport {
         const reply = await this.once(call);
         if (reply.status >= 200 && reply.status < 300) return reply;
         error = httpError(call, reply.status, reply.body, reply.retryAfterSeconds);
-        if (!call.idempotent || !RETRY_STATUSES.has(reply.status)) throw error;
+        if (!RETRY_STATUSES.has(reply.status) || (!call.idempotent && reply.status !== NOTHING_DONE)) throw error;
       } catch (err) {
         if (signal?.aborted) throw signal.reason;
         if (err instanceof DuetimeApiError && err.status !== 0) throw err;
