@@ -1,6 +1,16 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { backoffMs, endExpiredAttempt, endFailedAttempt, endReleasedAttempt, exhaustedError, expiredAttemptError, planFailure } from "./retry.js";
+import {
+  backoffMs,
+  endExpiredAttempt,
+  endFailedAttempt,
+  endReleasedAttempt,
+  exhaustedError,
+  expiredAttemptError,
+  planFailure,
+  lastErrorOf,
+  retryDeadlineOf,
+} from "./retry.js";
 
 const policy = { maxAttempts: 5, backoffSeconds: 10, maxBackoffSeconds: 60 };
 
@@ -61,13 +71,35 @@ test("backoffSeconds 0 retries at once", () => {
   assert.equal(backoffMs({ maxAttempts: 3, backoffSeconds: 0, maxBackoffSeconds: 0 }, 3), 0);
 });
 
-const facts = (attempt: number, cancelRequested = false) => ({ attempt, retry: policy, cancelRequested });
+const facts = (attempt: number, cancelRequested = false, retryDeadline: number | null = null) => ({
+  attempt,
+  retry: policy,
+  cancelRequested,
+  retryDeadline,
+});
 
 test("a failed attempt retries from now plus the backoff, with the jitter passed in", () => {
   assert.deepEqual(endFailedAttempt(facts(1), { errorClass: "transient" }, 1_000, 0.5), { state: "READY", readyAt: 11_000 });
   assert.deepEqual(endFailedAttempt(facts(2), { errorClass: "transient" }, 1_000, 0), { state: "READY", readyAt: 17_000 });
   assert.deepEqual(endFailedAttempt(facts(5), { errorClass: "transient" }, 1_000, 0.5), { state: "DEAD", reason: "exhausted" });
   assert.deepEqual(endFailedAttempt(facts(1), { errorClass: "permanent" }, 1_000, 0.5), { state: "DEAD", reason: "permanent" });
+});
+
+test("no retry starts past the retry deadline: the execution is dead, and its last error says why", () => {
+  const deadline = retryDeadlineOf(0, 15);
+  assert.equal(deadline, 15_000);
+  assert.equal(retryDeadlineOf(0, undefined), null);
+  // attempt 1 fails at 1 s: the retry would start at 11 s, inside the deadline
+  assert.deepEqual(endFailedAttempt(facts(1, false, deadline), { errorClass: "transient" }, 1_000, 0.5), { state: "READY", readyAt: 11_000 });
+  // attempt 2 fails at 11 s: its retry would start at 31 s, past 15 s
+  const end = endFailedAttempt(facts(2, false, deadline), { errorClass: "transient" }, 11_000, 0.5);
+  assert.deepEqual(end, { state: "DEAD", reason: "deadline" });
+  assert.deepEqual(lastErrorOf({ message: "503" }, end, false), { message: "503; retry deadline passed", deadReason: "retry_deadline" });
+  // an expired lease past the deadline is not run again
+  assert.deepEqual(endExpiredAttempt(facts(1, false, deadline), 15_001), { state: "DEAD", reason: "deadline" });
+  assert.deepEqual(endExpiredAttempt(facts(1, false, deadline), 15_000), { state: "READY", readyAt: 15_000 });
+  assert.equal(lastErrorOf({ message: "x" }, { state: "DEAD", reason: "exhausted" }, true).message, "x; attempts exhausted");
+  assert.equal(lastErrorOf({ message: "x" }, { state: "DEAD", reason: "exhausted" }, false).message, "x");
 });
 
 test("an attempt of a cancelled job ends CANCELLED, whatever the error or the count", () => {

@@ -1,7 +1,8 @@
 // Retry policy (docs/api.md, "Attempts and fencing"): after failed attempt n
 // wait min(maxBackoff, backoff * 2^(n-1)) with ±20% jitter; throttled waits
 // at least retryAfterSeconds; permanent is dead at once; every attempt,
-// timed out or failed, counts toward maxAttempts.
+// timed out or failed, counts toward maxAttempts; and no retry starts past
+// the retry deadline (scheduledFor + retry.deadlineSeconds), if any.
 
 import type { ErrorClass, ErrorRecord, RetryPolicy } from "@duetime/sdk/contract";
 import { msOfSeconds } from "./time.js";
@@ -41,10 +42,20 @@ export interface AttemptFacts {
   retry: RetryPolicy;
   /** The job was cancelled while the attempt ran. */
   cancelRequested: boolean;
+  /** No retry may start after this (epoch ms): the occurrence's scheduledFor + retry.deadlineSeconds; null without one. */
+  retryDeadline: number | null;
+}
+
+/** The retry deadline of an occurrence: its scheduled time + deadlineSeconds, or null without one. */
+export function retryDeadlineOf(scheduledFor: number, deadlineSeconds: number | null | undefined): number | null {
+  return deadlineSeconds === null || deadlineSeconds === undefined ? null : scheduledFor + msOfSeconds(deadlineSeconds);
 }
 
 /** What an execution becomes when an attempt ends without success. */
-export type AttemptEnd = { state: "CANCELLED" } | { state: "DEAD"; reason: "permanent" | "exhausted" } | { state: "READY"; readyAt: number };
+export type AttemptEnd =
+  | { state: "CANCELLED" }
+  | { state: "DEAD"; reason: "permanent" | "exhausted" | "deadline" }
+  | { state: "READY"; readyAt: number };
 
 /**
  * A failed attempt: a cancelled job's execution ends CANCELLED, else the
@@ -54,13 +65,16 @@ export type AttemptEnd = { state: "CANCELLED" } | { state: "DEAD"; reason: "perm
 export function endFailedAttempt(facts: AttemptFacts, failure: Omit<FailureFacts, "attempt">, now: number, jitter: number): AttemptEnd {
   if (facts.cancelRequested) return { state: "CANCELLED" };
   const plan = planFailure(facts.retry, { ...failure, attempt: facts.attempt }, () => jitter);
-  return plan.kind === "dead" ? { state: "DEAD", reason: plan.reason } : { state: "READY", readyAt: now + plan.delayMs };
+  if (plan.kind === "dead") return { state: "DEAD", reason: plan.reason };
+  const readyAt = now + plan.delayMs;
+  return facts.retryDeadline !== null && readyAt > facts.retryDeadline ? { state: "DEAD", reason: "deadline" } : { state: "READY", readyAt };
 }
 
 /** An attempt whose lease expired (the reaper): ready again at once, dead once attempts are exhausted. */
 export function endExpiredAttempt(facts: AttemptFacts, now: number): AttemptEnd {
   if (facts.cancelRequested) return { state: "CANCELLED" };
   if (facts.attempt >= facts.retry.maxAttempts) return { state: "DEAD", reason: "exhausted" };
+  if (facts.retryDeadline !== null && now > facts.retryDeadline) return { state: "DEAD", reason: "deadline" };
   return { state: "READY", readyAt: now };
 }
 
@@ -79,6 +93,17 @@ export function expiredAttemptError(lease: { leaseUntil: number; deadline: numbe
 /** The dead execution's last error says why it will not be tried again. */
 export function exhaustedError(error: ErrorRecord): ErrorRecord {
   return { ...error, message: `${error.message}; attempts exhausted` };
+}
+
+/**
+ * The last error an ended attempt leaves on its execution: the attempt's,
+ * saying why it is dead when that is not the error itself (attempts
+ * exhausted by the reaper, the retry deadline passed).
+ */
+export function lastErrorOf(error: ErrorRecord, end: AttemptEnd, reaped: boolean): ErrorRecord {
+  if (end.state !== "DEAD") return error;
+  if (end.reason === "deadline") return { ...error, message: `${error.message}; retry deadline passed`, deadReason: "retry_deadline" };
+  return reaped ? exhaustedError(error) : error;
 }
 
 /** A lease handed back unused (executionRelease): ready again at readyAt, CANCELLED when the job was cancelled meanwhile. */

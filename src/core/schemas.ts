@@ -57,6 +57,8 @@ export const LIMITS = {
   attemptMax: 2_147_483_647,
   /** Job versions (PATCH `version`, `If-Match`): positive integers a JSON number holds exactly. */
   versionMax: Number.MAX_SAFE_INTEGER,
+  /** retry.deadlineSeconds: ten years. */
+  retryDeadlineSecondsMax: 315_360_000,
   /** An If-Match header is one (possibly weak, quoted) version: a sanity cap on its length. */
   ifMatchMaxLength: 64,
 } as const;
@@ -175,6 +177,12 @@ export const retrySchema = {
       maximum: LIMITS.maxBackoffSecondsMax,
       default: 3600,
       description: "Must be >= backoffSeconds.",
+    },
+    deadlineSeconds: {
+      type: "number",
+      exclusiveMinimum: 0,
+      maximum: LIMITS.retryDeadlineSecondsMax,
+      description: "No retry starts later than this many seconds after the occurrence's scheduled time; then the execution is dead.",
     },
   },
 } as const;

@@ -2195,6 +2195,34 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         assert.equal(outcome.readyAt, T0 + SECOND + 9 * SECOND, "throttled: the row's 7 s backoff, raised to the item's retryAfterSeconds");
       });
 
+      storeTest(
+        "the retry deadline (retry.deadlineSeconds after scheduledFor): no retry past it, by failure or by the reaper; dead with the reason",
+        async (store) => {
+          const epochs = await acquireAll(store, "n1");
+          const retry = { maxAttempts: 9, backoffSeconds: 10, maxBackoffSeconds: 10, deadlineSeconds: 15 };
+          const r = await runningExecution(store, epochs, { retry });
+          const first = await store.executionFailMany({ items: [fail({ executionId: r.executionId, tenantId: "t1", attempt: 1 })], now: T0 });
+          assertOk(first[0], "READY"); // its retry starts at T0 + 10 s, inside the deadline
+          await leaseOne(store, T0 + 10 * SECOND);
+          const second = await store.executionFailMany({
+            items: [fail({ executionId: r.executionId, tenantId: "t1", attempt: 2 })],
+            now: T0 + 10 * SECOND,
+          });
+          assertOk(second[0], "DEAD"); // the next would start at T0 + 20 s, past T0 + 15 s
+          const [dead] = await store.deadLetterList({ tenantId: "t1", limit: 10 });
+          assert.equal(dead?.executionId, r.executionId);
+          assert.equal(dead?.lastError?.message, "boom; retry deadline passed");
+          assert.equal(dead?.lastError?.deadReason, "retry_deadline");
+
+          const reaped = await runningExecution(store, epochs, { retry });
+          assert.deepEqual(
+            (await store.executionReap({ now: T0 + 31 * SECOND, limit: 10 })).map((x) => [x.executionId, x.state]),
+            [[reaped.executionId, "DEAD"]],
+            "its lease ended past the deadline: not run again",
+          );
+        },
+      );
+
       storeTest("the retry delay's jitter is the item's draw: ±20% of the backoff at 0 and near 1", async (store) => {
         const epochs = await acquireAll(store, "n1");
         const a = await runningExecution(store, epochs);

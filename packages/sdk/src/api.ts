@@ -58,6 +58,8 @@ export interface RetryPolicy {
   maxAttempts: number;
   backoffSeconds: number;
   maxBackoffSeconds: number;
+  /** No retry starts later than this many seconds after the occurrence's scheduled time; past it, the execution is dead (reason in its last error). */
+  deadlineSeconds?: number;
 }
 
 /** What a client sends to create a job (POST /v1/jobs). */

@@ -13,7 +13,8 @@ import {
   endExpiredAttempt,
   endFailedAttempt,
   endReleasedAttempt,
-  exhaustedError,
+  lastErrorOf,
+  retryDeadlineOf,
   expiredAttemptError,
 } from "../../core/retry.js";
 import { LANES_PER_PICK, NO_WORK } from "../../core/fair-share.js";
@@ -354,6 +355,7 @@ function attemptFacts(e: Row): AttemptFacts {
     attempt: (e.attempt as number) - (e.attempt_base as number),
     retry: { maxAttempts: e.max_attempts as number, backoffSeconds: e.backoff_seconds as number, maxBackoffSeconds: e.max_backoff_seconds as number },
     cancelRequested: e.cancel_requested as boolean,
+    retryDeadline: retryDeadlineOf(Number(e.scheduled_for), e.retry_deadline_seconds as number | null),
   };
 }
 
@@ -473,7 +475,7 @@ export async function fail(db: Db, items: FailInput[], pinned: number | null): P
         const failure = { errorClass: item.error.class ?? "transient", retryAfterSeconds: item.error.retryAfterSeconds };
         const end = endFailedAttempt(attemptFacts(e), failure, now, item.jitter);
         const attemptState = end.state === "DEAD" ? "DEAD" : item.timedOut ? "TIMED_OUT" : "FAILED";
-        return { e, end, attemptState, error: item.error, lastError: item.error };
+        return { e, end, attemptState, error: item.error, lastError: lastErrorOf(item.error, end, false) };
       });
       const ended = await endAttempts(db, endings, now, LEASE_HELD);
       held.forEach((i, n) => {
@@ -519,7 +521,7 @@ export async function reap(c: pg.PoolClient, p: { now?: number; limit: number })
       end,
       attemptState: end.state === "DEAD" ? "DEAD" : "TIMED_OUT",
       error,
-      lastError: end.state === "DEAD" ? exhaustedError(error) : error,
+      lastError: lastErrorOf(error, end, true),
     };
   });
   const ended = await endAttempts(c, endings, now, LEASE_EXPIRED);

@@ -194,6 +194,9 @@ CREATE TABLE tenants (
 CREATE INDEX executions_running_by_tenant ON executions (tenant_id) WHERE state = 'RUNNING';
 CREATE INDEX jobs_pending_by_tenant ON jobs (tenant_id) WHERE state IN ('SCHEDULED', 'PAUSED');
 
+-- retry.deadlineSeconds, copied to each execution like the rest of its retry policy (core/retry.ts).
+ALTER TABLE executions ADD COLUMN retry_deadline_seconds double precision;
+
 CREATE TABLE lanes (
   pool       text NOT NULL,
   tenant_id  text NOT NULL,

@@ -16,7 +16,8 @@ import {
   endExpiredAttempt,
   endFailedAttempt,
   endReleasedAttempt,
-  exhaustedError,
+  lastErrorOf,
+  retryDeadlineOf,
   expiredAttemptError,
 } from "../../core/retry.js";
 import {
@@ -145,6 +146,7 @@ function attemptFacts(e: Row): AttemptFacts {
       maxBackoffSeconds: e.max_backoff_seconds as number,
     },
     cancelRequested: e.cancel_requested === 1,
+    retryDeadline: retryDeadlineOf(e.scheduled_for as number, e.retry_deadline_seconds as number | null),
   };
 }
 
@@ -538,10 +540,10 @@ class SqliteStore implements Store {
     return (
       this.q(
         `INSERT INTO executions (id, tenant_id, job_id, pool, name, scheduled_for, priority, state, max_attempts,
-           backoff_seconds, max_backoff_seconds, timeout_ms, ready_at, payload, target, dispatched_at, dispatched_by,
+           backoff_seconds, max_backoff_seconds, retry_deadline_seconds, timeout_ms, ready_at, payload, target, dispatched_at, dispatched_by,
            last_error, finished_at)
          SELECT x.value ->> 0, j.tenant_id, j.id, j.pool, j.name, x.value ->> 2, j.priority, x.value ->> 4,
-           j.retry ->> '$.maxAttempts', j.retry ->> '$.backoffSeconds', j.retry ->> '$.maxBackoffSeconds',
+           j.retry ->> '$.maxAttempts', j.retry ->> '$.backoffSeconds', j.retry ->> '$.maxBackoffSeconds', j.retry ->> '$.deadlineSeconds',
            CAST(round(j.timeout_seconds * 1000) AS INTEGER), x.value ->> 3, j.payload, j.target, @now, @node,
            x.value ->> 5, CASE WHEN x.value ->> 4 = 'SKIPPED' THEN @now END
          FROM json_each(@items) x JOIN jobs j ON j.id = x.value ->> 1
@@ -889,7 +891,8 @@ class SqliteStore implements Store {
       if (!e) return this.exists(item.tenantId, item.executionId) ? { status: "lost" } : { status: "not_found" };
       const end = endFailedAttempt(attemptFacts(e), failure, now, item.jitter);
       const attemptState = end.state === "DEAD" ? "DEAD" : item.timedOut ? "TIMED_OUT" : "FAILED";
-      if (!this.endAttempt(e, end, { attemptState, error: item.error, lastError: item.error, now, lease: LEASE_HELD })) continue;
+      if (!this.endAttempt(e, end, { attemptState, error: item.error, lastError: lastErrorOf(item.error, end, false), now, lease: LEASE_HELD }))
+        continue;
       const pool = e.pool as string;
       const tenantId = e.tenant_id as string;
       return end.state === "READY"
@@ -982,7 +985,7 @@ class SqliteStore implements Store {
         });
         const end = endExpiredAttempt(attemptFacts(e), now);
         const attemptState = end.state === "DEAD" ? "DEAD" : "TIMED_OUT";
-        const lastError = end.state === "DEAD" ? exhaustedError(error) : error;
+        const lastError = lastErrorOf(error, end, true);
         // A miss: the owner acknowledged, or another reaper ended it, since the read.
         if (!this.endAttempt(e, end, { attemptState, error, lastError, now, lease: LEASE_EXPIRED })) continue;
         reaped.push({ executionId: e.id as string, tenantId: e.tenant_id as string, pool: e.pool as string, state: end.state });

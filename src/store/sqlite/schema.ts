@@ -216,6 +216,9 @@ CREATE TABLE tenants (
 CREATE INDEX executions_running_by_tenant ON executions (tenant_id) WHERE state = 'RUNNING';
 CREATE INDEX jobs_pending_by_tenant ON jobs (tenant_id) WHERE state IN ('SCHEDULED', 'PAUSED');
 
+-- retry.deadlineSeconds, copied to each execution like the rest of its retry policy (core/retry.ts).
+ALTER TABLE executions ADD COLUMN retry_deadline_seconds REAL;
+
 CREATE TABLE lanes (
   pool       TEXT NOT NULL,
   tenant_id  TEXT NOT NULL,
