@@ -9,6 +9,7 @@ import { DuetimeError } from "../core/errors.js";
 import { retentionProblem, type RetentionPeriods } from "../core/retention.js";
 import type { HttpTargetSettings } from "../engine/http-target.js";
 import type { OriginLimit } from "../engine/origin-limits.js";
+import type { BackpressureOptions } from "../engine/backpressure.js";
 import type { RetentionOptions } from "../engine/retention.js";
 import type { RunningServer, ServerOptions } from "../server/index.js";
 import { UsageError, expectPositionals, integerOption, parseDuration, strictParse, type Env } from "./args.js";
@@ -59,6 +60,14 @@ ${STORE_HELP}
   --audit-retention D         DUETIME_AUDIT_RETENTION      audit entries are kept this long (default 90d; at least 1h)
   --archive-dir DIR           DUETIME_ARCHIVE_DIR          write what retention removes there first, as gzip NDJSON
                                                            per tenant and day (read it with duetime archive read)
+  --backpressure-event-loop-ms N     DUETIME_BACKPRESSURE_EVENT_LOOP_MS
+                                                           refuse creates (429) while the event loop's p99 delay
+                                                           is over N ms (default 1000; 0: off)
+  --backpressure-store-latency-ms N  DUETIME_BACKPRESSURE_STORE_LATENCY_MS
+                                                           ... while store calls' p90 is over N ms (default 2000; 0: off)
+  --backpressure-due-lag-ms N        DUETIME_BACKPRESSURE_DUE_LAG_MS
+                                                           ... while due work starts later than N ms, p90
+                                                           (default 0: off)
   --log-level LEVEL           DUETIME_LOG_LEVEL            fatal|error|warn|info|debug|trace|silent (default info)
   -h, --help                  Show this help
 
@@ -87,6 +96,9 @@ const SERVE_OPTIONS = {
   "audit-retention": { type: "string" },
   "archive-dir": { type: "string" },
   "body-limit": { type: "string" },
+  "backpressure-event-loop-ms": { type: "string" },
+  "backpressure-store-latency-ms": { type: "string" },
+  "backpressure-due-lag-ms": { type: "string" },
   "log-level": { type: "string" },
 } as const;
 
@@ -169,7 +181,25 @@ export function parseServe(args: string[], env: Env): ServeCommand {
   }
   const retention = parseRetention(pick, usage);
   if (retention) options.retention = retention;
+  const backpressure = parseBackpressure(pick, usage);
+  if (backpressure) options.backpressure = backpressure;
   return { command: "serve", options };
+}
+
+const BACKPRESSURE_FLAGS: Record<keyof BackpressureOptions, [keyof typeof SERVE_OPTIONS, string]> = {
+  eventLoopDelayMs: ["backpressure-event-loop-ms", "DUETIME_BACKPRESSURE_EVENT_LOOP_MS"],
+  storeLatencyMs: ["backpressure-store-latency-ms", "DUETIME_BACKPRESSURE_STORE_LATENCY_MS"],
+  dueLagMs: ["backpressure-due-lag-ms", "DUETIME_BACKPRESSURE_DUE_LAG_MS"],
+};
+
+/** The backpressure thresholds given (ms, 0 turns a signal off); undefined when none is. */
+function parseBackpressure(pick: PickOption, usage: string): BackpressureOptions | undefined {
+  const options: BackpressureOptions = {};
+  for (const [field, [flag, variable]] of Object.entries(BACKPRESSURE_FLAGS) as [keyof BackpressureOptions, [keyof typeof SERVE_OPTIONS, string]][]) {
+    const given = pick(flag, variable);
+    if (given) options[field] = integerOption(given.source.replace(/^--/, ""), given.value, 0, 3_600_000, usage)!;
+  }
+  return Object.keys(options).length > 0 ? options : undefined;
 }
 
 type PickOption = (flag: keyof typeof SERVE_OPTIONS, variable: string) => { value: string; source: string } | undefined;

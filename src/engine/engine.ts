@@ -7,6 +7,7 @@ import { instanceId } from "@duetime/sdk/contract";
 import { systemClock, type Clock } from "../core/clock.js";
 import { retentionPeriods } from "../core/retention.js";
 import { openStore, type StoreOptions } from "../store/factory.js";
+import type { Store } from "../store/store.js";
 import { EngineEvents } from "./events.js";
 import { Executor } from "./executor.js";
 import { HttpTargetRunner, type HttpTargetSettings } from "./http-target.js";
@@ -17,6 +18,7 @@ import { ArchiveWriter, newArchivePart } from "./archive.js";
 import { readRouting } from "./read-routing.js";
 import { ClusterSignals } from "./signals.js";
 import { StoreClock } from "./store-clock.js";
+import { Backpressure, type BackpressureOptions } from "./backpressure.js";
 import { Retention, type RetentionOptions } from "./retention.js";
 import { Scheduler } from "./scheduler.js";
 import { StoreHealth } from "./store-health.js";
@@ -63,6 +65,10 @@ export interface EngineOptions {
    * removed rows are archived (none by default); see engine/retention.ts.
    */
   retention?: RetentionOptions;
+  /** When to refuse creates with 429 because this node is overloaded (engine/backpressure.ts). */
+  backpressure?: BackpressureOptions;
+  /** Tests only: wraps the store the engine opens (a driver slowed on purpose, say). */
+  storeWrapper?: (store: Store) => Store;
 }
 
 export interface Engine {
@@ -88,8 +94,10 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   const periods = retentionPeriods(periodOptions);
   const archive = archiveDir !== undefined ? new ArchiveWriter(archiveDir, newArchivePart(hostClock.now())) : null;
   const events = new EngineEvents();
-  const storeHealth = new StoreHealth(await openStore(options.store, options.storeOptions), hostClock, events);
-  const store = storeHealth.store;
+  const opened = await openStore(options.store, options.storeOptions);
+  const storeHealth = new StoreHealth(options.storeWrapper ? options.storeWrapper(opened) : opened, hostClock, events);
+  const backpressure = new Backpressure(options.backpressure ?? {}, events);
+  const store = backpressure.measure(storeHealth.store);
   // From here on every time is the store's (store-clock.ts): a node with a skewed clock keeps due times.
   const clock = new StoreClock(hostClock, store);
   await clock.sync();
@@ -162,6 +170,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     }
   }
   const registry = createMetrics(events, () => scheduler.loaded);
+  backpressure.register(registry);
   let http: HttpTargetRunner | null = null;
   if (options.httpTargets !== false) {
     const observer = httpTargetMetrics(registry, () => http);
@@ -189,6 +198,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     nodeId,
     signingSecrets: new SigningSecretReader(store, configured),
     storeHealth,
+    backpressure,
     ...(runner ? { targets: (view) => runner.targets(view) } : {}),
   });
   let state: "open" | "running" | "stopped" = "open";
@@ -208,10 +218,12 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
       await scheduler.start();
       http?.start();
       retention.start();
+      backpressure.start();
     },
     async stop() {
       if (state === "stopped") return;
       state = "stopped";
+      backpressure.stop();
       await retention.stop();
       await scheduler.stop();
       executor.stop();

@@ -34,6 +34,7 @@ import { decodeCursor, encodeCursor } from "./cursor.js";
 import { ScheduleLedger } from "./ledger.js";
 import { DEFAULT_LIMIT, invalidState, poolOf, toExecution, toJob } from "./wire.js";
 import type { Executor } from "./executor.js";
+import type { Backpressure } from "./backpressure.js";
 import type { TenantQuotas } from "./quotas.js";
 import type { ReadStore } from "./read-routing.js";
 import type { ClusterSignals } from "./signals.js";
@@ -54,6 +55,8 @@ export interface JobsServiceOptions {
   nodeId: string;
   /** Tenants' quotas on creates (quotas.ts). */
   quotas: TenantQuotas;
+  /** Refuses creates while the node is overloaded (backpressure.ts). */
+  backpressure?: Pick<Backpressure, "checkCreate">;
 }
 
 /** The jobs: create, read, change, and their history (executions, the run ledger, backfill). */
@@ -104,6 +107,7 @@ export class JobsService {
     specs: { spec: JobSpec; idempotencyKey: string | undefined; prefix: string }[],
     throwFirst: boolean,
   ): Promise<(CreatedJob | DuetimeError)[]> {
+    this.o.backpressure?.checkCreate();
     const now = this.clock.now();
     const limits = await this.o.quotas.limitsOf(ctx.tenantId);
     const results: (CreatedJob | DuetimeError | null)[] = [];

@@ -11,6 +11,7 @@ import { StoreUnavailableError } from "../core/errors.js";
 import type { Engine, EngineOptions } from "../engine/engine.js";
 import type { HttpTargetSettings } from "../engine/http-target.js";
 import type { RetentionOptions } from "../engine/retention.js";
+import type { BackpressureOptions } from "../engine/backpressure.js";
 import type { StoreOptions } from "../store/factory.js";
 import { redactStoreUrl } from "../store/names.js";
 import { buildApp, type ApiKey } from "./app.js";
@@ -49,6 +50,8 @@ export interface ServerOptions {
   misfireThresholdSeconds?: number;
   /** How long history, idempotency keys and audit entries are kept, and where removed rows are archived. */
   retention?: RetentionOptions;
+  /** When creates are refused with 429 because the node is overloaded (engine/backpressure.ts). */
+  backpressure?: BackpressureOptions;
   /**
    * Opens the engine; defaults to engine.ts's openEngine, loaded lazily so
    * that importing the server module loads no store driver. Tests pass a fake.
@@ -107,6 +110,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   if (options.allowTargetHosts !== undefined) engineOptions.allowTargetHosts = options.allowTargetHosts;
   if (options.httpTarget !== undefined) engineOptions.httpTarget = options.httpTarget;
   if (options.retention !== undefined) engineOptions.retention = options.retention;
+  if (options.backpressure !== undefined) engineOptions.backpressure = options.backpressure;
   if (options.misfireThresholdSeconds !== undefined) engineOptions.scheduler = { misfireThresholdMs: options.misfireThresholdSeconds * 1000 };
 
   const engine = await open(engineOptions);
