@@ -180,7 +180,7 @@ export const retrySchema = {
     },
     deadlineSeconds: {
       type: "number",
-      exclusiveMinimum: 0,
+      minimum: 0.001,
       maximum: LIMITS.retryDeadlineSecondsMax,
       description: "No retry starts later than this many seconds after the occurrence's scheduled time; then the execution is dead.",
     },
