@@ -5,12 +5,13 @@
 // DUETIME_TEST_STORE=postgres (npm test runs the end-to-end files both
 // ways), a fresh schema of its own in the test PostgreSQL database.
 
+import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startServer, type RunningServer, type ServerOptions } from "../src/server/index.js";
-import { DuetimeClient } from "@duetime/sdk";
+import { DuetimeApiError, DuetimeClient } from "@duetime/sdk";
 import type { StoreOptions } from "../src/store/factory.js";
 import { freshPostgresSchema } from "../src/store/postgres/test-support.js";
 
@@ -126,4 +127,15 @@ export async function spawnServer(store: TestStore, extraArgs: string[] = [], la
       await gone;
     },
   };
+}
+
+/** The DuetimeApiError a call fails with; fails the test when the call succeeds or fails otherwise. */
+export async function apiError(promise: Promise<unknown>): Promise<DuetimeApiError> {
+  try {
+    await promise;
+  } catch (err) {
+    if (err instanceof DuetimeApiError) return err;
+    throw err;
+  }
+  assert.fail("expected the call to fail");
 }

@@ -3,22 +3,12 @@
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { DuetimeApiError, NonRetryableError, Worker, DuetimeClient } from "@duetime/sdk";
+import { NonRetryableError, Worker, DuetimeClient } from "@duetime/sdk";
 import type { LeasedExecution } from "@duetime/sdk/contract";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { queueJob, spawnServer, startTestServer, testStore, waitFor } from "./helpers.js";
-
-async function apiError(promise: Promise<unknown>): Promise<DuetimeApiError> {
-  try {
-    await promise;
-  } catch (err) {
-    if (err instanceof DuetimeApiError) return err;
-    throw err;
-  }
-  assert.fail("expected the call to fail");
-}
+import { apiError, queueJob, spawnServer, startTestServer, testStore, waitFor } from "./helpers.js";
 
 function worker(
   url: string,

@@ -8,20 +8,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { startServer } from "../src/server/index.js";
-import { DuetimeClient, DuetimeApiError } from "@duetime/sdk";
-import { queueJob, serverStore, startTestServer, testStore, waitFor } from "./helpers.js";
+import { DuetimeClient } from "@duetime/sdk";
+import { apiError, queueJob, serverStore, startTestServer, testStore, waitFor } from "./helpers.js";
 
 const ROOT = { key: "root-secret", tenantId: "ops", role: "admin" as const };
-
-async function apiError(promise: Promise<unknown>): Promise<DuetimeApiError> {
-  try {
-    await promise;
-  } catch (err) {
-    if (err instanceof DuetimeApiError) return err;
-    throw err;
-  }
-  assert.fail("expected the call to fail");
-}
 
 test("a bootstrap admin creates a worker key; the worker leases with it; once revoked it is refused at once", async () => {
   const t = await startTestServer({ apiKeys: [ROOT] });

@@ -9,9 +9,9 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { DuetimeApiError, DuetimeClient, Worker } from "@duetime/sdk";
+import { DuetimeClient, Worker } from "@duetime/sdk";
 import type { BatchCreateItem, LeasedExecution } from "@duetime/sdk/contract";
-import { queueJob, startTestServer, waitFor, type TestServer } from "./helpers.js";
+import { apiError, queueJob, startTestServer, waitFor, type TestServer } from "./helpers.js";
 
 const KEYS = [
   { key: "platform-worker", tenantId: "*", role: "worker" as const },
@@ -22,16 +22,6 @@ const KEYS = [
 const NO_LIMITS = { weight: 1, maxPendingJobs: null, createRatePerSecond: null, maxLeasedAttempts: null, maxPayloadBytes: null };
 /** The seeds' promise: the other tenants' work starts within 2 s of its due time, whatever one tenant floods. */
 const START_WITHIN_MS = 2_000;
-
-async function apiError(promise: Promise<unknown>): Promise<DuetimeApiError> {
-  try {
-    await promise;
-  } catch (err) {
-    if (err instanceof DuetimeApiError) return err;
-    throw err;
-  }
-  assert.fail("expected the call to fail");
-}
 
 function clientsOf(t: TestServer) {
   const made: DuetimeClient[] = [];
