@@ -291,3 +291,45 @@ test("quotas: each answers 429 with Retry-After and the quota named; raising it 
     await t.close();
   }
 });
+
+test("spiky schedules are warned about at submit time: a thousand one-offs in one second, five thousand cron jobs in one minute", async () => {
+  const t = await startTestServer({ apiKeys: KEYS });
+  const { as, close } = clientsOf(t);
+  try {
+    const quiet = as("quiet-client");
+    const second = new Date(Math.ceil(Date.now() / 1000) * 1000 + 3_600_000).toISOString();
+    // 999 due in one second: no warning yet
+    await createMany(quiet, 999, () => queueJob("spiky", { schedule: { runAt: second } }));
+    const calm = await quiet.createJob(queueJob("spiky", { schedule: { runAt: new Date(Date.parse(second) + 1000).toISOString() } }));
+    assert.equal(calm.warnings, undefined);
+    // the thousandth earns one, in the body and in Duetime-Warning
+    const res = await fetch(`${t.url}/v1/jobs`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: "Bearer quiet-client" },
+      body: JSON.stringify(queueJob("spiky", { schedule: { runAt: second } })),
+    });
+    assert.equal(res.status, 201);
+    const job = (await res.json()) as { warnings?: { code: string; window: string; at: string; count: number; suggestedJitterSeconds: number }[] };
+    assert.deepEqual(
+      job.warnings?.map((w) => [w.code, w.window, w.at, w.count]),
+      [["DUE_SPIKE", "second", second, 1000]],
+    );
+    assert.ok(job.warnings![0]!.suggestedJitterSeconds >= 2);
+    assert.match(res.headers.get("duetime-warning") ?? "", /^DUE_SPIKE 1000 or more of this tenant's jobs in pool "spiky" are due in the second /);
+    // Another tenant, the same second: its own histogram, no warning.
+    assert.equal((await as("flood-client").createJob(queueJob("spiky", { schedule: { runAt: second } }))).warnings, undefined);
+
+    // Recurring jobs sharing one minute: each item of the batch that tips it over says so.
+    const cron = (i: number) => queueJob("cron-spike", { payload: { i }, schedule: { cron: "0 3 * * *", tz: "UTC" } });
+    await createMany(quiet, 4_000, cron);
+    const last = await quiet.createJobs(Array.from({ length: 1000 }, (_, i) => cron(4_000 + i)));
+    const warned = last.filter((r) => "jobId" in r && r.warnings?.[0]?.window === "minute");
+    assert.equal(warned.length, 1000, "the batch's jobs are all in the spiking minute");
+    const metrics = await (await fetch(`${t.url}/metrics`)).text();
+    assert.match(metrics, /^duetime_due_spike_warnings_total\{window="second"\} [1-9]/m);
+    assert.match(metrics, /^duetime_due_spike_warnings_total\{window="minute"\} [1-9]/m);
+  } finally {
+    await close();
+    await t.close();
+  }
+});

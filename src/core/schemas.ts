@@ -585,6 +585,24 @@ export const errorEnvelopeSchema = {
   },
 } as const;
 
+/** Warnings on a create that succeeded (engine/spikes.ts). */
+const dueWarnings = {
+  type: "array",
+  description: "The tenant's work piles up in one second or minute: spread it (Duetime-Warning says the same).",
+  items: {
+    type: "object",
+    required: ["code", "message", "window", "at", "count", "suggestedJitterSeconds"],
+    properties: {
+      code: { type: "string", enum: ["DUE_SPIKE"] },
+      message: { type: "string" },
+      window: { type: "string", enum: ["second", "minute"] },
+      at: { type: "string" },
+      count: { type: "integer" },
+      suggestedJitterSeconds: { type: "number" },
+    },
+  },
+} as const;
+
 export const jobResponse = {
   type: "object",
   required: ["jobId", "name", "state", "target", "schedule", "retry", "timeoutSeconds", "priority", "nextRunAt", "version", "createdAt", "updatedAt"],
@@ -611,6 +629,7 @@ export const jobResponse = {
     createdAt: dateTime,
     updatedAt: dateTime,
     created: { type: "boolean", description: "false when an Idempotency-Key matched an earlier request." },
+    warnings: dueWarnings,
   },
 } as const;
 
@@ -676,6 +695,7 @@ export const batchCreateResponse = {
           jobId: { type: "string" },
           nextRunAt: nullableDateTime,
           created: { type: "boolean" },
+          warnings: dueWarnings,
           error: errorEnvelopeSchema.properties.error,
         },
       },

@@ -199,6 +199,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     signingSecrets: new SigningSecretReader(store, configured),
     storeHealth,
     backpressure,
+    events,
     ...(runner ? { targets: (view) => runner.targets(view) } : {}),
   });
   let state: "open" | "running" | "stopped" = "open";

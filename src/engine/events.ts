@@ -25,6 +25,8 @@ export interface EngineEventMap {
   "reads:replica": { serving: boolean; lagMs?: number; error?: unknown };
   /** Signals this node sent to the others, received from them, or a resync after its listener was down (engine/signals.ts). */
   signals: { direction: "sent" | "received" | "resync"; count: number };
+  /** A create made a tenant's work pile up in one second or minute (spikes.ts): the answer warned. */
+  "due:spike": { tenantId: string; window: "second" | "minute" };
   error: { where: string; error: unknown };
 }
 

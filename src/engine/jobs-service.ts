@@ -29,13 +29,14 @@ import { firstOccurrence, isCron, nextOccurrence, type Occurrence } from "../cor
 import { jobVerdict, occurrenceHome, PENDING_ON_ACTION, type JobAction } from "../core/states.js";
 import { parseRfc3339 } from "../core/time.js";
 import { validateBatch } from "../core/validate.js";
-import type { JobRecord, NewJob, PendingChange, PendingReplace, Store } from "../store/store.js";
+import type { JobCreateOutcome, JobRecord, NewJob, PendingChange, PendingReplace, Store } from "../store/store.js";
 import { decodeCursor, encodeCursor } from "./cursor.js";
 import { ScheduleLedger } from "./ledger.js";
 import { DEFAULT_LIMIT, invalidState, poolOf, toExecution, toJob } from "./wire.js";
 import type { Executor } from "./executor.js";
 import type { Backpressure } from "./backpressure.js";
 import type { TenantQuotas } from "./quotas.js";
+import type { SpikeWatch } from "./spikes.js";
 import type { ReadStore } from "./read-routing.js";
 import type { ClusterSignals } from "./signals.js";
 import type { Scheduler } from "./scheduler.js";
@@ -57,6 +58,8 @@ export interface JobsServiceOptions {
   quotas: TenantQuotas;
   /** Refuses creates while the node is overloaded (backpressure.ts). */
   backpressure?: Pick<Backpressure, "checkCreate">;
+  /** Warns of spiky schedules (spikes.ts); without it, creates warn of nothing. */
+  spikes?: SpikeWatch;
 }
 
 /** The jobs: create, read, change, and their history (executions, the run ledger, backfill). */
@@ -92,7 +95,9 @@ export class JobsService {
     );
     return batch.merge(
       results.map((r) =>
-        r instanceof DuetimeError ? (r.toJSON() as BatchCreateResult) : { jobId: r.jobId, nextRunAt: r.nextRunAt, created: r.created ?? true },
+        r instanceof DuetimeError
+          ? (r.toJSON() as BatchCreateResult)
+          : { jobId: r.jobId, nextRunAt: r.nextRunAt, created: r.created ?? true, ...(r.warnings ? { warnings: r.warnings } : {}) },
       ),
     );
   }
@@ -138,7 +143,30 @@ export class JobsService {
       if (outcome.status === "created") this.offer(outcome.job);
       results[index] = { ...toJob(outcome.job), created: outcome.status === "created" };
     });
+    await this.warnOfSpikes(ctx, writes, outcomes, results);
     return results as (CreatedJob | DuetimeError)[];
+  }
+
+  /** Adds the spike warnings (spikes.ts) to the jobs this call created. */
+  private async warnOfSpikes(
+    ctx: RequestContext,
+    writes: { index: number; job: NewJob }[],
+    outcomes: JobCreateOutcome[],
+    results: (CreatedJob | DuetimeError | null)[],
+  ): Promise<void> {
+    if (!this.o.spikes) return;
+    const created = writes.filter((_, i) => outcomes[i]?.status === "created");
+    const due = created.map(({ job }) => ({
+      kind: job.job.kind,
+      pool: poolOf(job.job),
+      priority: job.job.priority,
+      dueAt: job.execution?.dueAt ?? job.due?.dueAt ?? null,
+    }));
+    const warnings = await this.o.spikes.warnings(ctx.tenantId, due);
+    for (const [i, list] of warnings) {
+      const result = results[created[i]!.index];
+      if (result && !(result instanceof DuetimeError)) result.warnings = list;
+    }
   }
 
   private newJob(ctx: RequestContext, spec: JobSpec, idempotencyKey: string | undefined, now: number, prefix: string): NewJob {

@@ -72,6 +72,13 @@ export function createMetrics(events: EngineEvents, loadedDue: () => number): Re
     },
   });
 
+  const spikes = new Counter({
+    name: "duetime_due_spike_warnings_total",
+    help: "Creates answered with a warning that a tenant's work piles up in one second or minute",
+    labelNames: ["window"],
+    registers: [registry],
+  });
+  events.on("due:spike", (e) => spikes.inc({ window: e.window }));
   events.on("execution:dispatched", (e) => dispatchLag.observe(Math.max(0, e.lagMs) / 1000));
   events.on("execution:leased", (e) => {
     if (e.attempt === 1) startLag.observe(Math.max(0, e.startLagMs) / 1000);

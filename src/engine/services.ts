@@ -18,12 +18,16 @@ import { SchedulePreview } from "./schedule-preview.js";
 import type { Service } from "./service.js";
 import { SigningSecretReader } from "./signing-secrets.js";
 import { StatsService } from "./stats.js";
+import type { EngineEvents } from "./events.js";
 import { TenantQuotas } from "./quotas.js";
+import { SpikeWatch } from "./spikes.js";
 import { TenantsService } from "./tenants.js";
 import type { StoreHealth } from "./store-health.js";
 import { WorkerProtocol } from "./worker-protocol.js";
 
-export interface ServiceOptions extends Omit<JobsServiceOptions, "quotas"> {
+export interface ServiceOptions extends Omit<JobsServiceOptions, "quotas" | "spikes"> {
+  /** Where the services report what metrics count (spike warnings). */
+  events?: EngineEvents;
   store: Store;
   clock: Clock;
   executor: Executor;
@@ -38,7 +42,7 @@ export interface ServiceOptions extends Omit<JobsServiceOptions, "quotas"> {
 export function createService(o: ServiceOptions): Service {
   const reads = o.reads ?? o.store;
   const quotas = new TenantQuotas(o.store, o.clock);
-  const jobs = new JobsService({ ...o, quotas });
+  const jobs = new JobsService({ ...o, quotas, spikes: new SpikeWatch(o.store, o.events) });
   const deadLetters = new DeadLetterService(o.store, reads, o.clock, o.executor);
   const protocol = new WorkerProtocol(o.store, o.clock, o.executor);
   const keys = new KeyManager(o.store, o.clock);

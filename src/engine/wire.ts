@@ -49,7 +49,7 @@ export function toExecution(r: AttemptRow, now: number): ExecutionItem {
   };
 }
 
-export function poolOf(job: JobRecord): string {
+export function poolOf(job: Pick<JobRecord, "target">): string {
   return job.target.type === "queue" ? job.target.pool : HTTP_POOL;
 }
 

@@ -659,6 +659,13 @@ export interface Store {
   // ---- tenants --------------------------------------------------------------------
   /** A tenant's limits as set, or null when never set (the defaults apply). */
   tenantLimitsGet(params: { tenantId: string }): Promise<TenantLimits | null>;
+  /**
+   * How much of a tenant's work falls due in [from, to): its READY
+   * executions of one pool and priority there (one index range), plus its
+   * recurring jobs' due entries there; each counted up to limit, so a spike
+   * costs no more than the limit to measure.
+   */
+  dueInWindow(params: { tenantId: string; pool: string; priority: number; from: number; to: number; limit: number }): Promise<number>;
   /** A tenant's jobs not yet ended (SCHEDULED or PAUSED): counted from an index of those only, so it costs what it counts. */
   jobCountPending(params: { tenantId: string }): Promise<number>;
   /** Sets a tenant's limits whole, and the audit entry (if given) in the same transaction; a new weight applies to the next cross-tenant lease. */

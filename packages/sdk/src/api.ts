@@ -138,6 +138,8 @@ export interface OccurrencesQuery {
 export interface CreatedJob extends Job {
   /** false when an Idempotency-Key matched an earlier request (HTTP 200 instead of 201). */
   created?: boolean;
+  /** Warnings about the schedule (a spike of due work); absent when there are none. */
+  warnings?: DueWarning[];
 }
 
 export interface Page<T> {
@@ -264,8 +266,26 @@ export interface Stats {
 export interface BatchCreateItem extends JobSpec {
   idempotencyKey?: string;
 }
+/**
+ * A warning on a create that succeeded: today, that the tenant's work piles
+ * up in one second (one-offs) or one minute (cron jobs), with the jitter
+ * that would spread it. Also sent as a Duetime-Warning header.
+ */
+export interface DueWarning {
+  code: "DUE_SPIKE";
+  message: string;
+  /** The second or minute the work piles up in. */
+  window: "second" | "minute";
+  /** Its start. */
+  at: string;
+  /** The tenant's occurrences due in it (counted up to the threshold's double). */
+  count: number;
+  /** A schedule.jitterSeconds (cron) or spread of runAt (one-offs) that would keep it under the threshold. */
+  suggestedJitterSeconds: number;
+}
+
 export type BatchCreateResult =
-  | { jobId: string; nextRunAt: string | null; created: boolean }
+  | { jobId: string; nextRunAt: string | null; created: boolean; warnings?: DueWarning[] }
   | { error: { code: string; message: string; details?: Record<string, unknown> } };
 
 export interface PreviewQuery {

@@ -34,6 +34,7 @@ import type {
   CreatedKey,
   CreateKeyRequest,
   DeadLetter,
+  DueWarning,
   ErrorRecord,
   ExecutionItem,
   FailItem,
@@ -219,6 +220,12 @@ function items<T>(schema: ResponseSchemaName): Answers<T[]> {
 
 const noContent: Answers<void> = { responses: { 204: null }, answer: () => ({ status: 204 }), read: () => undefined };
 
+/** The Duetime-Warning header of a create's warnings: each distinct message once, `; `-separated. */
+function warningHeader(warnings: readonly DueWarning[] | undefined): Record<string, string> {
+  if (!warnings || warnings.length === 0) return {};
+  return { "duetime-warning": [...new Set(warnings.map((w) => `${w.code} ${w.message}`))].join("; ") };
+}
+
 /** Whether a request that names the job's version (If-Match, or the body's `version`) can only apply once. */
 function namesVersion(request: WireRequest): boolean {
   const ifMatch = request.headers?.["if-match"];
@@ -297,7 +304,7 @@ export const OPERATIONS = {
     },
     answer: (job: CreatedJob) => ({
       status: job.created === false ? 200 : 201,
-      headers: { location: `/v1/jobs/${encodeURIComponent(job.jobId)}` },
+      headers: { location: `/v1/jobs/${encodeURIComponent(job.jobId)}`, ...warningHeader(job.warnings) },
       body: job,
     }),
     read: (reply) => ({ ...(reply.body as Job), created: reply.status === 201 }),
@@ -313,6 +320,11 @@ export const OPERATIONS = {
     body: "batchCreateBody",
     bodyEnvelope: "batchCreateEnvelope",
     ...items<BatchCreateResult>("batchCreate"),
+    answer: (results) => ({
+      status: 200,
+      headers: warningHeader(results.flatMap((r) => ("warnings" in r && r.warnings) || [])),
+      body: { items: results },
+    }),
     retry: (request) => {
       const jobs = (request.body as { jobs: BatchCreateItem[] }).jobs;
       return jobs.length > 0 && jobs.every((job) => job.idempotencyKey !== undefined);

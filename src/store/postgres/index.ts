@@ -223,6 +223,18 @@ class PostgresStore implements Store {
     });
   }
 
+  async dueInWindow(p: StoreParams<"dueInWindow">): Promise<number> {
+    const row = await one<{ n: number }>(
+      this.pool,
+      `SELECT (SELECT count(*) FROM (SELECT 1 FROM executions WHERE pool = $2 AND tenant_id = $1 AND state = 'READY'
+                 AND priority = $3 AND ready_at >= $4 AND ready_at < $5 LIMIT $6) r)
+            + (SELECT count(*) FROM (SELECT 1 FROM due WHERE tenant_id = $1 AND due_at >= $4 AND due_at < $5 LIMIT $6) d) AS n`,
+      [p.tenantId, p.pool, p.priority, p.from, p.to, p.limit],
+      "due_in_window",
+    );
+    return Number(row?.n ?? 0);
+  }
+
   async jobCountPending(p: { tenantId: string }): Promise<number> {
     const row = await one<{ n: number }>(
       this.pool,

@@ -1244,6 +1244,17 @@ class SqliteStore implements Store {
     });
   }
 
+  async dueInWindow(p: { tenantId: string; pool: string; priority: number; from: number; to: number; limit: number }): Promise<number> {
+    const ready = this.q(
+      `SELECT count(*) AS n FROM (SELECT 1 FROM executions WHERE pool = @pool AND tenant_id = @tenant AND state = 'READY'
+         AND priority = @priority AND ready_at >= @from AND ready_at < @to LIMIT @limit)`,
+    ).get({ ...p, tenant: p.tenantId }) as { n: number };
+    const due = this.q(
+      "SELECT count(*) AS n FROM (SELECT 1 FROM due WHERE tenant_id = @tenant AND due_at >= @from AND due_at < @to LIMIT @limit)",
+    ).get({ tenant: p.tenantId, from: p.from, to: p.to, limit: p.limit }) as { n: number };
+    return ready.n + due.n;
+  }
+
   async jobCountPending(p: { tenantId: string }): Promise<number> {
     const row = this.q("SELECT count(*) AS n FROM jobs WHERE tenant_id = ? AND state IN ('SCHEDULED', 'PAUSED')").get(p.tenantId) as { n: number };
     return row.n;

@@ -215,6 +215,8 @@ CREATE TABLE tenants (
 -- A tenant's RUNNING attempts, counted against its max_leased_attempts, and its pending jobs against max_pending_jobs.
 CREATE INDEX executions_running_by_tenant ON executions (tenant_id) WHERE state = 'RUNNING';
 CREATE INDEX jobs_pending_by_tenant ON jobs (tenant_id) WHERE state IN ('SCHEDULED', 'PAUSED');
+-- A tenant's recurring work due in one minute (the spike warning at submit time).
+CREATE INDEX due_by_tenant ON due (tenant_id, due_at);
 
 -- retry.deadlineSeconds, copied to each execution like the rest of its retry policy (core/retry.ts).
 ALTER TABLE executions ADD COLUMN retry_deadline_seconds REAL;
