@@ -14,14 +14,13 @@
 // flood's throughput while it ran. Peers have no tenants, so none runs here:
 // in their queues the steady jobs would wait behind the flood.
 
-import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { DuetimeClient, Worker } from "@duetime/sdk";
-
-const ROOT = new URL("../", import.meta.url).pathname;
+import { pct, sleep } from "./measure.js";
+import { serveProcess } from "./serve-process.js";
 
 const { values } = parseArgs({
   options: {
@@ -40,28 +39,9 @@ const CONCURRENCY = Number(values.concurrency);
 const KEYS = "fleet:*:worker,flood:flood:client,steady:steady:client";
 const POOL = "work";
 
-async function serve(store: string): Promise<{ child: ChildProcess; url: string }> {
-  const args = [join(ROOT, "bin/duetime.js"), "serve", "--port", "0", "--store", store, "--api-keys", KEYS, "--log-level", "warn"];
-  if (values.schema) args.push("--schema", values.schema);
-  const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "inherit"] });
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = "";
-    child.stdout!.on("data", (chunk: Buffer) => {
-      out += chunk.toString();
-      const m = /http:\/\/[^\s]+/.exec(out);
-      if (m) resolve(m[0]);
-    });
-    child.once("exit", (code) => reject(new Error(`duetime serve exited early with ${code}`)));
-  });
-  return { child, url };
+function serve(store: string): ReturnType<typeof serveProcess> {
+  return serveProcess(["--store", store, "--api-keys", KEYS, "--log-level", "warn", ...(values.schema ? ["--schema", values.schema] : [])]);
 }
-
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface RunResult {
   steadyLags: number[];
@@ -146,9 +126,9 @@ async function run(withFlood: boolean): Promise<RunResult> {
 }
 
 function describe(label: string, r: RunResult): { p50: number; p99: number } {
-  const lags = [...r.steadyLags].sort((a, b) => a - b);
-  const p50 = percentile(lags, 50);
-  const p99 = percentile(lags, 99);
+  const lags = Float64Array.from(r.steadyLags).sort();
+  const p50 = pct(lags, 0.5);
+  const p99 = pct(lags, 0.99);
   console.log(
     `${label}: steady tenant ${lags.length}/${r.steadyCreated} started; start lag p50 ${p50} ms, p99 ${p99} ms, max ${lags.at(-1)} ms` +
       (r.floodStarted > 0 ? `; flood ${r.floodStarted} started, ${Math.round(r.floodStarted / Math.max(r.floodSeconds, 0.001))} jobs/s` : ""),

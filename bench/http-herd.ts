@@ -10,7 +10,6 @@
 // scheduledFor) p50/p99/max, and duplicate calls. --cpu-prof DIR writes a
 // V8 CPU profile of the server process into DIR.
 
-import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -18,8 +17,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { DuetimeClient } from "@duetime/sdk";
-
-const ROOT = new URL("../", import.meta.url).pathname;
+import { serveProcess } from "./serve-process.js";
 
 const { values } = parseArgs({
   options: {
@@ -65,34 +63,11 @@ async function receiver(delayMs: number): Promise<{ url: string; arrivals: Arriv
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, arrivals, server, concurrent: () => most };
 }
 
-async function serve(store: string): Promise<{ child: ChildProcess; url: string }> {
-  const nodeArgs = values["cpu-prof"] ? ["--cpu-prof", "--cpu-prof-dir", values["cpu-prof"]] : [];
-  const args = [
-    ...nodeArgs,
-    join(ROOT, "bin/duetime.js"),
-    "serve",
-    "--port",
-    "0",
-    "--store",
-    store,
-    "--allow-target-hosts",
-    "127.0.0.1",
-    "--log-level",
-    "warn",
-  ];
+function serve(store: string): ReturnType<typeof serveProcess> {
+  const args = ["--store", store, "--allow-target-hosts", "127.0.0.1", "--log-level", "warn"];
   if (values["origin-concurrency"]) args.push("--http-origin-concurrency", values["origin-concurrency"]);
   if (values.concurrency) args.push("--http-concurrency", values.concurrency);
-  const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "inherit"] });
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = "";
-    child.stdout!.on("data", (chunk: Buffer) => {
-      out += chunk.toString();
-      const m = /http:\/\/[^\s]+/.exec(out);
-      if (m) resolve(m[0]);
-    });
-    child.once("exit", (code) => reject(new Error(`duetime serve exited early with ${code}`)));
-  });
-  return { child, url };
+  return serveProcess(args, values["cpu-prof"] ? ["--cpu-prof", "--cpu-prof-dir", values["cpu-prof"]] : []);
 }
 
 function percentile(sorted: number[], p: number): number {
