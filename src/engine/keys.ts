@@ -18,7 +18,7 @@ import { newId } from "../core/ids.js";
 import { toIso, toIsoOrNull } from "../core/time.js";
 import type { ApiKeyRecord, Store } from "../store/store.js";
 import { decodeCursor, encodeCursor } from "./cursor.js";
-import { actsForEveryTenant, type RequestContext, type StoredKey } from "./service.js";
+import { actorOf, actsForEveryTenant, type RequestContext, type StoredKey } from "./service.js";
 
 /** Secrets look like `dtk_` + 32 base64url characters (192 random bits). */
 export const KEY_PREFIX = "dtk_";
@@ -129,10 +129,6 @@ export class KeyManager {
 
 function requireAdmin(ctx: RequestContext, what: string): void {
   if (!ctx.roles.has("admin")) throw new DuetimeError("PERMISSION_DENIED", `${what} needs the role admin`, { requiredRoles: ["admin"] });
-}
-
-function actorOf(ctx: RequestContext): string {
-  return ctx.actor ?? "anonymous";
 }
 
 function toInfo(k: ApiKeyRecord): ApiKeyInfo {

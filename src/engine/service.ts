@@ -28,6 +28,11 @@ export interface StoredKey {
   role: Role;
 }
 
+/** Who acts, as the audit log records it. */
+export function actorOf(ctx: RequestContext): string {
+  return ctx.actor ?? "anonymous";
+}
+
 /** Whether the caller acts for every tenant: a bootstrap caller, or a platform key (tenant "*"). */
 export function actsForEveryTenant(ctx: RequestContext): boolean {
   return ctx.bootstrap === true || ctx.tenantId === ALL_TENANTS;

@@ -9,7 +9,7 @@ import type { Clock } from "../core/clock.js";
 import { DuetimeError } from "../core/errors.js";
 import type { Store } from "../store/store.js";
 import { DEFAULT_TENANT_LIMITS, type TenantQuotas } from "./quotas.js";
-import { actsForEveryTenant, type RequestContext } from "./service.js";
+import { actorOf, actsForEveryTenant, type RequestContext } from "./service.js";
 
 export class TenantsService {
   constructor(
@@ -40,7 +40,7 @@ export class TenantsService {
       tenantId,
       limits,
       now,
-      audit: { tenantId, at: now, actor: ctx.actor ?? "anonymous", action: "tenant.limits", subject: tenantId, details: { ...limits } },
+      audit: { tenantId, at: now, actor: actorOf(ctx), action: "tenant.limits", subject: tenantId, details: { ...limits } },
     });
     return { tenantId, ...limits };
   }
