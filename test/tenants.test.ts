@@ -19,7 +19,14 @@ const KEYS = [
   { key: "flood-client", tenantId: "flood", role: "client" as const },
   { key: "quiet-client", tenantId: "quiet", role: "client" as const },
 ];
-const NO_LIMITS = { weight: 1, maxPendingJobs: null, createRatePerSecond: null, maxLeasedAttempts: null, maxPayloadBytes: null };
+const NO_LIMITS = {
+  weight: 1,
+  maxPendingJobs: null,
+  createRatePerSecond: null,
+  dispatchRatePerSecond: null,
+  maxLeasedAttempts: null,
+  maxPayloadBytes: null,
+};
 /** The seeds' promise: the other tenants' work starts within 2 s of its due time, whatever one tenant floods. */
 const START_WITHIN_MS = 2_000;
 
@@ -227,6 +234,53 @@ test("platform keys act for every tenant only where that makes sense; tenants' l
   } finally {
     await close();
     await t.close();
+  }
+});
+
+test("herd smoothing: a tenant's dispatchRatePerSecond spreads its herd over the following seconds, in order, with the wait in its history", async (ctx) => {
+  const hook = await receiver(0);
+  const t = await startTestServer({ apiKeys: KEYS, allowTargetHosts: ["127.0.0.1"] });
+  const { as, close } = clientsOf(t);
+  try {
+    const RATE = 10;
+    const HERD = 40;
+    await as("platform-admin").putTenantLimits("flood", { dispatchRatePerSecond: RATE });
+    const flood = as("flood-client");
+    const due = Date.now() + 1_000;
+    const job = (name: string, i: number) => ({
+      name,
+      target: { type: "http" as const, url: hook.url },
+      schedule: { runAt: new Date(due + i).toISOString() },
+    });
+    const herd = (await flood.createJobs(Array.from({ length: HERD }, (_, i) => job("herd", i)))).map((r) => ("jobId" in r ? r.jobId : ""));
+    const quietClient = as("quiet-client");
+    const quiet = (await quietClient.createJobs(Array.from({ length: 10 }, (_, i) => job("quiet", i)))).map((r) => ("jobId" in r ? r.jobId : ""));
+    await waitFor(() => hook.calls.length >= HERD + quiet.length, "every call", 30_000);
+
+    const calledAt = new Map(hook.calls.map((c) => [c.jobId, c.at]));
+    const quietLags = quiet.map((id) => (calledAt.get(id) as number) - due);
+    assert.ok(Math.max(...quietLags) <= START_WITHIN_MS, `the other tenant is not held back: ${quietLags.join(",")} ms`);
+    // Started (leased, by the store's clock) at the rate, in due order; the wait is in each one's history.
+    const firstAttempt = async (jobId: string, client = flood) => (await client.listExecutions(jobId)).items.find((e) => e.attempt === 1)!;
+    const attempts = await Promise.all(herd.map((id) => firstAttempt(id)));
+    const started = attempts.map((a) => Date.parse(a.startedAt as string));
+    const busiest = Math.max(...started.map((at) => started.filter((x) => x >= at && x < at + 1_000).length));
+    const span = started.at(-1)! - started[0]!;
+    ctx.diagnostic(`herd of ${HERD} at ${RATE}/s: started over ${span} ms, at most ${busiest} in any second`);
+    assert.ok(busiest <= 2 * RATE, `a burst and a second's rate at most in any second, got ${busiest}`);
+    assert.ok(span >= ((HERD - RATE) / RATE) * 1000 * 0.8, `the excess spread over the following seconds (${span} ms)`);
+    assert.ok(
+      started.every((at, i) => i === 0 || at >= started[i - 1]!),
+      "started in due order",
+    );
+    assert.equal(attempts[0]!.throttledMs, undefined, "the first burst waited for nothing");
+    const last = attempts.at(-1)!;
+    assert.ok((last.throttledMs ?? 0) >= 2_000, `the last waited about ${(HERD - RATE) / RATE} s for the rate: ${last.throttledMs} ms`);
+    assert.equal((await firstAttempt(quiet[0]!, quietClient)).throttledMs, undefined);
+  } finally {
+    await close();
+    await t.close();
+    await hook.close();
   }
 });
 

@@ -421,18 +421,33 @@ describe("CLI parsing: tenants", () => {
     assert.deepEqual(parse(["tenants", "set-quota", "acme"], env), { command: "tenants set-quota", global, tenantId: "acme", limits: {} });
     assert.deepEqual(
       parse(
-        ["tenants", "set-quota", "acme", "--max-pending", "1000", "--create-rate", "50.5", "--max-leased", "20", "--max-payload-bytes", "65536"],
+        [
+          "tenants",
+          "set-quota",
+          "acme",
+          "--max-pending",
+          "1000",
+          "--create-rate",
+          "50.5",
+          "--dispatch-rate",
+          "20",
+          "--max-leased",
+          "20",
+          "--max-payload-bytes",
+          "65536",
+        ],
         env,
       ),
       {
         command: "tenants set-quota",
         global,
         tenantId: "acme",
-        limits: { maxPendingJobs: 1000, createRatePerSecond: 50.5, maxLeasedAttempts: 20, maxPayloadBytes: 65536 },
+        limits: { maxPendingJobs: 1000, createRatePerSecond: 50.5, dispatchRatePerSecond: 20, maxLeasedAttempts: 20, maxPayloadBytes: 65536 },
       },
     );
     usageError(["tenants", "set-quota", "acme", "--max-pending", "0"], /--max-pending: must be between 1 and 1000000000/);
     usageError(["tenants", "set-quota", "acme", "--create-rate", "fast"], /--create-rate: expected a number from 0.01 to 1000000/);
+    usageError(["tenants", "set-quota", "acme", "--dispatch-rate", "0"], /--dispatch-rate: expected a number from 0.01 to 1000000/);
   });
 });
 

@@ -154,7 +154,15 @@ function route(req: RecordedRequest): TestReply {
   if (key === "GET /v1/tenants/acme/limits")
     return {
       status: 200,
-      body: { tenantId: "acme", weight: 3, maxPendingJobs: 1000, createRatePerSecond: null, maxLeasedAttempts: null, maxPayloadBytes: null },
+      body: {
+        tenantId: "acme",
+        weight: 3,
+        maxPendingJobs: 1000,
+        createRatePerSecond: null,
+        dispatchRatePerSecond: null,
+        maxLeasedAttempts: null,
+        maxPayloadBytes: null,
+      },
     };
   if (key === "PUT /v1/tenants/acme/limits")
     return {
@@ -164,6 +172,7 @@ function route(req: RecordedRequest): TestReply {
         weight: 1,
         maxPendingJobs: null,
         createRatePerSecond: null,
+        dispatchRatePerSecond: null,
         maxLeasedAttempts: null,
         maxPayloadBytes: null,
         ...(req.body as object),

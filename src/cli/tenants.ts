@@ -30,7 +30,7 @@ admin key for every tenant (tenant *, or one of the server's --api-keys).
 Commands:
   show <tenant>                         The tenant's limits, defaults filled in
   set-quota <tenant> [--weight W] [--max-pending N] [--create-rate R]
-            [--max-leased N] [--max-payload-bytes N]
+            [--dispatch-rate R] [--max-leased N] [--max-payload-bytes N]
                                         Set them whole (a limit left out
                                         goes back to its default)
 
@@ -43,7 +43,8 @@ Prints the tenant's limits, defaults filled in.
 ${GLOBAL_HELP}`;
 
 export const TENANTS_SET_QUOTA_HELP = `Usage: duetime tenants set-quota <tenant> [--weight W] [--max-pending N]
-           [--create-rate R] [--max-leased N] [--max-payload-bytes N]
+           [--create-rate R] [--dispatch-rate R] [--max-leased N]
+           [--max-payload-bytes N]
 
 Sets the tenant's limits whole; a limit left out goes back to its default
 (no limit, weight 1). Audited. Over a quota, the API answers 429
@@ -57,6 +58,10 @@ RESOURCE_EXHAUSTED with Retry-After and the quota named.
   --max-pending N         Jobs not yet ended it may hold
   --create-rate R         Jobs it may create per second (0.01 or more; a
                           burst of one second's worth)
+  --dispatch-rate R       Its attempts started per second, every pool
+                          together (0.01 or more): the excess waits its
+                          turn, in order, and the wait is recorded on the
+                          attempt (throttledMs in its history)
   --max-leased N          Attempts it may have leased (running) at once
   --max-payload-bytes N   The largest payload of its jobs, in bytes of JSON
 
@@ -76,6 +81,7 @@ export function parseTenantsSetQuota(args: string[], env: Env): TenantsCommand {
     weight: { type: "string" },
     "max-pending": { type: "string" },
     "create-rate": { type: "string" },
+    "dispatch-rate": { type: "string" },
     "max-leased": { type: "string" },
     "max-payload-bytes": { type: "string" },
   } as const;
@@ -86,6 +92,8 @@ export function parseTenantsSetQuota(args: string[], env: Env): TenantsCommand {
   const maxPending = integerOption("max-pending", values["max-pending"], 1, 1_000_000_000, usage);
   if (maxPending !== undefined) limits.maxPendingJobs = maxPending;
   if (values["create-rate"] !== undefined) limits.createRatePerSecond = decimalOption("create-rate", values["create-rate"], 0.01, 1_000_000, usage);
+  if (values["dispatch-rate"] !== undefined)
+    limits.dispatchRatePerSecond = decimalOption("dispatch-rate", values["dispatch-rate"], 0.01, 1_000_000, usage);
   const maxLeased = integerOption("max-leased", values["max-leased"], 1, 1_000_000, usage);
   if (maxLeased !== undefined) limits.maxLeasedAttempts = maxLeased;
   const maxPayload = integerOption("max-payload-bytes", values["max-payload-bytes"], 1, 104_857_600, usage);
@@ -112,6 +120,7 @@ function printLimits(out: Printer, limits: TenantLimits): void {
     ["weight", String(limits.weight)],
     ["maxPendingJobs", quota(limits.maxPendingJobs)],
     ["createRatePerSecond", quota(limits.createRatePerSecond)],
+    ["dispatchRatePerSecond", quota(limits.dispatchRatePerSecond)],
     ["maxLeasedAttempts", quota(limits.maxLeasedAttempts)],
     ["maxPayloadBytes", quota(limits.maxPayloadBytes)],
   ]);

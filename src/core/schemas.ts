@@ -501,6 +501,13 @@ export const tenantLimitsBody = {
       maximum: 1_000_000,
       description: "Jobs it may create per second: a token bucket holding one second's worth (at least one job); null: no limit (default).",
     },
+    dispatchRatePerSecond: {
+      type: ["number", "null"],
+      minimum: 0.01,
+      maximum: 1_000_000,
+      description:
+        "Its attempts started per second, every pool together: the excess waits its turn, in order, and the wait is recorded on the attempt (throttledMs); null: no limit (default).",
+    },
     maxLeasedAttempts: quotaInteger(1_000_000, "Attempts it may have leased at once; null: no limit (default)."),
     maxPayloadBytes: quotaInteger(104_857_600, "The largest payload of its jobs, in bytes of JSON; null: only the server's body limit (default)."),
   },
@@ -510,12 +517,13 @@ const nullableNumber = { type: ["number", "null"] } as const;
 
 export const tenantLimitsResponse = {
   type: "object",
-  required: ["tenantId", "weight", "maxPendingJobs", "createRatePerSecond", "maxLeasedAttempts", "maxPayloadBytes"],
+  required: ["tenantId", "weight", "maxPendingJobs", "createRatePerSecond", "dispatchRatePerSecond", "maxLeasedAttempts", "maxPayloadBytes"],
   properties: {
     tenantId: { type: "string" },
     weight: { type: "number" },
     maxPendingJobs: nullableNumber,
     createRatePerSecond: nullableNumber,
+    dispatchRatePerSecond: nullableNumber,
     maxLeasedAttempts: nullableNumber,
     maxPayloadBytes: nullableNumber,
   },
@@ -662,6 +670,11 @@ export const executionItemResponse = {
     finishedAt: nullableDateTime,
     error: recordedError,
     workerId: { type: ["string", "null"] },
+    throttledMs: {
+      type: "integer",
+      minimum: 0,
+      description: "How long the tenant's dispatchRatePerSecond held this attempt back (absent: not at all).",
+    },
   },
 } as const;
 

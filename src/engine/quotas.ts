@@ -18,6 +18,7 @@ export const DEFAULT_TENANT_LIMITS: TenantLimits = {
   weight: 1,
   maxPendingJobs: null,
   createRatePerSecond: null,
+  dispatchRatePerSecond: null,
   maxLeasedAttempts: null,
   maxPayloadBytes: null,
 };

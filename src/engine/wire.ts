@@ -46,6 +46,7 @@ export function toExecution(r: AttemptRow, now: number): ExecutionItem {
     error: r.error,
     workerId: r.workerId,
     ...(r.result !== undefined ? { result: r.result } : {}),
+    ...(r.throttledMs !== undefined ? { throttledMs: r.throttledMs } : {}),
   };
 }
 

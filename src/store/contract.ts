@@ -52,7 +52,14 @@ const CREATED = T0 - HOUR;
 const LEASE_MS = 30 * SECOND;
 
 const iso = (ms: number): string => new Date(ms).toISOString();
-const NO_LIMITS: TenantLimits = { weight: 1, maxPendingJobs: null, createRatePerSecond: null, maxLeasedAttempts: null, maxPayloadBytes: null };
+const NO_LIMITS: TenantLimits = {
+  weight: 1,
+  maxPendingJobs: null,
+  createRatePerSecond: null,
+  dispatchRatePerSecond: null,
+  maxLeasedAttempts: null,
+  maxPayloadBytes: null,
+};
 
 // ---- record factories ----------------------------------------------------
 
@@ -1893,6 +1900,47 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         assert.equal((await lease(store, T0, { max: 10, tenantId: "capped" })).length, 7);
       });
 
+      storeTest(
+        "dispatchRatePerSecond spreads a tenant's work over the following seconds, in order, and records the wait on each attempt",
+        async (store) => {
+          await store.tenantLimitsPut({ tenantId: "herd", limits: { ...NO_LIMITS, dispatchRatePerSecond: 5 }, now: CREATED });
+          // 20 due by T0, in order a millisecond apart.
+          const herd: string[] = [];
+          for (let i = 0; i < 20; i++) herd.push(...(await backlog(store, "herd", 1, { at: T0 - 20 + i })));
+          await backlog(store, "free", 10);
+          const first = await lease(store, T0, { max: 30 });
+          assert.deepEqual(byTenant(first), { herd: 5, free: 10 }, "a burst of one second's worth, the others unaffected");
+          assert.deepEqual(await lease(store, T0 + 100, { max: 30 }), [], "nothing until the rate allows");
+          const second = await lease(store, T0 + SECOND, { max: 30 });
+          const third = await lease(store, T0 + SECOND + 400, { max: 30, tenantId: "herd" });
+          assert.equal(second.length, 5, "a second later: five more");
+          assert.equal(third.length, 2, "in its own lease too: 0.4 s at 5/s");
+          const order = [...first, ...second, ...third].filter((r) => r.tenantId === "herd").map((r) => r.jobId);
+          assert.deepEqual(order, herd.slice(0, 12), "in order");
+
+          const attempt = async (jobId: string) => (await history(store, "herd", jobId)).find((h) => h.attempt === 1);
+          assert.equal((await attempt(herd[0]!))?.throttledMs, undefined, "the first burst waited for nothing");
+          assert.equal((await attempt(herd[5]!))?.throttledMs, SECOND, "held back from T0, when the rate first left it waiting");
+          const failed = await store.executionFailMany({
+            items: [fail({ executionId: second[0]!.executionId, tenantId: "herd", attempt: 1 })],
+            now: T0 + 2 * SECOND,
+          });
+          assertOk(failed[0], "READY");
+          assert.equal((await attempt(second[0]!.jobId))?.throttledMs, SECOND, "kept with the attempt once it ended");
+          assert.equal((await attempt(herd[11]!))?.throttledMs, SECOND + 400);
+          assert.equal((await history(store, "free", first.find((r) => r.tenantId === "free")!.jobId))[0]?.throttledMs, undefined);
+
+          // Drained at its rate (the failed one's retry too), the lane is no longer throttled: later work waits for nothing.
+          for (let at = T0 + 2 * SECOND; at <= T0 + 20 * SECOND; at += SECOND) await lease(store, at, { max: 30 });
+          const [late] = await backlog(store, "herd", 1, { at: T0 + HOUR });
+          assert.deepEqual(
+            (await lease(store, T0 + HOUR, { max: 30 })).map((r) => r.jobId),
+            [late],
+          );
+          assert.equal((await attempt(late!))?.throttledMs, undefined);
+        },
+      );
+
       storeTest("a tenant's own lease is not fair-shared: it takes its work by priority", async (store) => {
         await backlog(store, "t1", 5);
         await backlog(store, "t2", 5);
@@ -3552,6 +3600,31 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
     // single writer serialises them, a networked driver must hold the same
     // sentences under true concurrency.
     describe("races (two handles on one database)", () => {
+      pairTest(
+        "two leases at once both charge a tenant's dispatch rate: by any time, grants stay within a burst and a batch of the rate",
+        async (a, b) => {
+          for (let round = 0; round < 10; round++) {
+            const tenantId = `rated-${round}`;
+            await a.tenantLimitsPut({ tenantId, limits: { ...NO_LIMITS, dispatchRatePerSecond: 4 }, now: CREATED });
+            const jobs = Array.from({ length: 40 }, () => newJob({ tenantId }));
+            await a.jobCreateMany({ nodeId: "n1", jobs, now: CREATED });
+            let granted = 0;
+            for (let s = 0; s < 3; s++) {
+              const at = T0 + s * SECOND;
+              const [x, y] = await race(
+                round,
+                () => lease(a, at, { max: 10, tenantId }),
+                () => lease(b, at, { max: 10 }),
+              );
+              granted += x.length + y.length;
+              // A burst (4), the rate since T0, and one concurrent batch's overshoot (4) at most.
+              assert.ok(granted <= 4 + 4 * s + 4, `round ${round}, ${s} s: ${granted} granted`);
+            }
+            assert.ok(granted >= 4 * 3 - 4, `round ${round}: the rate is used, ${granted} granted`);
+          }
+        },
+      );
+
       pairTest("two leasers on one pool: every ready execution is granted exactly once, no attempt twice", async (a, b) => {
         const READY = 6;
         for (let round = 0; round < RACE_ROUNDS; round++) {

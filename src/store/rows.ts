@@ -38,11 +38,13 @@ export function toAttemptRow(r: Row, json: JsonColumn): AttemptRow {
     error: json<ErrorRecord | null>(r.error) ?? null,
     workerId: r.worker_id as string | null,
     ...(r.result !== null && r.result !== undefined ? { result: json(r.result) } : {}),
+    ...(r.throttled_ms !== null && r.throttled_ms !== undefined ? { throttledMs: Number(r.throttled_ms) } : {}),
   };
 }
 
 /** The columns of the tenants table that hold limits, in TenantLimits' order. */
-export const TENANT_LIMIT_COLUMNS = "weight, max_pending_jobs, create_rate_per_second, max_leased_attempts, max_payload_bytes";
+export const TENANT_LIMIT_COLUMNS =
+  "weight, max_pending_jobs, create_rate_per_second, dispatch_rate_per_second, max_leased_attempts, max_payload_bytes";
 
 /** A tenants row as TenantLimits (both drivers; numbers come back as numbers, NULL as null). */
 export function toTenantLimits(r: Record<string, unknown>): TenantLimits {
@@ -51,6 +53,7 @@ export function toTenantLimits(r: Record<string, unknown>): TenantLimits {
     weight: Number(r.weight),
     maxPendingJobs: n(r.max_pending_jobs),
     createRatePerSecond: n(r.create_rate_per_second),
+    dispatchRatePerSecond: n(r.dispatch_rate_per_second),
     maxLeasedAttempts: n(r.max_leased_attempts),
     maxPayloadBytes: n(r.max_payload_bytes),
   };

@@ -127,6 +127,8 @@ export interface AttemptRow {
   workerId: string | null;
   /** What a succeeded attempt returned (a worker's result; an HTTP target's status and timing). */
   result?: unknown;
+  /** How long the tenant's dispatchRatePerSecond held the attempt back (absent: not at all). */
+  throttledMs?: number;
 }
 
 export interface LeasedRow {
@@ -277,6 +279,8 @@ export interface TenantLimits {
   weight: number;
   maxPendingJobs: number | null;
   createRatePerSecond: number | null;
+  /** Enforced by the lease itself, across nodes: a lease grants a tenant no more attempts than its rate allows (a GCRA on the tenants row). */
+  dispatchRatePerSecond: number | null;
   /** Enforced by the lease itself: a lease grants a tenant no more than this minus its RUNNING attempts. */
   maxLeasedAttempts: number | null;
   maxPayloadBytes: number | null;

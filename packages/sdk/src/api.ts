@@ -182,6 +182,8 @@ export interface ExecutionItem {
   workerId: string | null;
   /** What a succeeded attempt returned (a worker's result; an HTTP target's status and timing). */
   result?: unknown;
+  /** How long the tenant's dispatchRatePerSecond held this attempt back (absent: not at all). */
+  throttledMs?: number;
 }
 
 export interface DeadLetter {
@@ -380,6 +382,8 @@ export interface TenantLimitsRequest {
   maxPendingJobs?: number | null;
   /** Jobs it may create per second (a token bucket holding one second's worth). */
   createRatePerSecond?: number | null;
+  /** Its attempts started per second, every pool together: the excess waits its turn, in order (throttledMs on the attempt). */
+  dispatchRatePerSecond?: number | null;
   /** Attempts it may have leased (RUNNING) at once. */
   maxLeasedAttempts?: number | null;
   /** The largest payload of its jobs, in bytes of JSON. */
@@ -392,6 +396,7 @@ export interface TenantLimits {
   weight: number;
   maxPendingJobs: number | null;
   createRatePerSecond: number | null;
+  dispatchRatePerSecond: number | null;
   maxLeasedAttempts: number | null;
   maxPayloadBytes: number | null;
 }

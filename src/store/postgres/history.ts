@@ -38,16 +38,16 @@ export async function history(
     db,
     `SELECT * FROM (
        SELECT e.id, e.job_id, e.scheduled_for, a.attempt, a.state, e.ready_at, e.dispatched_at, e.dispatched_by,
-              a.started_at, a.finished_at, a.error, a.worker_id, NULL::jsonb AS result
+              a.started_at, a.finished_at, a.error, a.worker_id, NULL::jsonb AS result, a.throttled_ms
        FROM executions e JOIN attempts a ON a.job_id = e.job_id AND a.scheduled_for = e.scheduled_for
        WHERE e.job_id = $1 AND e.tenant_id = $2
        UNION ALL
        SELECT e.id, e.job_id, e.scheduled_for, e.attempt, e.state, e.ready_at, e.dispatched_at, e.dispatched_by,
-              e.started_at, e.finished_at, NULL, e.worker_id, e.result
+              e.started_at, e.finished_at, NULL, e.worker_id, e.result, e.throttled_ms
        FROM executions e WHERE e.job_id = $1 AND e.tenant_id = $2 AND e.state IN ('RUNNING', 'SUCCEEDED')
        UNION ALL
        SELECT e.id, e.job_id, e.scheduled_for, 0, e.state, e.ready_at, e.dispatched_at, e.dispatched_by,
-              NULL, e.finished_at, CASE WHEN e.state IN ('SKIPPED', 'CANCELLED') THEN e.last_error END, NULL, NULL
+              NULL, e.finished_at, CASE WHEN e.state IN ('SKIPPED', 'CANCELLED') THEN e.last_error END, NULL, NULL, NULL::bigint
        FROM executions e WHERE e.job_id = $1 AND e.tenant_id = $2 AND e.attempt = 0
      ) h ${cursor}
      ORDER BY scheduled_for DESC, attempt DESC LIMIT $3`,

@@ -212,12 +212,16 @@ class PostgresStore implements Store {
     const l = p.limits;
     return this.tx(async (c) => {
       await c.query(
-        `INSERT INTO tenants (tenant_id, ${TENANT_LIMIT_COLUMNS}, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
+        `INSERT INTO tenants (tenant_id, ${TENANT_LIMIT_COLUMNS}, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
          ON CONFLICT (tenant_id) DO UPDATE SET weight = excluded.weight, max_pending_jobs = excluded.max_pending_jobs,
-           create_rate_per_second = excluded.create_rate_per_second, max_leased_attempts = excluded.max_leased_attempts,
+           create_rate_per_second = excluded.create_rate_per_second, dispatch_rate_per_second = excluded.dispatch_rate_per_second,
+           max_leased_attempts = excluded.max_leased_attempts,
            max_payload_bytes = excluded.max_payload_bytes, updated_at = excluded.updated_at`,
-        [p.tenantId, l.weight, l.maxPendingJobs, l.createRatePerSecond, l.maxLeasedAttempts, l.maxPayloadBytes, p.now],
+        [p.tenantId, l.weight, l.maxPendingJobs, l.createRatePerSecond, l.dispatchRatePerSecond, l.maxLeasedAttempts, l.maxPayloadBytes, p.now],
       );
+      // A new rate starts afresh: no debt, no throttle carried over.
+      await c.query("UPDATE tenants SET dispatch_tat = NULL WHERE tenant_id = $1", [p.tenantId]);
+      await c.query("UPDATE lanes SET throttled_since = NULL WHERE tenant_id = $1 AND throttled_since IS NOT NULL", [p.tenantId]);
       if (p.audit) await appendAudit(c, p.audit);
       return { ...l };
     });

@@ -44,19 +44,43 @@ const levels = (pool: string, tenant: string | null): string => `levels AS (
   SELECT (SELECT e.priority FROM executions e WHERE ${readyIn("e", pool, tenant)} AND e.priority < l.priority ORDER BY e.priority DESC LIMIT 1)
   FROM levels l WHERE l.priority IS NOT NULL)`;
 
-/**
- * How many more attempts a tenant may have leased, at most `max`: its
- * max_leased_attempts less its RUNNING attempts, counted only when it has
- * one. Two leases at once may each grant up to it (a batch's overshoot).
- */
-const allowance = (tenant: string, max: string): string => `(SELECT CASE WHEN tn.max_leased_attempts IS NULL THEN ${max}
-  ELSE greatest(0, least(${max}, tn.max_leased_attempts - (SELECT count(*) FROM executions r WHERE r.tenant_id = ${tenant} AND r.state = 'RUNNING')))::int END
-  FROM (SELECT (SELECT max_leased_attempts FROM tenants WHERE tenant_id = ${tenant}) AS max_leased_attempts) tn)`;
+/** A tenant's row of limits as one row (NULLs when it has none): weight, max_leased_attempts, dispatch rate and tat. */
+const limitsOf = (tenant: string): string => `(SELECT max(weight) AS weight, max(max_leased_attempts) AS cap,
+  max(dispatch_rate_per_second) AS rate, max(dispatch_tat) AS tat FROM tenants WHERE tenant_id = ${tenant})`;
 
-/** The grant of a lease: the picked rows RUNNING as a new attempt; `picked` names (job_id, scheduled_for) pairs. */
+/** What a tenant's dispatch rate allows at t.now, at most `max` (core/dispatch-rate.ts dispatchAllowance). */
+const byRate = (g: string, max: string): string => `CASE WHEN ${g}.rate IS NULL THEN ${max}
+  ELSE least(${max}, greatest(0, floor(greatest(1, ${g}.rate) - greatest(0, coalesce(${g}.tat, t.now) - t.now) * ${g}.rate / 1000 + 1e-9)))::int END`;
+
+/**
+ * How many more attempts a tenant may be granted, at most `max`: what its
+ * dispatch rate allows, and its max_leased_attempts less its RUNNING
+ * attempts. Two leases at once may each grant up to it (a batch's
+ * overshoot; the rate charges both, so the tenant then waits longer).
+ */
+const allowance = (g: string, tenant: string, max: string): string => `least(${byRate(g, max)}, CASE WHEN ${g}.cap IS NULL THEN ${max}
+  ELSE greatest(0, least(${max}, ${g}.cap - (SELECT count(*) FROM executions r WHERE r.tenant_id = ${tenant} AND r.state = 'RUNNING')))::int END)`;
+
+/**
+ * One row more than a tenant's allowance when its rate is what limits it:
+ * offered, not granted, it shows the rate left work waiting. Only then, since
+ * a row claimed and not granted is passed over by a concurrent lease.
+ */
+const RATE_PROBE = (g: string, allowed: string): string => `(CASE WHEN ${g}.rate IS NOT NULL AND ${g}.by_rate <= ${allowed} THEN 1 ELSE 0 END)`;
+
+/** A rate-limited tenant's tat, charged n grants at t.now (core/dispatch-rate.ts chargeDispatch): added to, so concurrent leases both count. */
+const CHARGED_TAT = "greatest(coalesce(tn.dispatch_tat, t.now), t.now) + s.n * 1000.0 / tn.dispatch_rate_per_second";
+
+/**
+ * The grant of a lease: the picked rows RUNNING as a new attempt; `picked`
+ * names (job_id, scheduled_for) pairs. Each records the wait its tenant's
+ * dispatch rate imposed: since its lane was throttled, as the lease found it.
+ */
 const GRANT = `UPDATE executions e SET state = 'RUNNING', attempt = e.attempt + 1, worker_id = $4, cancel_requested = false,
   started_at = t.now, deadline = t.now + e.timeout_ms + $6, lease_ms = $5,
-  lease_until = least(t.now + $5, t.now + e.timeout_ms + $6)
+  lease_until = least(t.now + $5, t.now + e.timeout_ms + $6),
+  throttled_ms = (SELECT CASE WHEN l.throttled_since IS NOT NULL THEN greatest(0, t.now - greatest(e.ready_at, l.throttled_since)) END
+                  FROM lanes l WHERE l.pool = e.pool AND l.tenant_id = e.tenant_id)
 FROM picked, t
 WHERE e.job_id = ANY(ARRAY(SELECT job_id FROM picked)) AND e.scheduled_for = ANY(ARRAY(SELECT scheduled_for FROM picked))
   AND e.job_id = picked.job_id AND e.scheduled_for = picked.scheduled_for
@@ -65,27 +89,39 @@ RETURNING e.id, e.tenant_id, e.job_id, e.name, e.attempt, e.payload, e.scheduled
 
 /**
  * A lease of one tenant's work ($7): the claim and the grant in one
- * statement. Each level gives its earliest rows due by now, claimed FOR
- * UPDATE SKIP LOCKED (rows another lease holds are passed over, not waited
- * for); the highest levels' rows are granted, up to max. The granted rows
- * are found again by their keys as arrays (an index condition), not only by
- * a join on picked: for the join alone the planner may read every partition
- * whole and sort it (16 ms for a lease of 500 beside 20,000 rows, 5 ms by
- * the keys), and the table holds the whole history.
+ * statement. Each level offers its earliest rows due by now, up to the
+ * tenant's allowance (and RATE_PROBE),
+ * claimed FOR UPDATE SKIP LOCKED (rows another lease holds are passed over,
+ * not waited for); the highest levels' rows are granted, up to the
+ * allowance. The granted rows are found again by their keys as arrays (an
+ * index condition), not only by a join on picked: for the join alone the
+ * planner may read every partition whole and sort it (16 ms for a lease of
+ * 500 beside 20,000 rows, 5 ms by the keys), and the table holds the whole
+ * history. Then its rate is charged, and its lane marked throttled or not.
  */
 const LEASE_TENANT = `
 WITH RECURSIVE t AS (SELECT ${nowOr("$1")} AS now),
 ${levels("$2", "$7")},
-allowed AS (SELECT ${allowance("$7", "$3::int")} AS n),
-picked AS MATERIALIZED (
-  SELECT c.job_id, c.scheduled_for FROM levels l, t, allowed, LATERAL (
+gate AS MATERIALIZED (SELECT g.rate, ${byRate("g", "$3::int")} AS by_rate, ${allowance("g", "$7", "$3::int")} AS n FROM t, ${limitsOf("$7")} g),
+offered AS MATERIALIZED (
+  SELECT c.job_id, c.scheduled_for, c.priority, c.ready_at FROM levels l, t, gate, LATERAL (
     SELECT x.job_id, x.scheduled_for, x.priority, x.ready_at FROM executions x
     WHERE ${readyIn("x", "$2", "$7")} AND x.priority = l.priority AND x.ready_at <= t.now
-    ORDER BY x.ready_at LIMIT allowed.n
+    ORDER BY x.ready_at LIMIT gate.n + ${RATE_PROBE("gate", "gate.n")}
     FOR UPDATE OF x SKIP LOCKED) c
-  WHERE l.priority IS NOT NULL
-  ORDER BY c.priority DESC, c.ready_at LIMIT (SELECT n FROM allowed))
-${GRANT}`;
+  WHERE l.priority IS NOT NULL),
+picked AS MATERIALIZED (SELECT job_id, scheduled_for FROM offered ORDER BY priority DESC, ready_at LIMIT (SELECT n FROM gate)),
+granted AS (${GRANT}),
+served AS (
+  SELECT s.n, gate.rate IS NOT NULL AND gate.by_rate - s.n < 1 AND (SELECT count(*) FROM offered) > s.n AS throttled
+  FROM gate, (SELECT count(*) AS n FROM picked) s),
+charged AS (
+  UPDATE tenants tn SET dispatch_tat = ${CHARGED_TAT} FROM served s, t
+  WHERE tn.tenant_id = $7 AND tn.dispatch_rate_per_second IS NOT NULL AND s.n > 0),
+marked AS (
+  UPDATE lanes l SET throttled_since = CASE WHEN s.throttled THEN coalesce(l.throttled_since, t.now) END FROM served s, t
+  WHERE l.pool = $2 AND l.tenant_id = $7 AND (s.throttled OR l.throttled_since IS NOT NULL))
+SELECT * FROM granted`;
 
 /** The least of each level's earliest ready_at: a seek per level. */
 const nextReadySql = (tenant: string | null): string => `
@@ -128,16 +164,20 @@ WHERE l.pool = $2 AND l.idle_until IS NOT NULL AND (l.idle_until <= t.now OR l.t
  * does (claimed FOR UPDATE SKIP LOCKED); each row's finish tag is the lane's
  * vtime plus its rank over the weight, and the least tags are granted. Then
  * each lane is charged its grants, and a lane that offered nothing sleeps
- * until its next READY row is due (a hint; wake rows keep it honest).
+ * until its next READY row is due (a hint; wake rows keep it honest); a
+ * tenant with a dispatch rate is charged its grants, and its lane, when the
+ * rate left work waiting, is marked throttled and sleeps until the rate
+ * allows its next grant.
  * Twice the share lets the others fill most of what a short lane leaves,
  * while a lease claims at most twice the rows it grants.
  */
 export const LEASE_ACROSS_TENANTS = `
 WITH RECURSIVE t AS (SELECT ${nowOr("$1")} AS now),
 chosen AS MATERIALIZED (
-  SELECT l.tenant_id, l.vtime, coalesce(tn.weight, 1)::float8 AS weight, ${allowance("l.tenant_id", "$3::int")} AS allowed
+  SELECT l.tenant_id, l.vtime, coalesce(g.weight, 1)::float8 AS weight, g.rate, g.tat, ${byRate("g", "$3::int")} AS by_rate,
+    ${allowance("g", "l.tenant_id", "$3::int")} AS allowed
   FROM (SELECT tenant_id, vtime FROM lanes WHERE pool = $2 AND idle_until IS NULL ORDER BY vtime, tenant_id LIMIT $7) l
-  LEFT JOIN tenants tn USING (tenant_id)),
+  CROSS JOIN t CROSS JOIN LATERAL ${limitsOf("l.tenant_id")} g),
 total AS (SELECT sum(weight) AS w FROM chosen),
 levels(tenant_id, priority) AS (
   SELECT c.tenant_id, (SELECT x.priority FROM executions x WHERE ${readyIn("x", "$2", "c.tenant_id")} ORDER BY x.priority DESC LIMIT 1)
@@ -151,7 +191,7 @@ offered AS MATERIALIZED (
   FROM levels v JOIN chosen c ON c.tenant_id = v.tenant_id, total, t, LATERAL (
     SELECT x.job_id, x.scheduled_for, x.tenant_id, x.priority, x.ready_at FROM executions x
     WHERE ${readyIn("x", "$2", "v.tenant_id")} AND x.priority = v.priority AND x.ready_at <= t.now
-    ORDER BY x.ready_at LIMIT least(c.allowed, 2 * ceil($3::int * c.weight / total.w)::int)
+    ORDER BY x.ready_at LIMIT least(c.allowed + ${RATE_PROBE("c", "c.allowed")}, 2 * ceil($3::int * c.weight / total.w)::int)
     FOR UPDATE OF x SKIP LOCKED) z
   WHERE v.priority IS NOT NULL),
 ranked AS (
@@ -161,19 +201,27 @@ ranked AS (
 picked AS MATERIALIZED (
   SELECT job_id, scheduled_for, tenant_id FROM ranked WHERE rn <= allowed ORDER BY vtime + rn / weight, tenant_id LIMIT $3::int),
 granted AS (${GRANT}),
-served AS (
-  SELECT c.tenant_id, c.weight,
+counted AS (
+  SELECT c.tenant_id, c.weight, c.rate, c.tat, c.by_rate,
     (SELECT count(*) FROM picked p WHERE p.tenant_id = c.tenant_id) AS n,
     (SELECT count(*) FROM offered o WHERE o.tenant_id = c.tenant_id) AS found
   FROM chosen c),
+served AS (SELECT c.*, c.rate IS NOT NULL AND c.by_rate - c.n < 1 AND c.found > c.n AS throttled FROM counted c),
+charged AS (
+  UPDATE tenants tn SET dispatch_tat = ${CHARGED_TAT} FROM served s, t
+  WHERE tn.tenant_id = s.tenant_id AND tn.dispatch_rate_per_second IS NOT NULL AND s.n > 0),
 settled AS (
   UPDATE lanes l SET vtime = l.vtime + s.n / s.weight,
-    idle_until = CASE WHEN s.found > 0 THEN l.idle_until ELSE coalesce((
-      SELECT min(f.ready_at) FROM levels v, LATERAL (
-        SELECT x.ready_at FROM executions x WHERE ${readyIn("x", "$2", "v.tenant_id")} AND x.priority = v.priority ORDER BY x.ready_at LIMIT 1) f
-      WHERE v.tenant_id = s.tenant_id AND v.priority IS NOT NULL), $8) END
-  FROM served s
-  WHERE l.pool = $2 AND l.tenant_id = s.tenant_id AND (s.n > 0 OR s.found = 0))
+    throttled_since = CASE WHEN s.throttled THEN coalesce(l.throttled_since, t.now) END,
+    idle_until = CASE
+      WHEN s.throttled THEN ceil(greatest(coalesce(s.tat, t.now), t.now) + (s.n * 1000.0 - (greatest(1, s.rate) - 1) * 1000) / s.rate)::bigint
+      WHEN s.found > 0 THEN l.idle_until
+      ELSE coalesce((
+        SELECT min(f.ready_at) FROM levels v, LATERAL (
+          SELECT x.ready_at FROM executions x WHERE ${readyIn("x", "$2", "v.tenant_id")} AND x.priority = v.priority ORDER BY x.ready_at LIMIT 1) f
+        WHERE v.tenant_id = s.tenant_id AND v.priority IS NOT NULL), $8) END
+  FROM served s, t
+  WHERE l.pool = $2 AND l.tenant_id = s.tenant_id AND (s.n > 0 OR s.found = 0 OR s.throttled OR l.throttled_since IS NOT NULL))
 SELECT * FROM granted`;
 
 /** Wake rows written longer ago than this are settled by retention: every lease running now began after they were committed. */
@@ -390,11 +438,11 @@ async function endAttempts(db: Db, endings: Ending[], now: number, lease: typeof
        FROM u, t
        WHERE e.job_id = u.job_id AND e.scheduled_for = u.scheduled_for AND e.attempt = u.attempt AND ${lease}
          AND e.attempt_base = u.base AND e.cancel_requested = u.cancel
-       RETURNING e.job_id, e.scheduled_for, e.attempt, e.worker_id, e.started_at, u.attempt_state, u.error, t.now)
-     INSERT INTO attempts (job_id, scheduled_for, attempt, state, worker_id, started_at, finished_at, error)
-     SELECT job_id, scheduled_for, attempt, attempt_state, worker_id, started_at, now, error::jsonb FROM ended
+       RETURNING e.job_id, e.scheduled_for, e.attempt, e.worker_id, e.started_at, e.throttled_ms, u.attempt_state, u.error, t.now)
+     INSERT INTO attempts (job_id, scheduled_for, attempt, state, worker_id, started_at, finished_at, error, throttled_ms)
+     SELECT job_id, scheduled_for, attempt, attempt_state, worker_id, started_at, now, error::jsonb, throttled_ms FROM ended
      ON CONFLICT (job_id, scheduled_for, attempt) DO UPDATE SET state = excluded.state, worker_id = excluded.worker_id,
-       started_at = excluded.started_at, finished_at = excluded.finished_at, error = excluded.error
+       started_at = excluded.started_at, finished_at = excluded.finished_at, error = excluded.error, throttled_ms = excluded.throttled_ms
      RETURNING job_id, scheduled_for`,
     [
       now,

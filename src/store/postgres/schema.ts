@@ -238,6 +238,21 @@ CREATE TRIGGER executions_ready_wakes_update AFTER UPDATE ON executions
   REFERENCING NEW TABLE AS fresh FOR EACH STATEMENT EXECUTE FUNCTION executions_ready_wakes();
 `,
   },
+  {
+    version: 3,
+    sql: `
+-- A tenant's dispatch rate (core/dispatch-rate.ts): the rate, and the GCRA's
+-- theoretical arrival time (ms, fractional) that each lease adds its grants
+-- to. A lane is throttled since the first lease that left its due work
+-- waiting for the rate; the attempts then granted record how long that made
+-- them wait.
+ALTER TABLE tenants ADD COLUMN dispatch_rate_per_second double precision;
+ALTER TABLE tenants ADD COLUMN dispatch_tat double precision;
+ALTER TABLE lanes ADD COLUMN throttled_since bigint;
+ALTER TABLE executions ADD COLUMN throttled_ms bigint;
+ALTER TABLE attempts ADD COLUMN throttled_ms bigint;
+`,
+  },
 ];
 
 /** Classid of the migration lock (pg_advisory_xact_lock(classid, objid)): "duet". */

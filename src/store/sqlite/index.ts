@@ -8,6 +8,7 @@
 import Database from "better-sqlite3";
 import type { ErrorRecord, JobState, Overlap, Role } from "@duetime/sdk/contract";
 import { overlapAction, REPLACED_ERROR, skippedError } from "../../core/misfire.js";
+import { chargeDispatch, dispatchAllowance, nextDispatchAt } from "../../core/dispatch-rate.js";
 import { fairPick, NO_WORK, type Lane, type LaneGrant } from "../../core/fair-share.js";
 import { executionIdFor, SHARD_COUNT } from "../../core/ids.js";
 import {
@@ -155,6 +156,15 @@ const parse = <T>(text: unknown): T => (text === null || text === undefined ? (n
 
 /** A history row, its JSON columns parsed from text. */
 const historyRow = (r: Row): AttemptRow => toAttemptRow(r, parse);
+
+/** A tenant's caps as one lease sees them: what it may still be granted, and its dispatch rate's state. */
+interface TenantGate {
+  left: number;
+  rate: number | null;
+  /** What the rate alone allowed when the lease began. */
+  byRate: number;
+  tat: number | null;
+}
 
 export async function openSqliteStore(options: SqliteStoreOptions): Promise<Store> {
   // Every statement and transaction runs inside a method: faults are classified on the way out of each.
@@ -624,22 +634,33 @@ class SqliteStore implements Store {
    * each reads the index range up to now, earliest first.
    */
   private leaseRows(p: LeaseParams, now: number): LeasedRow[] {
-    const fair = p.tenantId === undefined ? this.fairShares(p.pool, now, p.max) : undefined;
+    const gates = new Map<string, TenantGate>();
+    const gate = (tenantId: string): TenantGate => {
+      let g = gates.get(tenantId);
+      if (!g) gates.set(tenantId, (g = this.gateOf(tenantId, now)));
+      return g;
+    };
+    const fair = p.tenantId === undefined ? this.fairShares(p.pool, now, p.max, gate) : undefined;
     const ids = fair
       ? fair.ids
-      : this.dueIds({ pool: p.pool, tenantId: p.tenantId as string }, now, Math.min(p.max, this.leaseAllowance(p.tenantId as string)));
-    if (ids.length === 0) {
-      if (fair) this.settleLanes(p.pool, fair.lanes);
-      return [];
-    }
-    const rows = this.q(
-      `UPDATE executions SET state = 'RUNNING', attempt = attempt + 1, worker_id = @worker, cancel_requested = 0, started_at = @now,
-         deadline = @now + timeout_ms + @grace, lease_ms = @leaseMs,
-         lease_until = min(@now + @leaseMs, @now + timeout_ms + @grace)
-       WHERE id IN (SELECT value FROM json_each(@ids))
-       RETURNING id, tenant_id, job_id, name, attempt, payload, scheduled_for, lease_until, timeout_ms, target, priority, ready_at`,
-    ).all({ ids: JSON.stringify(ids), now, worker: p.workerId, leaseMs: p.leaseMs, grace: p.graceMs ?? 0 }) as Row[];
-    if (fair) this.settleLanes(p.pool, fair.lanes); // after the grant: a lane's next READY row is one not granted now
+      : this.dueIds({ pool: p.pool, tenantId: p.tenantId as string }, now, Math.min(p.max, gate(p.tenantId as string).left));
+    // The grant reads each lane's throttled_since as the lease found it: the wait the rate imposed on each attempt.
+    const rows =
+      ids.length === 0
+        ? []
+        : (this.q(
+            `UPDATE executions SET state = 'RUNNING', attempt = attempt + 1, worker_id = @worker, cancel_requested = 0, started_at = @now,
+               deadline = @now + timeout_ms + @grace, lease_ms = @leaseMs,
+               lease_until = min(@now + @leaseMs, @now + timeout_ms + @grace),
+               throttled_ms = (SELECT max(0, @now - max(executions.ready_at, l.throttled_since)) FROM lanes l
+                               WHERE l.pool = executions.pool AND l.tenant_id = executions.tenant_id)
+             WHERE id IN (SELECT value FROM json_each(@ids))
+             RETURNING id, tenant_id, job_id, name, attempt, payload, scheduled_for, lease_until, timeout_ms, target, priority, ready_at`,
+          ).all({ ids: JSON.stringify(ids), now, worker: p.workerId, leaseMs: p.leaseMs, grace: p.graceMs ?? 0 }) as Row[]);
+    // After the grant: a lane's next READY row is one not granted now.
+    const wakes = this.chargeRates(p.pool, gates, rows, now);
+    if (fair) this.settleLanes(p.pool, fair.lanes, wakes);
+    if (rows.length === 0) return [];
     rows.sort(
       (a, b) =>
         (b.priority as number) - (a.priority as number) ||
@@ -681,7 +702,7 @@ class SqliteStore implements Store {
    * a lane whose rows run out leaves the batch, and the next lane comes in.
    * Cost: a seek per lane served, never a walk over every tenant.
    */
-  private fairShares(pool: string, now: number, max: number): { ids: string[]; lanes: LaneGrant[] } {
+  private fairShares(pool: string, now: number, max: number, gate: (tenantId: string) => TenantGate): { ids: string[]; lanes: LaneGrant[] } {
     this.wakeLanes(pool, now);
     const next = this.q(
       `SELECT l.tenant_id, l.vtime, coalesce(t.weight, 1) AS weight FROM lanes l LEFT JOIN tenants t USING (tenant_id)
@@ -696,22 +717,62 @@ class SqliteStore implements Store {
       return rows.map((r) => ({ tenantId: r.tenant_id, vtime: r.vtime, weight: r.weight }));
     };
     const taken = new Set<string>();
-    const allowance = new Map<string, number>();
     return fairPick(max, more, (lane, n) => {
-      const left = allowance.get(lane.tenantId) ?? this.leaseAllowance(lane.tenantId);
-      const ids = this.dueIds({ pool, tenantId: lane.tenantId }, now, Math.min(n, left), taken);
+      const g = gate(lane.tenantId);
+      const ids = this.dueIds({ pool, tenantId: lane.tenantId }, now, Math.min(n, g.left), taken);
       for (const id of ids) taken.add(id);
-      allowance.set(lane.tenantId, left - ids.length);
+      g.left -= ids.length;
       return ids;
     });
   }
 
-  /** How many more attempts a tenant may have leased: its maxLeasedAttempts less its RUNNING ones (Infinity without one). */
-  private leaseAllowance(tenantId: string): number {
-    const row = this.q("SELECT max_leased_attempts AS cap FROM tenants WHERE tenant_id = ?").get(tenantId) as { cap: number | null } | undefined;
-    if (row?.cap == null) return Number.POSITIVE_INFINITY;
-    const running = this.q("SELECT count(*) AS n FROM executions WHERE tenant_id = ? AND state = 'RUNNING'").get(tenantId) as { n: number };
-    return Math.max(0, row.cap - running.n);
+  /**
+   * What a tenant may still be granted in this lease: its maxLeasedAttempts
+   * less its RUNNING attempts, and what its dispatch rate allows now
+   * (Infinity for either without a limit).
+   */
+  private gateOf(tenantId: string, now: number): TenantGate {
+    const row = this.q(
+      "SELECT max_leased_attempts AS cap, dispatch_rate_per_second AS rate, dispatch_tat AS tat FROM tenants WHERE tenant_id = ?",
+    ).get(tenantId) as { cap: number | null; rate: number | null; tat: number | null } | undefined;
+    let left = Number.POSITIVE_INFINITY;
+    if (row?.cap != null) {
+      const running = this.q("SELECT count(*) AS n FROM executions WHERE tenant_id = ? AND state = 'RUNNING'").get(tenantId) as { n: number };
+      left = Math.max(0, row.cap - running.n);
+    }
+    const rate = row?.rate ?? null;
+    const byRate = dispatchAllowance(rate, row?.tat ?? null, now);
+    return { left: Math.min(left, byRate), rate, byRate, tat: row?.tat ?? null };
+  }
+
+  /**
+   * Charges each rate-limited tenant's grants to its dispatch rate, and marks
+   * its lane throttled while the rate leaves due work waiting (unmarked once
+   * it does not). Answers when each throttled lane may be served again.
+   */
+  private chargeRates(pool: string, gates: ReadonlyMap<string, TenantGate>, granted: readonly Row[], now: number): Map<string, number> {
+    const wakes = new Map<string, number>();
+    for (const [tenantId, g] of gates) {
+      if (g.rate === null) continue;
+      const n = granted.filter((r) => r.tenant_id === tenantId).length;
+      const tat = n > 0 ? chargeDispatch(g.rate, g.tat, now, n) : g.tat;
+      if (n > 0) this.q("UPDATE tenants SET dispatch_tat = @tat WHERE tenant_id = @tenant").run({ tenant: tenantId, tat });
+      const next = g.byRate - n < 1 ? this.nextReadyAt({ pool, tenantId }) : null;
+      if (next !== null && next <= now) {
+        this.q("UPDATE lanes SET throttled_since = coalesce(throttled_since, @now) WHERE pool = @pool AND tenant_id = @tenant").run({
+          pool,
+          tenant: tenantId,
+          now,
+        });
+        wakes.set(tenantId, nextDispatchAt(g.rate, tat, now));
+      } else {
+        this.q("UPDATE lanes SET throttled_since = NULL WHERE pool = @pool AND tenant_id = @tenant AND throttled_since IS NOT NULL").run({
+          pool,
+          tenant: tenantId,
+        });
+      }
+    }
+    return wakes;
   }
 
   /**
@@ -730,13 +791,16 @@ class SqliteStore implements Store {
     });
   }
 
-  /** Charges each lane its grants; a lane that ran out sleeps until its next READY row is due. */
-  private settleLanes(pool: string, lanes: readonly LaneGrant[]): void {
+  /**
+   * Charges each lane its grants; a lane that ran out sleeps until its next
+   * READY row is due, or a throttled one until its rate allows (`wakes`).
+   */
+  private settleLanes(pool: string, lanes: readonly LaneGrant[], wakes: ReadonlyMap<string, number>): void {
     for (const lane of lanes) {
       if (lane.granted > 0)
         this.q("UPDATE lanes SET vtime = @vtime WHERE pool = @pool AND tenant_id = @tenant").run({ pool, tenant: lane.tenantId, vtime: lane.vtime });
       if (!lane.exhausted) continue;
-      const next = this.nextReadyAt({ pool, tenantId: lane.tenantId });
+      const next = wakes.get(lane.tenantId) ?? this.nextReadyAt({ pool, tenantId: lane.tenantId });
       this.q("UPDATE lanes SET idle_until = @until WHERE pool = @pool AND tenant_id = @tenant").run({
         pool,
         tenant: lane.tenantId,
@@ -835,8 +899,8 @@ class SqliteStore implements Store {
    */
   private finishAttempt(executionId: string, attempt: number, state: string, now: number, error: ErrorRecord | null): void {
     this.q(
-      `INSERT OR REPLACE INTO attempts (execution_id, attempt, state, worker_id, started_at, finished_at, error)
-       SELECT id, ?, ?, worker_id, started_at, ?, ? FROM executions WHERE id = ?`,
+      `INSERT OR REPLACE INTO attempts (execution_id, attempt, state, worker_id, started_at, finished_at, error, throttled_ms)
+       SELECT id, ?, ?, worker_id, started_at, ?, ?, throttled_ms FROM executions WHERE id = ?`,
     ).run(attempt, state, now, json(error ?? undefined), executionId);
   }
 
@@ -1004,16 +1068,16 @@ class SqliteStore implements Store {
     const rows = this.q(
       `SELECT * FROM (
          SELECT e.id, e.job_id, e.scheduled_for, a.attempt, a.state, e.ready_at, e.dispatched_at, e.dispatched_by,
-                a.started_at, a.finished_at, a.error, a.worker_id, NULL AS result
+                a.started_at, a.finished_at, a.error, a.worker_id, NULL AS result, a.throttled_ms
          FROM executions e JOIN attempts a ON a.execution_id = e.id
          WHERE ${OF_JOB_NAMED} AND e.tenant_id = @tenant
          UNION ALL
          SELECT e.id, e.job_id, e.scheduled_for, e.attempt, e.state, e.ready_at, e.dispatched_at, e.dispatched_by,
-                e.started_at, e.finished_at, NULL, e.worker_id, e.result
+                e.started_at, e.finished_at, NULL, e.worker_id, e.result, e.throttled_ms
          FROM executions e WHERE ${OF_JOB_NAMED} AND e.tenant_id = @tenant AND e.state IN ('RUNNING', 'SUCCEEDED')
          UNION ALL
          SELECT e.id, e.job_id, e.scheduled_for, 0, e.state, e.ready_at, e.dispatched_at, e.dispatched_by,
-                NULL, e.finished_at, CASE WHEN e.state IN ('SKIPPED', 'CANCELLED') THEN e.last_error END, NULL, NULL
+                NULL, e.finished_at, CASE WHEN e.state IN ('SKIPPED', 'CANCELLED') THEN e.last_error END, NULL, NULL, NULL
          FROM executions e WHERE ${OF_JOB_NAMED} AND e.tenant_id = @tenant AND e.attempt = 0
        ) WHERE 1 = 1 ${cursor}
        ORDER BY scheduled_for DESC, attempt DESC LIMIT @limit`,
@@ -1226,19 +1290,24 @@ class SqliteStore implements Store {
     return this.tx(() => {
       const l = p.limits;
       this.q(
-        `INSERT INTO tenants (tenant_id, ${TENANT_LIMIT_COLUMNS}, updated_at) VALUES (@tenant, @weight, @pending, @rate, @leased, @payload, @now)
+        `INSERT INTO tenants (tenant_id, ${TENANT_LIMIT_COLUMNS}, updated_at) VALUES (@tenant, @weight, @pending, @rate, @dispatch, @leased, @payload, @now)
          ON CONFLICT (tenant_id) DO UPDATE SET weight = excluded.weight, max_pending_jobs = excluded.max_pending_jobs,
-           create_rate_per_second = excluded.create_rate_per_second, max_leased_attempts = excluded.max_leased_attempts,
+           create_rate_per_second = excluded.create_rate_per_second, dispatch_rate_per_second = excluded.dispatch_rate_per_second,
+           max_leased_attempts = excluded.max_leased_attempts,
            max_payload_bytes = excluded.max_payload_bytes, updated_at = excluded.updated_at`,
       ).run({
         tenant: p.tenantId,
         weight: l.weight,
         pending: l.maxPendingJobs,
         rate: l.createRatePerSecond,
+        dispatch: l.dispatchRatePerSecond,
         leased: l.maxLeasedAttempts,
         payload: l.maxPayloadBytes,
         now: p.now,
       });
+      // A new rate starts afresh: no debt, no throttle carried over.
+      this.q("UPDATE tenants SET dispatch_tat = NULL WHERE tenant_id = ?").run(p.tenantId);
+      this.q("UPDATE lanes SET throttled_since = NULL WHERE tenant_id = ? AND throttled_since IS NOT NULL").run(p.tenantId);
       if (p.audit) this.appendAudit(p.audit);
       return { ...l };
     });

@@ -245,6 +245,20 @@ CREATE TRIGGER executions_ready_wakes_update AFTER UPDATE OF state, ready_at, po
 END;
 `,
   },
+  {
+    version: 8,
+    sql: `
+-- A tenant's dispatch rate (core/dispatch-rate.ts): the rate, and the GCRA's
+-- theoretical arrival time (ms, fractional) that each lease charges. A lane
+-- is throttled since the first lease that left its due work waiting for the
+-- rate; the attempts then granted record how long that made them wait.
+ALTER TABLE tenants ADD COLUMN dispatch_rate_per_second REAL;
+ALTER TABLE tenants ADD COLUMN dispatch_tat REAL;
+ALTER TABLE lanes ADD COLUMN throttled_since INTEGER;
+ALTER TABLE executions ADD COLUMN throttled_ms INTEGER;
+ALTER TABLE attempts ADD COLUMN throttled_ms INTEGER;
+`,
+  },
 ];
 
 /**
