@@ -5,7 +5,8 @@
 // and 2,000/s for 30 s, due 1–5 s later), immediate (50,000 due now), idle
 // (1,000,000 due next week), all (every one of them, in one run), smoke
 // (every scenario once at a tiny size, for CI: exits non-zero when a
-// contender breaks, asserts no speed). Contenders: see contenders/index.ts.
+// contender breaks, asserts no speed), fairness (duetime alone, in
+// fairness.ts: the peers have no tenants). Contenders: see contenders/index.ts.
 //
 // Each run gets a fresh store (a new SQLite file, PostgreSQL database or
 // flushed Redis db). Runs are interleaved (run 1 of every contender, then
@@ -24,13 +25,22 @@ import { CONTENDERS, PRECONDITIONS } from "./contenders/index.js";
 import { NoiseGauge, Progress, waitForQuiet } from "./measure.js";
 import { herd, idle, immediate, STATS_SETTLE_MS, steady, type Column, type RunOutput, type Scenario } from "./scenarios.js";
 
-const USAGE = `usage: npm run bench -- <herd|steady|immediate|idle|all|smoke> [--contenders ${Object.keys(CONTENDERS).join(",")}]
+const USAGE = `usage: npm run bench -- <herd|steady|immediate|idle|all|smoke|fairness> [--contenders ${Object.keys(CONTENDERS).join(",")}]
        [--runs N] [--concurrency N] [--jobs N[,N…]] [--rate R[,R…]] [--duration S] [--timeout S] [--window S] [--out DIR]
        [--runs-of NAME=N[,NAME=N…]]   (fewer runs for a slow contender, e.g. pg-boss=1)
        [--lead S]   (herd: seconds between the start of creation and the due second; default 3 + 0.15 ms per job)
        [--merge]   (keep the rows of contenders not run now from the last results of the same scenario, marked †)
        [--render-only]   (run nothing: rebuild <scenario>.md and .svg from <scenario>.json; rows of contenders not in --contenders are marked †)
-       [--quiet-wait S]   (before each run, wait up to S s for the machine to be quiet; default 60, smoke 0)`;
+       [--quiet-wait S]   (before each run, wait up to S s for the machine to be quiet; default 60, smoke 0)
+       npm run bench -- fairness [--rate R] [--seconds S] [--flood N] [--concurrency N] [--store sqlite|postgres://…] [--schema S]
+                  (duetime alone: a steady tenant's start lag with and without another tenant's flood)`;
+
+// fairness runs duetime alone (the peers have no tenants): its own script, with its own flags.
+if (process.argv[2] === "fairness") {
+  process.argv.splice(2, 1);
+  await import("./fairness.js");
+  process.exit(0);
+}
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
