@@ -39,8 +39,9 @@ const CONCURRENCY = Number(values.concurrency);
 const KEYS = "fleet:*:worker,flood:flood:client,steady:steady:client";
 const POOL = "work";
 
-function serve(store: string): ReturnType<typeof serveProcess> {
-  return serveProcess(["--store", store, "--api-keys", KEYS, "--log-level", "warn", ...(values.schema ? ["--schema", values.schema] : [])]);
+/** A server on the store; on PostgreSQL each run gets a schema of its own (--schema, suffixed by the run). */
+function serve(store: string, run: string): ReturnType<typeof serveProcess> {
+  return serveProcess(["--store", store, "--api-keys", KEYS, "--log-level", "warn", ...(values.schema ? ["--schema", `${values.schema}_${run}`] : [])]);
 }
 
 interface RunResult {
@@ -53,7 +54,7 @@ interface RunResult {
 async function run(withFlood: boolean): Promise<RunResult> {
   const dir = mkdtempSync(join(tmpdir(), "duetime-fairness-"));
   const store = values.store === "sqlite" ? `sqlite:${join(dir, "duetime.db")}` : values.store!;
-  const server = await serve(store);
+  const server = await serve(store, withFlood ? "flood" : "alone");
   const steady = new DuetimeClient({ url: server.url, token: "steady" });
   const flood = new DuetimeClient({ url: server.url, token: "flood" });
   const steadyLags: number[] = [];
