@@ -41,7 +41,15 @@ const POOL = "work";
 
 /** A server on the store; on PostgreSQL each run gets a schema of its own (--schema, suffixed by the run). */
 function serve(store: string, run: string): ReturnType<typeof serveProcess> {
-  return serveProcess(["--store", store, "--api-keys", KEYS, "--log-level", "warn", ...(values.schema ? ["--schema", `${values.schema}_${run}`] : [])]);
+  return serveProcess([
+    "--store",
+    store,
+    "--api-keys",
+    KEYS,
+    "--log-level",
+    "warn",
+    ...(values.schema ? ["--schema", `${values.schema}_${run}`] : []),
+  ]);
 }
 
 interface RunResult {

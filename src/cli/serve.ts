@@ -11,6 +11,8 @@ import type { HttpTargetSettings } from "../engine/http-target.js";
 import type { OriginLimit } from "../engine/origin-limits.js";
 import type { BackpressureOptions } from "../engine/backpressure.js";
 import type { RetentionOptions } from "../engine/retention.js";
+// A module without imports: checking the flags with it loads no engine.
+import { RETRY_BUDGET_BOUNDS, retryBudgetProblem, type RetryBudgetSettings } from "../engine/retry-budget.js";
 import type { RunningServer, ServerOptions } from "../server/index.js";
 import { UsageError, expectPositionals, integerOption, parseDuration, strictParse, type Env } from "./args.js";
 import type { Io } from "./output.js";
@@ -68,6 +70,13 @@ ${STORE_HELP}
   --backpressure-due-lag-ms N        DUETIME_BACKPRESSURE_DUE_LAG_MS
                                                            ... while due work starts later than N ms, p90
                                                            (default 0: off)
+  --retry-budget-ratio R      DUETIME_RETRY_BUDGET_RATIO   retries allowed per first attempt in the window, per tenant
+                                                           and per HTTP origin, on this node (default 0.2); "off"
+                                                           turns retry budgets off
+  --retry-budget-min-per-second N  DUETIME_RETRY_BUDGET_MIN_PER_SECOND
+                                                           retries allowed per second besides (default 10)
+  --retry-budget-window-seconds S  DUETIME_RETRY_BUDGET_WINDOW_SECONDS
+                                                           the window the counts cover, 1 to 60 (default 10)
   --log-level LEVEL           DUETIME_LOG_LEVEL            fatal|error|warn|info|debug|trace|silent (default info)
   -h, --help                  Show this help
 
@@ -99,6 +108,9 @@ const SERVE_OPTIONS = {
   "backpressure-event-loop-ms": { type: "string" },
   "backpressure-store-latency-ms": { type: "string" },
   "backpressure-due-lag-ms": { type: "string" },
+  "retry-budget-ratio": { type: "string" },
+  "retry-budget-min-per-second": { type: "string" },
+  "retry-budget-window-seconds": { type: "string" },
   "log-level": { type: "string" },
 } as const;
 
@@ -183,7 +195,39 @@ export function parseServe(args: string[], env: Env): ServeCommand {
   if (retention) options.retention = retention;
   const backpressure = parseBackpressure(pick, usage);
   if (backpressure) options.backpressure = backpressure;
+  const retryBudget = parseRetryBudget(pick, usage);
+  if (retryBudget !== undefined) options.retryBudget = retryBudget;
   return { command: "serve", options };
+}
+
+const RETRY_BUDGET_FLAGS = {
+  ratio: ["retry-budget-ratio", "DUETIME_RETRY_BUDGET_RATIO"],
+  minPerSecond: ["retry-budget-min-per-second", "DUETIME_RETRY_BUDGET_MIN_PER_SECOND"],
+  windowSeconds: ["retry-budget-window-seconds", "DUETIME_RETRY_BUDGET_WINDOW_SECONDS"],
+} as const satisfies Record<keyof RetryBudgetSettings, readonly [keyof typeof SERVE_OPTIONS, string]>;
+
+/** The retry budget flags: settings, false for "--retry-budget-ratio off", undefined when none is given. */
+function parseRetryBudget(pick: PickOption, usage: string): Partial<RetryBudgetSettings> | false | undefined {
+  const settings: Partial<RetryBudgetSettings> = {};
+  const ratio = pick(...RETRY_BUDGET_FLAGS.ratio);
+  const off = ratio?.value.trim().toLowerCase() === "off";
+  for (const [field, [flag, variable]] of Object.entries(RETRY_BUDGET_FLAGS) as [
+    keyof RetryBudgetSettings,
+    (typeof RETRY_BUDGET_FLAGS)[keyof RetryBudgetSettings],
+  ][]) {
+    const got = pick(flag, variable);
+    if (!got || (field === "ratio" && off)) continue;
+    if (off) throw new UsageError(`${got.source}: retry budgets are off (${ratio!.source} off)`, usage);
+    const value = got.value.trim() === "" ? Number.NaN : Number(got.value);
+    if (retryBudgetProblem({ [field]: value }) !== null) {
+      const { min, max } = RETRY_BUDGET_BOUNDS[field];
+      const what = `${field === "windowSeconds" ? "an integer" : "a number"} from ${min} to ${max}${field === "ratio" ? ', or "off"' : ""}`;
+      throw new UsageError(`${got.source}: expected ${what}, got ${JSON.stringify(got.value)}`, usage);
+    }
+    settings[field] = value;
+  }
+  if (off) return false;
+  return Object.keys(settings).length > 0 ? settings : undefined;
 }
 
 const BACKPRESSURE_FLAGS: Record<keyof BackpressureOptions, [keyof typeof SERVE_OPTIONS, string]> = {

@@ -20,6 +20,7 @@ import { ClusterSignals } from "./signals.js";
 import { StoreClock } from "./store-clock.js";
 import { Backpressure, type BackpressureOptions } from "./backpressure.js";
 import { Retention, type RetentionOptions } from "./retention.js";
+import { RetryBudget, type RetryBudgetSettings } from "./retry-budget.js";
 import { Scheduler } from "./scheduler.js";
 import { StoreHealth } from "./store-health.js";
 import type { Service } from "./service.js";
@@ -67,6 +68,12 @@ export interface EngineOptions {
   retention?: RetentionOptions;
   /** When to refuse creates with 429 because this node is overloaded (engine/backpressure.ts). */
   backpressure?: BackpressureOptions;
+  /**
+   * Retries held to a share of recent first attempts, per tenant and per HTTP
+   * origin, on this node (engine/retry-budget.ts; defaults: ratio 0.2,
+   * minPerSecond 10, windowSeconds 10); false turns retry budgets off.
+   */
+  retryBudget?: Partial<RetryBudgetSettings> | false;
   /** Tests only: wraps the store the engine opens (a driver slowed on purpose, say). */
   storeWrapper?: (store: Store) => Store;
 }
@@ -93,6 +100,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   // Checked before the store opens: a bad period or an unwritable archive directory starts nothing.
   const periods = retentionPeriods(periodOptions);
   const archive = archiveDir !== undefined ? new ArchiveWriter(archiveDir, newArchivePart(hostClock.now())) : null;
+  const retryBudget = options.retryBudget === false ? null : new RetryBudget(options.retryBudget ?? {});
   const events = new EngineEvents();
   const opened = await openStore(options.store, options.storeOptions);
   const storeHealth = new StoreHealth(options.storeWrapper ? options.storeWrapper(opened) : opened, hostClock, events);
@@ -132,6 +140,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     clock,
     events,
     announce: (tenantId, pool, at) => signals.send({ kind: "ready", tenantId, pool, at }),
+    retryBudget,
     ...(options.reapIntervalMs ? { reapIntervalMs: options.reapIntervalMs } : {}),
     ...(options.pollIntervalMs ? { pollIntervalMs: options.pollIntervalMs } : {}),
   });

@@ -7,7 +7,10 @@ import type { StoreFaultKind, StoreUnavailableError } from "../core/errors.js";
 
 export interface EngineEventMap {
   "execution:dispatched": { jobId: string; executionId: string; tenantId: string; pool: string; lagMs: number };
-  "execution:leased": { executionId: string; tenantId: string; pool: string; attempt: number; startLagMs: number };
+  /** retry: an attempt after a failed or timed-out one (not a first attempt granted again after a hand-back). */
+  "execution:leased": { executionId: string; tenantId: string; pool: string; attempt: number; retry: boolean; startLagMs: number };
+  /** A retry over its budget (retry-budget.ts) was handed back unused, ready again at readyAt; scope: the budget that refused ("tenant", "origin"). */
+  "retry:deferred": { executionId: string; tenantId: string; pool: string; scope: string; readyAt: number };
   "execution:succeeded": { executionId: string; tenantId: string };
   "execution:failed": { executionId: string; tenantId: string; state: "READY" | "DEAD" | "CANCELLED" };
   "execution:timed_out": { executionId: string; tenantId: string; pool: string; state: "READY" | "DEAD" | "CANCELLED" };

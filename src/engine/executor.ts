@@ -1,11 +1,14 @@
 // The executor: leases (with long poll), completion and failure with retry
 // planning, and the reaper that ends expired leases. Fencing lives in the
 // store: every call carries the attempt it holds, and the store changes
-// nothing when that attempt no longer holds the lease.
+// nothing when that attempt no longer holds the lease. Retry budgets
+// (retry-budget.ts) are applied to what the store grants: a retry over
+// budget is handed back unused before anyone sees it.
 
 import type { Clock, TimerHandle } from "../core/clock.js";
 import type { AckOutcome, CompleteInput, FailInput, LeasedRow, LeaseParams as StoreLeaseParams, Store } from "../store/store.js";
 import type { EngineEvents } from "./events.js";
+import type { RetryBudget } from "./retry-budget.js";
 
 /** A failed attempt as callers report it; the executor adds the jitter draw the store's retry plan uses. */
 export type FailRequest = Omit<FailInput, "jitter">;
@@ -18,6 +21,12 @@ export interface LeaseParams extends Omit<StoreLeaseParams, "now"> {
   /** Finished attempts to acknowledge in the same transaction as the first lease. */
   complete?: CompleteInput[];
   fail?: FailRequest[];
+  /**
+   * Retry budget keys of a granted row besides its tenant's (`tenant:<id>`),
+   * e.g. the HTTP runner's `origin:<origin>`: a retry runs only when every
+   * one of its keys' budgets has room.
+   */
+  retryScopes?: (row: LeasedRow) => string[];
 }
 
 export interface LeaseResult {
@@ -36,6 +45,8 @@ export interface ExecutorOptions {
   pollIntervalMs?: number;
   /** Work became ready, now or at `at`, through a write of this node: tells the other nodes (engine/signals.ts). */
   announce?: (tenantId: string, pool: string, at: number) => void;
+  /** Limits retries to a share of recent first attempts, per tenant and per caller's scope; absent, retries are not limited. */
+  retryBudget?: RetryBudget | null;
 }
 
 /** A lease to hand back unused: READY again from readyAt; pool is whose long polls to wake then. */
@@ -59,6 +70,7 @@ export class Executor {
   private readonly reapIntervalMs: number;
   private readonly pollIntervalMs: number;
   private readonly announce: (tenantId: string, pool: string, at: number) => void;
+  private readonly retryBudget: RetryBudget | null;
   /** Long polls waiting for work, by pool (and tenant). */
   private readonly waiters = new Map<string, Set<Waiter>>();
   /** The one wake-up planned per pool key: the earliest time work there becomes ready, as far as this node knows. */
@@ -76,6 +88,7 @@ export class Executor {
     this.reapIntervalMs = options.reapIntervalMs ?? 1000;
     this.pollIntervalMs = options.pollIntervalMs ?? 2000;
     this.announce = options.announce ?? (() => undefined);
+    this.retryBudget = options.retryBudget ?? null;
   }
 
   start(): void {
@@ -145,27 +158,63 @@ export class Executor {
         ? await this.store.executionAckAndLease({ ...base, max: gone() ? 0 : p.max, complete, fail, now: this.clock.storeNow() })
         : { completed: [], failed: [], leased: gone() ? [] : await this.store.executionLease({ ...base, now: this.clock.storeNow() }) };
     this.reportAcks(complete, first.completed, fail, first.failed);
-    let leased = first.leased;
+    let granted = first.leased;
+    let leased = await this.withinBudget(granted, p);
     while (leased.length === 0) {
       const left = end - this.clock.now();
       if (left <= 0 || this.stopped || gone()) break;
-      const waiting = this.waitForWork(poolKey(p.tenantId, p.pool), Math.min(left, this.pollIntervalMs), p.signal);
-      this.lookAhead(p.tenantId, p.pool);
-      await waiting;
-      if (gone()) break;
-      leased = await this.store.executionLease({ ...base, now: this.clock.storeNow() });
+      // A grant of retries all over budget was handed back; other work may be ready behind it, so look again at once.
+      if (granted.length === 0) {
+        const waiting = this.waitForWork(poolKey(p.tenantId, p.pool), Math.min(left, this.pollIntervalMs), p.signal);
+        this.lookAhead(p.tenantId, p.pool);
+        await waiting;
+        if (gone()) break;
+      }
+      granted = await this.store.executionLease({ ...base, now: this.clock.storeNow() });
+      leased = await this.withinBudget(granted, p);
     }
+    return { completed: first.completed, failed: first.failed, leased };
+  }
+
+  /**
+   * The granted rows that run: every first attempt (recorded: it raises the
+   * budgets), and each retry that every one of its budgets has room for. A
+   * retry over budget is handed back unused (release: no attempt spent),
+   * ready again when its budget expects room.
+   */
+  private async withinBudget(rows: LeasedRow[], p: LeaseParams): Promise<LeasedRow[]> {
+    if (rows.length === 0) return rows;
     const now = this.clock.now();
-    for (const r of leased) {
+    const admitted: LeasedRow[] = [];
+    const deferred: ReleaseInput[] = [];
+    for (const r of rows) {
+      const { retry } = r;
+      if (this.retryBudget) {
+        const keys = [`tenant:${r.tenantId}`, ...(p.retryScopes?.(r) ?? [])];
+        if (!retry) this.retryBudget.first(keys, now);
+        else {
+          const decision = this.retryBudget.take(keys, now);
+          if (!decision.ok) {
+            deferred.push({ executionId: r.executionId, tenantId: r.tenantId, attempt: r.attempt, readyAt: decision.at, pool: p.pool });
+            const scope = decision.key.split(":", 1)[0]!; // "tenant", "origin": never the id (metric labels)
+            this.events.emit("retry:deferred", { executionId: r.executionId, tenantId: r.tenantId, pool: p.pool, scope, readyAt: decision.at });
+            continue;
+          }
+        }
+      }
+      admitted.push(r);
       this.events.emit("execution:leased", {
         executionId: r.executionId,
         tenantId: r.tenantId,
         pool: p.pool,
         attempt: r.attempt,
+        retry,
         startLagMs: now - r.scheduledFor,
       });
     }
-    return { completed: first.completed, failed: first.failed, leased };
+    // Should the hand-back fail (the store), those rows stay leased until the reaper ends them, an attempt spent; the rest still run.
+    if (deferred.length > 0) await this.release(deferred).catch((error) => this.events.emit("error", { where: "retry-budget", error }));
+    return admitted;
   }
 
   private waitForWork(key: string, ms: number, signal?: AbortSignal): Promise<void> {

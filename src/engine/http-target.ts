@@ -2,7 +2,9 @@
 // leases from the $http pool (every tenant), and each call is an attempt
 // under a lease recorded before the call is sent, so a server that dies
 // mid-call has its lease expire and the call sent again with the same
-// Idempotency-Key and the next attempt number.
+// Idempotency-Key and the next attempt number. The executor holds its
+// retries to their tenant's and their origin's retry budgets
+// (retry-budget.ts): a retry over either is handed back before it gets here.
 //
 // Between the lease and the call, each leased execution waits in its
 // origin's queue (scheme://host:port) for three gates:
@@ -349,6 +351,7 @@ export class HttpTargetRunner {
           signal: this.leaseAbort.signal,
           complete: acks.complete,
           fail: acks.fail,
+          retryScopes: (row) => this.retryScopes(row),
         });
         const now = this.clock.now();
         for (const row of leased) this.admit(row, now, leaseMs);
@@ -399,6 +402,14 @@ export class HttpTargetRunner {
     origin.queue.push(slot);
     for (const u of this.usages(slot)) u.waiting++;
     this.pump(origin);
+  }
+
+  /** A row's retry budget key besides its tenant's: its origin's, so a failing origin sees a bounded retry rate from every tenant together. */
+  private retryScopes(row: LeasedRow): string[] {
+    const target = row.target as HttpTarget;
+    if (target.type !== "http") return [];
+    const { origin, refusal } = this.urlInfo(target.url);
+    return refusal === null ? [`origin:${origin}`] : [];
   }
 
   /** The URL's origin and whether it is refused, remembered: a herd calls the same few URLs thousands of times. */

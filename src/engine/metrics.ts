@@ -110,5 +110,21 @@ export function createMetrics(events: EngineEvents, loadedDue: () => number): Re
     registers: [registry],
   });
   events.on("signals", (e) => signals.inc({ direction: e.direction }, e.count));
+  const retriesLeased = new Counter({
+    name: "duetime_retries_leased_total",
+    help: "Retries (attempts after a failed or timed-out one) this node leased, within their retry budgets",
+    registers: [registry],
+  });
+  const retriesDeferred = new Counter({
+    name: "duetime_retries_deferred_total",
+    help: "Retries handed back unused because a retry budget was spent, by the budget that refused: tenant or origin",
+    labelNames: ["scope"],
+    registers: [registry],
+  });
+  for (const scope of ["tenant", "origin"]) retriesDeferred.inc({ scope }, 0);
+  events.on("execution:leased", (e) => {
+    if (e.retry) retriesLeased.inc();
+  });
+  events.on("retry:deferred", (e) => retriesDeferred.inc({ scope: e.scope }));
   return registry;
 }

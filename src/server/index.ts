@@ -12,6 +12,7 @@ import type { Engine, EngineOptions } from "../engine/engine.js";
 import type { HttpTargetSettings } from "../engine/http-target.js";
 import type { RetentionOptions } from "../engine/retention.js";
 import type { BackpressureOptions } from "../engine/backpressure.js";
+import type { RetryBudgetSettings } from "../engine/retry-budget.js";
 import type { StoreOptions } from "../store/factory.js";
 import { redactStoreUrl } from "../store/names.js";
 import { buildApp, type ApiKey } from "./app.js";
@@ -52,6 +53,8 @@ export interface ServerOptions {
   retention?: RetentionOptions;
   /** When creates are refused with 429 because the node is overloaded (engine/backpressure.ts). */
   backpressure?: BackpressureOptions;
+  /** Retries held to a share of recent first attempts, per tenant and per HTTP origin (engine/retry-budget.ts); false: off. */
+  retryBudget?: Partial<RetryBudgetSettings> | false;
   /**
    * Opens the engine; defaults to engine.ts's openEngine, loaded lazily so
    * that importing the server module loads no store driver. Tests pass a fake.
@@ -111,6 +114,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   if (options.httpTarget !== undefined) engineOptions.httpTarget = options.httpTarget;
   if (options.retention !== undefined) engineOptions.retention = options.retention;
   if (options.backpressure !== undefined) engineOptions.backpressure = options.backpressure;
+  if (options.retryBudget !== undefined) engineOptions.retryBudget = options.retryBudget;
   if (options.misfireThresholdSeconds !== undefined) engineOptions.scheduler = { misfireThresholdMs: options.misfireThresholdSeconds * 1000 };
 
   const engine = await open(engineOptions);

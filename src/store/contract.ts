@@ -2699,6 +2699,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const leased = await leaseOne(store, at);
         assert.equal(leased.executionId, r.executionId);
         assert.equal(leased.attempt, 2);
+        assert.equal(leased.retry, false, "a replay starts afresh: its first attempt is not a retry");
         assert.deepEqual(leased.payload, { p: 1 });
         const rows = await history(store, "t1", r.job.jobId);
         assert.equal(attemptOf(rows, r.executionId, 1).error?.message, `dead at ${T0 + SECOND}`);
@@ -2921,12 +2922,14 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         assert.deepEqual(await lease(store, T0 + 2 * SECOND), [], "leasable before readyAt");
         const second = await leaseOne(store, T0 + MINUTE);
         assert.equal(second.attempt, 2);
+        assert.deepEqual([first.retry, second.retry], [false, false], "granted again after a hand-back: still a first attempt");
         // maxAttempts 2: had the released attempt counted, this failure would be the last
         const [outcome] = await store.executionFailMany({
           items: [fail({ executionId: second.executionId, tenantId: "t1", attempt: 2 })],
           now: T0 + MINUTE + SECOND,
         });
         assert.equal(outcome?.status === "ok" && outcome.state, "READY");
+        assert.equal((await leaseOne(store, T0 + 2 * MINUTE)).retry, true, "after a failed attempt: a retry");
         assert.deepEqual(
           await store.executionRelease({
             items: [{ executionId: first.executionId, tenantId: "t1", attempt: 1, readyAt: T0 }],

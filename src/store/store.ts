@@ -137,6 +137,12 @@ export interface LeasedRow {
   jobId: string;
   name: string;
   attempt: number;
+  /**
+   * An attempt after a failed or timed-out one since the last replay (the
+   * retry budgets hold these back). Not a first attempt granted again after
+   * a hand-back (executionRelease): attempt counts every grant, this does not.
+   */
+  retry: boolean;
   payload: unknown;
   scheduledFor: number;
   leaseUntil: number;

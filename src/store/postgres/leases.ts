@@ -84,7 +84,7 @@ const GRANT = `UPDATE executions e SET state = 'RUNNING', attempt = e.attempt + 
 FROM picked, t
 WHERE e.job_id = ANY(ARRAY(SELECT job_id FROM picked)) AND e.scheduled_for = ANY(ARRAY(SELECT scheduled_for FROM picked))
   AND e.job_id = picked.job_id AND e.scheduled_for = picked.scheduled_for
-RETURNING e.id, e.tenant_id, e.job_id, e.name, e.attempt, e.payload, e.scheduled_for, e.lease_until, e.timeout_ms, e.target,
+RETURNING e.id, e.tenant_id, e.job_id, e.name, e.attempt, e.attempt_base, e.payload, e.scheduled_for, e.lease_until, e.timeout_ms, e.target,
   e.priority, e.ready_at`;
 
 /**
@@ -268,6 +268,7 @@ export async function lease(db: Db, p: LeaseParams): Promise<LeasedRow[]> {
     jobId: r.job_id as string,
     name: r.name as string,
     attempt: r.attempt as number,
+    retry: (r.attempt as number) - (r.attempt_base as number) > 1,
     payload: r.payload ?? null,
     scheduledFor: r.scheduled_for as number,
     leaseUntil: r.lease_until as number,

@@ -655,7 +655,7 @@ class SqliteStore implements Store {
                throttled_ms = (SELECT max(0, @now - max(executions.ready_at, l.throttled_since)) FROM lanes l
                                WHERE l.pool = executions.pool AND l.tenant_id = executions.tenant_id)
              WHERE id IN (SELECT value FROM json_each(@ids))
-             RETURNING id, tenant_id, job_id, name, attempt, payload, scheduled_for, lease_until, timeout_ms, target, priority, ready_at`,
+             RETURNING id, tenant_id, job_id, name, attempt, attempt_base, payload, scheduled_for, lease_until, timeout_ms, target, priority, ready_at`,
           ).all({ ids: JSON.stringify(ids), now, worker: p.workerId, leaseMs: p.leaseMs, grace: p.graceMs ?? 0 }) as Row[]);
     // After the grant: a lane's next READY row is one not granted now.
     const wakes = this.chargeRates(p.pool, gates, rows, now);
@@ -673,6 +673,7 @@ class SqliteStore implements Store {
       jobId: r.job_id as string,
       name: r.name as string,
       attempt: r.attempt as number,
+      retry: (r.attempt as number) - (r.attempt_base as number) > 1,
       payload: parse(r.payload),
       scheduledFor: r.scheduled_for as number,
       leaseUntil: r.lease_until as number,
