@@ -1608,6 +1608,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
           jobId: r.job.jobId,
           name: "send-mail",
           attempt: 1,
+          retry: false,
           payload: { to: "a@b.c", n: [1, 2] },
           scheduledFor: T0,
           leaseUntil: T0 + 100 + 20 * SECOND,
