@@ -148,6 +148,13 @@ try {
     const leaked = p.files.map((f) => f.path).filter((path) => notShipped.test(path) || /\.test\.|\.tsbuildinfo$/.test(path));
     if (leaked.length) fail(`${p.name}'s tarball holds no tests, bench, scripts or sources`, leaked.join("\n"));
     ok(`${p.name}'s tarball holds no tests, bench, scripts or sources`);
+    if (p === packed) {
+      // The dashboard is built into the package (served by duetime serve; no CDN).
+      const paths = p.files.map((f) => f.path);
+      if (!paths.includes("dist/dashboard/index.html") || !paths.some((path) => /^dist\/dashboard\/assets\/[^/]+\.js$/.test(path)))
+        fail("duetime's tarball holds the built dashboard (dist/dashboard)", paths.filter((path) => path.startsWith("dist/dashboard")).join("\n"));
+      ok("duetime's tarball holds the built dashboard (dist/dashboard)");
+    }
   }
   const tarballs = [join(work, sdkPacked.filename), join(work, packed.filename)];
 

@@ -38,11 +38,13 @@ import {
   DLQ_HELP,
   DLQ_LIST_HELP,
   DLQ_REPLAY_HELP,
+  DLQ_REPLAYS_HELP,
   EXECUTIONS_HELP,
   parseCron,
   parseCluster,
   parseDlqList,
   parseDlqReplay,
+  parseDlqReplays,
   parseExecutions,
   runOps,
   type OpsCommand,
@@ -87,7 +89,7 @@ Commands:
                                          Backfill a past window; what became
                                          of each fire time (the run ledger)
   executions <jobId>                     List a job's executions
-  dlq list|replay <executionId>          Dead letters
+  dlq list|replay|replays                Dead letters, replayed one by one or in bulk at a rate
   cron "<expr>" [--tz Z] [--from T] [--count N]
                                          Preview a cron expression
   cluster                                Nodes, their shards and heartbeats
@@ -129,6 +131,7 @@ const JOBS: Record<string, Leaf> = {
 const DLQ: Record<string, Leaf> = {
   list: { help: DLQ_LIST_HELP, parse: parseDlqList },
   replay: { help: DLQ_REPLAY_HELP, parse: parseDlqReplay },
+  replays: { help: DLQ_REPLAYS_HELP, parse: parseDlqReplays },
 };
 
 const KEYS: Record<string, Leaf> = {

@@ -1,7 +1,7 @@
 // `duetime executions`, `duetime dlq list|replay`, `duetime cron` and
 // `duetime cluster`: parsing (pure) and running (against a DuetimeClient).
 
-import type { PageQuery, PreviewQuery, PreviewResponse } from "@duetime/sdk/contract";
+import type { DeadLetterReplay, DeadLetterReplayRequest, ErrorClass, PageQuery, PreviewQuery, PreviewResponse } from "@duetime/sdk/contract";
 import { parseCron as parseCronExpression } from "../core/cron/index.js";
 import type { DuetimeClient } from "@duetime/sdk";
 import {
@@ -12,6 +12,7 @@ import {
   integerOption,
   strictParse,
   timeOption,
+  UsageError,
   type Env,
   type GlobalOptions,
 } from "./args.js";
@@ -22,6 +23,8 @@ export type OpsCommand =
   | { command: "executions"; global: GlobalOptions; jobId: string; query: PageQuery }
   | { command: "dlq list"; global: GlobalOptions; query: PageQuery }
   | { command: "dlq replay"; global: GlobalOptions; executionId: string }
+  | { command: "dlq replay bulk"; global: GlobalOptions; request: DeadLetterReplayRequest; wait: boolean }
+  | { command: "dlq replays"; global: GlobalOptions; replayId?: string; query: PageQuery }
   | { command: "cron"; global: GlobalOptions; query: PreviewQuery }
   | { command: "cluster"; global: GlobalOptions };
 
@@ -41,6 +44,8 @@ export const DLQ_HELP = `Usage: duetime dlq <command> [options]
 Commands:
   list                    List dead letters
   replay <executionId>    Run a dead execution again (role admin)
+  replay --all --rate 10/s   Replay many, rate-limited (ids, --all or a filter)
+  replays [<replayId>]    Bulk replays and their progress
 
 ${GLOBAL_HELP}`;
 
@@ -51,8 +56,36 @@ ${PAGE_HELP}
 ${GLOBAL_HELP}`;
 
 export const DLQ_REPLAY_HELP = `Usage: duetime dlq replay <executionId>
+       duetime dlq replay [<executionId>...] [--all] [--pool P] [--error-class C]
+                          [--dead-after TIME] [--dead-before TIME] [--rate R] [--wait]
 
-Creates a new attempt of a dead execution (role admin); its history is kept.
+With one execution id and no other option, creates a new attempt of that dead
+execution at once (role admin); its history is kept.
+
+Otherwise starts a bulk replay (POST /v1/dead-letters:replay, role admin,
+audited): the listed dead letters, or those the filter matches (--all: every
+one) that died before now, made ready at the rate, never faster. It runs in
+the server, survives restarts, and prints its id; --wait follows its
+progress until it ends. \`duetime dlq replays <replayId>\` shows it later.
+
+  --all                   Every dead letter of the tenant (an empty filter)
+  --pool P                Only dead letters of this pool
+  --error-class C         Only those whose last error is transient, permanent or throttled
+  --dead-after TIME       Only those dead at or after this RFC 3339 time
+  --dead-before TIME      Only those dead at or before this RFC 3339 time
+  --rate R                How many per second: "10/s", "600/m", "2/h" or a plain
+                          number (per second); 0.01/s to 10000/s (default 10/s)
+  --tenant T              The tenant whose dead letters (an admin key for every tenant)
+  --wait                  Follow the progress until the replay ends
+
+${GLOBAL_HELP}`;
+
+export const DLQ_REPLAYS_HELP = `Usage: duetime dlq replays [<replayId>] [--limit N] [--cursor C]
+
+Without an id, lists the bulk dead-letter replays, newest first; with one,
+shows its progress (role admin).
+
+${PAGE_HELP}
 
 ${GLOBAL_HELP}`;
 
@@ -105,12 +138,93 @@ export function parseDlqList(args: string[], env: Env): OpsCommand {
   return { command: "dlq list", global: globalOptions(values, env, usage), query: pageQuery(values, usage) };
 }
 
+const ERROR_CLASSES: readonly ErrorClass[] = ["transient", "permanent", "throttled"];
+const RATE_UNITS: Record<string, number> = { s: 1, m: 60, h: 3600 };
+
+/** `10/s`, `600/m`, `2/h` or a plain number (per second) → per second, 0.01 to 10000. */
+export function parseRate(value: string, usage: string): number {
+  const m = /^(\d+(?:\.\d+)?)(?:\/([smh]))?$/.exec(value.trim());
+  const perSecond = m ? Number(m[1]) / RATE_UNITS[m[2] ?? "s"]! : Number.NaN;
+  if (!Number.isFinite(perSecond)) {
+    throw new UsageError(`--rate: expected a rate such as 10/s, 600/m or 10 (per second), got ${JSON.stringify(value)}`, usage);
+  }
+  if (perSecond < 0.01 || perSecond > 10_000) {
+    throw new UsageError(`--rate: ${JSON.stringify(value)} is ${perSecond} per second; the rate is 0.01/s to 10000/s`, usage);
+  }
+  return perSecond;
+}
+
 export function parseDlqReplay(args: string[], env: Env): OpsCommand {
   const usage = DLQ_REPLAY_HELP;
-  const { values, positionals } = strictParse(args, GLOBAL_OPTIONS, usage);
-  const [executionId] = expectPositionals(positionals, ["executionId"], usage);
-  return { command: "dlq replay", global: globalOptions(values, env, usage), executionId: executionId! };
+  const options = {
+    ...GLOBAL_OPTIONS,
+    all: { type: "boolean" },
+    pool: { type: "string" },
+    "error-class": { type: "string" },
+    "dead-after": { type: "string" },
+    "dead-before": { type: "string" },
+    rate: { type: "string" },
+    tenant: { type: "string" },
+    wait: { type: "boolean" },
+  } as const;
+  const { values, positionals } = strictParse(args, options, usage);
+  const global = globalOptions(values, env, usage);
+  const filtered =
+    values.pool !== undefined || values["error-class"] !== undefined || values["dead-after"] !== undefined || values["dead-before"] !== undefined;
+  const bulk = filtered || values.all === true || values.rate !== undefined || values.tenant !== undefined || values.wait === true;
+  if (!bulk) {
+    const [executionId] = expectPositionals(positionals, ["executionId"], usage);
+    return { command: "dlq replay", global, executionId: executionId! };
+  }
+  if (positionals.length > 0 && (filtered || values.all)) {
+    throw new UsageError("give execution ids, or --all or a filter (--pool, --error-class, --dead-after, --dead-before), not both", usage);
+  }
+  if (positionals.length === 0 && !filtered && !values.all) {
+    throw new UsageError("which dead letters? give execution ids, --all, or a filter (--pool, --error-class, --dead-after, --dead-before)", usage);
+  }
+  if (positionals.length > 1000) throw new UsageError(`at most 1000 execution ids, got ${positionals.length}`, usage);
+  const request: DeadLetterReplayRequest = {};
+  if (positionals.length > 0) request.executionIds = positionals;
+  else {
+    const errorClass = values["error-class"];
+    if (errorClass !== undefined && !ERROR_CLASSES.includes(errorClass as ErrorClass)) {
+      throw new UsageError(`--error-class: expected one of ${ERROR_CLASSES.join(", ")}, got ${JSON.stringify(errorClass)}`, usage);
+    }
+    const deadAfter = timeOption("dead-after", values["dead-after"], usage);
+    const deadBefore = timeOption("dead-before", values["dead-before"], usage);
+    request.filter = {
+      ...(values.pool !== undefined ? { pool: values.pool } : {}),
+      ...(errorClass !== undefined ? { errorClass: errorClass as ErrorClass } : {}),
+      ...(deadAfter !== undefined ? { deadAfter } : {}),
+      ...(deadBefore !== undefined ? { deadBefore } : {}),
+    };
+  }
+  if (values.rate !== undefined) request.ratePerSecond = parseRate(values.rate, usage);
+  if (values.tenant !== undefined) request.tenantId = values.tenant;
+  return { command: "dlq replay bulk", global, request, wait: values.wait === true };
 }
+
+export function parseDlqReplays(args: string[], env: Env): OpsCommand {
+  const usage = DLQ_REPLAYS_HELP;
+  const { values, positionals } = strictParse(args, PAGE_OPTIONS, usage);
+  if (positionals.length > 1) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[1])}`, usage);
+  return {
+    command: "dlq replays",
+    global: globalOptions(values, env, usage),
+    ...(positionals[0] !== undefined ? { replayId: positionals[0] } : {}),
+    query: pageQuery(values, usage),
+  };
+}
+
+/** One line of a bulk replay's progress. */
+export function describeReplay(r: DeadLetterReplay): string {
+  const of = r.total !== null ? ` of ${r.total}` : "";
+  const skipped = r.skipped > 0 ? `, ${r.skipped} skipped (no longer dead)` : "";
+  return `replay ${r.replayId} ${r.state}: ${r.replayed}${of} replayed${skipped} at ${r.ratePerSecond}/s`;
+}
+
+/** How often --wait asks for progress. */
+export const REPLAY_POLL_MS = 1000;
 
 export function parseCron(args: string[], env: Env): OpsCommand {
   const usage = CRON_HELP;
@@ -180,6 +294,46 @@ export async function runOps(cmd: OpsCommand, client: DuetimeClient, out: Printe
     case "dlq replay": {
       const execution = await client.replayDeadLetter(cmd.executionId);
       out.either(execution, () => out.line(describeExecution("replayed", execution)));
+      return;
+    }
+    case "dlq replay bulk": {
+      let replay = await client.replayDeadLetters(cmd.request);
+      if (!cmd.global.json) out.line(`started ${describeReplay(replay)}`);
+      while (cmd.wait && replay.state === "RUNNING") {
+        await new Promise((resolve) => setTimeout(resolve, REPLAY_POLL_MS));
+        const next = await client.getDeadLetterReplay(replay.replayId);
+        if (!cmd.global.json && (next.replayed !== replay.replayed || next.state !== replay.state)) out.line(describeReplay(next));
+        replay = next;
+      }
+      out.either(replay, () => {
+        if (!cmd.wait) out.line(`follow it: duetime dlq replays ${replay.replayId}`);
+      });
+      return;
+    }
+    case "dlq replays": {
+      if (cmd.replayId !== undefined) {
+        const replay = await client.getDeadLetterReplay(cmd.replayId);
+        out.either(replay, () => out.line(describeReplay(replay)));
+        return;
+      }
+      const page = await client.listDeadLetterReplays(cmd.query);
+      out.either(page, () => {
+        if (page.items.length === 0) out.line("no replays");
+        else
+          out.table(
+            ["REPLAY", "STATE", "REPLAYED", "SKIPPED", "RATE", "CREATED (UTC)", "SELECTION"],
+            page.items.map((r) => [
+              r.replayId,
+              r.state,
+              r.total !== null ? `${r.replayed}/${r.total}` : String(r.replayed),
+              String(r.skipped),
+              `${r.ratePerSecond}/s`,
+              utc(r.createdAt),
+              oneLine("executionIds" in r.selection ? `${r.selection.executionIds.length} ids` : JSON.stringify(r.selection.filter), 60),
+            ]),
+          );
+        if (page.nextCursor) out.line(`next page: --cursor ${page.nextCursor}`);
+      });
       return;
     }
     case "cron": {

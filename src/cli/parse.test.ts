@@ -383,6 +383,68 @@ describe("CLI parsing: jobs backfill and occurrences", () => {
   });
 });
 
+describe("CLI parsing: dlq replay in bulk", () => {
+  const G = { url: "http://127.0.0.1:8080", json: false };
+  test("--all --rate 10/s is a bulk replay of every dead letter at that rate; one bare id stays a single replay", () => {
+    assert.deepEqual(parse(["dlq", "replay", "--all", "--rate", "10/s"]), {
+      command: "dlq replay bulk",
+      global: G,
+      request: { filter: {}, ratePerSecond: 10 },
+      wait: false,
+    });
+    assert.deepEqual(parse(["dlq", "replay", "e1"]), { command: "dlq replay", global: G, executionId: "e1" });
+    assert.deepEqual(parse(["dlq", "replay", "e1", "e2", "--wait"]), {
+      command: "dlq replay bulk",
+      global: G,
+      request: { executionIds: ["e1", "e2"] },
+      wait: true,
+    });
+    assert.deepEqual(
+      parse([
+        "dlq",
+        "replay",
+        "--pool",
+        "emails",
+        "--error-class",
+        "transient",
+        "--dead-after",
+        "2026-10-13T00:00:00Z",
+        "--dead-before",
+        "2026-10-14T00:00:00Z",
+        "--rate",
+        "600/m",
+        "--tenant",
+        "acme",
+      ]),
+      {
+        command: "dlq replay bulk",
+        global: G,
+        request: {
+          filter: { pool: "emails", errorClass: "transient", deadAfter: "2026-10-13T00:00:00Z", deadBefore: "2026-10-14T00:00:00Z" },
+          ratePerSecond: 10,
+          tenantId: "acme",
+        },
+        wait: false,
+      },
+    );
+    assert.equal((parse(["dlq", "replay", "e1", "--rate", "2.5"]) as { request: { ratePerSecond: number } }).request.ratePerSecond, 2.5);
+    assert.equal((parse(["dlq", "replay", "--all", "--rate", "36/h"]) as { request: { ratePerSecond: number } }).request.ratePerSecond, 0.01);
+  });
+
+  test("the rate syntax, the selection and the error class are checked with a usage error", () => {
+    for (const bad of ["fast", "10/d", "1-", "1e3", "10 /s", "/s", ""])
+      usageError(["dlq", "replay", "--all", "--rate", bad], /--rate: expected a rate such as 10\/s, 600\/m or 10/);
+    usageError(["dlq", "replay", "--all", "--rate", "0"], /--rate: "0" is 0 per second; the rate is 0\.01\/s to 10000\/s/);
+    usageError(["dlq", "replay", "--all", "--rate", "20000/s"], /the rate is 0\.01\/s to 10000\/s/);
+    usageError(["dlq", "replay", "--rate", "10/s"], /which dead letters\?/);
+    usageError(["dlq", "replay", "e1", "--all"], /not both/);
+    usageError(["dlq", "replay", "--all", "--error-class", "fatal"], /--error-class: expected one of transient, permanent, throttled/);
+    usageError(["dlq", "replay", "--all", "--dead-before", "yesterday"], /--dead-before/);
+    usageError(["dlq", "replay"], /missing argument <executionId>/);
+    usageError(["dlq", "replays", "a", "b"], /unexpected argument "b"/);
+  });
+});
+
 describe("CLI parsing: other commands", () => {
   test("list, executions, dlq and cron queries", () => {
     assert.deepEqual(parse(["jobs", "list", "--state", "paused", "--limit", "10", "--cursor", "c1", "--name", "x"]), {

@@ -89,6 +89,23 @@ const OCCURRENCES = {
 const API_KEY = { keyId: "ak_1", tenantId: "acme", role: "worker", name: "worker eu-1", createdAt: "2026-10-16T09:00:00.000Z" };
 
 /** A server speaking the API.md routes the CLI uses, over canned data. */
+const REPLAY = {
+  replayId: "rp_1",
+  tenantId: "default",
+  state: "RUNNING",
+  selection: { filter: { deadBefore: "2026-10-16T09:05:00.000Z" } },
+  ratePerSecond: 10,
+  total: null,
+  replayed: 0,
+  skipped: 0,
+  actor: "anonymous",
+  createdAt: "2026-10-16T09:05:00.000Z",
+  updatedAt: "2026-10-16T09:05:00.000Z",
+  finishedAt: null,
+};
+/** GET /v1/dead-letters/replays/rp_1 answers RUNNING with 4 replayed, then DONE with 7. */
+let replayPolls = 0;
+
 function route(req: RecordedRequest): TestReply {
   const url = new URL(req.url, "http://x");
   const notFound = (what: string): TestReply => ({ status: 404, body: { error: { code: "NOT_FOUND", message: `${what} not found` } } });
@@ -150,6 +167,15 @@ function route(req: RecordedRequest): TestReply {
         nextCursor: "k2",
       },
     };
+  if (key === "POST /v1/dead-letters:replay")
+    return { status: 202, body: { ...REPLAY, ratePerSecond: (req.body as { ratePerSecond?: number }).ratePerSecond ?? 10 } };
+  if (key === "GET /v1/dead-letters/replays/rp_1") {
+    replayPolls++;
+    return replayPolls === 1
+      ? { status: 200, body: { ...REPLAY, replayed: 4 } }
+      : { status: 200, body: { ...REPLAY, state: "DONE", replayed: 7, finishedAt: "2026-10-16T09:05:01.000Z" } };
+  }
+  if (key === "GET /v1/dead-letters/replays") return { status: 200, body: { items: [{ ...REPLAY, replayed: 3 }], nextCursor: null } };
   if (key === "DELETE /v1/keys/ak_1") return { status: 204 };
   if (key === "GET /v1/tenants/acme/limits")
     return {
@@ -415,6 +441,31 @@ describe("CLI against an HTTP server", () => {
     const denied = await run(["dlq", "replay", "ex_1"]);
     assert.equal(denied.code, 1);
     assert.match(denied.err, /^error: PERMISSION_DENIED: role admin required$/m);
+  });
+
+  test("dlq replay --all --rate 10/s starts a bulk replay; --wait follows its progress to the end; dlq replays shows them", async () => {
+    const started = await run(["dlq", "replay", "--all", "--rate", "10/s", "--pool", "emails"]);
+    assert.equal(started.code, 0, started.err);
+    assert.deepEqual(server.requests.at(-1)!.body, { filter: { pool: "emails" }, ratePerSecond: 10 });
+    assert.equal(started.out, "started replay rp_1 RUNNING: 0 replayed at 10/s\nfollow it: duetime dlq replays rp_1\n");
+    replayPolls = 0;
+    const waited = await run(["dlq", "replay", "e1", "e2", "--rate", "600/m", "--wait"]);
+    assert.equal(waited.code, 0, waited.err);
+    assert.equal(
+      waited.out,
+      "started replay rp_1 RUNNING: 0 replayed at 10/s\nreplay rp_1 RUNNING: 4 replayed at 10/s\nreplay rp_1 DONE: 7 replayed at 10/s\n",
+    );
+    assert.equal(replayPolls, 2, "polled until DONE");
+    replayPolls = 1;
+    const json = await run(["dlq", "replay", "--all", "--wait", "--json"]);
+    assert.equal(JSON.parse(json.out).state, "DONE", "--json prints the final replay");
+    const list = await run(["dlq", "replays"]);
+    assert.match(list.out, /^rp_1 +RUNNING +3 +0 +10\/s +2026-10-16T09:05:00\.000Z +\{"deadBefore":"2026-10-16T09:05:00\.000Z"\}$/m);
+    replayPolls = 1;
+    assert.equal((await run(["dlq", "replays", "rp_1"])).out, "replay rp_1 DONE: 7 replayed at 10/s\n");
+    const bad = await run(["dlq", "replay", "--all", "--rate", "fast"]);
+    assert.equal(bad.code, 2);
+    assert.match(bad.err, /--rate: expected a rate such as 10\/s/);
   });
 
   test("jobs create sends the spec and the idempotency key, from flags or a file", async () => {

@@ -13,7 +13,10 @@ import type { BackpressureOptions } from "../engine/backpressure.js";
 import type { RetentionOptions } from "../engine/retention.js";
 // A module without imports: checking the flags with it loads no engine.
 import { RETRY_BUDGET_BOUNDS, retryBudgetProblem, type RetryBudgetSettings } from "../engine/retry-budget.js";
+import { METRICS_MAX_TENANTS_BOUNDS } from "../engine/metrics-limits.js";
 import type { RunningServer, ServerOptions } from "../server/index.js";
+// Loads no framework: only the path rule.
+import { dashboardPathProblem, normalizeDashboardPath } from "../server/dashboard.js";
 import { UsageError, expectPositionals, integerOption, parseDuration, strictParse, type Env } from "./args.js";
 import type { Io } from "./output.js";
 import { parseStoreOptions, STORE_HELP, STORE_OPTIONS } from "./store-options.js";
@@ -55,6 +58,8 @@ ${STORE_HELP}
                                                            without this flag, once the store holds a key)
   --body-limit BYTES          DUETIME_BODY_LIMIT           request body limit (default 1048576)
   --misfire-threshold S       DUETIME_MISFIRE_THRESHOLD    a recurring occurrence later than this is a misfire (default 60)
+  --metrics-max-tenants N     DUETIME_METRICS_MAX_TENANTS  tenants with a label of their own on /metrics, 1 to 10000;
+                                                           the rest are tenant="_other" (default 100)
   --history-retention D       DUETIME_HISTORY_RETENTION    executions (dead letters too) and their attempts are removed
                                                            this long after they end; so are ended jobs with no
                                                            execution left (default 30d; at least 1h)
@@ -77,6 +82,9 @@ ${STORE_HELP}
                                                            retries allowed per second besides (default 10)
   --retry-budget-window-seconds S  DUETIME_RETRY_BUDGET_WINDOW_SECONDS
                                                            the window the counts cover, 1 to 60 (default 10)
+  --dashboard-path PATH       DUETIME_DASHBOARD_PATH       where the web dashboard is served: / (default) or a prefix
+                                                           such as /ops (not /v1, /metrics, /healthz, /readyz)
+  --no-dashboard              DUETIME_DASHBOARD=off        do not serve the dashboard
   --log-level LEVEL           DUETIME_LOG_LEVEL            fatal|error|warn|info|debug|trace|silent (default info)
   -h, --help                  Show this help
 
@@ -98,6 +106,7 @@ const SERVE_OPTIONS = {
   "http-breaker-open-seconds": { type: "string" },
   "api-keys": { type: "string" },
   "misfire-threshold": { type: "string" },
+  "metrics-max-tenants": { type: "string" },
   "read-store": { type: "string" },
   "read-store-max-lag": { type: "string" },
   "history-retention": { type: "string" },
@@ -112,6 +121,8 @@ const SERVE_OPTIONS = {
   "retry-budget-min-per-second": { type: "string" },
   "retry-budget-window-seconds": { type: "string" },
   "log-level": { type: "string" },
+  "dashboard-path": { type: "string" },
+  "no-dashboard": { type: "boolean" },
 } as const;
 
 const NODE_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
@@ -123,7 +134,8 @@ export function parseServe(args: string[], env: Env): ServeCommand {
   expectPositionals(positionals, [], usage);
   // flag, else environment variable; an empty variable counts as unset
   const pick = (flag: keyof typeof SERVE_OPTIONS, variable: string): { value: string; source: string } | undefined => {
-    if (v[flag] !== undefined) return { value: v[flag], source: `--${flag}` };
+    const given = v[flag];
+    if (typeof given === "string") return { value: given, source: `--${flag}` };
     const fromEnv = env[variable];
     return fromEnv === undefined || fromEnv === "" ? undefined : { value: fromEnv, source: variable };
   };
@@ -170,6 +182,15 @@ export function parseServe(args: string[], env: Env): ServeCommand {
   if (bodyLimit) options.bodyLimitBytes = integerOption(bodyLimit.source.replace(/^--/, ""), bodyLimit.value, 1, 2 ** 31 - 1, usage)!;
   const misfire = pick("misfire-threshold", "DUETIME_MISFIRE_THRESHOLD");
   if (misfire) options.misfireThresholdSeconds = integerOption(misfire.source.replace(/^--/, ""), misfire.value, 1, 86_400, usage)!;
+  const maxTenants = pick("metrics-max-tenants", "DUETIME_METRICS_MAX_TENANTS");
+  if (maxTenants)
+    options.metricsMaxTenants = integerOption(
+      maxTenants.source.replace(/^--/, ""),
+      maxTenants.value,
+      METRICS_MAX_TENANTS_BOUNDS.min,
+      METRICS_MAX_TENANTS_BOUNDS.max,
+      usage,
+    )!;
   const logLevel = pick("log-level", "DUETIME_LOG_LEVEL");
   if (logLevel) {
     if (!LOG_LEVELS.includes(logLevel.value))
@@ -197,7 +218,27 @@ export function parseServe(args: string[], env: Env): ServeCommand {
   if (backpressure) options.backpressure = backpressure;
   const retryBudget = parseRetryBudget(pick, usage);
   if (retryBudget !== undefined) options.retryBudget = retryBudget;
+  parseDashboard(v["no-dashboard"] === true, pick, env, options, usage);
   return { command: "serve", options };
+}
+
+/** --no-dashboard (DUETIME_DASHBOARD=off) and --dashboard-path (DUETIME_DASHBOARD_PATH), into options. */
+function parseDashboard(noDashboard: boolean, pick: PickOption, env: Env, options: ServerOptions, usage: string): void {
+  const toggle = env.DUETIME_DASHBOARD;
+  if (toggle !== undefined && toggle !== "" && toggle !== "on" && toggle !== "off")
+    throw new UsageError(`DUETIME_DASHBOARD: expected on or off, got ${JSON.stringify(toggle)}`, usage);
+  const off = noDashboard || toggle === "off";
+  const path = pick("dashboard-path", "DUETIME_DASHBOARD_PATH");
+  if (off) {
+    if (path?.source === "--dashboard-path")
+      throw new UsageError(`--dashboard-path: the dashboard is off (${noDashboard ? "--no-dashboard" : "DUETIME_DASHBOARD=off"})`, usage);
+    options.dashboard = false;
+    return;
+  }
+  if (!path) return;
+  const problem = dashboardPathProblem(path.value);
+  if (problem !== null) throw new UsageError(`${path.source}: ${problem}, got ${JSON.stringify(path.value)}`, usage);
+  options.dashboardPath = normalizeDashboardPath(path.value);
 }
 
 const RETRY_BUDGET_FLAGS = {

@@ -61,6 +61,11 @@ export const LIMITS = {
   retryDeadlineSecondsMax: 315_360_000,
   /** An If-Match header is one (possibly weak, quoted) version: a sanity cap on its length. */
   ifMatchMaxLength: 64,
+  /** A bulk dead-letter replay's ratePerSecond. */
+  replayRateMin: 0.01,
+  replayRateMax: 10_000,
+  /** Ids a bulk dead-letter replay may list. */
+  replayIdsMax: 1000,
 } as const;
 
 /** Ids are opaque and URL-safe. */
@@ -442,6 +447,18 @@ export const listKeysQuery = {
   properties: { limit: limitQuery, cursor: cursorQuery, tenantId: keyTenantString },
 } as const;
 
+/** GET /v1/executions: possibleDuplicate=true is the one listing so far. */
+export const executionsQuery = {
+  type: "object",
+  additionalProperties: false,
+  required: ["possibleDuplicate"],
+  properties: {
+    possibleDuplicate: { type: "string", enum: ["true"], description: "true: executions where an attempt ran on after losing its lease" },
+    limit: limitQuery,
+    cursor: cursorQuery,
+  },
+} as const;
+
 /** An empty querystring (routes without query parameters still reject unknown ones). */
 export const noQuery = { type: "object", additionalProperties: false, properties: {} } as const;
 
@@ -471,6 +488,47 @@ export const poolParams = {
   additionalProperties: false,
   required: ["pool"],
   properties: { pool: poolString },
+} as const;
+
+/** POST /v1/dead-letters:replay: exactly one of executionIds and filter (checked by the service, engine/dead-letter-replays.ts). */
+export const replayDeadLettersBody = {
+  type: "object",
+  additionalProperties: false,
+  properties: {
+    executionIds: {
+      type: "array",
+      minItems: 1,
+      maxItems: LIMITS.replayIdsMax,
+      items: idString,
+      description: "The dead letters to replay, in this order.",
+    },
+    filter: {
+      type: "object",
+      additionalProperties: false,
+      description: "Dead letters of the tenant matching every field given ({}: all), dead by the replay's creation at the latest.",
+      properties: {
+        pool: poolString,
+        errorClass: { type: "string", enum: ["transient", "permanent", "throttled"], description: "The class of the last error." },
+        deadAfter: dateTime,
+        deadBefore: dateTime,
+      },
+    },
+    ratePerSecond: {
+      type: "number",
+      minimum: LIMITS.replayRateMin,
+      maximum: LIMITS.replayRateMax,
+      default: 10,
+      description: "Dead letters made ready per second, each at its own slot.",
+    },
+    tenantId: { ...tenantString, description: "Whose dead letters: default the caller's tenant; another needs an admin for every tenant (*)." },
+  },
+} as const;
+
+export const replayIdParams = {
+  type: "object",
+  additionalProperties: false,
+  required: ["replayId"],
+  properties: { replayId: idString },
 } as const;
 
 /** Every request schema by id: validate(id, value, part) looks them up here. */
@@ -558,6 +616,9 @@ export const REQUEST_SCHEMAS = {
   keyIdParams,
   tenantIdParams,
   tenantLimitsBody,
+  replayDeadLettersBody,
+  replayIdParams,
+  executionsQuery,
 } as const satisfies Record<string, JsonSchema>;
 
 export type SchemaId = keyof typeof REQUEST_SCHEMAS;
@@ -692,6 +753,74 @@ export const deadLetterPageResponse = pageOf({
     lastError: recordedError,
     deadAt: dateTime,
     payload: anyJson,
+  },
+});
+
+export const deadLetterReplayResponse = {
+  type: "object",
+  required: [
+    "replayId",
+    "tenantId",
+    "state",
+    "selection",
+    "ratePerSecond",
+    "total",
+    "replayed",
+    "skipped",
+    "actor",
+    "createdAt",
+    "updatedAt",
+    "finishedAt",
+  ],
+  properties: {
+    replayId: { type: "string" },
+    tenantId: { type: "string" },
+    state: { type: "string", enum: ["RUNNING", "DONE", "CANCELLED"] },
+    selection: {
+      type: "object",
+      description: "{executionIds: [...]} or {filter: {pool?, errorClass?, deadAfter?, deadBefore}}",
+      properties: {
+        executionIds: { type: "array", items: { type: "string" } },
+        filter: {
+          type: "object",
+          properties: {
+            pool: { type: "string" },
+            errorClass: { type: "string" },
+            deadAfter: dateTime,
+            deadBefore: dateTime,
+          },
+        },
+      },
+    },
+    ratePerSecond: { type: "number" },
+    total: { type: ["integer", "null"] },
+    replayed: { type: "integer" },
+    skipped: { type: "integer" },
+    actor: { type: "string" },
+    createdAt: dateTime,
+    updatedAt: dateTime,
+    finishedAt: nullableDateTime,
+  },
+} as const;
+
+export const deadLetterReplayPageResponse = pageOf(deadLetterReplayResponse);
+
+export const possibleDuplicatePageResponse = pageOf({
+  type: "object",
+  required: ["executionId", "jobId", "name", "pool", "scheduledFor", "state", "attempt", "possibleDuplicate"],
+  properties: {
+    executionId: { type: "string" },
+    jobId: { type: "string" },
+    name: { type: "string" },
+    pool: { type: "string" },
+    scheduledFor: dateTime,
+    state: { type: "string" },
+    attempt: { type: "integer" },
+    possibleDuplicate: {
+      type: "object",
+      required: ["attempt", "reason", "at"],
+      properties: { attempt: { type: "integer" }, reason: { type: "string", enum: ["lease_lost", "expired_then_succeeded"] }, at: dateTime },
+    },
   },
 });
 
@@ -1019,6 +1148,9 @@ export const RESPONSE_SCHEMAS = {
   keyPage: keyPageResponse,
   preview: previewResponse,
   tenantLimits: tenantLimitsResponse,
+  deadLetterReplay: deadLetterReplayResponse,
+  deadLetterReplayPage: deadLetterReplayPageResponse,
+  possibleDuplicatePage: possibleDuplicatePageResponse,
 } as const satisfies Record<ResponseSchemaName, JsonSchema>;
 
 // Every request schema the operation table names exists (a compile error names the one that does not).

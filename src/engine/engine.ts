@@ -13,7 +13,10 @@ import { Executor } from "./executor.js";
 import { HttpTargetRunner, type HttpTargetSettings } from "./http-target.js";
 import { httpTargetMetrics } from "./http-target-metrics.js";
 import { createService } from "./services.js";
+import { ReplayDriver, type ReplayDriverOptions } from "./dead-letter-replays.js";
 import { createMetrics } from "./metrics.js";
+import { maxLabelsProblem } from "./metrics-limits.js";
+import { labelGuards, workloadMetrics } from "./workload-metrics.js";
 import { ArchiveWriter, newArchivePart } from "./archive.js";
 import { readRouting } from "./read-routing.js";
 import { ClusterSignals } from "./signals.js";
@@ -74,6 +77,15 @@ export interface EngineOptions {
    * minPerSecond 10, windowSeconds 10); false turns retry budgets off.
    */
   retryBudget?: Partial<RetryBudgetSettings> | false;
+  /**
+   * The cardinality guard of /metrics: the first maxTenants tenants (default
+   * 100) and maxPools pools (default 50) seen keep their label, the rest are
+   * reported as "_other" (engine/workload-metrics.ts); cacheMs: how long
+   * the store-backed gauges reuse a read (default 5000; tests shorten it).
+   */
+  metrics?: { maxTenants?: number; maxPools?: number; cacheMs?: number };
+  /** Bulk dead-letter replays' driver tuning (engine/dead-letter-replays.ts; tests shorten the lease). */
+  deadLetterReplays?: Pick<ReplayDriverOptions, "tickMs" | "leaseMs" | "lookaheadMs" | "maxBatch">;
   /** Tests only: wraps the store the engine opens (a driver slowed on purpose, say). */
   storeWrapper?: (store: Store) => Store;
 }
@@ -101,11 +113,18 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   const periods = retentionPeriods(periodOptions);
   const archive = archiveDir !== undefined ? new ArchiveWriter(archiveDir, newArchivePart(hostClock.now())) : null;
   const retryBudget = options.retryBudget === false ? null : new RetryBudget(options.retryBudget ?? {});
+  const { cacheMs, ...labelCaps } = options.metrics ?? {};
+  for (const [field, value] of Object.entries(labelCaps)) {
+    const problem = value === undefined ? null : maxLabelsProblem(value);
+    if (problem !== null) throw new RangeError(`metrics.${field}: ${problem}, got ${value}`);
+  }
+  const guards = labelGuards(labelCaps);
   const events = new EngineEvents();
+  const workload = workloadMetrics({ events, guards, ...(cacheMs !== undefined ? { cacheMs } : {}) });
   const opened = await openStore(options.store, options.storeOptions);
   const storeHealth = new StoreHealth(options.storeWrapper ? options.storeWrapper(opened) : opened, hostClock, events);
   const backpressure = new Backpressure(options.backpressure ?? {}, events);
-  const store = backpressure.measure(storeHealth.store);
+  const store = workload.measure(backpressure.measure(storeHealth.store));
   // From here on every time is the store's (store-clock.ts): a node with a skewed clock keeps due times.
   const clock = new StoreClock(hostClock, store);
   await clock.sync();
@@ -178,8 +197,9 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
       throw err;
     }
   }
-  const registry = createMetrics(events, () => scheduler.loaded);
+  const registry = createMetrics(events, () => scheduler.loaded, guards);
   backpressure.register(registry);
+  workload.register(registry, { clock, store });
   let http: HttpTargetRunner | null = null;
   if (options.httpTargets !== false) {
     const observer = httpTargetMetrics(registry, () => http);
@@ -196,6 +216,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     });
   }
   const runner = http;
+  const replays = new ReplayDriver({ store, clock, events, executor, nodeId, ...options.deadLetterReplays });
   const service = createService({
     store,
     reads,
@@ -209,6 +230,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     storeHealth,
     backpressure,
     events,
+    replays,
     ...(runner ? { targets: (view) => runner.targets(view) } : {}),
   });
   let state: "open" | "running" | "stopped" = "open";
@@ -228,12 +250,16 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
       await scheduler.start();
       http?.start();
       retention.start();
+      replays.start();
       backpressure.start();
+      workload.start();
     },
     async stop() {
       if (state === "stopped") return;
       state = "stopped";
       backpressure.stop();
+      workload.stop();
+      await replays.stop();
       await retention.stop();
       await scheduler.stop();
       executor.stop();

@@ -12,9 +12,17 @@ export interface EngineEventMap {
   /** A retry over its budget (retry-budget.ts) was handed back unused, ready again at readyAt; scope: the budget that refused ("tenant", "origin"). */
   "retry:deferred": { executionId: string; tenantId: string; pool: string; scope: string; readyAt: number };
   "execution:succeeded": { executionId: string; tenantId: string };
-  "execution:failed": { executionId: string; tenantId: string; state: "READY" | "DEAD" | "CANCELLED" };
+  "execution:failed": { executionId: string; tenantId: string; pool?: string; state: "READY" | "DEAD" | "CANCELLED" };
   "execution:timed_out": { executionId: string; tenantId: string; pool: string; state: "READY" | "DEAD" | "CANCELLED" };
   "lease:lost": { executionId: string; attempt: number; call: "heartbeat" | "complete" | "fail" };
+  /** An attempt may have run twice: it called after losing its lease, or its lease expired and a later attempt succeeded (once per attempt; GET /v1/executions?possibleDuplicate=true). */
+  "execution:possible_duplicate": {
+    executionId: string;
+    tenantId: string;
+    attempt: number;
+    reason: "lease_lost" | "expired_then_succeeded";
+    call: "heartbeat" | "complete" | "fail";
+  };
   /** This node's shards changed: how many it holds now, and how many it gained and lost since the last change. */
   "shards:changed": { owned: number; gained: number; lost: number };
   /** This node took a shard whose owner let its lease expire, this long after the expiry. */
@@ -30,6 +38,8 @@ export interface EngineEventMap {
   signals: { direction: "sent" | "received" | "resync"; count: number };
   /** A create made a tenant's work pile up in one second or minute (spikes.ts): the answer warned. */
   "due:spike": { tenantId: string; window: "second" | "minute" };
+  /** A step of a bulk dead-letter replay (dead-letter-replays.ts) made count dead letters READY; state: the replay's after it. */
+  "dead-letters:replayed": { tenantId: string; replayId: string; count: number; state: "RUNNING" | "DONE" | "CANCELLED" };
   error: { where: string; error: unknown };
 }
 

@@ -6,7 +6,15 @@
 // budget is handed back unused before anyone sees it.
 
 import type { Clock, TimerHandle } from "../core/clock.js";
-import type { AckOutcome, CompleteInput, FailInput, LeasedRow, LeaseParams as StoreLeaseParams, Store } from "../store/store.js";
+import type {
+  AckOutcome,
+  CompleteInput,
+  FailInput,
+  LeasedRow,
+  LeaseParams as StoreLeaseParams,
+  PossibleDuplicateMark,
+  Store,
+} from "../store/store.js";
 import type { EngineEvents } from "./events.js";
 import type { RetryBudget } from "./retry-budget.js";
 
@@ -304,19 +312,27 @@ export class Executor {
     return items.map((i) => ({ ...i, jitter: this.random() }));
   }
 
+  /** A lost answer recorded a possible duplicate (store.ts executionPossibleDuplicates). */
+  reportDuplicate(executionId: string, mark: PossibleDuplicateMark, call: "heartbeat" | "complete" | "fail"): void {
+    this.events.emit("execution:possible_duplicate", { executionId, tenantId: mark.tenantId, attempt: mark.attempt, reason: mark.reason, call });
+  }
+
   private reportAcks(complete: CompleteInput[], completed: AckOutcome[], fail: FailRequest[], failed: AckOutcome[]): void {
     completed.forEach((o, i) => {
       const item = complete[i]!;
       if (o.status === "ok") this.events.emit("execution:succeeded", { executionId: item.executionId, tenantId: o.tenantId });
       else if (o.status === "lost") this.events.emit("lease:lost", { executionId: item.executionId, attempt: item.attempt, call: "complete" });
+      if (o.status !== "not_found" && o.possibleDuplicate) this.reportDuplicate(item.executionId, o.possibleDuplicate, "complete");
     });
     failed.forEach((o, i) => {
       const item = fail[i]!;
       if (o.status === "lost") this.events.emit("lease:lost", { executionId: item.executionId, attempt: item.attempt, call: "fail" });
+      if (o.status === "lost" && o.possibleDuplicate) this.reportDuplicate(item.executionId, o.possibleDuplicate, "fail");
       if (o.status !== "ok") return;
       this.events.emit("execution:failed", {
         executionId: item.executionId,
         tenantId: o.tenantId,
+        ...(o.pool !== undefined ? { pool: o.pool } : {}),
         state: o.state === "SUCCEEDED" ? "READY" : o.state,
       });
       if (o.state === "READY" && o.readyAt !== undefined && o.pool) this.ready(o.tenantId, o.pool, o.readyAt);

@@ -29,7 +29,7 @@
 import { Batcher, type ErrorRecord, type HttpTarget, type TargetStatus, SigningKeys, signatureHeader } from "@duetime/sdk/contract";
 import type { Clock, TimerHandle } from "../core/clock.js";
 import { msOfSeconds, toIso } from "../core/time.js";
-import type { LeasedRow } from "../store/store.js";
+import type { LeasedRow, PossibleDuplicateMark } from "../store/store.js";
 import { HTTP_POOL } from "../store/store.js";
 import { Agent } from "undici";
 import { setMaxListeners } from "node:events";
@@ -59,7 +59,10 @@ export interface HttpTargetSettings {
   drainSeconds?: number;
 }
 
-export type HeartbeatResult = { status: "ok"; leaseUntil: number; cancelRequested: boolean } | { status: "lost" } | { status: "not_found" };
+export type HeartbeatResult =
+  | { status: "ok"; leaseUntil: number; cancelRequested: boolean }
+  | { status: "lost"; possibleDuplicate?: PossibleDuplicateMark }
+  | { status: "not_found" };
 
 export interface HttpTargetOptions extends HttpTargetSettings {
   executor: Executor;
@@ -650,6 +653,7 @@ export class HttpTargetRunner {
       const r = await this.o.heartbeat({ tenantId: row.tenantId, executionId: row.executionId, attempt: row.attempt, leaseMs });
       if (r.status !== "ok") {
         this.o.events.emit("lease:lost", { executionId: row.executionId, attempt: row.attempt, call: "heartbeat" });
+        if (r.status === "lost" && r.possibleDuplicate) this.o.executor.reportDuplicate(row.executionId, r.possibleDuplicate, "heartbeat");
         this.drop(slot);
         return false;
       }

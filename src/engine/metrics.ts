@@ -2,20 +2,24 @@
 
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { EngineEvents } from "./events.js";
+import { labelGuards, type LabelGuards } from "./workload-metrics.js";
 
 const LAG_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 
-export function createMetrics(events: EngineEvents, loadedDue: () => number): Registry {
+/** guards: the cardinality guard of the tenant and pool labels (workload-metrics.ts). */
+export function createMetrics(events: EngineEvents, loadedDue: () => number, guards: LabelGuards = labelGuards()): Registry {
   const registry = new Registry();
   const dispatchLag = new Histogram({
     name: "duetime_dispatch_lag_seconds",
-    help: "dispatchedAt - scheduledFor of dispatched occurrences",
+    help: "dispatchedAt - scheduledFor of dispatched occurrences, by tenant and pool (guarded: _other past the caps)",
+    labelNames: ["tenant", "pool"],
     buckets: LAG_BUCKETS,
     registers: [registry],
   });
   const startLag = new Histogram({
     name: "duetime_start_lag_seconds",
-    help: "Lease time - scheduledFor of first attempts",
+    help: "Lease time - scheduledFor of first attempts, by tenant and pool (guarded: _other past the caps)",
+    labelNames: ["tenant", "pool"],
     buckets: LAG_BUCKETS,
     registers: [registry],
   });
@@ -26,6 +30,11 @@ export function createMetrics(events: EngineEvents, loadedDue: () => number): Re
     registers: [registry],
   });
   const leaseLost = new Counter({ name: "duetime_lease_lost_total", help: "Calls refused with LEASE_LOST", registers: [registry] });
+  const possibleDuplicates = new Counter({
+    name: "duetime_possible_duplicates_total",
+    help: "Attempts that may have run twice, once each: seen running on after losing their lease, or reaped for an expired lease before a later attempt succeeded (GET /v1/executions?possibleDuplicate=true)",
+    registers: [registry],
+  });
   const retained = new Counter({
     name: "duetime_retention_deleted_total",
     help: "Rows removed by retention (archived first when an archive directory is set)",
@@ -79,14 +88,16 @@ export function createMetrics(events: EngineEvents, loadedDue: () => number): Re
     registers: [registry],
   });
   events.on("due:spike", (e) => spikes.inc({ window: e.window }));
-  events.on("execution:dispatched", (e) => dispatchLag.observe(Math.max(0, e.lagMs) / 1000));
+  const labels = (tenantId: string, pool: string) => ({ tenant: guards.tenant.label(tenantId), pool: guards.pool.label(pool) });
+  events.on("execution:dispatched", (e) => dispatchLag.observe(labels(e.tenantId, e.pool), Math.max(0, e.lagMs) / 1000));
   events.on("execution:leased", (e) => {
-    if (e.attempt === 1) startLag.observe(Math.max(0, e.startLagMs) / 1000);
+    if (e.attempt === 1) startLag.observe(labels(e.tenantId, e.pool), Math.max(0, e.startLagMs) / 1000);
   });
   events.on("execution:succeeded", () => outcomes.inc({ outcome: "succeeded" }));
   events.on("execution:failed", (e) => outcomes.inc({ outcome: e.state === "READY" ? "failed" : e.state.toLowerCase() }));
   events.on("execution:timed_out", (e) => outcomes.inc({ outcome: e.state === "READY" ? "timed_out" : e.state.toLowerCase() }));
   events.on("lease:lost", () => leaseLost.inc());
+  events.on("execution:possible_duplicate", () => possibleDuplicates.inc());
   events.on("shards:changed", (e) => {
     shardsOwned.set(e.owned);
     shardChanges.inc({ change: "gained" }, e.gained);

@@ -11,6 +11,8 @@ import type { Store } from "../store/store.js";
 import { AuditLog } from "./audit-log.js";
 import { ClusterService } from "./cluster-view.js";
 import { DeadLetterService } from "./dead-letters.js";
+import { type ReplayDriver, ReplayService } from "./dead-letter-replays.js";
+import { listPossibleDuplicates } from "./possible-duplicates.js";
 import type { Executor } from "./executor.js";
 import { JobsService, type JobsServiceOptions } from "./jobs-service.js";
 import { KeyManager } from "./keys.js";
@@ -37,6 +39,8 @@ export interface ServiceOptions extends Omit<JobsServiceOptions, "quotas" | "spi
   signingSecrets?: SigningSecretReader;
   /** Readiness: the store answers and takes writes. */
   storeHealth: Pick<StoreHealth, "ready">;
+  /** Drives bulk dead-letter replays; woken when one is created (without it they wait for a driver elsewhere). */
+  replays?: Pick<ReplayDriver, "wake">;
 }
 
 export function createService(o: ServiceOptions): Service {
@@ -44,6 +48,7 @@ export function createService(o: ServiceOptions): Service {
   const quotas = new TenantQuotas(o.store, o.clock);
   const jobs = new JobsService({ ...o, quotas, spikes: new SpikeWatch(o.store, o.events) });
   const deadLetters = new DeadLetterService(o.store, reads, o.clock, o.executor);
+  const replays = new ReplayService(o.store, o.clock, o.replays ?? null);
   const protocol = new WorkerProtocol(o.store, o.clock, o.executor);
   const keys = new KeyManager(o.store, o.clock);
   const tenants = new TenantsService(o.store, o.clock, quotas);
@@ -65,8 +70,13 @@ export function createService(o: ServiceOptions): Service {
     backfillJob: (ctx, jobId, request) => jobs.backfillJob(ctx, jobId, request),
     listOccurrences: (ctx, jobId, query) => jobs.listOccurrences(ctx, jobId, query),
     listExecutions: (ctx, jobId, query = {}) => jobs.listExecutions(ctx, jobId, query),
+    listPossibleDuplicates: (ctx, query = {}) => listPossibleDuplicates(o.store, ctx, query),
     listDeadLetters: (ctx, query = {}) => deadLetters.list(ctx, query),
     replayDeadLetter: (ctx, executionId) => deadLetters.replay(ctx, executionId),
+    replayDeadLetters: (ctx, request) => replays.create(ctx, request),
+    listDeadLetterReplays: (ctx, query = {}) => replays.list(ctx, query),
+    getDeadLetterReplay: (ctx, replayId) => replays.get(ctx, replayId),
+    cancelDeadLetterReplay: (ctx, replayId) => replays.cancel(ctx, replayId),
     lease: (ctx, pool, request) => protocol.lease(ctx, pool, request),
     heartbeat: (ctx, executionId, request) => protocol.heartbeat(ctx, executionId, request),
     complete: (ctx, executionId, attempt, result) => protocol.complete(ctx, executionId, attempt, result),

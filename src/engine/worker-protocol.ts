@@ -72,7 +72,10 @@ export class WorkerProtocol {
         })
       : ({ status: "not_found" } as const);
     if (res.status === "not_found") throw notFound("execution", executionId);
-    if (res.status === "lost") throw leaseLost(executionId, request.attempt);
+    if (res.status === "lost") {
+      if (res.possibleDuplicate) this.executor.reportDuplicate(executionId, res.possibleDuplicate, "heartbeat");
+      throw leaseLost(executionId, request.attempt);
+    }
     return { leaseUntil: toIso(res.leaseUntil), cancelRequested: res.cancelRequested };
   }
 

@@ -16,6 +16,7 @@ import swagger from "@fastify/swagger";
 import { DuetimeError } from "../core/errors.js";
 import { statusResponse } from "../core/schemas.js";
 import { KeyRing, type ApiKey, type KeyRingOptions } from "./auth.js";
+import { registerDashboard, type DashboardOptions } from "./dashboard.js";
 import {
   connectHandler,
   makeClientErrorHandler,
@@ -76,6 +77,8 @@ export interface AppOptions {
   requestDeadlineMs?: number;
   /** Overrides of HTTP_TIMEOUTS (tests shorten them). */
   timeouts?: Partial<HttpTimeouts>;
+  /** Serve the dashboard (dashboard.ts) at options.path ("/" by default); absent: not served. */
+  dashboard?: DashboardOptions;
 }
 
 export function buildApp(options: AppOptions): FastifyInstance {
@@ -208,6 +211,8 @@ export function buildApp(options: AppOptions): FastifyInstance {
     });
 
     scope.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
+
+    if (options.dashboard !== undefined) registerDashboard(scope, options.dashboard);
   });
 
   return app;

@@ -19,6 +19,7 @@ import { buildApp, type ApiKey } from "./app.js";
 
 export { buildApp, DEFAULT_BODY_LIMIT_BYTES, HTTP_TIMEOUTS, type AppOptions } from "./app.js";
 export { parseApiKeys, type ApiKey } from "./auth.js";
+export { dashboardPathProblem, type DashboardOptions } from "./dashboard.js";
 
 export interface ServerOptions {
   host: string;
@@ -49,12 +50,20 @@ export interface ServerOptions {
   logLevel?: string;
   /** A recurring occurrence dispatched later than this after its due time is a misfire (default 60). */
   misfireThresholdSeconds?: number;
+  /** Tenants with a label of their own on /metrics (default 100); the rest are tenant="_other" (engine/workload-metrics.ts). */
+  metricsMaxTenants?: number;
   /** How long history, idempotency keys and audit entries are kept, and where removed rows are archived. */
   retention?: RetentionOptions;
   /** When creates are refused with 429 because the node is overloaded (engine/backpressure.ts). */
   backpressure?: BackpressureOptions;
   /** Retries held to a share of recent first attempts, per tenant and per HTTP origin (engine/retry-budget.ts); false: off. */
   retryBudget?: Partial<RetryBudgetSettings> | false;
+  /** Serve the dashboard (default true; `--no-dashboard`: false). */
+  dashboard?: boolean;
+  /** Where the dashboard is served: "/" (default) or a prefix such as "/ops" (`--dashboard-path`). */
+  dashboardPath?: string;
+  /** The dashboard's built files (default: the package's dist/dashboard); tests point elsewhere. */
+  dashboardDir?: string;
   /**
    * Opens the engine; defaults to engine.ts's openEngine, loaded lazily so
    * that importing the server module loads no store driver. Tests pass a fake.
@@ -116,6 +125,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   if (options.backpressure !== undefined) engineOptions.backpressure = options.backpressure;
   if (options.retryBudget !== undefined) engineOptions.retryBudget = options.retryBudget;
   if (options.misfireThresholdSeconds !== undefined) engineOptions.scheduler = { misfireThresholdMs: options.misfireThresholdSeconds * 1000 };
+  if (options.metricsMaxTenants !== undefined) engineOptions.metrics = { maxTenants: options.metricsMaxTenants };
 
   const engine = await open(engineOptions);
   let app: FastifyInstance | undefined;
@@ -128,6 +138,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       logger: { level: options.logLevel ?? "info" },
       metricsText: () => engine.metricsText(),
       ready: () => engine.service.ready(),
+      ...(options.dashboard !== false
+        ? { dashboard: { path: options.dashboardPath ?? "/", ...(options.dashboardDir !== undefined ? { dir: options.dashboardDir } : {}) } }
+        : {}),
     });
     logEngineEvents(engine, app.log);
     await app.listen({ host: options.host, port: options.port });

@@ -19,6 +19,10 @@ import type {
   CreatedKey,
   CreateKeyRequest,
   DeadLetter,
+  DeadLetterReplay,
+  DeadLetterReplayRequest,
+  ExecutionsQuery,
+  PossibleDuplicateExecution,
   ErrorRecord,
   ExecutionItem,
   FailItem,
@@ -88,6 +92,21 @@ export const SAMPLE_DEAD_LETTER: DeadLetter = {
   lastError: { message: "boom", class: "transient", httpStatus: 500 },
   deadAt: "2026-10-16T09:05:00.000Z",
   payload: { amount: 5 },
+};
+
+export const SAMPLE_REPLAY: DeadLetterReplay = {
+  replayId: "rp_1",
+  tenantId: "default",
+  state: "RUNNING",
+  selection: { filter: { pool: "emails", deadBefore: "2026-10-16T09:05:00.000Z" } },
+  ratePerSecond: 10,
+  total: null,
+  replayed: 3,
+  skipped: 0,
+  actor: "key_1",
+  createdAt: "2026-10-16T09:05:00.000Z",
+  updatedAt: "2026-10-16T09:05:01.000Z",
+  finishedAt: null,
 };
 
 export const SAMPLE_BACKFILL: BackfillResponse = {
@@ -209,6 +228,35 @@ export class RecordingService implements Service {
   }
   replayDeadLetter(ctx: RequestContext, executionId: string): Promise<ExecutionItem> {
     return this.answer("replayDeadLetter", ctx, [executionId], () => ({ ...SAMPLE_EXECUTION, executionId, attempt: 4 }));
+  }
+  listPossibleDuplicates(ctx: RequestContext, query?: Partial<ExecutionsQuery>): Promise<Page<PossibleDuplicateExecution>> {
+    return this.answer("listPossibleDuplicates", ctx, [query], () => ({
+      items: [
+        {
+          executionId: "exe_1",
+          jobId: "job_1",
+          name: "send-reminder",
+          pool: "emails",
+          scheduledFor: "2026-10-16T09:00:00.000Z",
+          state: "SUCCEEDED",
+          attempt: 2,
+          possibleDuplicate: { attempt: 1, reason: "lease_lost" as const, at: "2026-10-16T09:06:00.000Z" },
+        },
+      ],
+      nextCursor: null,
+    }));
+  }
+  replayDeadLetters(ctx: RequestContext, request: DeadLetterReplayRequest): Promise<DeadLetterReplay> {
+    return this.answer("replayDeadLetters", ctx, [request], () => ({ ...SAMPLE_REPLAY }));
+  }
+  listDeadLetterReplays(ctx: RequestContext, query?: PageQuery): Promise<Page<DeadLetterReplay>> {
+    return this.answer("listDeadLetterReplays", ctx, [query], () => ({ items: [SAMPLE_REPLAY], nextCursor: null }));
+  }
+  getDeadLetterReplay(ctx: RequestContext, replayId: string): Promise<DeadLetterReplay> {
+    return this.answer("getDeadLetterReplay", ctx, [replayId], () => ({ ...SAMPLE_REPLAY, replayId }));
+  }
+  cancelDeadLetterReplay(ctx: RequestContext, replayId: string): Promise<DeadLetterReplay> {
+    return this.answer("cancelDeadLetterReplay", ctx, [replayId], () => ({ ...SAMPLE_REPLAY, replayId, state: "CANCELLED" as const }));
   }
   lease(ctx: RequestContext, pool: string, request: LeaseRequest): Promise<LeaseResponse> {
     return this.answer("lease", ctx, [pool, request], () => ({

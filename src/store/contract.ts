@@ -29,6 +29,7 @@ import {
   type NextOccurrence,
   type PoolCounts,
   type PurgedRow,
+  type ReplaySelection,
   type RetentionKind,
   type Store,
   type TenantLimits,
@@ -252,6 +253,74 @@ function nonZero(rows: PoolCounts[]): PoolCounts[] {
 function assertOk(outcome: AckOutcome | undefined, state: "SUCCEEDED" | "READY" | "DEAD"): void {
   assert.ok(outcome && outcome.status === "ok", `ok, got ${JSON.stringify(outcome)}`);
   assert.equal(outcome.state, state);
+}
+
+// ---- bulk dead-letter replays ----------------------------------------------
+
+/**
+ * n dead letters of one tenant and pool, dying one second apart from
+ * `deadFrom` (oldest first in the answer), each failed with `error`.
+ */
+async function deadLetters(
+  store: Store,
+  n: number,
+  o: { tenantId?: string; pool?: string; error?: ErrorRecord; deadFrom?: number } = {},
+): Promise<string[]> {
+  const tenantId = o.tenantId ?? "t1";
+  const pool = o.pool ?? "p1";
+  const jobs = Array.from({ length: n }, () => newJob({ tenantId, target: { type: "queue", pool }, retry: { ...RETRY, maxAttempts: 1 } }));
+  await store.jobCreateMany({ nodeId: "n1", jobs, now: CREATED });
+  const ids: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const leased = await leaseOne(store, T0, { pool, tenantId });
+    const now = (o.deadFrom ?? T0 + SECOND) + i * SECOND;
+    const [outcome] = await store.executionFailMany({
+      items: [fail({ executionId: leased.executionId, tenantId, attempt: leased.attempt, error: o.error ?? FATAL })],
+      now,
+    });
+    assertOk(outcome, "DEAD");
+    ids.push(leased.executionId);
+  }
+  return ids;
+}
+
+const REPLAY_AT = T0 + HOUR;
+let replayCount = 0;
+
+function bulkReplay(selection: ReplaySelection, o: { tenantId?: string; ratePerSecond?: number } = {}) {
+  const tenantId = o.tenantId ?? "t1";
+  const replayId = `rp_${++replayCount}_${newId(T0)}`;
+  return {
+    replay: { replayId, tenantId, selection, ratePerSecond: o.ratePerSecond ?? 2, actor: "admin-key", createdAt: REPLAY_AT },
+    audit: { tenantId, at: REPLAY_AT, actor: "admin-key", action: "dead-letter.replay-bulk", subject: replayId, details: { selection } },
+  };
+}
+
+/** Steps a replay at `at` until it is done, at most `steps` times; answers every execution it replayed, in order. */
+async function driveReplay(store: Store, replayId: string, o: { owner?: string; at?: number; limit?: number; steps?: number } = {}) {
+  const owner = o.owner ?? "n1";
+  const replayed: { executionId: string; pool: string; readyAt: number }[] = [];
+  for (let i = 0; i < (o.steps ?? 100); i++) {
+    const step = await store.replayStep({
+      replayId,
+      owner,
+      leaseMs: 10 * SECOND,
+      now: o.at ?? REPLAY_AT,
+      at: o.at ?? REPLAY_AT,
+      limit: o.limit ?? 2,
+    });
+    assert.ok(step, "the owner holds the lease");
+    replayed.push(...step.replayed);
+    if (step.replay.state !== "RUNNING") return { replayed, replay: step.replay };
+  }
+  assert.fail("the replay did not finish");
+}
+
+/** A lost answer without the possible duplicate it may have recorded ("possible duplicates" tests look at that); arrays item by item. */
+function unmarked<T>(outcome: T): T {
+  if (Array.isArray(outcome)) return outcome.map((o) => unmarked(o)) as T;
+  if (outcome && typeof outcome === "object" && (outcome as { status?: unknown }).status === "lost") return { status: "lost" } as T;
+  return outcome;
 }
 
 // ---- races -----------------------------------------------------------------
@@ -2035,10 +2104,10 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
       storeTest("a wrong attempt answers lost", async (store) => {
         const epochs = await acquireAll(store, "n1");
         const r = await runningExecution(store, epochs);
-        assert.deepEqual(await store.executionHeartbeat({ tenantId: "t1", executionId: r.executionId, attempt: 2, now: T0 + SECOND }), {
+        assert.deepEqual(unmarked(await store.executionHeartbeat({ tenantId: "t1", executionId: r.executionId, attempt: 2, now: T0 + SECOND })), {
           status: "lost",
         });
-        assert.deepEqual(await store.executionHeartbeat({ tenantId: "t1", executionId: r.executionId, attempt: 0, now: T0 + SECOND }), {
+        assert.deepEqual(unmarked(await store.executionHeartbeat({ tenantId: "t1", executionId: r.executionId, attempt: 0, now: T0 + SECOND })), {
           status: "lost",
         });
       });
@@ -2046,9 +2115,12 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
       storeTest("after the lease expired (now > leaseUntil) answers lost, even before the reaper ran", async (store) => {
         const epochs = await acquireAll(store, "n1");
         const r = await runningExecution(store, epochs);
-        assert.deepEqual(await store.executionHeartbeat({ tenantId: "t1", executionId: r.executionId, attempt: 1, now: T0 + LEASE_MS + 1 }), {
-          status: "lost",
-        });
+        assert.deepEqual(
+          unmarked(await store.executionHeartbeat({ tenantId: "t1", executionId: r.executionId, attempt: 1, now: T0 + LEASE_MS + 1 })),
+          {
+            status: "lost",
+          },
+        );
         // Losing changed nothing: the reaper still finds the expired attempt.
         const reaped = await store.executionReap({ now: T0 + LEASE_MS + 1, limit: 10 });
         assert.deepEqual(
@@ -2073,7 +2145,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const epochs = await acquireAll(store, "n1");
         const r = await runningExecution(store, epochs);
         await store.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 1 }], now: T0 + SECOND });
-        assert.deepEqual(await store.executionHeartbeat({ tenantId: "t1", executionId: r.executionId, attempt: 1, now: T0 + 2 * SECOND }), {
+        assert.deepEqual(unmarked(await store.executionHeartbeat({ tenantId: "t1", executionId: r.executionId, attempt: 1, now: T0 + 2 * SECOND })), {
           status: "lost",
         });
       });
@@ -2155,7 +2227,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
           items: [{ executionId: r.executionId, tenantId: "t1", attempt: 1 }],
           now: T0 + LEASE_MS + 3,
         });
-        assert.deepEqual(outcome, { status: "lost" });
+        assert.deepEqual(unmarked(outcome), { status: "lost" });
         const job = await getJob(store, r.nj);
         assert.equal(job.state, "SCHEDULED");
         const rows = await history(store, "t1", r.job.jobId);
@@ -2175,7 +2247,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
           items: [{ executionId: r.executionId, tenantId: "t1", attempt: 1 }],
           now: T0 + LEASE_MS + 1,
         });
-        assert.deepEqual(outcome, { status: "lost" });
+        assert.deepEqual(unmarked(outcome), { status: "lost" });
         assert.equal((await getJob(store, r.nj)).state, "SCHEDULED");
         assert.equal(attemptOf(await history(store, "t1", r.job.jobId), r.executionId, 1).state, "RUNNING");
       });
@@ -2184,7 +2256,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const epochs = await acquireAll(store, "n1");
         const r = await readyExecution(store, epochs);
         const [outcome] = await store.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 1 }], now: T0 });
-        assert.deepEqual(outcome, { status: "lost" });
+        assert.deepEqual(unmarked(outcome), { status: "lost" });
         assert.equal((await leaseOne(store, T0)).attempt, 1);
       });
 
@@ -2220,7 +2292,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         assert.equal(outcomes.length, 4);
         assertOk(outcomes[0], "SUCCEEDED");
         assert.deepEqual(outcomes[1], { status: "not_found" });
-        assert.deepEqual(outcomes[2], { status: "lost" });
+        assert.deepEqual(unmarked(outcomes[2]), { status: "lost" });
         assertOk(outcomes[3], "SUCCEEDED");
         assert.equal((await getJob(store, a.nj)).state, "SCHEDULED");
         assert.equal((await getJob(store, b.nj)).state, "COMPLETED");
@@ -2402,12 +2474,12 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
           items: [fail({ executionId: r.executionId, tenantId: "t1", attempt: 2 })],
           now: T0 + SECOND,
         });
-        assert.deepEqual(outcomes, [{ status: "lost" }]);
+        assert.deepEqual(unmarked(outcomes), [{ status: "lost" }]);
         const expired = await store.executionFailMany({
           items: [fail({ executionId: r.executionId, tenantId: "t1", attempt: 1 })],
           now: T0 + LEASE_MS + 1,
         });
-        assert.deepEqual(expired, [{ status: "lost" }]);
+        assert.deepEqual(unmarked(expired), [{ status: "lost" }]);
         assert.equal((await getJob(store, r.nj)).state, "SCHEDULED");
         assert.equal(attemptOf(await history(store, "t1", r.job.jobId), r.executionId, 1).state, "RUNNING");
         assert.deepEqual(await store.deadLetterList({ tenantId: "t1", limit: 10 }), []);
@@ -2418,8 +2490,8 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const r = await runningExecution(store, epochs);
         const item = fail({ executionId: r.executionId, tenantId: "t1", attempt: 1 });
         assertOk((await store.executionFailMany({ items: [item], now: T0 + SECOND }))[0], "READY");
-        assert.deepEqual(await store.executionFailMany({ items: [item], now: T0 + 2 * SECOND }), [{ status: "lost" }]);
-        assert.deepEqual(await store.executionCompleteMany({ items: [item], now: T0 + 2 * SECOND }), [{ status: "lost" }]);
+        assert.deepEqual(unmarked(await store.executionFailMany({ items: [item], now: T0 + 2 * SECOND })), [{ status: "lost" }]);
+        assert.deepEqual(unmarked(await store.executionCompleteMany({ items: [item], now: T0 + 2 * SECOND })), [{ status: "lost" }]);
         assert.deepEqual(await store.deadLetterList({ tenantId: "t1", limit: 10 }), []);
       });
 
@@ -2441,7 +2513,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         assertOk(outcomes[0], "READY");
         assertOk(outcomes[1], "DEAD");
         assert.deepEqual(outcomes[2], { status: "not_found" });
-        assert.deepEqual(outcomes[3], { status: "lost" });
+        assert.deepEqual(unmarked(outcomes[3]), { status: "lost" });
       });
     });
 
@@ -2521,10 +2593,13 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
           items: [{ executionId: r.executionId, tenantId: "t1", attempt: 1 }],
           now: T0 + LEASE_MS + 2,
         });
-        assert.deepEqual(outcome, { status: "lost" });
-        assert.deepEqual(await store.executionHeartbeat({ tenantId: "t1", executionId: r.executionId, attempt: 1, now: T0 + LEASE_MS + 2 }), {
-          status: "lost",
-        });
+        assert.deepEqual(unmarked(outcome), { status: "lost" });
+        assert.deepEqual(
+          unmarked(await store.executionHeartbeat({ tenantId: "t1", executionId: r.executionId, attempt: 1, now: T0 + LEASE_MS + 2 })),
+          {
+            status: "lost",
+          },
+        );
         assert.equal((await getJob(store, r.nj)).state, "SCHEDULED");
         assert.equal((await leaseOne(store, T0 + LEASE_MS + 3)).attempt, 2);
       });
@@ -2825,6 +2900,345 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         assert.ok(await store.deadLetterReplay({ tenantId: "t1", executionId: dl.executionId, now, audit: audit(dl.executionId) }));
         assert.equal(await store.deadLetterReplay({ tenantId: "t1", executionId: dl.executionId, now: now + 1, audit: audit(dl.executionId) }), null);
         assert.equal((await store.auditList({ tenantId: "t1", limit: 10 })).length, 1);
+      });
+    });
+
+    describe("possible duplicates", () => {
+      /** An execution whose attempt 1 lost its lease (reaped) and whose attempt 2 runs. */
+      async function overtaken(store: Store, epochs: ReadonlyMap<number, number>, overrides: JobOverrides = {}) {
+        const r = await runningExecution(store, epochs, overrides);
+        const reaped = await store.executionReap({ now: T0 + LEASE_MS + 1, limit: 10 });
+        assert.equal(reaped.length, 1);
+        const second = await leaseOne(store, T0 + LEASE_MS + 2, { pool: poolOf(r.job.target), tenantId: r.job.tenantId });
+        assert.equal(second.attempt, 2);
+        return r;
+      }
+
+      storeTest(
+        "a lost complete, fail or heartbeat of a granted attempt records a possible duplicate, once per attempt; the list is newest first, by tenant",
+        async (store) => {
+          const epochs = await acquireAll(store, "n1");
+          const a = await overtaken(store, epochs);
+          const at = T0 + LEASE_MS + 10;
+          const [lostComplete] = await store.executionCompleteMany({ items: [{ executionId: a.executionId, tenantId: "t1", attempt: 1 }], now: at });
+          assert.deepEqual(lostComplete, { status: "lost", possibleDuplicate: { tenantId: "t1", attempt: 1, reason: "lease_lost" } });
+          assert.deepEqual(
+            await store.executionHeartbeat({ tenantId: "t1", executionId: a.executionId, attempt: 1, now: at + 1 }),
+            { status: "lost" },
+            "recorded once",
+          );
+          assert.deepEqual(
+            await store.executionHeartbeat({ tenantId: "t1", executionId: a.executionId, attempt: 7, now: at + 1 }),
+            { status: "lost" },
+            "never granted: no duplicate",
+          );
+          assert.deepEqual(await store.executionHeartbeat({ tenantId: "t2", executionId: a.executionId, attempt: 1, now: at + 1 }), {
+            status: "not_found",
+          });
+          const b = await overtaken(store, epochs, { tenantId: "t1" });
+          const [lostFail] = await store.executionFailMany({
+            items: [fail({ executionId: b.executionId, tenantId: null, attempt: 1 })],
+            now: at + 2,
+          });
+          assert.deepEqual(lostFail, { status: "lost", possibleDuplicate: { tenantId: "t1", attempt: 1, reason: "lease_lost" } });
+          const c = await overtaken(store, epochs, { tenantId: "t2" });
+          const beat = await store.executionHeartbeat({ tenantId: null, executionId: c.executionId, attempt: 1, now: at + 3 });
+          assert.deepEqual(beat, { status: "lost", possibleDuplicate: { tenantId: "t2", attempt: 1, reason: "lease_lost" } });
+          const listed = await store.executionPossibleDuplicates({ tenantId: "t1", limit: 10 });
+          assert.deepEqual(
+            listed.map((d) => [d.executionId, d.duplicateAttempt, d.reason, d.at, d.attempt, d.state]),
+            [
+              [b.executionId, 1, "lease_lost", at + 2, 2, "RUNNING"],
+              [a.executionId, 1, "lease_lost", at, 2, "RUNNING"],
+            ],
+          );
+          assert.equal(listed[0]!.jobId, b.job.jobId);
+          assert.equal(listed[0]!.pool, "p1");
+          const page = await store.executionPossibleDuplicates({ tenantId: "t1", limit: 1, after: { at: at + 2, executionId: b.executionId } });
+          assert.deepEqual(
+            page.map((d) => d.executionId),
+            [a.executionId],
+          );
+          assert.deepEqual(
+            (await store.executionPossibleDuplicates({ tenantId: "t2", limit: 10 })).map((d) => d.executionId),
+            [c.executionId],
+          );
+          // The current attempt still holds its lease: its acks are not duplicates.
+          assertOk(
+            (await store.executionCompleteMany({ items: [{ executionId: a.executionId, tenantId: "t1", attempt: 2 }], now: at + 4 }))[0],
+            "SUCCEEDED",
+          );
+          assert.equal((await store.executionPossibleDuplicates({ tenantId: "t1", limit: 10 })).length, 2);
+        },
+      );
+
+      storeTest(
+        "a call after the attempt's own acknowledgement is not a possible duplicate; a call past an expired lease not yet reaped is one",
+        async (store) => {
+          const epochs = await acquireAll(store, "n1");
+          const r = await runningExecution(store, epochs);
+          assertOk(
+            (await store.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 1 }], now: T0 + 1 }))[0],
+            "SUCCEEDED",
+          );
+          assertOk(
+            (await store.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 1 }], now: T0 + 2 }))[0],
+            "SUCCEEDED",
+          );
+          assert.deepEqual(
+            await store.executionHeartbeat({ tenantId: "t1", executionId: r.executionId, attempt: 1, now: T0 + 3 }),
+            { status: "lost" },
+            "a heartbeat racing its own complete",
+          );
+          assert.deepEqual(await store.executionPossibleDuplicates({ tenantId: "t1", limit: 10 }), []);
+          const expired = await runningExecution(store, epochs);
+          assert.deepEqual(
+            await store.executionHeartbeat({ tenantId: "t1", executionId: expired.executionId, attempt: 1, now: T0 + LEASE_MS + 1 }),
+            { status: "lost", possibleDuplicate: { tenantId: "t1", attempt: 1, reason: "lease_lost" } },
+            "its lease expired, not yet reaped: the worker runs on",
+          );
+        },
+      );
+
+      storeTest(
+        "the success of an execution whose earlier attempt the reaper ended for an expired lease records that attempt, once, in the complete",
+        async (store) => {
+          const epochs = await acquireAll(store, "n1");
+          const r = await overtaken(store, epochs);
+          const at = T0 + LEASE_MS + 20;
+          const [done] = await store.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 2 }], now: at });
+          assert.deepEqual(done, {
+            status: "ok",
+            state: "SUCCEEDED",
+            tenantId: "t1",
+            possibleDuplicate: { tenantId: "t1", attempt: 1, reason: "expired_then_succeeded" },
+          });
+          const [again] = await store.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 2 }], now: at + 1 });
+          assert.deepEqual(again, { status: "ok", state: "SUCCEEDED", tenantId: "t1" }, "a repeated complete records nothing more");
+          assert.deepEqual(
+            await store.executionHeartbeat({ tenantId: "t1", executionId: r.executionId, attempt: 1, now: at + 2 }),
+            { status: "lost" },
+            "the same attempt showing up later is the same duplicate",
+          );
+          const listed = await store.executionPossibleDuplicates({ tenantId: "t1", limit: 10 });
+          assert.deepEqual(
+            listed.map((d) => [d.executionId, d.duplicateAttempt, d.reason, d.at, d.state]),
+            [[r.executionId, 1, "expired_then_succeeded", at, "SUCCEEDED"]],
+          );
+          // A failed attempt (acknowledged by its worker) then a success: nothing ran twice.
+          const f = await runningExecution(store, epochs, { retry: { maxAttempts: 3, backoffSeconds: 1, maxBackoffSeconds: 1 } });
+          assertOk(
+            (await store.executionFailMany({ items: [fail({ executionId: f.executionId, tenantId: "t1", attempt: 1 })], now: T0 + 1 }))[0],
+            "READY",
+          );
+          const retried = await leaseOne(store, T0 + 5 * SECOND);
+          assert.equal(retried.executionId, f.executionId);
+          const [ok] = await store.executionCompleteMany({
+            items: [{ executionId: f.executionId, tenantId: "t1", attempt: 2 }],
+            now: T0 + 6 * SECOND,
+          });
+          assert.deepEqual(ok, { status: "ok", state: "SUCCEEDED", tenantId: "t1" });
+          assert.equal((await store.executionPossibleDuplicates({ tenantId: "t1", limit: 10 })).length, 1);
+        },
+      );
+    });
+
+    describe("bulk dead-letter replays", () => {
+      storeTest(
+        "replay by filter: the tenant's dead letters dead by deadBefore, oldest first, a batch a step, each at the rate's next slot",
+        async (store) => {
+          const ids = await deadLetters(store, 5);
+          const [late] = await deadLetters(store, 1, { deadFrom: T0 + 10 * SECOND });
+          const [theirs] = await deadLetters(store, 1, { tenantId: "t2" });
+          const created = await store.replayCreate(bulkReplay({ filter: { deadBefore: T0 + 5 * SECOND } }, { ratePerSecond: 2 }));
+          assert.equal(created.state, "RUNNING");
+          assert.equal(created.total, null);
+          assert.equal(created.replayed, 0);
+          assert.deepEqual(
+            await store.replayClaim({ owner: "n1", leaseMs: 10 * SECOND, now: REPLAY_AT, limit: 10 }).then((r) => r.map((x) => x.replayId)),
+            [created.replayId],
+          );
+          const first = await store.replayStep({
+            replayId: created.replayId,
+            owner: "n1",
+            leaseMs: 10 * SECOND,
+            now: REPLAY_AT,
+            at: REPLAY_AT,
+            limit: 2,
+          });
+          assert.ok(first);
+          assert.deepEqual(first.replayed, [
+            { executionId: ids[0], pool: "p1", readyAt: REPLAY_AT },
+            { executionId: ids[1], pool: "p1", readyAt: REPLAY_AT + 500 },
+          ]);
+          assert.equal(first.replay.state, "RUNNING");
+          assert.equal(first.replay.replayed, 2);
+          assert.equal(first.replay.nextAt, REPLAY_AT + 1000);
+          const rest = await driveReplay(store, created.replayId);
+          assert.deepEqual(
+            rest.replayed.map((r) => [r.executionId, r.readyAt]),
+            [
+              [ids[2], REPLAY_AT + 1000],
+              [ids[3], REPLAY_AT + 1500],
+              [ids[4], REPLAY_AT + 2000],
+            ],
+            "a step before the next slot still spaces by the rate",
+          );
+          const done = rest.replay;
+          assert.equal(done.state, "DONE");
+          assert.equal(done.replayed, 5);
+          assert.equal(done.skipped, 0);
+          assert.equal(done.finishedAt, REPLAY_AT);
+          assert.equal(done.owner, null);
+          assert.deepEqual(
+            (await store.deadLetterList({ tenantId: "t1", limit: 10 })).map((d) => d.executionId),
+            [late],
+            "a dead letter later than deadBefore is not selected",
+          );
+          assert.deepEqual(
+            (await store.deadLetterList({ tenantId: "t2", limit: 10 })).map((d) => d.executionId),
+            [theirs],
+          );
+          // READY at their slots: the first leasable now, the last only 2 s later.
+          assert.equal((await lease(store, REPLAY_AT, { tenantId: "t1" })).length, 1);
+          assert.equal((await lease(store, REPLAY_AT + 2000, { tenantId: "t1" })).length, 4);
+          assert.equal(
+            await store.replayStep({ replayId: created.replayId, owner: "n1", leaseMs: SECOND, now: REPLAY_AT, at: REPLAY_AT, limit: 2 }),
+            null,
+          );
+          const [entry] = await store.auditList({ tenantId: "t1", limit: 10 });
+          assert.equal(entry?.action, "dead-letter.replay-bulk");
+          assert.equal(entry?.subject, created.replayId);
+          assert.equal((await store.auditList({ tenantId: "t1", limit: 10 })).length, 1, "one audit entry for the bulk replay");
+        },
+      );
+
+      storeTest("replay by filter selects by pool, error class and deadAfter", async (store) => {
+        const p1 = await deadLetters(store, 2, { pool: "p1", error: { message: "x", class: "transient" } });
+        await deadLetters(store, 1, { pool: "p2", error: { message: "x", class: "transient" } });
+        await deadLetters(store, 1, { pool: "p1", error: FATAL, deadFrom: T0 + 3 * SECOND });
+        const early = await deadLetters(store, 1, { pool: "p1", error: { message: "x", class: "transient" }, deadFrom: T0 - HOUR });
+        const created = await store.replayCreate(
+          bulkReplay({ filter: { pool: "p1", errorClass: "transient", deadAfter: T0, deadBefore: T0 + HOUR } }),
+        );
+        await store.replayClaim({ owner: "n1", leaseMs: 10 * SECOND, now: REPLAY_AT, limit: 10 });
+        const { replayed, replay } = await driveReplay(store, created.replayId, { limit: 1 });
+        assert.deepEqual(
+          replayed.map((r) => r.executionId),
+          p1,
+        );
+        assert.equal(replay.replayed, 2);
+        const left = (await store.deadLetterList({ tenantId: "t1", limit: 10 })).map((d) => d.executionId);
+        assert.equal(left.length, 3);
+        assert.ok(left.includes(early[0]!));
+      });
+
+      storeTest(
+        "replay by ids: ids no longer dead (replayed meanwhile, another tenant's, unknown) are skipped and counted, the others replayed once",
+        async (store) => {
+          const [a, c, d] = await deadLetters(store, 3);
+          const [theirs] = await deadLetters(store, 1, { tenantId: "t2" });
+          const unknown = executionIdFor(newId(T0), T0);
+          const created = await store.replayCreate(bulkReplay({ executionIds: [a!, theirs!, c!, unknown, d!] }, { ratePerSecond: 10 }));
+          assert.equal(created.total, 5);
+          assert.ok(
+            await store.deadLetterReplay({
+              tenantId: "t1",
+              executionId: a!,
+              now: REPLAY_AT,
+              audit: { tenantId: "t1", at: REPLAY_AT, actor: "x", action: "dead-letter.replay", subject: a! },
+            }),
+          );
+          await store.replayClaim({ owner: "n1", leaseMs: 10 * SECOND, now: REPLAY_AT, limit: 10 });
+          const { replayed, replay } = await driveReplay(store, created.replayId, { limit: 2 });
+          assert.deepEqual(
+            replayed.map((r) => [r.executionId, r.readyAt]),
+            [
+              [c, REPLAY_AT],
+              [d, REPLAY_AT + 100],
+            ],
+          );
+          assert.equal(replay.state, "DONE");
+          assert.equal(replay.replayed, 2);
+          assert.equal(replay.skipped, 3);
+          assert.equal((await store.deadLetterList({ tenantId: "t2", limit: 10 })).length, 1, "another tenant's dead letter stays dead");
+        },
+      );
+
+      storeTest(
+        "a step is fenced by the replay's lease: another owner, an expired lease or a cancelled replay answer null and change nothing",
+        async (store) => {
+          await deadLetters(store, 3);
+          const created = await store.replayCreate(bulkReplay({ filter: { deadBefore: REPLAY_AT } }));
+          const step = (owner: string, now: number) =>
+            store.replayStep({ replayId: created.replayId, owner, leaseMs: 10 * SECOND, now, at: now, limit: 1 });
+          assert.equal(await step("n1", REPLAY_AT), null, "not claimed yet");
+          assert.equal((await store.replayClaim({ owner: "n1", leaseMs: 10 * SECOND, now: REPLAY_AT, limit: 10 })).length, 1);
+          assert.deepEqual(await store.replayClaim({ owner: "n2", leaseMs: 10 * SECOND, now: REPLAY_AT + 5 * SECOND, limit: 10 }), [], "held by n1");
+          assert.equal(await step("n2", REPLAY_AT + 5 * SECOND), null);
+          assert.equal((await step("n1", REPLAY_AT + 5 * SECOND))?.replayed.length, 1, "the step extends n1's lease to +15 s");
+          assert.deepEqual(await store.replayClaim({ owner: "n2", leaseMs: 10 * SECOND, now: REPLAY_AT + 15 * SECOND, limit: 10 }), []);
+          assert.equal(await step("n1", REPLAY_AT + 15 * SECOND + 1), null, "n1's own lease has expired");
+          const taken = await store.replayClaim({ owner: "n2", leaseMs: 10 * SECOND, now: REPLAY_AT + 15 * SECOND + 1, limit: 10 });
+          assert.equal(taken[0]?.owner, "n2", "an expired lease is taken over");
+          assert.equal(taken[0]?.replayed, 1, "progress survives the takeover");
+          assert.equal(await step("n1", REPLAY_AT + 16 * SECOND), null, "the old owner is fenced out");
+          assert.equal((await step("n2", REPLAY_AT + 16 * SECOND))?.replay.replayed, 2);
+          const cancelAudit = {
+            tenantId: "t1",
+            at: REPLAY_AT + 17 * SECOND,
+            actor: "admin-key",
+            action: "dead-letter.replay-cancel",
+            subject: created.replayId,
+          };
+          assert.equal(
+            await store.replayCancel({ replayId: created.replayId, tenantId: "t2", now: REPLAY_AT + 17 * SECOND, audit: cancelAudit }),
+            null,
+            "another tenant's",
+          );
+          const cancelled = await store.replayCancel({
+            replayId: created.replayId,
+            tenantId: "t1",
+            now: REPLAY_AT + 17 * SECOND,
+            audit: cancelAudit,
+          });
+          assert.equal(cancelled?.changed, true);
+          assert.equal(cancelled?.replay.state, "CANCELLED");
+          assert.equal(cancelled?.replay.finishedAt, REPLAY_AT + 17 * SECOND);
+          assert.equal(await step("n2", REPLAY_AT + 18 * SECOND), null, "a cancelled replay goes no further");
+          assert.deepEqual(await store.replayClaim({ owner: "n3", leaseMs: SECOND, now: REPLAY_AT + HOUR, limit: 10 }), []);
+          assert.equal((await store.deadLetterList({ tenantId: "t1", limit: 10 })).length, 1);
+          const again = await store.replayCancel({ replayId: created.replayId, now: REPLAY_AT + 20 * SECOND, audit: cancelAudit });
+          assert.equal(again?.changed, false);
+          assert.equal(again?.replay.finishedAt, REPLAY_AT + 17 * SECOND);
+          assert.equal((await store.auditList({ tenantId: "t1", limit: 10 })).filter((e) => e.action === "dead-letter.replay-cancel").length, 1);
+        },
+      );
+
+      storeTest("replayGet and replayList are tenant-scoped; the list pages newest first", async (store) => {
+        const made: string[] = [];
+        for (let i = 0; i < 5; i++) {
+          const r = bulkReplay({ executionIds: ["x"] });
+          r.replay.createdAt = REPLAY_AT + Math.floor(i / 2) * SECOND;
+          made.push((await store.replayCreate(r)).replayId);
+        }
+        const theirs = await store.replayCreate(bulkReplay({ executionIds: ["x"] }, { tenantId: "t2" }));
+        assert.equal(await store.replayGet({ replayId: theirs.replayId, tenantId: "t1" }), null);
+        assert.equal((await store.replayGet({ replayId: theirs.replayId }))?.tenantId, "t2");
+        assert.equal((await store.replayGet({ replayId: made[0]!, tenantId: "t1" }))?.replayId, made[0]);
+        const seen: string[] = [];
+        let after: { createdAt: number; replayId: string } | undefined;
+        for (let page = 0; page < 10; page++) {
+          const rows = await store.replayList({ tenantId: "t1", limit: 2, ...(after ? { after } : {}) });
+          if (rows.length === 0) break;
+          seen.push(...rows.map((r) => r.replayId));
+          const last = rows[rows.length - 1]!;
+          after = { createdAt: last.createdAt, replayId: last.replayId };
+        }
+        assert.equal(seen.length, 5);
+        assert.deepEqual(new Set(seen), new Set(made));
+        const all = await store.replayList({ tenantId: "t1", limit: 10 });
+        for (let i = 1; i < all.length; i++) assert.ok(all[i - 1]!.createdAt >= all[i]!.createdAt, "newest first");
       });
     });
 
@@ -3275,7 +3689,9 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const stale = await runningExecution(store, epochs);
         const fresh = await readyExecution(store, epochs);
         assert.equal((await store.executionLease({ pool: "p1", workerId: "w2", max: 1, leaseMs: LEASE_MS }))[0]?.executionId, fresh.executionId);
-        assert.deepEqual(await store.executionHeartbeat({ tenantId: "t1", executionId: stale.executionId, attempt: 1 }), { status: "lost" });
+        assert.deepEqual(unmarked(await store.executionHeartbeat({ tenantId: "t1", executionId: stale.executionId, attempt: 1 })), {
+          status: "lost",
+        });
         const reaped = await store.executionReap({ limit: 10 });
         assert.deepEqual(
           reaped.map((x) => x.executionId),
@@ -3328,7 +3744,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
           items: [{ executionId: r.executionId, tenantId: "t1", attempt: 1 }],
           now: T0 + LEASE_MS + 4,
         });
-        assert.deepEqual(late, { status: "lost" });
+        assert.deepEqual(unmarked(late), { status: "lost" });
       });
 
       storeTest("release is fenced by attempt: a stale attempt answers lost and the running one keeps its lease", async (store) => {
@@ -3605,6 +4021,48 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
     // sentences under true concurrency.
     describe("races (two handles on one database)", () => {
       pairTest(
+        "bulk replay: two nodes claim one replay, one holds it; its steps and single replays from the other handle replay each dead letter once",
+        async (a, b) => {
+          for (let round = 0; round < 10; round++) {
+            const tenantId = `replay-${round}`;
+            const ids = await deadLetters(a, 6, { tenantId });
+            const created = await a.replayCreate(bulkReplay({ filter: { deadBefore: REPLAY_AT } }, { tenantId, ratePerSecond: 1000 }));
+            const [byA, byB] = await race(
+              round,
+              () => a.replayClaim({ owner: "na", leaseMs: 10 * SECOND, now: REPLAY_AT, limit: 100 }),
+              () => b.replayClaim({ owner: "nb", leaseMs: 10 * SECOND, now: REPLAY_AT, limit: 100 }),
+            );
+            const holders = [...byA, ...byB].filter((r) => r.replayId === created.replayId);
+            assert.equal(holders.length, 1, `round ${round}: one node holds the replay`);
+            const owner = holders[0]!.owner!;
+            const driver = owner === "na" ? a : b;
+            const other = owner === "na" ? b : a;
+            const single = async (): Promise<number> => {
+              let won = 0;
+              for (const id of [...ids].reverse()) {
+                const replayed = await other.deadLetterReplay({
+                  tenantId,
+                  executionId: id,
+                  now: REPLAY_AT,
+                  audit: { tenantId, at: REPLAY_AT, actor: "x", action: "dead-letter.replay", subject: id },
+                });
+                if (replayed) won++;
+              }
+              return won;
+            };
+            const [steps, singles] = await race(round, () => driveReplay(driver, created.replayId, { owner, limit: 2 }), single);
+            assert.equal(steps.replay.replayed, steps.replayed.length);
+            assert.equal(
+              steps.replayed.length + singles,
+              ids.length,
+              `round ${round}: every dead letter replayed exactly once (bulk ${steps.replayed.length}, single ${singles})`,
+            );
+            assert.deepEqual(await a.deadLetterList({ tenantId, limit: 10 }), []);
+          }
+        },
+      );
+
+      pairTest(
         "two leases at once both charge a tenant's dispatch rate: by any time, grants stay within a burst and a batch of the rate",
         async (a, b) => {
           for (let round = 0; round < 10; round++) {
@@ -3696,7 +4154,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
           const attempt1 = attemptOf(await history(a, "t1", r.job.jobId), r.executionId, 1);
           const counts = countsOf(await a.poolCounts({ tenantId: "t1", pool, now: leaseUntil + 1 }), "t1", pool);
           if (reaperWon) {
-            assert.deepEqual(completed, { status: "lost" }, `round ${round}: the reaper won, so the complete is lost`);
+            assert.deepEqual(unmarked(completed), { status: "lost" }, `round ${round}: the reaper won, so the complete is lost`);
             assert.equal(attempt1.state, "TIMED_OUT");
             assert.deepEqual(counts, { pending: 0, queued: 1, running: 0 }, `round ${round}: ready again for attempt 2`);
           } else {

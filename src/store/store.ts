@@ -38,7 +38,7 @@
 //   facts in the statement or transaction that writes, and the write is a
 //   compare-and-set on them.
 
-import type { ErrorRecord, Job, JobState, Overlap, RetryPolicy, Role, Target } from "@duetime/sdk/contract";
+import type { ErrorClass, ErrorRecord, Job, JobState, Overlap, RetryPolicy, Role, Target } from "@duetime/sdk/contract";
 
 /** Executions of http targets wait in this pool; user pool names cannot contain "$". */
 export const HTTP_POOL = "$http";
@@ -163,11 +163,86 @@ export interface DeadLetterRow {
   payload: unknown;
 }
 
+/** What a bulk dead-letter replay selects: listed executions, or the dead letters matching a filter that died at or before deadBefore. */
+export type ReplaySelection =
+  | { executionIds: string[] }
+  | { filter: { pool?: string; errorClass?: ErrorClass; deadAfter?: number; deadBefore: number } };
+
+/** Where a bulk replay has got to: the next index of executionIds, or the last (deadAt, executionId) examined (oldest first). */
+export type ReplayCursor = { index: number } | { deadAt: number; executionId: string };
+
+/** A bulk dead-letter replay, a durable operation driven by the engine (engine/dead-letter-replays.ts). */
+export interface ReplayRecord {
+  replayId: string;
+  tenantId: string;
+  selection: ReplaySelection;
+  ratePerSecond: number;
+  actor: string;
+  state: "RUNNING" | "DONE" | "CANCELLED";
+  /** How many were selected: the ids' count; null for a filter (known when done: replayed + skipped). */
+  total: number | null;
+  replayed: number;
+  /** Selected but no longer dead when their turn came (replayed by someone else, or never a dead letter of the tenant). */
+  skipped: number;
+  cursor: ReplayCursor | null;
+  /** The ready time the next replayed execution may have, at the earliest (the rate's slot). */
+  nextAt: number;
+  createdAt: number;
+  updatedAt: number;
+  finishedAt: number | null;
+  /** The node driving it, and until when (the store's clock judges). */
+  owner: string | null;
+  leaseUntil: number | null;
+}
+
 /** What happened to one complete or fail item. */
 export type AckOutcome =
-  | { status: "ok"; state: "SUCCEEDED" | "READY" | "DEAD" | "CANCELLED"; readyAt?: number; pool?: string; tenantId: string }
-  | { status: "lost" }
+  | {
+      status: "ok";
+      state: "SUCCEEDED" | "READY" | "DEAD" | "CANCELLED";
+      readyAt?: number;
+      pool?: string;
+      tenantId: string;
+      /** A success after the reaper ended an earlier attempt for its expired lease (expired_then_succeeded), once. */
+      possibleDuplicate?: PossibleDuplicateMark;
+    }
+  | { status: "lost"; possibleDuplicate?: PossibleDuplicateMark }
   | { status: "not_found" };
+
+/**
+ * A lost answer that recorded a possible duplicate: the attempt called
+ * after losing its lease, so its worker ran on while the execution moved on.
+ * Given once per (execution, attempt), for the latest such attempt only.
+ */
+export interface PossibleDuplicateMark {
+  tenantId: string;
+  attempt: number;
+  reason: PossibleDuplicateReason;
+}
+
+/**
+ * lease_lost: the attempt called after losing its lease; expired_then_succeeded:
+ * the reaper ended it for an expired lease (its worker silent, or past its
+ * deadline: timeoutSeconds) and a later attempt succeeded.
+ */
+export type PossibleDuplicateReason = "lease_lost" | "expired_then_succeeded";
+
+/** An execution with a possible duplicate (executionPossibleDuplicates). */
+export interface PossibleDuplicateRow {
+  executionId: string;
+  tenantId: string;
+  jobId: string;
+  name: string;
+  pool: string;
+  scheduledFor: number;
+  state: string;
+  /** The execution's latest attempt. */
+  attempt: number;
+  /** The attempt that ran on after losing its lease. */
+  duplicateAttempt: number;
+  reason: PossibleDuplicateReason;
+  at: number;
+}
 
 export interface LeaseParams {
   /** Absent: every tenant's work in the pool. */
@@ -512,7 +587,11 @@ export interface Store {
     attempt: number;
     leaseMs?: number;
     now?: number;
-  }): Promise<{ status: "ok"; leaseUntil: number; cancelRequested: boolean } | { status: "lost" } | { status: "not_found" }>;
+  }): Promise<
+    | { status: "ok"; leaseUntil: number; cancelRequested: boolean }
+    | { status: "lost"; possibleDuplicate?: PossibleDuplicateMark }
+    | { status: "not_found" }
+  >;
   /**
    * Succeeds an item while its attempt still holds the lease; repeating a
    * success answers ok again. Its job changes as core/states.ts
@@ -578,6 +657,25 @@ export interface Store {
     after?: { scheduledFor: number; attempt: number };
   }): Promise<AttemptRow[]>;
 
+  /**
+   * Executions with a possible duplicate, newest first by (at, executionId),
+   * strictly after the cursor; an index serves it. A lost answer of
+   * heartbeat, complete or fail records one (dupAttempt, reason
+   * "lease_lost", at now), in the same transaction, when the attempt lost
+   * its lease while its worker ran on: a later attempt has been granted, or
+   * it is still RUNNING with its lease expired (not yet reaped); and it is
+   * later than the attempt recorded. A call after the attempt's own
+   * acknowledgement (a heartbeat racing its complete) is not one. And the
+   * success of an execution whose earlier attempt the reaper ended for an
+   * expired lease records that attempt (reason "expired_then_succeeded")
+   * in the complete's own UPDATE, unless a later one is recorded.
+   */
+  executionPossibleDuplicates(params: {
+    tenantId: string;
+    limit: number;
+    after?: { at: number; executionId: string };
+  }): Promise<PossibleDuplicateRow[]>;
+
   // ---- dead letters -------------------------------------------------------
   deadLetterList(params: { tenantId: string; limit: number; after?: { deadAt: number; executionId: string } }): Promise<DeadLetterRow[]>;
   /**
@@ -593,6 +691,54 @@ export interface Store {
     now: number;
     audit: AuditEntry;
   }): Promise<{ pool: string; row: AttemptRow } | null>;
+
+  /** Stores a new RUNNING bulk replay and its audit entry, in one transaction. */
+  replayCreate(params: {
+    replay: Pick<ReplayRecord, "replayId" | "tenantId" | "selection" | "ratePerSecond" | "actor" | "createdAt">;
+    audit: AuditEntry;
+  }): Promise<ReplayRecord>;
+  /** One bulk replay; of this tenant only when tenantId is given. */
+  replayGet(params: { replayId: string; tenantId?: string }): Promise<ReplayRecord | null>;
+  /** A tenant's bulk replays, newest first by (createdAt, replayId), strictly after the cursor. */
+  replayList(params: { tenantId: string; limit: number; after?: { createdAt: number; replayId: string } }): Promise<ReplayRecord[]>;
+  /**
+   * Leases up to limit RUNNING replays to owner until now + leaseMs: those
+   * with no owner, owner's own, and those whose lease expired (leaseUntil <
+   * now, now the store's clock when omitted). Each take is a compare-and-set
+   * on the lease it saw; answers the ones owner now holds.
+   */
+  replayClaim(params: { owner: string; leaseMs: number; now?: number; limit: number }): Promise<ReplayRecord[]>;
+  /**
+   * One batch of a replay, in one transaction, fenced by owner's lease (a
+   * compare-and-set on owner, RUNNING and leaseUntil >= now, which it
+   * extends by leaseMs): takes the next up to limit selected executions
+   * after the cursor that are still DEAD (of the replay's tenant; for a
+   * filter, dead at or before deadBefore, oldest first) and replays each as
+   * deadLetterReplay does, with a compare-and-set on DEAD, without an audit
+   * entry; the i-th gets readyAt max(at, nextAt) + i × 1000 / rate, and
+   * nextAt moves past the last. A selected id no longer dead counts as
+   * skipped. Done (finishedAt = at) when the selection is exhausted. Null
+   * when owner does not hold the lease (lost, cancelled, done).
+   */
+  replayStep(params: {
+    replayId: string;
+    owner: string;
+    leaseMs: number;
+    now?: number;
+    at: number;
+    limit: number;
+  }): Promise<{ replay: ReplayRecord; replayed: { executionId: string; pool: string; readyAt: number }[] } | null>;
+  /**
+   * RUNNING → CANCELLED (finishedAt = now, the lease dropped) with the audit
+   * entry; a replay already ended is answered as it is, no audit. Null when
+   * unknown (or another tenant's, when tenantId is given).
+   */
+  replayCancel(params: {
+    replayId: string;
+    tenantId?: string;
+    now: number;
+    audit: AuditEntry;
+  }): Promise<{ replay: ReplayRecord; changed: boolean } | null>;
 
   // ---- shards, stats, audit --------------------------------------------------
   /** Takes these shards for owner when free or expired (or already owned), bumping the epoch on a change of owner. */

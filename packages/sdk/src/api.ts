@@ -304,6 +304,75 @@ export interface PreviewResponse {
   dst?: ("gap" | "overlap" | null)[];
 }
 
+/** GET /v1/executions: only `possibleDuplicate=true` for now. */
+export interface ExecutionsQuery extends PageQuery {
+  possibleDuplicate: true;
+}
+
+/** An execution with a possible duplicate: an attempt whose worker ran on after losing its lease. */
+export interface PossibleDuplicateExecution {
+  executionId: string;
+  jobId: string;
+  name: string;
+  pool: string;
+  scheduledFor: string;
+  state: string;
+  /** The execution's latest attempt. */
+  attempt: number;
+  possibleDuplicate: {
+    /** The attempt that ran on. */
+    attempt: number;
+    /**
+     * lease_lost: it called (heartbeat, complete, fail) after a later attempt
+     * began, or after its lease expired; expired_then_succeeded: the reaper
+     * ended it for an expired lease and a later attempt succeeded.
+     */
+    reason: "lease_lost" | "expired_then_succeeded";
+    /** When that call came. */
+    at: string;
+  };
+}
+
+/** Which dead letters a bulk replay takes: those listed, or those a filter matches (every field optional; `{}`: all of them). */
+export interface DeadLetterFilter {
+  pool?: string;
+  errorClass?: ErrorClass;
+  /** Dead at or after this time. */
+  deadAfter?: string;
+  /** Dead at or before this time; never later than the replay's creation (new dead letters never extend a replay). */
+  deadBefore?: string;
+}
+
+/** POST /v1/dead-letters:replay: exactly one of executionIds and filter. */
+export interface DeadLetterReplayRequest {
+  executionIds?: string[];
+  filter?: DeadLetterFilter;
+  /** Dead letters made ready per second (default 10): each replayed one is READY at its own slot, 1 / rate apart. */
+  ratePerSecond?: number;
+  /** The tenant whose dead letters: default the caller's; another needs an admin for every tenant (a key for *). */
+  tenantId?: string;
+}
+
+/** A bulk dead-letter replay and its progress. */
+export interface DeadLetterReplay {
+  replayId: string;
+  tenantId: string;
+  state: "RUNNING" | "DONE" | "CANCELLED";
+  /** The filter as it applies: deadBefore always set (at the latest, createdAt). */
+  selection: { executionIds: string[] } | { filter: DeadLetterFilter & { deadBefore: string } };
+  ratePerSecond: number;
+  /** How many the ids select; null for a filter. */
+  total: number | null;
+  /** Made READY so far (each at its slot, possibly up to a second ahead). */
+  replayed: number;
+  /** Selected ids that were no longer dead (or not the tenant's) when their turn came. */
+  skipped: number;
+  actor: string;
+  createdAt: string;
+  updatedAt: string;
+  finishedAt: string | null;
+}
+
 export interface AuditItem {
   at: string;
   actor: string;

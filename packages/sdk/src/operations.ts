@@ -34,9 +34,12 @@ import type {
   CreatedKey,
   CreateKeyRequest,
   DeadLetter,
+  DeadLetterReplay,
+  DeadLetterReplayRequest,
   DueWarning,
   ErrorRecord,
   ExecutionItem,
+  ExecutionsQuery,
   FailItem,
   FailResponse,
   HeartbeatRequest,
@@ -53,6 +56,7 @@ import type {
   Page,
   PageQuery,
   PoolStats,
+  PossibleDuplicateExecution,
   PreviewQuery,
   PreviewResponse,
   Role,
@@ -138,7 +142,10 @@ export type RequestSchemaName =
   | "listKeysQuery"
   | "keyIdParams"
   | "tenantIdParams"
-  | "tenantLimitsBody";
+  | "tenantLimitsBody"
+  | "replayDeadLettersBody"
+  | "replayIdParams"
+  | "executionsQuery";
 
 /** Names of the answer schemas in the server's core/schemas.ts (RESPONSE_SCHEMAS). */
 export type ResponseSchemaName =
@@ -164,7 +171,10 @@ export type ResponseSchemaName =
   | "createdKey"
   | "keyPage"
   | "preview"
-  | "tenantLimits";
+  | "tenantLimits"
+  | "deadLetterReplay"
+  | "deadLetterReplayPage"
+  | "possibleDuplicatePage";
 
 export type OperationTag = "jobs" | "workers" | "dead-letters" | "operations" | "keys" | "tenants" | "schedules";
 
@@ -485,6 +495,23 @@ export const OPERATIONS = {
     decode: (request): [jobId: string, query?: PageQuery, options?: CallOptions] => [param(request, "jobId"), request.query as PageQuery],
   }),
 
+  /**
+   * GET /v1/executions?possibleDuplicate=true: the tenant's executions where
+   * an attempt ran on after losing its lease, newest first.
+   */
+  listPossibleDuplicates: operation({
+    method: "GET",
+    path: "/v1/executions",
+    summary: "Executions with a possible duplicate (possibleDuplicate=true): an attempt that ran on after losing its lease, newest first",
+    tag: "jobs",
+    roles: ["client"],
+    query: "executionsQuery",
+    ...json<Page<PossibleDuplicateExecution>>("possibleDuplicatePage"),
+    retry: true,
+    encode: (query?: Partial<ExecutionsQuery>, options?: CallOptions): WireRequest => ({ query: { possibleDuplicate: true, ...query }, options }),
+    decode: (request): [query?: Partial<ExecutionsQuery>, options?: CallOptions] => [request.query as unknown as ExecutionsQuery],
+  }),
+
   // ------------------------------------------------------------ worker protocol
 
   /**
@@ -662,6 +689,70 @@ export const OPERATIONS = {
     ...action("executionId"),
     ...json<ExecutionItem>("executionItem", 201),
     retry: false,
+  }),
+
+  /**
+   * POST /v1/dead-letters:replay (role admin; audited): replays the listed
+   * dead letters, or those a filter matches that died by now, at
+   * ratePerSecond, as a durable operation the engine drives; answers 202
+   * with it. A platform admin (tenant *) names the tenant. Never retried: a
+   * repeat would start a second replay.
+   */
+  replayDeadLetters: operation({
+    method: "POST",
+    path: "/v1/dead-letters:replay",
+    summary: "Replay dead letters by ids or by a filter, at a rate, as an operation whose progress is visible (audited)",
+    tag: "dead-letters",
+    roles: [],
+    acrossTenants: true,
+    body: "replayDeadLettersBody",
+    ...json<DeadLetterReplay>("deadLetterReplay", 202),
+    answer: (replay) => ({
+      status: 202,
+      headers: { location: `/v1/dead-letters/replays/${encodeURIComponent(replay.replayId)}` },
+      body: replay,
+    }),
+    retry: false,
+    encode: (request: DeadLetterReplayRequest, options?: CallOptions) => ({ body: request, options }),
+    decode: (request): [request: DeadLetterReplayRequest, options?: CallOptions] => [request.body as DeadLetterReplayRequest],
+  }),
+
+  /** GET /v1/dead-letters/replays: the tenant's bulk replays, newest first. */
+  listDeadLetterReplays: operation({
+    method: "GET",
+    path: "/v1/dead-letters/replays",
+    summary: "Bulk dead-letter replays, newest first",
+    tag: "dead-letters",
+    roles: [],
+    ...byQuery<PageQuery>("pageQuery"),
+    ...json<Page<DeadLetterReplay>>("deadLetterReplayPage"),
+    retry: true,
+  }),
+
+  /** GET /v1/dead-letters/replays/{replayId}: a bulk replay and its progress. */
+  getDeadLetterReplay: operation({
+    method: "GET",
+    path: "/v1/dead-letters/replays/{replayId}",
+    summary: "A bulk dead-letter replay and its progress",
+    tag: "dead-letters",
+    roles: [],
+    acrossTenants: true,
+    ...byId("replayId"),
+    ...json<DeadLetterReplay>("deadLetterReplay"),
+    retry: true,
+  }),
+
+  /** POST /v1/dead-letters/replays/{replayId}:cancel (audited): stops a RUNNING replay; repeating it answers 200 again; a DONE one is 409 INVALID_STATE. */
+  cancelDeadLetterReplay: operation({
+    method: "POST",
+    path: "/v1/dead-letters/replays/{replayId}:cancel",
+    summary: "Cancel a running bulk dead-letter replay (audited)",
+    tag: "dead-letters",
+    roles: [],
+    acrossTenants: true,
+    ...action("replayId"),
+    ...json<DeadLetterReplay>("deadLetterReplay"),
+    retry: true,
   }),
 
   /** GET /v1/audit (role admin). */

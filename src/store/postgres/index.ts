@@ -35,6 +35,7 @@ import * as leases from "./leases.js";
 import { expiredRows, purgeBatch } from "./retention.js";
 import { createAhead, dropEnded } from "./partitions.js";
 import { migrate } from "./schema.js";
+import { cancelReplay, claimReplays, createReplay, getReplay, listReplays, stepReplay } from "./replays.js";
 import { chunkSignals, NOTIFY_SQL, PgSignals } from "./signals.js";
 
 export interface PostgresStoreOptions {
@@ -290,6 +291,10 @@ class PostgresStore implements Store {
     return history(this.pool, p);
   }
 
+  async executionPossibleDuplicates(p: StoreParams<"executionPossibleDuplicates">) {
+    return leases.possibleDuplicates(this.pool, p);
+  }
+
   // ---- dead letters (history.ts) -------------------------------------------------
 
   async deadLetterList(p: StoreParams<"deadLetterList">) {
@@ -298,6 +303,32 @@ class PostgresStore implements Store {
 
   async deadLetterReplay(p: StoreParams<"deadLetterReplay">) {
     return this.tx((c) => replay(c, p));
+  }
+
+  // ---- bulk dead-letter replays (replays.ts) -------------------------------------------
+
+  async replayCreate(p: StoreParams<"replayCreate">) {
+    return this.tx((c) => createReplay(c, p));
+  }
+
+  async replayGet(p: StoreParams<"replayGet">) {
+    return getReplay(this.pool, p);
+  }
+
+  async replayList(p: StoreParams<"replayList">) {
+    return listReplays(this.pool, p);
+  }
+
+  async replayClaim(p: StoreParams<"replayClaim">) {
+    return claimReplays(this.pool, p);
+  }
+
+  async replayStep(p: StoreParams<"replayStep">) {
+    return this.tx((c) => stepReplay(c, p));
+  }
+
+  async replayCancel(p: StoreParams<"replayCancel">) {
+    return this.tx((c) => cancelReplay(c, p));
   }
 
   // ---- shards, stats, audit ----------------------------------------------------------

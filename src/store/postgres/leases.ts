@@ -19,7 +19,8 @@ import {
 } from "../../core/retry.js";
 import { LANES_PER_PICK, NO_WORK } from "../../core/fair-share.js";
 import { jobChangeAfterExecution } from "../../core/states.js";
-import type { AckOutcome, CompleteInput, FailInput, LeasedRow, LeaseParams } from "../store.js";
+import type { AckOutcome, CompleteInput, FailInput, LeasedRow, LeaseParams, PossibleDuplicateMark, PossibleDuplicateRow } from "../store.js";
+import { toPossibleDuplicate } from "../replays.js";
 import { HTTP_POOL } from "../store.js";
 import { changeJobs } from "./changes.js";
 import { type Db, DB_NOW, executionKey, json, nowOr, one, type Row, rows } from "./db.js";
@@ -292,7 +293,61 @@ export async function heartbeat(db: Db, p: { tenantId: string | null; executionI
   );
   if (row) return { status: "ok" as const, leaseUntil: row.lease_until as number, cancelRequested: row.cancel_requested as boolean };
   const found = await states(db, [{ executionId: p.executionId, tenantId: p.tenantId }]);
-  return found[0] ? { status: "lost" as const } : { status: "not_found" as const };
+  if (!found[0]) return { status: "not_found" as const };
+  const marked = await markLost(db, [p], p.now ?? null);
+  return lostAnswer(marked, p);
+}
+
+/**
+ * Records the possible duplicates of lost answers: an attempt the execution
+ * granted (attempt <= its latest) that is later than the one recorded, a
+ * compare-and-set in the UPDATE. Answers the executions newly marked, with
+ * their tenant.
+ */
+async function markLost(
+  db: Db,
+  items: readonly { executionId: string; tenantId: string | null; attempt: number }[],
+  now: number | null,
+): Promise<Map<string, PossibleDuplicateMark>> {
+  const keyed = items.flatMap((i) => {
+    const key = executionKey(i.executionId);
+    return key && i.attempt >= 1 ? [{ ...key, tenantId: i.tenantId, attempt: i.attempt }] : [];
+  });
+  if (keyed.length === 0) return new Map();
+  const marked = await rows<{ id: string; tenant_id: string; dup_attempt: number }>(
+    db,
+    `WITH t AS (SELECT ${nowOr("$5")} AS now)
+     UPDATE executions e SET dup_attempt = x.attempt, dup_reason = 'lease_lost', dup_at = t.now
+     FROM unnest($1::text[], $2::bigint[], $3::text[], $4::int[]) AS x(job_id, scheduled_for, tenant_id, attempt), t
+     WHERE e.job_id = x.job_id AND e.scheduled_for = x.scheduled_for AND (x.tenant_id IS NULL OR e.tenant_id = x.tenant_id)
+       AND (e.attempt > x.attempt OR (e.attempt = x.attempt AND e.state = 'RUNNING' AND e.lease_until < t.now))
+       AND (e.dup_attempt IS NULL OR e.dup_attempt < x.attempt)
+     RETURNING e.id, e.tenant_id, e.dup_attempt`,
+    [keyed.map((k) => k.jobId), keyed.map((k) => k.scheduledFor), keyed.map((k) => k.tenantId), keyed.map((k) => k.attempt), now],
+  );
+  return new Map(marked.map((m) => [m.id, { tenantId: m.tenant_id, attempt: m.dup_attempt, reason: "lease_lost" as const }]));
+}
+
+function lostAnswer(
+  marked: Map<string, PossibleDuplicateMark>,
+  item: { executionId: string; attempt: number },
+): { status: "lost"; possibleDuplicate?: PossibleDuplicateMark } {
+  const mark = marked.get(item.executionId);
+  return mark && mark.attempt === item.attempt ? { status: "lost", possibleDuplicate: mark } : { status: "lost" };
+}
+
+export async function possibleDuplicates(
+  db: Db,
+  p: { tenantId: string; limit: number; after?: { at: number; executionId: string } },
+): Promise<PossibleDuplicateRow[]> {
+  const cursor = p.after ? "AND (dup_at, id) < ($3::bigint, $4::text)" : "";
+  const found = await rows(
+    db,
+    `SELECT id, tenant_id, job_id, name, pool, scheduled_for, state, attempt, dup_attempt, dup_reason, dup_at FROM executions
+     WHERE tenant_id = $1 AND dup_at IS NOT NULL ${cursor} ORDER BY dup_at DESC, id DESC LIMIT $2`,
+    [p.tenantId, p.limit, ...(p.after ? [p.after.at, p.after.executionId] : [])],
+  );
+  return found.map(toPossibleDuplicate);
 }
 
 /** Each item's execution as it is now (state, attempt), or undefined when the tenant (any, for null) has no such execution. */
@@ -352,16 +407,22 @@ export async function complete(db: Db, items: CompleteInput[], now: number | nul
     const done =
       batch.length === 0
         ? []
-        : await rows<{ id: string; job_id: string; tenant_id: string; kind: "once" | "cron" | null; now: number }>(
+        : await rows<{ id: string; job_id: string; tenant_id: string; kind: "once" | "cron" | null; now: number; dup_new: number | null }>(
             db,
             `WITH t AS (SELECT ${nowOr("$6")} AS now),
              x AS (SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::int[], $5::text[])
                AS x(job_id, scheduled_for, tenant_id, attempt, result))
-             UPDATE executions e SET state = 'SUCCEEDED', finished_at = t.now, result = x.result::jsonb, lease_until = NULL
+             UPDATE executions e SET state = 'SUCCEEDED', finished_at = t.now, result = x.result::jsonb, lease_until = NULL,
+               -- an attempt reaped for an expired lease may have run too: a possible duplicate (once)
+               dup_attempt = CASE WHEN e.expired_attempt > coalesce(e.dup_attempt, 0) THEN e.expired_attempt ELSE e.dup_attempt END,
+               dup_reason = CASE WHEN e.expired_attempt > coalesce(e.dup_attempt, 0) THEN 'expired_then_succeeded' ELSE e.dup_reason END,
+               dup_at = CASE WHEN e.expired_attempt > coalesce(e.dup_attempt, 0) THEN t.now ELSE e.dup_at END
              FROM x, t
              WHERE e.job_id = x.job_id AND e.scheduled_for = x.scheduled_for AND (x.tenant_id IS NULL OR e.tenant_id = x.tenant_id)
                AND e.attempt = x.attempt AND ${LEASE_HELD}
-             RETURNING e.id, e.job_id, e.tenant_id, (SELECT kind FROM jobs WHERE jobs.id = e.job_id) AS kind, t.now`,
+             RETURNING e.id, e.job_id, e.tenant_id, (SELECT kind FROM jobs WHERE jobs.id = e.job_id) AS kind, t.now,
+               CASE WHEN e.dup_reason = 'expired_then_succeeded' AND e.dup_at = t.now AND e.dup_attempt = e.expired_attempt
+                 THEN e.dup_attempt END AS dup_new`,
             [
               batch.map((b) => b.jobId),
               batch.map((b) => b.scheduledFor),
@@ -384,15 +445,30 @@ export async function complete(db: Db, items: CompleteInput[], now: number | nul
       db,
       missed.map((i) => items[i]!),
     );
+    const duplicates = new Map(done.flatMap((d) => (d.dup_new !== null ? [[d.id, d.dup_new] as const] : [])));
     for (const i of round) {
       const tenantId = succeeded.get(items[i]!.executionId);
-      if (tenantId !== undefined) out[i] = { status: "ok", state: "SUCCEEDED", tenantId };
+      const dup = duplicates.get(items[i]!.executionId);
+      if (tenantId !== undefined)
+        out[i] =
+          dup !== undefined
+            ? { status: "ok", state: "SUCCEEDED", tenantId, possibleDuplicate: { tenantId, attempt: dup, reason: "expired_then_succeeded" } }
+            : { status: "ok", state: "SUCCEEDED", tenantId };
     }
+    const lostItems = missed.filter((i, n) => {
+      const e = found[n];
+      return e !== undefined && !(e.state === "SUCCEEDED" && e.attempt === items[i]!.attempt);
+    });
+    const marked = await markLost(
+      db,
+      lostItems.map((i) => items[i]!),
+      now,
+    );
     missed.forEach((i, n) => {
       const e = found[n];
       if (!e) out[i] = { status: "not_found" };
       else if (e.state === "SUCCEEDED" && e.attempt === items[i]!.attempt) out[i] = { status: "ok", state: "SUCCEEDED", tenantId: e.tenant_id };
-      else out[i] = { status: "lost" };
+      else out[i] = lostAnswer(marked, items[i]!);
     });
   }
   return out;
@@ -435,7 +511,7 @@ async function endAttempts(db: Db, endings: Ending[], now: number, lease: typeof
      ended AS (
        UPDATE executions e SET state = u.state, ready_at = coalesce(u.ready_at, e.ready_at),
          dead_at = CASE WHEN u.state = 'DEAD' THEN t.now END, finished_at = CASE WHEN u.state <> 'READY' THEN t.now END,
-         last_error = u.last_error::jsonb, lease_until = NULL
+         last_error = u.last_error::jsonb, lease_until = NULL${lease === LEASE_EXPIRED ? ", expired_attempt = e.attempt" : ""}
        FROM u, t
        WHERE e.job_id = u.job_id AND e.scheduled_for = u.scheduled_for AND e.attempt = u.attempt AND ${lease}
          AND e.attempt_base = u.base AND e.cancel_requested = u.cancel
@@ -512,8 +588,13 @@ export async function fail(db: Db, items: FailInput[], pinned: number | null): P
         db,
         lost.map((i) => items[i]!),
       );
+      const marked = await markLost(
+        db,
+        lost.filter((_i, n) => found[n] !== undefined).map((i) => items[i]!),
+        pinned,
+      );
       lost.forEach((i, n) => {
-        out[i] = found[n] ? { status: "lost" } : { status: "not_found" };
+        out[i] = found[n] ? lostAnswer(marked, items[i]!) : { status: "not_found" };
       });
       const held = pending.filter((i) => byId.has(items[i]!.executionId));
       if (held.length === 0) break;

@@ -253,6 +253,46 @@ ALTER TABLE executions ADD COLUMN throttled_ms bigint;
 ALTER TABLE attempts ADD COLUMN throttled_ms bigint;
 `,
   },
+  {
+    version: 4,
+    sql: `
+-- Bulk dead-letter replays (engine/dead-letter-replays.ts): the selection
+-- (ids, or a filter bounded by dead_before), the rate and the next slot it
+-- allows, progress, and the lease of the node driving it (judged by the
+-- store's clock).
+CREATE TABLE dead_letter_replays (
+  id            text PRIMARY KEY,
+  tenant_id     text NOT NULL,
+  selection     jsonb NOT NULL,
+  rate          double precision NOT NULL,
+  actor         text NOT NULL,
+  state         text NOT NULL,            -- RUNNING DONE CANCELLED
+  total         integer,
+  replayed      integer NOT NULL DEFAULT 0,
+  skipped       integer NOT NULL DEFAULT 0,
+  cursor        jsonb,
+  next_at       double precision NOT NULL,
+  created_at    bigint NOT NULL,
+  updated_at    bigint NOT NULL,
+  finished_at   bigint,
+  owner         text,
+  lease_until   bigint
+);
+CREATE INDEX dead_letter_replays_by_tenant ON dead_letter_replays (tenant_id, created_at DESC, id DESC);
+CREATE INDEX dead_letter_replays_running ON dead_letter_replays (lease_until) WHERE state = 'RUNNING';
+
+-- Possible duplicates: an attempt whose worker called (complete, fail,
+-- heartbeat) after losing its lease, so it ran on while the execution moved
+-- on (lease_lost), or whose expired lease was reaped before a later attempt
+-- succeeded (expired_then_succeeded). The latest such attempt, why, and when.
+ALTER TABLE executions ADD COLUMN dup_attempt integer;
+ALTER TABLE executions ADD COLUMN dup_reason text;
+ALTER TABLE executions ADD COLUMN dup_at bigint;
+-- The latest attempt the reaper ended for an expired lease: when a later one succeeds, that one may have run too.
+ALTER TABLE executions ADD COLUMN expired_attempt integer;
+CREATE INDEX executions_possible_duplicate ON executions (tenant_id, dup_at DESC, id DESC) WHERE dup_at IS NOT NULL;
+`,
+  },
 ];
 
 /** Classid of the migration lock (pg_advisory_xact_lock(classid, objid)): "duet". */

@@ -54,7 +54,12 @@ import type {
   PendingChange,
   PendingReplace,
   PoolCounts,
+  PossibleDuplicateMark,
+  PossibleDuplicateRow,
   PurgedRow,
+  ReplayCursor,
+  ReplayRecord,
+  ReplaySelection,
   RetentionKind,
   ShardLease,
   SignalEvent,
@@ -67,6 +72,7 @@ import { expiredRows, purgeBatch } from "./retention.js";
 import { onStoreError } from "../faults.js";
 import { rethrowSqliteError } from "./errors.js";
 import { MIGRATIONS } from "./schema.js";
+import { nextIds, replaySlots, toPossibleDuplicate, toReplay } from "../replays.js";
 import { heartbeat, leave, liveNodes, releaseShards } from "./nodes.js";
 import { SignalBus } from "./signals.js";
 import { TENANT_LIMIT_COLUMNS, toApiKey, toAttemptRow, toTenantLimits } from "../rows.js";
@@ -841,7 +847,36 @@ class SqliteStore implements Store {
        RETURNING lease_until, cancel_requested`,
     ).get({ id: p.executionId, tenant: p.tenantId, attempt: p.attempt, now: leaseNow(p.now), leaseMs: p.leaseMs ?? null }) as Row | undefined;
     if (row) return { status: "ok" as const, leaseUntil: row.lease_until as number, cancelRequested: row.cancel_requested === 1 };
-    return this.exists(p.tenantId, p.executionId) ? { status: "lost" as const } : { status: "not_found" as const };
+    return this.lostOrNotFound(p, leaseNow(p.now));
+  }
+
+  /**
+   * The answer to a call whose attempt does not hold its lease: not_found, or
+   * lost, recording the possible duplicate when the attempt was granted and
+   * is later than the one recorded (a compare-and-set in the UPDATE).
+   */
+  private lostOrNotFound(
+    item: { executionId: string; tenantId: string | null; attempt: number },
+    now: number,
+  ): { status: "lost"; possibleDuplicate?: PossibleDuplicateMark } | { status: "not_found" } {
+    const marked = this.q(
+      `UPDATE executions SET dup_attempt = @attempt, dup_reason = 'lease_lost', dup_at = @now
+       WHERE id = @id AND (@tenant IS NULL OR tenant_id = @tenant) AND @attempt >= 1
+         AND (attempt > @attempt OR (attempt = @attempt AND state = 'RUNNING' AND lease_until < @now))
+         AND (dup_attempt IS NULL OR dup_attempt < @attempt)
+       RETURNING tenant_id`,
+    ).get({ id: item.executionId, tenant: item.tenantId, attempt: item.attempt, now }) as Row | undefined;
+    if (marked) return { status: "lost", possibleDuplicate: { tenantId: marked.tenant_id as string, attempt: item.attempt, reason: "lease_lost" } };
+    return this.exists(item.tenantId, item.executionId) ? { status: "lost" } : { status: "not_found" };
+  }
+
+  async executionPossibleDuplicates(p: StoreParams<"executionPossibleDuplicates">): Promise<PossibleDuplicateRow[]> {
+    const cursor = p.after ? "AND (dup_at < @at OR (dup_at = @at AND id < @id))" : "";
+    const found = this.q(
+      `SELECT id, tenant_id, job_id, name, pool, scheduled_for, state, attempt, dup_attempt, dup_reason, dup_at FROM executions
+       WHERE tenant_id = @tenant AND dup_at IS NOT NULL ${cursor} ORDER BY dup_at DESC, id DESC LIMIT @limit`,
+    ).all({ tenant: p.tenantId, at: p.after?.at ?? null, id: p.after?.executionId ?? null, limit: p.limit }) as Row[];
+    return found.map(toPossibleDuplicate);
   }
 
   /** Whether the execution exists (as the tenant's, unless tenantId is null). */
@@ -866,29 +901,41 @@ class SqliteStore implements Store {
     if (items.length === 0) return [];
     const input = JSON.stringify(items.map((i) => [i.executionId, i.tenantId, i.attempt, json(i.result)]));
     const done = this.q(
-      `UPDATE executions SET state = 'SUCCEEDED', finished_at = @now, result = x.result, lease_until = NULL
+      `UPDATE executions SET state = 'SUCCEEDED', finished_at = @now, result = x.result, lease_until = NULL,
+         -- an attempt reaped for an expired lease may have run too: a possible duplicate (once)
+         dup_attempt = CASE WHEN expired_attempt > coalesce(dup_attempt, 0) THEN expired_attempt ELSE dup_attempt END,
+         dup_reason = CASE WHEN expired_attempt > coalesce(dup_attempt, 0) THEN 'expired_then_succeeded' ELSE dup_reason END,
+         dup_at = CASE WHEN expired_attempt > coalesce(dup_attempt, 0) THEN @now ELSE dup_at END
        FROM (SELECT value ->> 0 AS id, value ->> 1 AS tenant, value ->> 2 AS attempt, value ->> 3 AS result FROM json_each(@input)) AS x
        WHERE executions.id = x.id AND (x.tenant IS NULL OR executions.tenant_id = x.tenant) AND executions.attempt = x.attempt
          AND executions.state = 'RUNNING' AND executions.lease_until >= @now
        RETURNING executions.id AS id, executions.job_id AS job_id, executions.tenant_id AS tenant_id,
-         (SELECT kind FROM jobs WHERE jobs.id = executions.job_id) AS kind`,
-    ).all({ now, input }) as { id: string; job_id: string; tenant_id: string; kind: "once" | "cron" }[];
+         (SELECT kind FROM jobs WHERE jobs.id = executions.job_id) AS kind,
+         CASE WHEN executions.dup_reason = 'expired_then_succeeded' AND executions.dup_at = @now
+           AND executions.dup_attempt = executions.expired_attempt THEN executions.dup_attempt END AS dup_new`,
+    ).all({ now, input }) as { id: string; job_id: string; tenant_id: string; kind: "once" | "cron"; dup_new: number | null }[];
     // The succeeding attempt stays on the execution row (history reads it there).
     this.changeJobs(
       done.map((d) => ({ jobId: d.job_id, change: jobChangeAfterExecution(d.kind, "SUCCEEDED") })),
       now,
     );
     const succeeded = new Map(done.map((d) => [d.id, d.tenant_id]));
+    const duplicates = new Map(done.flatMap((d) => (d.dup_new !== null ? [[d.id, d.dup_new] as const] : [])));
     return items.map((item): AckOutcome => {
       const tenantId = succeeded.get(item.executionId);
-      if (tenantId !== undefined) return { status: "ok", state: "SUCCEEDED", tenantId };
+      const dup = duplicates.get(item.executionId);
+      if (tenantId !== undefined && dup !== undefined) duplicates.delete(item.executionId);
+      if (tenantId !== undefined)
+        return dup !== undefined
+          ? { status: "ok", state: "SUCCEEDED", tenantId, possibleDuplicate: { tenantId, attempt: dup, reason: "expired_then_succeeded" } }
+          : { status: "ok", state: "SUCCEEDED", tenantId };
       const e = this.q("SELECT state, attempt, tenant_id FROM executions WHERE id = @id AND (@tenant IS NULL OR tenant_id = @tenant)").get({
         id: item.executionId,
         tenant: item.tenantId,
       }) as Row | undefined;
       if (!e) return { status: "not_found" };
       if (e.state === "SUCCEEDED" && e.attempt === item.attempt) return { status: "ok", state: "SUCCEEDED", tenantId: e.tenant_id as string };
-      return { status: "lost" };
+      return this.lostOrNotFound(item, now);
     });
   }
 
@@ -953,7 +1000,7 @@ class SqliteStore implements Store {
         attempt: item.attempt,
         now,
       }) as Row | undefined;
-      if (!e) return this.exists(item.tenantId, item.executionId) ? { status: "lost" } : { status: "not_found" };
+      if (!e) return this.lostOrNotFound(item, now);
       const end = endFailedAttempt(attemptFacts(e), failure, now, item.jitter);
       const attemptState = end.state === "DEAD" ? "DEAD" : item.timedOut ? "TIMED_OUT" : "FAILED";
       if (!this.endAttempt(e, end, { attemptState, error: item.error, lastError: lastErrorOf(item.error, end, false), now, lease: LEASE_HELD }))
@@ -981,7 +1028,7 @@ class SqliteStore implements Store {
     const ended =
       this.q(
         `UPDATE executions SET state = @state, ready_at = coalesce(@readyAt, ready_at), dead_at = @deadAt, finished_at = @finishedAt,
-           last_error = @lastError, lease_until = NULL
+           last_error = @lastError, lease_until = NULL${o.lease === LEASE_EXPIRED ? ", expired_attempt = attempt" : ""}
          WHERE id = @id AND attempt = @attempt AND ${o.lease} AND attempt_base = @base AND cancel_requested = @cancel`,
       ).run({
         state: end.state,
@@ -1124,6 +1171,154 @@ class SqliteStore implements Store {
       this.changeJobs([{ jobId: row.job_id as string, change: REPLAY_JOB_CHANGE }], p.now);
       this.appendAudit(p.audit);
       return { pool: row.pool as string, row: this.attemptZero(p.executionId) };
+    });
+  }
+
+  // ---- bulk dead-letter replays (store/replays.ts) ------------------------------------
+
+  async replayCreate(p: StoreParams<"replayCreate">): Promise<ReplayRecord> {
+    return this.tx(() => {
+      const r = p.replay;
+      const total = "executionIds" in r.selection ? r.selection.executionIds.length : null;
+      const row = this.q(
+        `INSERT INTO dead_letter_replays (id, tenant_id, selection, rate, actor, state, total, next_at, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, 'RUNNING', ?, ?, ?, ?) RETURNING *`,
+      ).get(r.replayId, r.tenantId, json(r.selection), r.ratePerSecond, r.actor, total, r.createdAt, r.createdAt, r.createdAt) as Row;
+      this.appendAudit(p.audit);
+      return toReplay(row, parse);
+    });
+  }
+
+  async replayGet(p: StoreParams<"replayGet">): Promise<ReplayRecord | null> {
+    const row = this.q("SELECT * FROM dead_letter_replays WHERE id = ? AND (? IS NULL OR tenant_id = ?)").get(
+      p.replayId,
+      p.tenantId ?? null,
+      p.tenantId ?? null,
+    ) as Row | undefined;
+    return row ? toReplay(row, parse) : null;
+  }
+
+  async replayList(p: StoreParams<"replayList">): Promise<ReplayRecord[]> {
+    const cursor = p.after ? "AND (created_at < @at OR (created_at = @at AND id < @id))" : "";
+    const found = this.q(`SELECT * FROM dead_letter_replays WHERE tenant_id = @tenant ${cursor} ORDER BY created_at DESC, id DESC LIMIT @limit`).all({
+      tenant: p.tenantId,
+      at: p.after?.createdAt ?? null,
+      id: p.after?.replayId ?? null,
+      limit: p.limit,
+    }) as Row[];
+    return found.map((r) => toReplay(r, parse));
+  }
+
+  async replayClaim(p: StoreParams<"replayClaim">): Promise<ReplayRecord[]> {
+    const now = leaseNow(p.now);
+    return this.tx(() => {
+      const found = this.q(
+        `UPDATE dead_letter_replays SET owner = @owner, lease_until = @until
+         WHERE id IN (SELECT id FROM dead_letter_replays WHERE state = 'RUNNING'
+                        AND (owner IS NULL OR owner = @owner OR lease_until < @now) LIMIT @limit)
+           AND state = 'RUNNING' AND (owner IS NULL OR owner = @owner OR lease_until < @now)
+         RETURNING *`,
+      ).all({ owner: p.owner, until: now + p.leaseMs, now, limit: p.limit }) as Row[];
+      return found.map((r) => toReplay(r, parse));
+    });
+  }
+
+  async replayStep(p: StoreParams<"replayStep">) {
+    const now = leaseNow(p.now);
+    return this.tx(() => {
+      const fenced = this.q(
+        `UPDATE dead_letter_replays SET lease_until = @until
+         WHERE id = @id AND owner = @owner AND state = 'RUNNING' AND lease_until >= @now RETURNING *`,
+      ).get({ id: p.replayId, owner: p.owner, until: now + p.leaseMs, now }) as Row | undefined;
+      if (!fenced) return null;
+      const replay = toReplay(fenced, parse);
+      let candidates: string[];
+      let cursor: ReplayCursor | null;
+      let done: boolean;
+      let skipped = 0;
+      const byIds = nextIds(replay, p.limit);
+      if (byIds) {
+        const dead = this.q("SELECT id FROM executions WHERE id = ? AND tenant_id = ? AND state = 'DEAD'");
+        candidates = byIds.ids.filter((id) => dead.get(id, replay.tenantId) !== undefined);
+        skipped = byIds.ids.length - candidates.length;
+        ({ cursor, done } = byIds);
+      } else {
+        const f = (replay.selection as Extract<ReplaySelection, { filter: unknown }>).filter;
+        const after = replay.cursor && "deadAt" in replay.cursor ? replay.cursor : null;
+        const found = this.q(
+          `SELECT id, dead_at FROM executions
+           WHERE tenant_id = @tenant AND state = 'DEAD' AND dead_at <= @before AND (@afterTime IS NULL OR dead_at >= @afterTime)
+             AND (@cursorAt IS NULL OR dead_at > @cursorAt OR (dead_at = @cursorAt AND id > @cursorId))
+             AND (@pool IS NULL OR pool = @pool) AND (@cls IS NULL OR last_error ->> '$.class' = @cls)
+           ORDER BY dead_at, id LIMIT @limit`,
+        ).all({
+          tenant: replay.tenantId,
+          before: f.deadBefore,
+          afterTime: f.deadAfter ?? null,
+          cursorAt: after?.deadAt ?? null,
+          cursorId: after?.executionId ?? null,
+          pool: f.pool ?? null,
+          cls: f.errorClass ?? null,
+          limit: p.limit,
+        }) as Row[];
+        candidates = found.map((r) => r.id as string);
+        const last = found[found.length - 1];
+        cursor = last ? { deadAt: last.dead_at as number, executionId: last.id as string } : replay.cursor;
+        done = found.length < p.limit;
+      }
+      const slots = replaySlots(replay, p.at, candidates.length);
+      const revive = this.q(
+        `UPDATE executions SET state = 'READY', ready_at = ?, dead_at = NULL, finished_at = NULL, attempt_base = attempt
+         WHERE id = ? AND tenant_id = ? AND state = 'DEAD' RETURNING job_id, pool`,
+      );
+      const replayed: { executionId: string; pool: string; readyAt: number }[] = [];
+      const jobs: { jobId: string; change: typeof REPLAY_JOB_CHANGE }[] = [];
+      candidates.forEach((id, i) => {
+        const readyAt = slots.readyAt[i]!;
+        const row = revive.get(readyAt, id, replay.tenantId) as Row | undefined;
+        if (!row) {
+          skipped++;
+          return;
+        }
+        replayed.push({ executionId: id, pool: row.pool as string, readyAt });
+        jobs.push({ jobId: row.job_id as string, change: REPLAY_JOB_CHANGE });
+      });
+      this.changeJobs(jobs, p.at);
+      const updated = this.q(
+        `UPDATE dead_letter_replays SET replayed = replayed + @replayed, skipped = skipped + @skipped, cursor = @cursor,
+           next_at = @nextAt, updated_at = @at, state = @state, finished_at = @finished,
+           owner = CASE WHEN @state = 'RUNNING' THEN owner END, lease_until = CASE WHEN @state = 'RUNNING' THEN lease_until END
+         WHERE id = @id RETURNING *`,
+      ).get({
+        id: replay.replayId,
+        replayed: replayed.length,
+        skipped,
+        cursor: json(cursor),
+        nextAt: slots.nextAt,
+        at: p.at,
+        state: done ? "DONE" : "RUNNING",
+        finished: done ? p.at : null,
+      }) as Row;
+      return { replay: toReplay(updated, parse), replayed };
+    });
+  }
+
+  async replayCancel(p: StoreParams<"replayCancel">) {
+    return this.tx(() => {
+      const changed = this.q(
+        `UPDATE dead_letter_replays SET state = 'CANCELLED', finished_at = @now, updated_at = @now, owner = NULL, lease_until = NULL
+         WHERE id = @id AND (@tenant IS NULL OR tenant_id = @tenant) AND state = 'RUNNING' RETURNING *`,
+      ).get({ id: p.replayId, tenant: p.tenantId ?? null, now: p.now }) as Row | undefined;
+      if (changed) {
+        this.appendAudit(p.audit);
+        return { replay: toReplay(changed, parse), changed: true };
+      }
+      const row = this.q("SELECT * FROM dead_letter_replays WHERE id = ? AND (? IS NULL OR tenant_id = ?)").get(
+        p.replayId,
+        p.tenantId ?? null,
+        p.tenantId ?? null,
+      ) as Row | undefined;
+      return row ? { replay: toReplay(row, parse), changed: false } : null;
     });
   }
 

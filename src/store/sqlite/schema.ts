@@ -259,6 +259,46 @@ ALTER TABLE executions ADD COLUMN throttled_ms INTEGER;
 ALTER TABLE attempts ADD COLUMN throttled_ms INTEGER;
 `,
   },
+  {
+    version: 9,
+    sql: `
+-- Bulk dead-letter replays (engine/dead-letter-replays.ts): the selection
+-- (ids, or a filter bounded by dead_before), the rate and the next slot it
+-- allows, progress, and the lease of the node driving it (judged by the
+-- store's clock).
+CREATE TABLE dead_letter_replays (
+  id            TEXT PRIMARY KEY,
+  tenant_id     TEXT NOT NULL,
+  selection     TEXT NOT NULL,
+  rate          REAL NOT NULL,
+  actor         TEXT NOT NULL,
+  state         TEXT NOT NULL,            -- RUNNING DONE CANCELLED
+  total         INTEGER,
+  replayed      INTEGER NOT NULL DEFAULT 0,
+  skipped       INTEGER NOT NULL DEFAULT 0,
+  cursor        TEXT,
+  next_at       REAL NOT NULL,
+  created_at    INTEGER NOT NULL,
+  updated_at    INTEGER NOT NULL,
+  finished_at   INTEGER,
+  owner         TEXT,
+  lease_until   INTEGER
+);
+CREATE INDEX dead_letter_replays_by_tenant ON dead_letter_replays (tenant_id, created_at DESC, id DESC);
+CREATE INDEX dead_letter_replays_running ON dead_letter_replays (lease_until) WHERE state = 'RUNNING';
+
+-- Possible duplicates: an attempt whose worker called (complete, fail,
+-- heartbeat) after losing its lease, so it ran on while the execution moved
+-- on (lease_lost), or whose expired lease was reaped before a later attempt
+-- succeeded (expired_then_succeeded). The latest such attempt, why, and when.
+ALTER TABLE executions ADD COLUMN dup_attempt INTEGER;
+ALTER TABLE executions ADD COLUMN dup_reason TEXT;
+ALTER TABLE executions ADD COLUMN dup_at INTEGER;
+-- The latest attempt the reaper ended for an expired lease: when a later one succeeds, that one may have run too.
+ALTER TABLE executions ADD COLUMN expired_attempt INTEGER;
+CREATE INDEX executions_possible_duplicate ON executions (tenant_id, dup_at DESC, id DESC) WHERE dup_at IS NOT NULL;
+`,
+  },
 ];
 
 /**
