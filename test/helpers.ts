@@ -7,6 +7,8 @@
 
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
+import { createServer, type RequestListener } from "node:http";
+import type { AddressInfo } from "node:net";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -80,6 +82,30 @@ export async function waitFor<T>(check: () => Promise<T> | T, message: string, t
     if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for: ${message}`);
     await new Promise((r) => setTimeout(r, 25));
   }
+}
+
+/** Serves `handler` on an ephemeral loopback port (a test's receiver): its base URL, and a close that drops kept-alive connections too. */
+export async function listenOnLoopback(handler: RequestListener): Promise<{ base: string; close: () => Promise<void> }> {
+  const server = createServer(handler);
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return {
+    base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => {
+      server.closeAllConnections();
+      return new Promise((r) => server.close(() => r()));
+    },
+  };
+}
+
+/** API clients of a test server, one per token, closed together. */
+export function clientsOf(t: Pick<TestServer, "url">) {
+  const made: DuetimeClient[] = [];
+  const as = (token: string) => {
+    const c = new DuetimeClient({ url: t.url, token, retries: 0 });
+    made.push(c);
+    return c;
+  };
+  return { as, close: () => Promise.all(made.map((c) => c.close())) };
 }
 
 export const queueJob = (pool: string, extra: Record<string, unknown> = {}) => ({

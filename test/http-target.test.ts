@@ -5,12 +5,21 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { test } from "node:test";
 import { verifySignature, DuetimeClient } from "@duetime/sdk";
 import { startServer } from "../src/server/index.js";
-import { serverStore, spawnServer, startTestServer, testStore, waitFor, type ServerProcess, type TestServer, type TestStore } from "./helpers.js";
+import {
+  listenOnLoopback,
+  serverStore,
+  spawnServer,
+  startTestServer,
+  testStore,
+  waitFor,
+  type ServerProcess,
+  type TestServer,
+  type TestStore,
+} from "./helpers.js";
 
 interface Hit {
   at: number;
@@ -23,7 +32,7 @@ type Handler = (req: IncomingMessage, res: ServerResponse, hit: Hit, n: number) 
 
 async function receiver(handler: Handler) {
   const hits: Hit[] = [];
-  const server: Server = createServer((req, res) => {
+  const { base, close } = await listenOnLoopback((req, res) => {
     const at = Date.now();
     let body = "";
     req.on("data", (c) => (body += c));
@@ -33,16 +42,11 @@ async function receiver(handler: Handler) {
       handler(req, res, hit, hits.length);
     });
   });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
     base,
     url: `${base}/hook`,
     hits,
-    close: () => {
-      server.closeAllConnections();
-      return new Promise((r) => server.close(r));
-    },
+    close,
   };
 }
 

@@ -8,13 +8,12 @@
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { DuetimeClient } from "@duetime/sdk";
 import { parseServe } from "../src/cli/serve.js";
 import { shardOf } from "../src/core/ids.js";
 import { openEngine } from "../src/engine/engine.js";
 import { LabelGuard } from "../src/engine/workload-metrics.js";
 import { openStore } from "../src/store/factory.js";
-import { queueJob, startTestServer, waitFor, type TestServer } from "./helpers.js";
+import { clientsOf, queueJob, startTestServer, waitFor, type TestServer } from "./helpers.js";
 import { find, parseExposition, value, type Exposition } from "./metrics-text.js";
 
 const KEYS = [
@@ -30,16 +29,6 @@ async function scrape(t: TestServer): Promise<Exposition> {
   return parseExposition(await res.text());
 }
 
-function clients(t: TestServer) {
-  const made: DuetimeClient[] = [];
-  const as = (token: string) => {
-    const c = new DuetimeClient({ url: t.url, token, retries: 0 });
-    made.push(c);
-    return c;
-  };
-  return { as, close: () => Promise.all(made.map((c) => c.close())) };
-}
-
 /** A histogram's +Inf bucket must equal its count: the exposition is consistent. */
 function histogramCount(e: Exposition, name: string, labels: Record<string, string>): number | undefined {
   const count = value(e, `${name}_count`, labels);
@@ -49,7 +38,7 @@ function histogramCount(e: Exposition, name: string, labels: Record<string, stri
 
 test("metrics by tenant and pool after a known workload: start and dispatch lag counts, attempts by outcome, dead letters, lease expiries, dispatches per shard, store calls by method; tenants past --metrics-max-tenants are _other", async () => {
   const t = await startTestServer({ apiKeys: KEYS, metricsMaxTenants: 2 });
-  const c = clients(t);
+  const c = clientsOf(t);
   try {
     const worker = c.as("platform-worker");
     const acme = c.as("acme-client");

@@ -6,8 +6,6 @@
 // real receiver on loopback, a real SDK worker.
 
 import assert from "node:assert/strict";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { test } from "node:test";
 import { DuetimeClient, Worker } from "@duetime/sdk";
 import { UsageError } from "../src/cli/args.js";
@@ -15,7 +13,7 @@ import { main } from "../src/cli/main.js";
 import { parseServe } from "../src/cli/serve.js";
 import { captureIo } from "../src/cli/test-support.js";
 import type { RetryBudgetSettings } from "../src/engine/retry-budget.js";
-import { queueJob, startTestServer, waitFor, type TestServer } from "./helpers.js";
+import { listenOnLoopback, queueJob, startTestServer, waitFor, type TestServer } from "./helpers.js";
 
 interface Call {
   at: number;
@@ -56,20 +54,16 @@ async function counter(t: TestServer, series: string): Promise<number> {
 /** A receiver that answers 503 while down() says so, 200 after; records each call. */
 async function receiver(down: () => boolean) {
   const calls: (Call & { status: number })[] = [];
-  const server: Server = createServer((req, res) => {
+  const { base, close } = await listenOnLoopback((req, res) => {
     const status = down() ? 503 : 200;
     calls.push({ at: Date.now(), executionId: String(req.headers["duetime-execution-id"]), status });
     req.resume();
     res.writeHead(status).end();
   });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    url: `${base}/hook`,
     calls,
-    close: () => {
-      server.closeAllConnections();
-      return new Promise((r) => server.close(r));
-    },
+    close,
   };
 }
 

@@ -4,14 +4,13 @@
 
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer, type IncomingMessage, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { IncomingMessage } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { DuetimeApiError, DuetimeClient, verifySignature } from "@duetime/sdk";
 import { openSqliteStore } from "../src/store/sqlite/index.js";
-import { serverStore, startTestServer, testStore, waitFor } from "./helpers.js";
+import { listenOnLoopback, serverStore, startTestServer, testStore, waitFor } from "./helpers.js";
 
 interface Hit {
   headers: IncomingMessage["headers"];
@@ -20,7 +19,7 @@ interface Hit {
 
 async function receiver() {
   const hits: Hit[] = [];
-  const server: Server = createServer((req, res) => {
+  const { base, close } = await listenOnLoopback((req, res) => {
     let body = "";
     req.on("data", (c) => (body += c));
     req.on("end", () => {
@@ -29,14 +28,10 @@ async function receiver() {
       res.end();
     });
   });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    url: `${base}/hook`,
     hits,
-    close: () => {
-      server.closeAllConnections();
-      return new Promise((r) => server.close(r));
-    },
+    close,
   };
 }
 

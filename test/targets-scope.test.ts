@@ -3,28 +3,21 @@
 // sees every tenant's. Real receivers on loopback, a real server.
 
 import assert from "node:assert/strict";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { test } from "node:test";
 import type { TargetStatus } from "@duetime/sdk/contract";
 import { DuetimeClient } from "@duetime/sdk";
-import { startTestServer, waitFor } from "./helpers.js";
+import { listenOnLoopback, startTestServer, waitFor } from "./helpers.js";
 
 async function receiver() {
   let hits = 0;
-  const server = createServer((_req, res) => {
+  const { base, close } = await listenOnLoopback((_req, res) => {
     hits++;
     res.end("ok");
   });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
     base,
     hits: () => hits,
-    close: () => {
-      server.closeAllConnections();
-      return new Promise((r) => server.close(r));
-    },
+    close,
   };
 }
 

@@ -5,13 +5,11 @@
 // rules over HTTP. Real servers, real receivers, real workers.
 
 import assert from "node:assert/strict";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { DuetimeClient, Worker } from "@duetime/sdk";
+import { type DuetimeClient, Worker } from "@duetime/sdk";
 import type { BatchCreateItem, LeasedExecution } from "@duetime/sdk/contract";
-import { apiError, queueJob, startTestServer, waitFor, type TestServer } from "./helpers.js";
+import { apiError, clientsOf, listenOnLoopback, queueJob, startTestServer, waitFor } from "./helpers.js";
 
 const KEYS = [
   { key: "platform-worker", tenantId: "*", role: "worker" as const },
@@ -30,16 +28,6 @@ const NO_LIMITS = {
 /** The seeds' promise: the other tenants' work starts within 2 s of its due time, whatever one tenant floods. */
 const START_WITHIN_MS = 2_000;
 
-function clientsOf(t: TestServer) {
-  const made: DuetimeClient[] = [];
-  const as = (token: string) => {
-    const c = new DuetimeClient({ url: t.url, token, retries: 0 });
-    made.push(c);
-    return c;
-  };
-  return { as, close: () => Promise.all(made.map((c) => c.close())) };
-}
-
 /** Creates n jobs in batches of 1000. */
 async function createMany(client: DuetimeClient, n: number, make: (i: number) => BatchCreateItem): Promise<void> {
   for (let from = 0; from < n; from += 1000) {
@@ -54,7 +42,7 @@ async function createMany(client: DuetimeClient, n: number, make: (i: number) =>
 /** An HTTP receiver that answers 200 after delayMs, recording each call's job (from its Idempotency-Key, `<jobId>:<scheduledFor>`) and arrival. */
 async function receiver(delayMs: number) {
   const calls: { jobId: string; at: number }[] = [];
-  const server: Server = createServer((req, res) => {
+  const { base, close } = await listenOnLoopback((req, res) => {
     calls.push({ jobId: String(req.headers["idempotency-key"]).split(":")[0] as string, at: Date.now() });
     req.resume();
     setTimeout(() => {
@@ -62,14 +50,10 @@ async function receiver(delayMs: number) {
       res.end("ok");
     }, delayMs);
   });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    url: `${base}/hook`,
     calls,
-    close: () => {
-      server.closeAllConnections();
-      return new Promise((r) => server.close(r));
-    },
+    close,
   };
 }
 
