@@ -25,7 +25,7 @@ import { CONTENDERS, PRECONDITIONS } from "./contenders/index.js";
 import { NoiseGauge, Progress, waitForQuiet } from "./measure.js";
 import { herd, idle, immediate, STATS_SETTLE_MS, steady, type Column, type RunOutput, type Scenario } from "./scenarios.js";
 
-const USAGE = `usage: npm run bench -- <herd|steady|immediate|idle|all|smoke|fairness> [--contenders ${Object.keys(CONTENDERS).join(",")}]
+const USAGE = `usage: npm run bench -- <herd|steady|immediate|idle|all|smoke|fairness|dashboard> [--contenders ${Object.keys(CONTENDERS).join(",")}]
        [--runs N] [--concurrency N] [--jobs N[,N…]] [--rate R[,R…]] [--duration S] [--timeout S] [--window S] [--out DIR]
        [--runs-of NAME=N[,NAME=N…]]   (fewer runs for a slow contender, e.g. pg-boss=1)
        [--lead S]   (herd: seconds between the start of creation and the due second; default 3 + 0.15 ms per job)
@@ -33,12 +33,16 @@ const USAGE = `usage: npm run bench -- <herd|steady|immediate|idle|all|smoke|fai
        [--render-only]   (run nothing: rebuild <scenario>.md and .svg from <scenario>.json; rows of contenders not in --contenders are marked †)
        [--quiet-wait S]   (before each run, wait up to S s for the machine to be quiet; default 60, smoke 0)
        npm run bench -- fairness [--rate R] [--seconds S] [--flood N] [--concurrency N] [--store sqlite|postgres://…] [--schema S]
-                  (duetime alone: a steady tenant's start lag with and without another tenant's flood)`;
+                  (duetime alone: a steady tenant's start lag with and without another tenant's flood)
+       npm run bench -- dashboard [--jobs N] [--store sqlite|postgres://…] [--schema S]
+                  (duetime alone: the dashboard's page weight, first paint, and the Overview's refresh cost with N jobs)`;
 
-// fairness runs duetime alone (the peers have no tenants): its own script, with its own flags.
-if (process.argv[2] === "fairness") {
+// fairness and dashboard run duetime alone (the peers have no tenants, no dashboard): their own scripts, with their own flags.
+const alone = { fairness: "./fairness.js", dashboard: "./dashboard.js" } as const;
+const script = alone[process.argv[2] as keyof typeof alone];
+if (script) {
   process.argv.splice(2, 1);
-  await import("./fairness.js");
+  await import(script);
   process.exit(0);
 }
 
