@@ -1,15 +1,9 @@
 // Times: shown in the browser's time zone, with UTC on hover (the title).
 
-const local = new Intl.DateTimeFormat(undefined, {
-  year: "numeric",
-  month: "2-digit",
-  day: "2-digit",
-  hour: "2-digit",
-  minute: "2-digit",
-  second: "2-digit",
-  hour12: false,
-  timeZoneName: "short",
-});
+/** Date and time to the second, two digits a field: every format here. */
+const FIELDS = { year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", second: "2-digit" } as const;
+
+const local = new Intl.DateTimeFormat(undefined, { ...FIELDS, hour12: false, timeZoneName: "short" });
 
 export const browserZone = Intl.DateTimeFormat().resolvedOptions().timeZone;
 
@@ -50,16 +44,7 @@ const zoned = new Map<string, Intl.DateTimeFormat>();
 export function wallTime(iso: string, tz: string): string {
   let format = zoned.get(tz);
   if (format === undefined) {
-    format = new Intl.DateTimeFormat("en-US", {
-      timeZone: tz,
-      hourCycle: "h23",
-      year: "numeric",
-      month: "2-digit",
-      day: "2-digit",
-      hour: "2-digit",
-      minute: "2-digit",
-      second: "2-digit",
-    });
+    format = new Intl.DateTimeFormat("en-US", { ...FIELDS, timeZone: tz, hourCycle: "h23" });
     zoned.set(tz, format);
   }
   const d = new Date(iso);

@@ -39,8 +39,10 @@ export interface ReplayDriverOptions {
   events: EngineEvents;
   executor: Pick<Executor, "ready">;
   nodeId: string;
-  /** How often the driver looks (default 250 ms). */
+  /** How often the driver looks while it drives a replay (default 250 ms). */
   tickMs?: number;
+  /** How often it looks while there is none to drive (default 2 s): a replay created here wakes it at once; this finds others' to take over. */
+  idleTickMs?: number;
   /** The lease a node holds on a replay it drives (default 10 s). */
   leaseMs?: number;
   /** How far ahead of its slots a step may replay (default 1 s). */
@@ -51,6 +53,9 @@ export interface ReplayDriverOptions {
 
 export class ReplayDriver {
   private readonly tickMs: number;
+  private readonly idleTickMs: number;
+  /** The last pass claimed no replay: look again at the idle pace (the claim is a write). */
+  private idle = false;
   private readonly leaseMs: number;
   private readonly lookaheadMs: number;
   private readonly maxBatch: number;
@@ -60,6 +65,7 @@ export class ReplayDriver {
 
   constructor(private readonly o: ReplayDriverOptions) {
     this.tickMs = o.tickMs ?? 250;
+    this.idleTickMs = o.idleTickMs ?? 2_000;
     this.leaseMs = o.leaseMs ?? 10_000;
     this.lookaheadMs = o.lookaheadMs ?? 1000;
     this.maxBatch = o.maxBatch ?? 500;
@@ -96,6 +102,7 @@ export class ReplayDriver {
     let total = 0;
     try {
       const claimed = await this.o.store.replayClaim({ owner: this.o.nodeId, leaseMs: this.leaseMs, now: this.o.clock.storeNow(), limit: 20 });
+      this.idle = claimed.length === 0;
       for (const replay of claimed) {
         if (this.stopping) break;
         const at = this.o.clock.now();
@@ -135,7 +142,7 @@ export class ReplayDriver {
     this.timer = this.o.clock.setTimer(() => {
       this.timer = null;
       void this.runOnce().then(() => {
-        if (!this.timer) this.schedule(this.tickMs);
+        if (!this.timer) this.schedule(this.idle ? this.idleTickMs : this.tickMs);
       });
     }, ms);
   }

@@ -12,16 +12,7 @@
 import type { JobSpec } from "@duetime/sdk/contract";
 import type { Clock } from "../core/clock.js";
 import { DuetimeError } from "../core/errors.js";
-import type { Store, TenantLimits } from "../store/store.js";
-
-export const DEFAULT_TENANT_LIMITS: TenantLimits = {
-  weight: 1,
-  maxPendingJobs: null,
-  createRatePerSecond: null,
-  dispatchRatePerSecond: null,
-  maxLeasedAttempts: null,
-  maxPayloadBytes: null,
-};
+import { DEFAULT_TENANT_LIMITS, type Store, type TenantLimits } from "../store/store.js";
 
 /** How long a tenant's limits, read from the store, are trusted on a node that did not set them. */
 const LIMITS_TTL_MS = 5_000;

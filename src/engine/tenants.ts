@@ -7,8 +7,8 @@
 import type { TenantLimits, TenantLimitsRequest } from "@duetime/sdk/contract";
 import type { Clock } from "../core/clock.js";
 import { DuetimeError } from "../core/errors.js";
-import type { Store } from "../store/store.js";
-import { DEFAULT_TENANT_LIMITS, type TenantQuotas } from "./quotas.js";
+import { DEFAULT_TENANT_LIMITS, type Store } from "../store/store.js";
+import type { TenantQuotas } from "./quotas.js";
 import { actorOf, actsForEveryTenant, type RequestContext } from "./service.js";
 
 export class TenantsService {

@@ -50,8 +50,8 @@ import type {
   TenantLimitsRequest,
 } from "@duetime/sdk/contract";
 import { expectedVersion } from "../core/validate.js";
-import { DEFAULT_TENANT_LIMITS } from "../engine/quotas.js";
 import type { RequestContext, Service, StoredKey } from "../engine/service.js";
+import { DEFAULT_TENANT_LIMITS } from "../store/store.js";
 
 export const SAMPLE_JOB: Job = {
   jobId: "job_1",

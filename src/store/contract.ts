@@ -21,6 +21,7 @@ import {
   type ApiKeyRecord,
   type AttemptRow,
   type ClusterSignal,
+  DEFAULT_TENANT_LIMITS,
   type DueEntry,
   type FailInput,
   type JobRecord,
@@ -32,7 +33,6 @@ import {
   type ReplaySelection,
   type RetentionKind,
   type Store,
-  type TenantLimits,
 } from "./store.js";
 
 // ---- fixed time ----------------------------------------------------------
@@ -53,14 +53,6 @@ const CREATED = T0 - HOUR;
 const LEASE_MS = 30 * SECOND;
 
 const iso = (ms: number): string => new Date(ms).toISOString();
-const NO_LIMITS: TenantLimits = {
-  weight: 1,
-  maxPendingJobs: null,
-  createRatePerSecond: null,
-  dispatchRatePerSecond: null,
-  maxLeasedAttempts: null,
-  maxPayloadBytes: null,
-};
 
 // ---- record factories ----------------------------------------------------
 
@@ -1899,7 +1891,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
       });
 
       storeTest("weights share a pool in proportion (3:1)", async (store) => {
-        await store.tenantLimitsPut({ tenantId: "heavy", limits: { ...NO_LIMITS, weight: 3 }, now: CREATED });
+        await store.tenantLimitsPut({ tenantId: "heavy", limits: { ...DEFAULT_TENANT_LIMITS, weight: 3 }, now: CREATED });
         await backlog(store, "heavy", 400);
         await backlog(store, "light", 400);
         const leased: LeasedRow[] = [];
@@ -1907,7 +1899,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         const counts = byTenant(leased);
         assert.equal(leased.length, 400);
         assert.ok(Math.abs((counts.heavy ?? 0) / (counts.light ?? 1) - 3) <= 0.3, `3:1 within 10%, got ${JSON.stringify(counts)}`);
-        assert.deepEqual(await store.tenantLimitsGet({ tenantId: "heavy" }), { ...NO_LIMITS, weight: 3 });
+        assert.deepEqual(await store.tenantLimitsGet({ tenantId: "heavy" }), { ...DEFAULT_TENANT_LIMITS, weight: 3 });
         assert.equal(await store.tenantLimitsGet({ tenantId: "light" }), null);
       });
 
@@ -1959,21 +1951,21 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
       });
 
       storeTest("maxLeasedAttempts caps a tenant's RUNNING attempts, in its own leases and across tenants", async (store) => {
-        await store.tenantLimitsPut({ tenantId: "capped", limits: { ...NO_LIMITS, maxLeasedAttempts: 3 }, now: CREATED });
+        await store.tenantLimitsPut({ tenantId: "capped", limits: { ...DEFAULT_TENANT_LIMITS, maxLeasedAttempts: 3 }, now: CREATED });
         await backlog(store, "capped", 10);
         await backlog(store, "free", 10);
         assert.deepEqual(byTenant(await lease(store, T0, { max: 2, tenantId: "capped" })), { capped: 2 });
         assert.deepEqual(byTenant(await lease(store, T0, { max: 10 })), { capped: 1, free: 9 }, "across tenants, capped gets what is left of its 3");
         assert.deepEqual(await lease(store, T0, { max: 10, tenantId: "capped" }), [], "3 RUNNING: nothing more");
         assert.equal(await store.jobCountPending({ tenantId: "capped" }), 10, "leased one-offs are still pending jobs");
-        await store.tenantLimitsPut({ tenantId: "capped", limits: NO_LIMITS, now: CREATED });
+        await store.tenantLimitsPut({ tenantId: "capped", limits: DEFAULT_TENANT_LIMITS, now: CREATED });
         assert.equal((await lease(store, T0, { max: 10, tenantId: "capped" })).length, 7);
       });
 
       storeTest(
         "dispatchRatePerSecond spreads a tenant's work over the following seconds, in order, and records the wait on each attempt",
         async (store) => {
-          await store.tenantLimitsPut({ tenantId: "herd", limits: { ...NO_LIMITS, dispatchRatePerSecond: 5 }, now: CREATED });
+          await store.tenantLimitsPut({ tenantId: "herd", limits: { ...DEFAULT_TENANT_LIMITS, dispatchRatePerSecond: 5 }, now: CREATED });
           // 20 due by T0, in order a millisecond apart.
           const herd: string[] = [];
           for (let i = 0; i < 20; i++) herd.push(...(await backlog(store, "herd", 1, { at: T0 - 20 + i })));
@@ -4067,7 +4059,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         async (a, b) => {
           for (let round = 0; round < 10; round++) {
             const tenantId = `rated-${round}`;
-            await a.tenantLimitsPut({ tenantId, limits: { ...NO_LIMITS, dispatchRatePerSecond: 4 }, now: CREATED });
+            await a.tenantLimitsPut({ tenantId, limits: { ...DEFAULT_TENANT_LIMITS, dispatchRatePerSecond: 4 }, now: CREATED });
             const jobs = Array.from({ length: 40 }, () => newJob({ tenantId }));
             await a.jobCreateMany({ nodeId: "n1", jobs, now: CREATED });
             let granted = 0;

@@ -367,6 +367,16 @@ export interface TenantLimits {
   maxPayloadBytes: number | null;
 }
 
+/** A tenant's limits when none were set: weight 1, no quota. */
+export const DEFAULT_TENANT_LIMITS: TenantLimits = {
+  weight: 1,
+  maxPendingJobs: null,
+  createRatePerSecond: null,
+  dispatchRatePerSecond: null,
+  maxLeasedAttempts: null,
+  maxPayloadBytes: null,
+};
+
 /** An API key kept in the store: only the SHA-256 digest of its secret, never the secret. */
 export interface ApiKeyRecord {
   id: string;
