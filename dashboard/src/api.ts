@@ -22,6 +22,8 @@ export class ApiError extends Error {
     readonly status: number,
     readonly code: string,
     message: string,
+    /** The envelope's details: `field` names the input at fault (a dotted path), VERSION_CONFLICT's `version` the current one. */
+    readonly details: { field?: string; [name: string]: unknown } = {},
   ) {
     super(message);
   }
@@ -81,8 +83,8 @@ export async function api<T>(
     body = undefined;
   }
   if (!res.ok) {
-    const error = (body as { error?: { code?: string; message?: string } } | undefined)?.error;
-    const err = new ApiError(res.status, error?.code ?? "HTTP_ERROR", error?.message ?? (text.slice(0, 200) || res.statusText));
+    const error = (body as { error?: { code?: string; message?: string; details?: ApiError["details"] } } | undefined)?.error;
+    const err = new ApiError(res.status, error?.code ?? "HTTP_ERROR", error?.message ?? (text.slice(0, 200) || res.statusText), error?.details ?? {});
     if (res.status === 401 && options.key === undefined) for (const listener of unauthenticated) listener(err);
     throw err;
   }
@@ -157,6 +159,24 @@ export interface Stats {
   tenants: Record<string, Counts>;
 }
 
+/** GET /v1/stats/history: arrays aligned with minutes. */
+export interface StatsSeries {
+  started: number[];
+  succeeded: number[];
+  failed: number[];
+  dead: number[];
+  startLagMs: { p50: (number | null)[]; p90: (number | null)[]; p99: (number | null)[] };
+  pending: (number | null)[];
+  queued: (number | null)[];
+  running: (number | null)[];
+}
+
+export interface StatsHistory {
+  by: "pool" | "tenant";
+  minutes: string[];
+  series: Record<string, StatsSeries>;
+}
+
 export interface Cluster {
   storeTime: string;
   nodes: { nodeId: string; address: string | null; shards: number[]; lastHeartbeatAt: string; heartbeatAgeSeconds: number }[];
@@ -165,4 +185,45 @@ export interface Cluster {
 
 export interface Targets {
   items: { origin: string; breaker: string; inFlight: number; released: number; [field: string]: unknown }[];
+}
+
+export type Role = "admin" | "client" | "worker";
+
+export interface WhoAmI {
+  role: Role;
+  /** "*" for a platform key. */
+  tenantId: string;
+  keyId: string | null;
+}
+
+export interface Occurrence {
+  scheduledFor: string;
+  local: string;
+  status: "dispatched" | "skipped" | "due" | "not_run" | "unknown";
+  reason?: string;
+  dst?: "gap" | "overlap";
+  executionId?: string;
+  executionState?: string;
+}
+
+export interface PossibleDuplicate {
+  executionId: string;
+  jobId: string;
+  name: string;
+  pool: string;
+  scheduledFor: string;
+  state: string;
+  attempt: number;
+  possibleDuplicate: { attempt: number; reason: "lease_lost" | "expired_then_succeeded"; at: string };
+}
+
+export interface DeadLetterReplay {
+  replayId: string;
+  state: "RUNNING" | "DONE" | "CANCELLED";
+  ratePerSecond: number;
+  total: number | null;
+  replayed: number;
+  skipped: number;
+  createdAt: string;
+  finishedAt: string | null;
 }

@@ -1,20 +1,25 @@
 // The dashboard's shell: the login form (a key kept in sessionStorage only),
-// the navigation, and the page the hash names.
+// who the key is (GET /v1/whoami), the navigation its role may use, and the
+// page the hash names.
 
 import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import "uplot/dist/uPlot.min.css";
 import "./styles.css";
-import { ApiError, api, describeError, forgetKey, onUnauthenticated, storedKey, storeKey } from "./api";
+import { api, describeError, forgetKey, onUnauthenticated, storedKey, storeKey, type WhoAmI } from "./api";
+import { ErrorBox } from "./components";
 import { ClusterPage } from "./pages/Cluster";
 import { DeadLettersPage } from "./pages/DeadLetters";
+import { DuplicatesPage } from "./pages/Duplicates";
 import { JobPage } from "./pages/Job";
 import { JobsPage } from "./pages/Jobs";
+import { NewJobPage } from "./pages/NewJob";
 import { OverviewPage } from "./pages/Overview";
 import { href, useRoute } from "./router";
+import { type Ability, may, SessionContext } from "./session";
 import { browserZone } from "./time";
 
-function Login({ onLogin, notice }: { onLogin: (key: string) => void; notice: string | undefined }) {
+function Login({ onLogin, notice }: { onLogin: (key: string, who: WhoAmI) => void; notice: string | undefined }) {
   const [key, setKey] = useState("");
   const [error, setError] = useState<string | undefined>(notice);
   const [busy, setBusy] = useState(false);
@@ -24,13 +29,10 @@ function Login({ onLogin, notice }: { onLogin: (key: string) => void; notice: st
     setError(undefined);
     const typed = key.trim();
     try {
-      // Any read a client key may make tells whether the server takes the key.
-      await api("GET", "/v1/jobs", { query: { limit: 1 }, key: typed });
-      onLogin(typed);
+      // Every valid key may ask who it is; the answer decides what the pages offer.
+      onLogin(typed, await api<WhoAmI>("GET", "/v1/whoami", { key: typed }));
     } catch (err) {
-      // A worker key may not read jobs (403) but is a valid key: let it in, the pages say what it may not see.
-      if (err instanceof ApiError && err.status === 403) onLogin(typed);
-      else setError(describeError(err));
+      setError(describeError(err));
     } finally {
       setBusy(false);
     }
@@ -64,26 +66,38 @@ function Login({ onLogin, notice }: { onLogin: (key: string) => void; notice: st
   );
 }
 
-const NAV: [string, string][] = [
-  ["overview", "Overview"],
-  ["jobs", "Jobs"],
-  ["dead-letters", "Dead letters"],
-  ["cluster", "Cluster"],
+/** The pages: hash segment, tab label, what the key needs to see it. */
+const NAV: [string, string, Ability][] = [
+  ["overview", "Overview", "stats"],
+  ["jobs", "Jobs", "jobs"],
+  ["new", "New job", "jobs"],
+  ["duplicates", "Possible duplicates", "jobs"],
+  ["dead-letters", "Dead letters", "jobs"],
+  ["cluster", "Cluster", "cluster"],
 ];
 
-function Page() {
+function Page({ who }: { who: WhoAmI }) {
   const route = useRoute();
-  const [first = "jobs", second] = route.path;
+  const nav = NAV.filter(([, , ability]) => may(who, ability));
+  const home = may(who, "jobs") ? "jobs" : (nav[0]?.[0] ?? "jobs");
+  const [first = home, second] = route.path;
+  const entry = NAV.find(([id]) => id === first);
   let page = <JobsPage query={route.query} />;
-  if (first === "jobs" && second !== undefined) page = <JobPage key={second} jobId={second} />;
+  // A page the role may not read is not rendered at all: its requests would only answer 403.
+  if (entry !== undefined && !may(who, entry[2])) {
+    page = <ErrorBox error={`A ${who.role} key may not see "${entry[1]}". Pick a page above, or log in with another key.`} />;
+  } else if (first === "jobs" && second !== undefined) page = <JobPage key={second} jobId={second} />;
   else if (first === "overview") page = <OverviewPage />;
+  else if (first === "new") page = <NewJobPage />;
+  else if (first === "duplicates") page = <DuplicatesPage query={route.query} />;
   else if (first === "dead-letters") page = <DeadLettersPage query={route.query} />;
   else if (first === "cluster") page = <ClusterPage />;
-  const current = first === "jobs" || NAV.some(([id]) => id === first) ? first : "jobs";
+  else if (!may(who, "jobs")) page = <ErrorBox error={`A ${who.role} key may not list jobs. Pick a page above.`} />;
+  const current = entry !== undefined ? first : "jobs";
   return (
     <>
       <nav class="tabs">
-        {NAV.map(([id, label]) => (
+        {nav.map(([id, label]) => (
           <a key={id} href={href([id])} class={current === id ? "active" : undefined} aria-current={current === id ? "page" : undefined}>
             {label}
           </a>
@@ -96,23 +110,33 @@ function Page() {
 
 function App() {
   const [key, setKey] = useState<string | null>(() => storedKey());
+  const [who, setWho] = useState<WhoAmI | undefined>(undefined);
+  const [whoError, setWhoError] = useState<unknown>(undefined);
   const [notice, setNotice] = useState<string | undefined>(undefined);
   useEffect(
     () =>
       onUnauthenticated((err) => {
         forgetKey();
         setNotice(describeError(err));
+        setWho(undefined);
         setKey(null);
       }),
     [],
   );
+  // A key kept from before a reload: ask again who it is (a 401 sends the user back to the login form).
+  useEffect(() => {
+    if (key === null || who !== undefined) return;
+    setWhoError(undefined);
+    api<WhoAmI>("GET", "/v1/whoami").then(setWho, setWhoError);
+  }, [key, who]);
   if (key === null) {
     return (
       <Login
         notice={notice}
-        onLogin={(typed) => {
+        onLogin={(typed, answer) => {
           storeKey(typed);
           setNotice(undefined);
+          setWho(answer);
           setKey(typed);
         }}
       />
@@ -121,9 +145,14 @@ function App() {
   return (
     <div class="shell">
       <header class="top">
-        <a class="brand" href={href(["jobs"])}>
+        <a class="brand" href={href([])}>
           duetime
         </a>
+        {who ? (
+          <span class="who" data-testid="whoami" title={who.keyId ?? "no API key (development mode)"}>
+            <span class="badge">{who.role}</span> {who.tenantId === "*" ? "every tenant" : `tenant ${who.tenantId}`}
+          </span>
+        ) : null}
         <span class="muted" title="Times are shown in this time zone; hover a time for UTC">
           {browserZone}
         </span>
@@ -132,15 +161,21 @@ function App() {
           class="link"
           onClick={() => {
             forgetKey();
-            // The next key may belong to another tenant or role: start again from the Jobs list.
+            // The next key may belong to another tenant or role: start again from its first page.
             history.replaceState(null, "", window.location.pathname);
+            setWho(undefined);
             setKey(null);
           }}
         >
           Log out
         </button>
       </header>
-      <Page />
+      <ErrorBox error={whoError} />
+      {who ? (
+        <SessionContext.Provider value={who}>
+          <Page who={who} />
+        </SessionContext.Provider>
+      ) : null}
     </div>
   );
 }

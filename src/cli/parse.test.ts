@@ -3,6 +3,7 @@ import { describe, test } from "node:test";
 import { UsageError, parseDuration } from "./args.js";
 import { main, parseCommand, type Command } from "./main.js";
 import { captureIo } from "./test-support.js";
+import { SERVE_HELP } from "./serve.js";
 
 function parse(argv: string[], env: Record<string, string> = {}): Command {
   return parseCommand(argv, env);
@@ -601,6 +602,21 @@ describe("CLI parsing: serve", () => {
     usageError(["serve", "--allow-target-hosts", "a,,b"], /comma-separated list/);
     usageError(["serve", "--json"], /Unknown option '--json'/);
     usageError(["serve", "extra"], /unexpected argument "extra"/);
+  });
+
+  test("--tracing and DUETIME_TRACING turn tracing on; off by default", () => {
+    const tracing = (argv: string[], env: Record<string, string> = {}) => {
+      const cmd = parse(argv, env);
+      assert.ok(cmd.command === "serve");
+      return cmd.options.tracing;
+    };
+    assert.equal(tracing(["serve"]), undefined);
+    assert.equal(tracing(["serve", "--tracing"]), true);
+    assert.equal(tracing(["serve"], { DUETIME_TRACING: "on" }), true);
+    assert.equal(tracing(["serve"], { DUETIME_TRACING: "off" }), undefined);
+    usageError(["serve"], /DUETIME_TRACING: expected on or off/, { DUETIME_TRACING: "yes" });
+    usageError(["serve", "--tracing=1"], /--tracing/);
+    assert.match(SERVE_HELP, /--tracing\s+DUETIME_TRACING=on/);
   });
 
   test("API key secrets never appear in messages", () => {

@@ -85,6 +85,9 @@ ${STORE_HELP}
   --dashboard-path PATH       DUETIME_DASHBOARD_PATH       where the web dashboard is served: / (default) or a prefix
                                                            such as /ops (not /v1, /metrics, /healthz, /readyz)
   --no-dashboard              DUETIME_DASHBOARD=off        do not serve the dashboard
+  --tracing                   DUETIME_TRACING=on           OpenTelemetry spans (create, dispatch, lease, HTTP call,
+                                                           complete, fail) to the TracerProvider the process registered,
+                                                           e.g. node --import ./otel-setup.js (default off)
   --log-level LEVEL           DUETIME_LOG_LEVEL            fatal|error|warn|info|debug|trace|silent (default info)
   -h, --help                  Show this help
 
@@ -123,6 +126,7 @@ const SERVE_OPTIONS = {
   "log-level": { type: "string" },
   "dashboard-path": { type: "string" },
   "no-dashboard": { type: "boolean" },
+  tracing: { type: "boolean" },
 } as const;
 
 const NODE_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
@@ -219,6 +223,10 @@ export function parseServe(args: string[], env: Env): ServeCommand {
   const retryBudget = parseRetryBudget(pick, usage);
   if (retryBudget !== undefined) options.retryBudget = retryBudget;
   parseDashboard(v["no-dashboard"] === true, pick, env, options, usage);
+  const tracing = env.DUETIME_TRACING;
+  if (tracing !== undefined && tracing !== "" && tracing !== "on" && tracing !== "off")
+    throw new UsageError(`DUETIME_TRACING: expected on or off, got ${JSON.stringify(tracing)}`, usage);
+  if (v.tracing === true || tracing === "on") options.tracing = true;
   return { command: "serve", options };
 }
 

@@ -41,6 +41,12 @@ export function executionIdFor(jobId: string, scheduledFor: number): string {
   return `${jobId}-${scheduledFor.toString(36)}`;
 }
 
+/** The job of an execution id (executionIdFor's inverse): the part before the dash. */
+export function jobIdOf(executionId: string): string {
+  const dash = executionId.indexOf("-");
+  return dash < 0 ? executionId : executionId.slice(0, dash);
+}
+
 const ID_PATTERN = /^[0-9a-z]{22}$/;
 const EXECUTION_ID_PATTERN = /^[0-9a-z]{22}-[0-9a-z]{1,11}$/;
 

@@ -459,6 +459,16 @@ export const executionsQuery = {
   },
 } as const;
 
+/** GET /v1/stats/history */
+export const statsHistoryQuery = {
+  type: "object",
+  additionalProperties: false,
+  properties: {
+    since: { ...dateTime, description: "The first minute (default an hour ago; at most a day ago)." },
+    by: { type: "string", enum: ["pool", "tenant"], default: "pool" },
+  },
+} as const;
+
 /** An empty querystring (routes without query parameters still reject unknown ones). */
 export const noQuery = { type: "object", additionalProperties: false, properties: {} } as const;
 
@@ -618,6 +628,7 @@ export const REQUEST_SCHEMAS = {
   tenantLimitsBody,
   replayDeadLettersBody,
   replayIdParams,
+  statsHistoryQuery,
   executionsQuery,
 } as const satisfies Record<string, JsonSchema>;
 
@@ -884,6 +895,7 @@ export const leaseResponse = {
           scheduledFor: dateTime,
           leaseUntil: dateTime,
           timeoutSeconds: { type: "number" },
+          traceparent: { type: "string" },
         },
       },
     },
@@ -929,6 +941,41 @@ export const statsResponse = {
   properties: {
     pools: { type: "object", additionalProperties: poolStatsResponse },
     tenants: { type: "object", additionalProperties: poolStatsResponse },
+  },
+} as const;
+
+const countsPerMinute = { type: "array", items: { type: "integer" } } as const;
+const sampledPerMinute = { type: "array", items: { type: ["integer", "null"] } } as const;
+const lagPerMinute = { type: "array", items: { type: ["number", "null"] } } as const;
+
+export const statsHistoryResponse = {
+  type: "object",
+  required: ["by", "minutes", "series"],
+  properties: {
+    by: { type: "string", enum: ["pool", "tenant"] },
+    minutes: { type: "array", items: dateTime, description: "Each minute's start, oldest first." },
+    series: {
+      type: "object",
+      description: "Per pool or tenant: arrays aligned with minutes.",
+      additionalProperties: {
+        type: "object",
+        required: ["started", "succeeded", "failed", "dead", "startLagMs", "pending", "queued", "running"],
+        properties: {
+          started: countsPerMinute,
+          succeeded: countsPerMinute,
+          failed: countsPerMinute,
+          dead: countsPerMinute,
+          startLagMs: {
+            type: "object",
+            required: ["p50", "p90", "p99"],
+            properties: { p50: lagPerMinute, p90: lagPerMinute, p99: lagPerMinute },
+          },
+          pending: sampledPerMinute,
+          queued: sampledPerMinute,
+          running: sampledPerMinute,
+        },
+      },
+    },
   },
 } as const;
 
@@ -1117,6 +1164,19 @@ export const targetsResponse = {
   },
 } as const;
 
+export const whoamiResponse = {
+  type: "object",
+  required: ["role", "tenantId", "keyId"],
+  properties: {
+    role: { type: "string", enum: ["admin", "client", "worker"] },
+    tenantId: { type: "string", description: '"*" for a platform key.' },
+    keyId: {
+      type: ["string", "null"],
+      description: 'A stored key\'s id ("ak_…"), a configured key\'s "key_" + 12 hex digits of its SHA-256; null without keys (development mode).',
+    },
+  },
+} as const;
+
 export const statusResponse = {
   type: "object",
   required: ["status"],
@@ -1139,6 +1199,7 @@ export const RESPONSE_SCHEMAS = {
   ackList: ackListResponse,
   poolStats: poolStatsResponse,
   stats: statsResponse,
+  statsHistory: statsHistoryResponse,
   deadLetterPage: deadLetterPageResponse,
   auditPage: auditPageResponse,
   cluster: clusterResponse,
@@ -1151,6 +1212,7 @@ export const RESPONSE_SCHEMAS = {
   deadLetterReplay: deadLetterReplayResponse,
   deadLetterReplayPage: deadLetterReplayPageResponse,
   possibleDuplicatePage: possibleDuplicatePageResponse,
+  whoami: whoamiResponse,
 } as const satisfies Record<ResponseSchemaName, JsonSchema>;
 
 // Every request schema the operation table names exists (a compile error names the one that does not).

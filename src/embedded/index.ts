@@ -9,7 +9,9 @@
 //   await duetime.stop();   // drains the workers, then the engine
 
 import { apiOver, type DuetimeApi } from "@duetime/sdk/contract";
+import type { Logger, LoggerOptions } from "pino";
 import { openEngine, type Engine, type EngineOptions } from "../engine/engine.js";
+import { LOG_REDACT_PATHS, logEngineEvents } from "../engine/event-log.js";
 import { callService, checkRequest } from "../engine/operations.js";
 import { DEFAULT_CONTEXT, type RequestContext, type Service } from "../engine/service.js";
 import { Worker, type WorkerOptions } from "@duetime/sdk";
@@ -25,16 +27,33 @@ export interface Duetime {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
-export type DuetimeOptions = EngineOptions;
+export interface DuetimeOptions extends EngineOptions {
+  /**
+   * The engine's log lines (docs/operations.md "Logs"): a pino logger, or
+   * pino options to make one (e.g. { level: "info" }: JSON lines on standard
+   * output). Absent or false: nothing is logged (the metrics and events still
+   * count everything).
+   */
+  logger?: Logger | LoggerOptions | false;
+}
 
 export async function createDuetime(options: DuetimeOptions): Promise<Duetime> {
-  const engine = await openEngine(options);
+  const { logger, ...engineOptions } = options;
+  const engine = await openEngine(engineOptions);
+  const log = logger ? (await rootLogger(logger)).child({ nodeId: engine.nodeId }) : null;
+  const unsubscribe = log ? logEngineEvents(engine.events, log) : () => {};
   await engine.start();
+  log?.info("duetime embedded engine started");
   const client = embeddedClient(engine.service);
   const workers = new Set<Worker>();
+  let stopped = false;
   const stop = async () => {
     await Promise.all([...workers].map((w) => w.shutdown()));
     await engine.stop();
+    if (stopped) return;
+    stopped = true;
+    log?.info("duetime embedded engine stopped");
+    unsubscribe();
   };
   return {
     engine,
@@ -47,6 +66,13 @@ export async function createDuetime(options: DuetimeOptions): Promise<Duetime> {
     stop,
     [Symbol.asyncDispose]: stop,
   };
+}
+
+/** A logger given, or one made from pino options (pino is loaded only then), with credentials redacted. */
+async function rootLogger(given: Logger | LoggerOptions): Promise<Logger> {
+  if (typeof (given as Logger).child === "function" && typeof (given as Logger).info === "function") return given as Logger;
+  const { pino } = await import("pino");
+  return pino({ redact: [...LOG_REDACT_PATHS], ...(given as LoggerOptions) });
 }
 
 /** The application that embeds the engine owns it: every role, as a bootstrap caller (it sets tenants' limits, manages any tenant's keys). */

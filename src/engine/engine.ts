@@ -14,6 +14,8 @@ import { HttpTargetRunner, type HttpTargetSettings } from "./http-target.js";
 import { httpTargetMetrics } from "./http-target-metrics.js";
 import { createService } from "./services.js";
 import { ReplayDriver, type ReplayDriverOptions } from "./dead-letter-replays.js";
+import { countsFold } from "./counts-fold.js";
+import { WorkloadHistory, type WorkloadHistoryOptions } from "./workload-history.js";
 import { createMetrics } from "./metrics.js";
 import { maxLabelsProblem } from "./metrics-limits.js";
 import { labelGuards, workloadMetrics } from "./workload-metrics.js";
@@ -25,6 +27,7 @@ import { Backpressure, type BackpressureOptions } from "./backpressure.js";
 import { Retention, type RetentionOptions } from "./retention.js";
 import { RetryBudget, type RetryBudgetSettings } from "./retry-budget.js";
 import { Scheduler } from "./scheduler.js";
+import { Tracing } from "./tracing.js";
 import { StoreHealth } from "./store-health.js";
 import type { Service } from "./service.js";
 import { newSigningSecret, SigningSecretReader, STORED_SECRET_TENANT } from "./signing-secrets.js";
@@ -86,6 +89,14 @@ export interface EngineOptions {
   metrics?: { maxTenants?: number; maxPools?: number; cacheMs?: number };
   /** Bulk dead-letter replays' driver tuning (engine/dead-letter-replays.ts; tests shorten the lease). */
   deadLetterReplays?: Pick<ReplayDriverOptions, "tickMs" | "leaseMs" | "lookaheadMs" | "maxBatch">;
+  /** How often this node adds its per-minute workload to the store's history (engine/workload-history.ts; default 10 s; tests shorten it). */
+  workloadHistory?: Pick<WorkloadHistoryOptions, "flushMs">;
+  /**
+   * OpenTelemetry spans of creates, dispatches, leases, HTTP-target calls and
+   * acknowledgements, sent to the global TracerProvider (engine/tracing.ts;
+   * default false: no spans, nothing kept for them).
+   */
+  tracing?: boolean;
   /** Tests only: wraps the store the engine opens (a driver slowed on purpose, say). */
   storeWrapper?: (store: Store) => Store;
 }
@@ -120,6 +131,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   }
   const guards = labelGuards(labelCaps);
   const events = new EngineEvents();
+  const tracing = options.tracing ? new Tracing() : null;
   const workload = workloadMetrics({ events, guards, ...(cacheMs !== undefined ? { cacheMs } : {}) });
   const opened = await openStore(options.store, options.storeOptions);
   const storeHealth = new StoreHealth(options.storeWrapper ? options.storeWrapper(opened) : opened, hostClock, events);
@@ -160,6 +172,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     events,
     announce: (tenantId, pool, at) => signals.send({ kind: "ready", tenantId, pool, at }),
     retryBudget,
+    tracing,
     ...(options.reapIntervalMs ? { reapIntervalMs: options.reapIntervalMs } : {}),
     ...(options.pollIntervalMs ? { pollIntervalMs: options.pollIntervalMs } : {}),
   });
@@ -171,6 +184,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     events,
     ...options.scheduler,
     storeTime: () => clock.sync(),
+    tracing,
     onDispatched: (ready) => {
       const seen = new Set<string>();
       for (const r of ready) {
@@ -217,6 +231,8 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   }
   const runner = http;
   const replays = new ReplayDriver({ store, clock, events, executor, nodeId, ...options.deadLetterReplays });
+  const counts = countsFold({ store, clock, events });
+  const history = new WorkloadHistory({ store, clock, events, ...options.workloadHistory });
   const service = createService({
     store,
     reads,
@@ -251,6 +267,8 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
       http?.start();
       retention.start();
       replays.start();
+      counts.start();
+      history.start();
       backpressure.start();
       workload.start();
     },
@@ -260,6 +278,8 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
       backpressure.stop();
       workload.stop();
       await replays.stop();
+      await counts.stop();
+      await history.stop();
       await retention.stop();
       await scheduler.stop();
       executor.stop();

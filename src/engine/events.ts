@@ -8,15 +8,17 @@ import type { StoreFaultKind, StoreUnavailableError } from "../core/errors.js";
 export interface EngineEventMap {
   "execution:dispatched": { jobId: string; executionId: string; tenantId: string; pool: string; lagMs: number };
   /** retry: an attempt after a failed or timed-out one (not a first attempt granted again after a hand-back). */
-  "execution:leased": { executionId: string; tenantId: string; pool: string; attempt: number; retry: boolean; startLagMs: number };
+  "execution:leased": { jobId: string; executionId: string; tenantId: string; pool: string; attempt: number; retry: boolean; startLagMs: number };
   /** A retry over its budget (retry-budget.ts) was handed back unused, ready again at readyAt; scope: the budget that refused ("tenant", "origin"). */
-  "retry:deferred": { executionId: string; tenantId: string; pool: string; scope: string; readyAt: number };
-  "execution:succeeded": { executionId: string; tenantId: string };
-  "execution:failed": { executionId: string; tenantId: string; pool?: string; state: "READY" | "DEAD" | "CANCELLED" };
-  "execution:timed_out": { executionId: string; tenantId: string; pool: string; state: "READY" | "DEAD" | "CANCELLED" };
-  "lease:lost": { executionId: string; attempt: number; call: "heartbeat" | "complete" | "fail" };
+  "retry:deferred": { jobId: string; executionId: string; tenantId: string; pool: string; attempt: number; scope: string; readyAt: number };
+  "execution:succeeded": { jobId: string; executionId: string; tenantId: string; attempt: number; pool: string };
+  "execution:failed": { jobId: string; executionId: string; tenantId: string; attempt: number; pool: string; state: "READY" | "DEAD" | "CANCELLED" };
+  /** The reaper ended an attempt whose lease expired (its attempt number is not in the store's answer). */
+  "execution:timed_out": { jobId: string; executionId: string; tenantId: string; pool: string; state: "READY" | "DEAD" | "CANCELLED" };
+  "lease:lost": { jobId: string; executionId: string; attempt: number; call: "heartbeat" | "complete" | "fail" };
   /** An attempt may have run twice: it called after losing its lease, or its lease expired and a later attempt succeeded (once per attempt; GET /v1/executions?possibleDuplicate=true). */
   "execution:possible_duplicate": {
+    jobId: string;
     executionId: string;
     tenantId: string;
     attempt: number;
@@ -28,6 +30,8 @@ export interface EngineEventMap {
   /** This node took a shard whose owner let its lease expire, this long after the expiry. */
   "shard:taken_over": { shard: number; from: string; afterExpiryMs: number };
   "retention:purged": { kind: RetentionKind; deleted: number };
+  /** A retention run ended: the rows it removed by kind, and how long it took. */
+  "retention:ran": { deleted: Record<RetentionKind, number>; ms: number };
   /** A store call failed with StoreUnavailableError (store-health.ts). */
   "store:fault": { op: string; kind: StoreFaultKind };
   /** The store stopped (with the fault that showed it) or started again to take writes. */

@@ -6,6 +6,7 @@
 // budget is handed back unused before anyone sees it.
 
 import type { Clock, TimerHandle } from "../core/clock.js";
+import { jobIdOf } from "../core/ids.js";
 import type {
   AckOutcome,
   CompleteInput,
@@ -17,6 +18,7 @@ import type {
 } from "../store/store.js";
 import type { EngineEvents } from "./events.js";
 import type { RetryBudget } from "./retry-budget.js";
+import { spanClock, type Tracing } from "./tracing.js";
 
 /** A failed attempt as callers report it; the executor adds the jitter draw the store's retry plan uses. */
 export type FailRequest = Omit<FailInput, "jitter">;
@@ -55,6 +57,8 @@ export interface ExecutorOptions {
   announce?: (tenantId: string, pool: string, at: number) => void;
   /** Limits retries to a share of recent first attempts, per tenant and per caller's scope; absent, retries are not limited. */
   retryBudget?: RetryBudget | null;
+  /** Spans of leases and acknowledgements (tracing.ts); null or absent: tracing is off. */
+  tracing?: Tracing | null;
 }
 
 /** A lease to hand back unused: READY again from readyAt; pool is whose long polls to wake then. */
@@ -79,6 +83,8 @@ export class Executor {
   private readonly pollIntervalMs: number;
   private readonly announce: (tenantId: string, pool: string, at: number) => void;
   private readonly retryBudget: RetryBudget | null;
+  /** Null while tracing is off; the service, worker protocol and HTTP runner read it here too. */
+  readonly tracing: Tracing | null;
   /** Long polls waiting for work, by pool (and tenant). */
   private readonly waiters = new Map<string, Set<Waiter>>();
   /** The one wake-up planned per pool key: the earliest time work there becomes ready, as far as this node knows. */
@@ -97,6 +103,7 @@ export class Executor {
     this.pollIntervalMs = options.pollIntervalMs ?? 2000;
     this.announce = options.announce ?? (() => undefined);
     this.retryBudget = options.retryBudget ?? null;
+    this.tracing = options.tracing ?? null;
   }
 
   start(): void {
@@ -146,6 +153,7 @@ export class Executor {
   }
 
   async lease(p: LeaseParams): Promise<LeaseResult> {
+    const startedAt = this.tracing ? spanClock() : 0;
     const end = this.clock.now() + p.waitMs;
     const base = {
       ...(p.tenantId !== undefined ? { tenantId: p.tenantId } : {}),
@@ -166,6 +174,7 @@ export class Executor {
         ? await this.store.executionAckAndLease({ ...base, max: gone() ? 0 : p.max, complete, fail, now: this.clock.storeNow() })
         : { completed: [], failed: [], leased: gone() ? [] : await this.store.executionLease({ ...base, now: this.clock.storeNow() }) };
     this.reportAcks(complete, first.completed, fail, first.failed);
+    if (this.tracing) this.traceAcks(startedAt, complete, first.completed, fail, first.failed);
     let granted = first.leased;
     let leased = await this.withinBudget(granted, p);
     while (leased.length === 0) {
@@ -181,6 +190,8 @@ export class Executor {
       granted = await this.store.executionLease({ ...base, now: this.clock.storeNow() });
       leased = await this.withinBudget(granted, p);
     }
+    // A lease that granted nothing records no span: idle long polls would be most of them.
+    if (this.tracing && leased.length > 0) this.tracing.leased(startedAt, p, leased);
     return { completed: first.completed, failed: first.failed, leased };
   }
 
@@ -205,13 +216,22 @@ export class Executor {
           if (!decision.ok) {
             deferred.push({ executionId: r.executionId, tenantId: r.tenantId, attempt: r.attempt, readyAt: decision.at, pool: p.pool });
             const scope = decision.key.split(":", 1)[0]!; // "tenant", "origin": never the id (metric labels)
-            this.events.emit("retry:deferred", { executionId: r.executionId, tenantId: r.tenantId, pool: p.pool, scope, readyAt: decision.at });
+            this.events.emit("retry:deferred", {
+              jobId: r.jobId,
+              executionId: r.executionId,
+              tenantId: r.tenantId,
+              pool: p.pool,
+              attempt: r.attempt,
+              scope,
+              readyAt: decision.at,
+            });
             continue;
           }
         }
       }
       admitted.push(r);
       this.events.emit("execution:leased", {
+        jobId: r.jobId,
         executionId: r.executionId,
         tenantId: r.tenantId,
         pool: p.pool,
@@ -275,17 +295,40 @@ export class Executor {
 
   async complete(items: CompleteInput[]): Promise<AckOutcome[]> {
     if (items.length === 0) return [];
+    const startedAt = this.tracing ? spanClock() : 0;
     const outcomes = await this.store.executionCompleteMany({ items, now: this.clock.storeNow() });
     this.reportAcks(items, outcomes, [], []);
+    if (this.tracing) this.traceAcks(startedAt, items, outcomes, [], []);
     return outcomes;
   }
 
   async fail(requests: FailRequest[]): Promise<AckOutcome[]> {
     if (requests.length === 0) return [];
+    const startedAt = this.tracing ? spanClock() : 0;
     const items = this.withJitter(requests);
     const outcomes = await this.store.executionFailMany({ items, now: this.clock.storeNow() });
     this.reportAcks([], [], items, outcomes);
+    if (this.tracing) this.traceAcks(startedAt, [], [], items, outcomes);
     return outcomes;
+  }
+
+  /**
+   * The spans of acknowledged attempts (tracing on only), children of their
+   * jobs' create spans: the traceparents are read from the store afterwards,
+   * off the caller's path (the answer does not wait for them).
+   */
+  private traceAcks(startedAt: number, complete: CompleteInput[], completed: AckOutcome[], fail: FailRequest[], failed: AckOutcome[]): void {
+    const tracing = this.tracing;
+    if (!tracing || complete.length + fail.length === 0) return;
+    const endedAt = spanClock();
+    const ids = [...complete.map((i) => i.executionId), ...fail.map((i) => i.executionId)];
+    void this.store
+      .executionTraceParents({ executionIds: ids })
+      .then((parents) => {
+        if (complete.length > 0) tracing.acked(startedAt, endedAt, "complete", complete, completed, parents);
+        if (fail.length > 0) tracing.acked(startedAt, endedAt, "fail", fail, failed, parents);
+      })
+      .catch((error) => this.events.emit("error", { where: "tracing", error }));
   }
 
   /**
@@ -314,28 +357,46 @@ export class Executor {
 
   /** A lost answer recorded a possible duplicate (store.ts executionPossibleDuplicates). */
   reportDuplicate(executionId: string, mark: PossibleDuplicateMark, call: "heartbeat" | "complete" | "fail"): void {
-    this.events.emit("execution:possible_duplicate", { executionId, tenantId: mark.tenantId, attempt: mark.attempt, reason: mark.reason, call });
+    this.events.emit("execution:possible_duplicate", {
+      jobId: jobIdOf(executionId),
+      executionId,
+      tenantId: mark.tenantId,
+      attempt: mark.attempt,
+      reason: mark.reason,
+      call,
+    });
   }
 
   private reportAcks(complete: CompleteInput[], completed: AckOutcome[], fail: FailRequest[], failed: AckOutcome[]): void {
     completed.forEach((o, i) => {
       const item = complete[i]!;
-      if (o.status === "ok") this.events.emit("execution:succeeded", { executionId: item.executionId, tenantId: o.tenantId });
-      else if (o.status === "lost") this.events.emit("lease:lost", { executionId: item.executionId, attempt: item.attempt, call: "complete" });
+      const jobId = jobIdOf(item.executionId);
+      if (o.status === "ok")
+        this.events.emit("execution:succeeded", {
+          jobId,
+          executionId: item.executionId,
+          tenantId: o.tenantId,
+          attempt: item.attempt,
+          pool: o.pool,
+        });
+      else if (o.status === "lost") this.events.emit("lease:lost", { jobId, executionId: item.executionId, attempt: item.attempt, call: "complete" });
       if (o.status !== "not_found" && o.possibleDuplicate) this.reportDuplicate(item.executionId, o.possibleDuplicate, "complete");
     });
     failed.forEach((o, i) => {
       const item = fail[i]!;
-      if (o.status === "lost") this.events.emit("lease:lost", { executionId: item.executionId, attempt: item.attempt, call: "fail" });
+      const jobId = jobIdOf(item.executionId);
+      if (o.status === "lost") this.events.emit("lease:lost", { jobId, executionId: item.executionId, attempt: item.attempt, call: "fail" });
       if (o.status === "lost" && o.possibleDuplicate) this.reportDuplicate(item.executionId, o.possibleDuplicate, "fail");
       if (o.status !== "ok") return;
       this.events.emit("execution:failed", {
+        jobId,
         executionId: item.executionId,
         tenantId: o.tenantId,
-        ...(o.pool !== undefined ? { pool: o.pool } : {}),
+        attempt: item.attempt,
+        pool: o.pool,
         state: o.state === "SUCCEEDED" ? "READY" : o.state,
       });
-      if (o.state === "READY" && o.readyAt !== undefined && o.pool) this.ready(o.tenantId, o.pool, o.readyAt);
+      if (o.state === "READY" && o.readyAt !== undefined) this.ready(o.tenantId, o.pool, o.readyAt);
     });
   }
 
@@ -345,7 +406,7 @@ export class Executor {
     for (;;) {
       const reaped = await this.store.executionReap({ now: this.clock.storeNow(), limit: 500 });
       for (const r of reaped) {
-        this.events.emit("execution:timed_out", r);
+        this.events.emit("execution:timed_out", { ...r, jobId: jobIdOf(r.executionId) });
         if (r.state === "READY") this.ready(r.tenantId, r.pool);
       }
       total += reaped.length;

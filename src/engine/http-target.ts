@@ -578,10 +578,16 @@ export class HttpTargetRunner {
       }
       const callTimeoutMs = Math.max(1, Math.min(timeoutMs, slot.leaseUntil - this.clock.now() - MIN_MARGIN_MS));
       const body = slot.target.method === "GET" ? undefined : JSON.stringify(row.payload ?? null);
+      const method = slot.target.method ?? "POST";
+      const headers = this.headers(row, slot.target, body ?? "");
+      // Tracing on: the call is a span of the job's trace, and the receiver continues it from the traceparent header.
+      const tracing = this.o.executor.tracing;
+      const traced = tracing?.httpCallStarted(row, HTTP_POOL, method, slot.target.url);
+      if (traced) headers.traceparent = traced.traceparent;
       const outcome = await callTarget({
         url: slot.target.url,
-        method: slot.target.method ?? "POST",
-        headers: this.headers(row, slot.target, body ?? ""),
+        method,
+        headers,
         body,
         timeoutMs: callTimeoutMs,
         timeoutSeconds: row.timeoutSeconds,
@@ -591,6 +597,7 @@ export class HttpTargetRunner {
         maxResponseBytes: this.o.maxResponseBytes ?? 64 * 1024,
         keptBodyBytes: this.o.keptBodyBytes ?? 4 * 1024,
       });
+      if (traced) tracing!.httpCallEnded(traced.span, outcome);
       health = outcome.health;
       retryAfterMs = outcome.retryAfterMs;
       const calledAt = this.clock.now();
@@ -652,7 +659,7 @@ export class HttpTargetRunner {
     try {
       const r = await this.o.heartbeat({ tenantId: row.tenantId, executionId: row.executionId, attempt: row.attempt, leaseMs });
       if (r.status !== "ok") {
-        this.o.events.emit("lease:lost", { executionId: row.executionId, attempt: row.attempt, call: "heartbeat" });
+        this.o.events.emit("lease:lost", { jobId: row.jobId, executionId: row.executionId, attempt: row.attempt, call: "heartbeat" });
         if (r.status === "lost" && r.possibleDuplicate) this.o.executor.reportDuplicate(row.executionId, r.possibleDuplicate, "heartbeat");
         this.drop(slot);
         return false;

@@ -22,14 +22,14 @@ import type {
 } from "@duetime/sdk/contract";
 import type { Clock } from "../core/clock.js";
 import { DuetimeError, notFound } from "../core/errors.js";
-import { isJobId, newId, shardOf } from "../core/ids.js";
+import { executionIdFor, isJobId, newId, shardOf } from "../core/ids.js";
 import { canonicalJson, effectiveJob } from "../core/job-spec.js";
 import { RETENTION_DEFAULTS } from "../core/retention.js";
 import { firstOccurrence, isCron, nextOccurrence, type Occurrence } from "../core/schedule.js";
 import { jobVerdict, occurrenceHome, PENDING_ON_ACTION, type JobAction } from "../core/states.js";
 import { parseRfc3339 } from "../core/time.js";
 import { validateBatch } from "../core/validate.js";
-import type { JobCreateOutcome, JobRecord, NewJob, PendingChange, PendingReplace, Store } from "../store/store.js";
+import type { JobCreateOutcome, JobRecord, LoadedDueEntry, NewJob, PendingChange, PendingReplace, Store } from "../store/store.js";
 import { decodeCursor, encodeCursor } from "./cursor.js";
 import { ScheduleLedger } from "./ledger.js";
 import { DEFAULT_LIMIT, invalidState, poolOf, toExecution, toJob } from "./wire.js";
@@ -102,15 +102,36 @@ export class JobsService {
     );
   }
 
+  /** writeMany, inside the request's create span when tracing is on (tracing.ts); the span's traceparent is kept with each job. */
+  private async createMany(
+    ctx: RequestContext,
+    specs: { spec: JobSpec; idempotencyKey: string | undefined; prefix: string }[],
+    throwFirst: boolean,
+  ): Promise<(CreatedJob | DuetimeError)[]> {
+    const tracing = this.o.executor.tracing;
+    if (!tracing) return this.writeMany(ctx, specs, throwFirst);
+    const { span, traceparent } = tracing.createStarted(ctx.tenantId, specs.length);
+    const trace: CreateTrace = { traceparent, created: [] };
+    try {
+      const results = await this.writeMany(ctx, specs, throwFirst, trace);
+      tracing.createEnded(span, trace.created);
+      return results;
+    } catch (err) {
+      tracing.createEnded(span, trace.created, err);
+      throw err;
+    }
+  }
+
   /**
    * Validates each spec, admits the valid ones under the tenant's quotas
    * (all or none: 429 for the call), then writes them in one transaction.
    * `throwFirst` makes a single create throw instead of answering an error item.
    */
-  private async createMany(
+  private async writeMany(
     ctx: RequestContext,
     specs: { spec: JobSpec; idempotencyKey: string | undefined; prefix: string }[],
     throwFirst: boolean,
+    trace?: CreateTrace,
   ): Promise<(CreatedJob | DuetimeError)[]> {
     this.o.backpressure?.checkCreate();
     const now = this.clock.now();
@@ -120,7 +141,9 @@ export class JobsService {
     specs.forEach(({ spec, idempotencyKey, prefix }, index) => {
       try {
         this.o.quotas.checkPayload(limits, spec, `${prefix}payload`);
-        writes.push({ index, job: this.newJob(ctx, spec, idempotencyKey, now, prefix) });
+        const job = this.newJob(ctx, spec, idempotencyKey, now, prefix);
+        if (trace) job.traceParent = trace.traceparent;
+        writes.push({ index, job });
         results.push(null);
       } catch (err) {
         if (throwFirst || !(err instanceof DuetimeError)) throw err;
@@ -140,7 +163,13 @@ export class JobsService {
         results[index] = err;
         return;
       }
-      if (outcome.status === "created") this.offer(outcome.job);
+      if (outcome.status === "created") {
+        this.offer(outcome.job, trace?.traceparent);
+        if (trace) {
+          const run = writes[i]!.job.execution;
+          trace.created.push({ jobId: outcome.job.jobId, ...(run ? { executionId: executionIdFor(outcome.job.jobId, run.scheduledFor) } : {}) });
+        }
+      }
       results[index] = { ...toJob(outcome.job), created: outcome.status === "created" };
     });
     await this.warnOfSpikes(ctx, writes, outcomes, results);
@@ -193,13 +222,13 @@ export class JobsService {
    * scheduler's in-memory window; a one-off's execution, already in the
    * store, to the executor, which wakes its pool's long polls when it is due.
    */
-  private offer(job: JobRecord): void {
+  private offer(job: JobRecord, traceParent?: string): void {
     if (job.state !== "SCHEDULED" || job.nextRunAt === null || occurrenceHome(job.kind) === "execution") {
       this.o.scheduler.forget(job.jobId);
       if (job.state === "SCHEDULED" && job.nextDueAt !== null) this.o.executor.ready(job.tenantId, poolOf(job), job.nextDueAt);
       return;
     }
-    const entry = {
+    const entry: LoadedDueEntry = {
       jobId: job.jobId,
       tenantId: job.tenantId,
       shard: job.shard,
@@ -208,6 +237,8 @@ export class JobsService {
       scheduledFor: job.nextRunAt,
       dueAt: job.nextDueAt ?? job.nextRunAt,
     };
+    // A new job's create span, for its dispatch span's parent (a reload reads it from the store).
+    if (traceParent !== undefined) entry.traceParent = traceParent;
     this.o.scheduler.offer(entry);
     // The shard's owner may be another node: it hears of an entry inside its loaded window at once.
     if (entry.dueAt <= this.clock.now() + this.o.scheduler.windowMs) this.o.signals?.send({ kind: "due", entry });
@@ -368,6 +399,12 @@ export class JobsService {
       nextCursor: rows.length === limit && last ? encodeCursor({ s: last.scheduledFor, a: last.attempt }) : null,
     };
   }
+}
+
+/** The create span's traceparent, and the jobs the request created (with a one-off's execution), for its events. */
+interface CreateTrace {
+  traceparent: string;
+  created: { jobId: string; executionId?: string }[];
 }
 
 /** Where a new job's first occurrence goes (core/states.ts occurrenceHome): the due index, or its execution. */

@@ -18,9 +18,20 @@ import type { Store } from "../store/store.js";
 import type { EngineEvents } from "./events.js";
 
 /** The reads a replica may serve. */
-export type ReadStore = Pick<Store, "jobList" | "executionHistory" | "executionsInWindow" | "deadLetterList" | "auditList" | "poolCounts">;
+export type ReadStore = Pick<
+  Store,
+  "jobList" | "executionHistory" | "executionsInWindow" | "deadLetterList" | "auditList" | "poolCounts" | "workloadMinutes"
+>;
 
-export const READ_METHODS = ["jobList", "executionHistory", "executionsInWindow", "deadLetterList", "auditList", "poolCounts"] as const;
+export const READ_METHODS = [
+  "jobList",
+  "executionHistory",
+  "executionsInWindow",
+  "deadLetterList",
+  "auditList",
+  "poolCounts",
+  "workloadMinutes",
+] as const;
 
 /** How often the replica's lag is checked, and how long a failed replica is left alone. */
 const CHECK_MS = 1000;

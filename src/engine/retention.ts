@@ -7,11 +7,12 @@
 // archive, a batch is read, archived, then deleted (only the rows read, and
 // only those still due): nothing of the engine runs inside a transaction.
 
-import type { Clock, TimerHandle } from "../core/clock.js";
+import type { Clock } from "../core/clock.js";
 import type { RetentionPeriods } from "../core/retention.js";
 import { RETENTION_KINDS, type RetentionKind, type Store } from "../store/store.js";
 import type { ArchiveWriter } from "./archive.js";
 import type { EngineEvents } from "./events.js";
+import { Periodic } from "./periodic.js";
 
 /** Retention settings as EngineOptions takes them; periods default to RETENTION_DEFAULTS (core/retention.ts). */
 export interface RetentionOptions extends Partial<RetentionPeriods> {
@@ -39,11 +40,9 @@ export function retentionCutoffs(periods: RetentionPeriods, now: number): Record
 }
 
 export class Retention {
-  private readonly intervalMs: number;
+  private readonly loop: Periodic<RetentionCounts>;
   private readonly batchSize: number;
   private readonly maxBatches: number;
-  private timer: TimerHandle | null = null;
-  private running: Promise<RetentionCounts> | null = null;
   private stopping = false;
 
   constructor(
@@ -55,26 +54,22 @@ export class Retention {
       /** Where removed rows are written before they are deleted; null: removed without a copy. */
       archive: ArchiveWriter | null;
       tuning?: Pick<RetentionOptions, "intervalMs" | "batchSize" | "maxBatchesPerRun">;
-      /** Where a failed run is logged besides the "error" event (default standard error). */
-      log?: (line: string) => void;
     },
   ) {
-    this.intervalMs = o.tuning?.intervalMs ?? 60_000;
+    this.loop = new Periodic(o.clock, o.tuning?.intervalMs ?? 60_000, () => this.pass());
     this.batchSize = o.tuning?.batchSize ?? 500;
     this.maxBatches = o.tuning?.maxBatchesPerRun ?? 20;
   }
 
   start(): void {
     this.stopping = false;
-    this.schedule();
+    this.loop.start();
   }
 
   /** Cancels the next run and waits for the current one, which stops after its current batch. */
   async stop(): Promise<void> {
     this.stopping = true;
-    this.timer?.cancel();
-    this.timer = null;
-    await this.running;
+    await this.loop.stop();
   }
 
   /**
@@ -84,13 +79,11 @@ export class Retention {
    * share the run in progress.
    */
   runOnce(): Promise<RetentionCounts> {
-    this.running ??= this.pass().finally(() => {
-      this.running = null;
-    });
-    return this.running;
+    return this.loop.runOnce();
   }
 
   private async pass(): Promise<RetentionCounts> {
+    const started = performance.now();
     const cutoffs = retentionCutoffs(this.o.periods, this.o.clock.now());
     const counts = Object.fromEntries(RETENTION_KINDS.map((k) => [k, 0])) as RetentionCounts;
     for (const kind of RETENTION_KINDS) {
@@ -98,12 +91,11 @@ export class Retention {
       try {
         counts[kind] = await this.purge(kind, cutoffs[kind]);
       } catch (error) {
+        // The "error" event is both the metric and the log line (engine/event-log.ts).
         this.o.events.emit("error", { where: "retention", error });
-        (this.o.log ?? console.error)(
-          `duetime retention: removing ${kind} failed, retrying next run: ${error instanceof Error ? error.message : String(error)}`,
-        );
       }
     }
+    this.o.events.emit("retention:ran", { deleted: counts, ms: Math.round(performance.now() - started) });
     return counts;
   }
 
@@ -133,12 +125,5 @@ export class Retention {
     await this.o.archive.write(rows);
     const { deleted } = await this.o.store.retentionPurge({ ...params, only: rows });
     return { deleted, full: rows.length >= this.batchSize };
-  }
-
-  private schedule(): void {
-    if (this.stopping) return;
-    this.timer = this.o.clock.setTimer(() => {
-      void this.runOnce().then(() => this.schedule());
-    }, this.intervalMs);
   }
 }

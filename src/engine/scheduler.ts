@@ -16,6 +16,8 @@ import type { DispatchItem, LoadedDueEntry, Store } from "../store/store.js";
 import type { EngineEvents } from "./events.js";
 import { ShardKeeper } from "./shard-keeper.js";
 import { DueTimer } from "./timer.js";
+import { spanClock, type Tracing } from "./tracing.js";
+import { toIso } from "../core/time.js";
 
 export interface SchedulerOptions {
   store: Store;
@@ -40,13 +42,15 @@ export interface SchedulerOptions {
   misfireThresholdMs?: number;
   /** How the shard keeper reads the store's clock (ShardKeeperOptions.storeTime). */
   storeTime?: () => Promise<number>;
+  /** A span per occurrence dispatched (tracing.ts); null or absent: tracing is off. */
+  tracing?: Tracing | null;
 }
 
 export class Scheduler {
   private readonly store: Store;
   private readonly clock: Clock;
   private readonly opts: Required<
-    Omit<SchedulerOptions, "store" | "clock" | "events" | "onDispatched" | "nodeId" | "address" | "shardLeaseMs" | "storeTime">
+    Omit<SchedulerOptions, "store" | "clock" | "events" | "onDispatched" | "nodeId" | "address" | "shardLeaseMs" | "storeTime" | "tracing">
   >;
   /** This node's membership and shard leases, renewed on their own loop. */
   readonly shards: ShardKeeper;
@@ -208,11 +212,19 @@ export class Scheduler {
   private async dispatch(batch: LoadedDueEntry[]): Promise<void> {
     const now = this.clock.now();
     const items = batch.map((entry) => planDispatch(entry, now, this.opts.misfireThresholdMs));
+    const startedAt = this.options.tracing ? spanClock() : 0;
     const result = await this.store.dispatchMany({ nodeId: this.options.nodeId, epochs: this.epochs, now, items });
     this.options.onDispatched(result.dispatched);
     const ran = new Map(items.map((i) => [i.entry.jobId, i.run ?? i.entry.scheduledFor]));
     for (const d of result.dispatched) {
       this.options.events.emit("execution:dispatched", { ...d, lagMs: now - ran.get(d.jobId)! });
+    }
+    if (this.options.tracing && result.dispatched.length > 0) {
+      const parents = new Map(batch.map((e) => [e.jobId, e.traceParent]));
+      this.options.tracing.dispatched(
+        startedAt,
+        result.dispatched.map((d) => ({ ...d, scheduledFor: toIso(ran.get(d.jobId)!), traceParent: parents.get(d.jobId) })),
+      );
     }
     const skipped = new Set([...result.fenced, ...result.stale]);
     batch.forEach((entry, i) => {

@@ -85,6 +85,7 @@ export function createService(o: ServiceOptions): Service {
     failMany: (ctx, items) => protocol.failMany(ctx, items),
     poolStats: (ctx, pool) => stats.pool(ctx, pool),
     stats: (ctx) => stats.all(ctx),
+    statsHistory: (ctx, query) => stats.history(ctx, query),
     previewSchedule: (_ctx, query) => preview.preview(query),
     listAudit: (ctx, query = {}) => audit.list(ctx, query),
     cluster: () => cluster.cluster(),
@@ -95,6 +96,12 @@ export function createService(o: ServiceOptions): Service {
     signingSecrets: (ctx) => secrets.show(ctx),
     getTenantLimits: (ctx, tenantId) => tenants.limits(ctx, tenantId),
     putTenantLimits: (ctx, tenantId, limits) => tenants.setLimits(ctx, tenantId, limits),
+    whoami: async (ctx) => ({
+      // An admin key's context holds every role (auth.ts ROLE_SETS); any other holds its one role.
+      role: ctx.roles.has("admin") ? "admin" : ctx.roles.has("client") ? "client" : "worker",
+      tenantId: ctx.tenantId,
+      keyId: ctx.actor === undefined || ctx.actor === "anonymous" ? null : ctx.actor,
+    }),
     findKey: (digest) => keys.find(digest),
     hasStoredKeys: () => keys.any(),
     ready: () => cluster.ready(),

@@ -12,6 +12,7 @@ import {
   type HeartbeatRequest,
   type LeaseRequest,
   type LeaseResponse,
+  type LeasedExecution,
 } from "@duetime/sdk/contract";
 import type { Clock } from "../core/clock.js";
 import { DuetimeError, notFound } from "../core/errors.js";
@@ -43,7 +44,7 @@ export class WorkerProtocol {
       complete: complete.map((i) => ({ executionId: i.executionId, tenantId, attempt: i.attempt, result: i.result })),
       fail: fail.map((i) => ({ executionId: i.executionId, tenantId, attempt: i.attempt, error: i.error })),
     });
-    const items = result.leased.map((r) => ({
+    const items: LeasedExecution[] = result.leased.map((r) => ({
       executionId: r.executionId,
       tenantId: r.tenantId,
       jobId: r.jobId,
@@ -54,6 +55,12 @@ export class WorkerProtocol {
       leaseUntil: toIso(r.leaseUntil),
       timeoutSeconds: r.timeoutSeconds,
     }));
+    // Tracing on: each item names its job's create span, which the worker SDK's handler span continues.
+    if (this.executor.tracing) {
+      result.leased.forEach((r, i) => {
+        if (r.traceParent !== undefined) items[i]!.traceparent = r.traceParent;
+      });
+    }
     if (!request.complete?.length && !request.fail?.length) return { items };
     return {
       items,

@@ -11,7 +11,7 @@
 // engine returns is dropped or coerced (payload, result, error are free-form).
 
 import type { IncomingMessage, ServerResponse } from "node:http";
-import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from "fastify";
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from "fastify";
 import swagger from "@fastify/swagger";
 import { DuetimeError } from "../core/errors.js";
 import { statusResponse } from "../core/schemas.js";
@@ -67,6 +67,8 @@ export interface AppOptions {
   keyCache?: KeyRingOptions;
   /** Fastify's logger option: false (default), true, or pino options such as { level }. */
   logger?: FastifyServerOptions["logger"];
+  /** A pino logger to use instead (startServer's, with nodeId bound and credentials redacted); wins over logger. */
+  loggerInstance?: FastifyBaseLogger;
   /** The engine's Prometheus text; the HTTP layer's own metrics are appended. */
   metricsText?: () => Promise<string>;
   /** /readyz; defaults to service.ready(). */
@@ -93,7 +95,7 @@ export function buildApp(options: AppOptions): FastifyInstance {
   // The client error handler is installed before the app (and its logger) exists.
   const clientErrorLog: { current?: FastifyInstance["log"] } = {};
   const app: FastifyInstance = Fastify({
-    logger: options.logger ?? false,
+    ...(options.loggerInstance !== undefined ? { loggerInstance: options.loggerInstance } : { logger: options.logger ?? false }),
     // One line per request is too much for workers polling in a loop: the
     // /metrics histogram counts requests; errors are logged by the error handler.
     logController: new LogController({ disableRequestLogging: true }),

@@ -7,8 +7,9 @@
 import { hostname } from "node:os";
 import type { AddressInfo } from "node:net";
 import type { FastifyBaseLogger, FastifyInstance } from "fastify";
-import { StoreUnavailableError } from "../core/errors.js";
+import { pino, type DestinationStream } from "pino";
 import type { Engine, EngineOptions } from "../engine/engine.js";
+import { LOG_REDACT_PATHS, logEngineEvents } from "../engine/event-log.js";
 import type { HttpTargetSettings } from "../engine/http-target.js";
 import type { RetentionOptions } from "../engine/retention.js";
 import type { BackpressureOptions } from "../engine/backpressure.js";
@@ -48,6 +49,8 @@ export interface ServerOptions {
   bodyLimitBytes?: number;
   /** pino level: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent" (default "info"). */
   logLevel?: string;
+  /** Where the JSON log lines go (default standard output); tests capture them here. */
+  logStream?: DestinationStream;
   /** A recurring occurrence dispatched later than this after its due time is a misfire (default 60). */
   misfireThresholdSeconds?: number;
   /** Tenants with a label of their own on /metrics (default 100); the rest are tenant="_other" (engine/workload-metrics.ts). */
@@ -58,6 +61,8 @@ export interface ServerOptions {
   backpressure?: BackpressureOptions;
   /** Retries held to a share of recent first attempts, per tenant and per HTTP origin (engine/retry-budget.ts); false: off. */
   retryBudget?: Partial<RetryBudgetSettings> | false;
+  /** OpenTelemetry spans to the global TracerProvider (`--tracing`; engine/tracing.ts); default false. */
+  tracing?: boolean;
   /** Serve the dashboard (default true; `--no-dashboard`: false). */
   dashboard?: boolean;
   /** Where the dashboard is served: "/" (default) or a prefix such as "/ops" (`--dashboard-path`). */
@@ -92,22 +97,6 @@ function urlOf(address: AddressInfo | string | null, host: string): string {
   return `http://${name}:${address.port}`;
 }
 
-/** Engine events worth a log line: the store failing and recovering, and errors of background loops. */
-function logEngineEvents(engine: Engine, log: FastifyBaseLogger): void {
-  engine.events.on("store:writable", ({ writable, error }) => {
-    if (writable) log.info("the store takes writes again");
-    else log.error({ err: error?.cause, kind: error?.kind }, "the store cannot write; /readyz answers 503 until a write probe succeeds");
-  });
-  engine.events.on("reads:replica", ({ serving, lagMs, error }) => {
-    if (serving) log.info({ lagMs }, "the read replica serves list and history reads");
-    else log.warn({ lagMs, err: error }, "the read replica lags or fails; the store serves list and history reads");
-  });
-  engine.events.on("error", ({ where, error }) => {
-    // Store faults are told once, above, however often the loops retry.
-    if (!(error instanceof StoreUnavailableError)) log.error({ err: error, where }, `${where} loop failed; it retries`);
-  });
-}
-
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const open = options.openEngine ?? defaultOpenEngine;
   const engineOptions: EngineOptions = { store: options.store };
@@ -124,10 +113,17 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   if (options.retention !== undefined) engineOptions.retention = options.retention;
   if (options.backpressure !== undefined) engineOptions.backpressure = options.backpressure;
   if (options.retryBudget !== undefined) engineOptions.retryBudget = options.retryBudget;
+  if (options.tracing === true) engineOptions.tracing = true;
   if (options.misfireThresholdSeconds !== undefined) engineOptions.scheduler = { misfireThresholdMs: options.misfireThresholdSeconds * 1000 };
   if (options.metricsMaxTenants !== undefined) engineOptions.metrics = { maxTenants: options.metricsMaxTenants };
 
   const engine = await open(engineOptions);
+  // One logger for requests and engine events; nodeId on every line.
+  const logOptions = { level: options.logLevel ?? "info", redact: [...LOG_REDACT_PATHS] };
+  const root = options.logStream ? pino(logOptions, options.logStream) : pino(logOptions);
+  const log = root.child({ nodeId: engine.nodeId });
+  // Before start: the shards taken at start are logged too.
+  const unsubscribe = logEngineEvents(engine.events, log);
   let app: FastifyInstance | undefined;
   try {
     await engine.start();
@@ -135,18 +131,18 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       service: engine.service,
       ...(options.bodyLimitBytes !== undefined ? { bodyLimitBytes: options.bodyLimitBytes } : {}),
       ...(options.apiKeys !== undefined ? { apiKeys: options.apiKeys } : {}),
-      logger: { level: options.logLevel ?? "info" },
+      loggerInstance: log as FastifyBaseLogger,
       metricsText: () => engine.metricsText(),
       ready: () => engine.service.ready(),
       ...(options.dashboard !== false
         ? { dashboard: { path: options.dashboardPath ?? "/", ...(options.dashboardDir !== undefined ? { dir: options.dashboardDir } : {}) } }
         : {}),
     });
-    logEngineEvents(engine, app.log);
     await app.listen({ host: options.host, port: options.port });
   } catch (err) {
     await app?.close().catch(() => undefined);
     await engine.stop();
+    unsubscribe();
     throw err;
   }
 
@@ -166,6 +162,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
           await started.close();
         } finally {
           await engine.stop();
+          started.log.info("duetime stopped");
+          unsubscribe();
         }
       })();
       return closing;

@@ -44,10 +44,13 @@ import type {
   PreviewQuery,
   PreviewResponse,
   Stats,
+  StatsHistory,
+  StatsHistoryQuery,
   UpdateJobOptions,
   CreateJobOptions,
   TenantLimits,
   TenantLimitsRequest,
+  WhoAmI,
 } from "@duetime/sdk/contract";
 import { expectedVersion } from "../core/validate.js";
 import type { RequestContext, Service, StoredKey } from "../engine/service.js";
@@ -314,6 +317,23 @@ export class RecordingService implements Service {
       tenants: { default: { pending: 1, queued: 2, running: 3 } },
     }));
   }
+  statsHistory(ctx: RequestContext, query?: StatsHistoryQuery): Promise<StatsHistory> {
+    const series = {
+      started: [3],
+      succeeded: [2],
+      failed: [1],
+      dead: [0],
+      startLagMs: { p50: [12], p90: [40], p99: [null] },
+      pending: [5],
+      queued: [1],
+      running: [null],
+    };
+    return this.answer("statsHistory", ctx, [query], () => ({
+      by: "pool" as const,
+      minutes: ["2026-10-16T09:00:00.000Z"],
+      series: { emails: series },
+    }));
+  }
   previewSchedule(ctx: RequestContext, query: PreviewQuery): Promise<PreviewResponse> {
     return this.answer("previewSchedule", ctx, [query], () => ({
       times: ["2026-10-16T09:00:00.000Z", "2026-10-19T08:00:00.000Z"],
@@ -330,6 +350,9 @@ export class RecordingService implements Service {
   }
   putTenantLimits(ctx: RequestContext, tenantId: string, limits: TenantLimitsRequest): Promise<TenantLimits> {
     return this.answer("putTenantLimits", ctx, [tenantId, limits], () => ({ tenantId, ...DEFAULT_TENANT_LIMITS, ...limits }));
+  }
+  whoami(ctx: RequestContext): Promise<WhoAmI> {
+    return this.answer("whoami", ctx, [], () => ({ role: "admin" as const, tenantId: ctx.tenantId, keyId: ctx.actor ?? null }));
   }
   listTargets(ctx: RequestContext): Promise<{ items: TargetStatus[] }> {
     return this.answer("listTargets", ctx, [], () => ({ items: [{ origin: "https://example.test", breaker: "closed" as const, inFlight: 0 }] }));

@@ -34,6 +34,7 @@ import {
   type RetentionKind,
   type Store,
 } from "./store.js";
+import { LAG_COLUMNS, type WorkloadMinute } from "./workload-minutes.js";
 
 // ---- fixed time ----------------------------------------------------------
 
@@ -2021,7 +2022,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         assert.equal(other.status, "not_found");
         assert.deepEqual(
           await store.executionCompleteMany({ items: [{ executionId: a.executionId, tenantId: null, attempt: 1 }], now: T0 + SECOND }),
-          [{ status: "ok", state: "SUCCEEDED", tenantId: "ta" }],
+          [{ status: "ok", state: "SUCCEEDED", pool: "p1", tenantId: "ta" }],
         );
         const [failed] = await store.executionFailMany({
           items: [fail({ executionId: b.executionId, tenantId: null, attempt: 1 })],
@@ -3002,11 +3003,12 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
           assert.deepEqual(done, {
             status: "ok",
             state: "SUCCEEDED",
+            pool: "p1",
             tenantId: "t1",
             possibleDuplicate: { tenantId: "t1", attempt: 1, reason: "expired_then_succeeded" },
           });
           const [again] = await store.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 2 }], now: at + 1 });
-          assert.deepEqual(again, { status: "ok", state: "SUCCEEDED", tenantId: "t1" }, "a repeated complete records nothing more");
+          assert.deepEqual(again, { status: "ok", state: "SUCCEEDED", pool: "p1", tenantId: "t1" }, "a repeated complete records nothing more");
           assert.deepEqual(
             await store.executionHeartbeat({ tenantId: "t1", executionId: r.executionId, attempt: 1, now: at + 2 }),
             { status: "lost" },
@@ -3029,7 +3031,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
             items: [{ executionId: f.executionId, tenantId: "t1", attempt: 2 }],
             now: T0 + 6 * SECOND,
           });
-          assert.deepEqual(ok, { status: "ok", state: "SUCCEEDED", tenantId: "t1" });
+          assert.deepEqual(ok, { status: "ok", state: "SUCCEEDED", pool: "p1", tenantId: "t1" });
           assert.equal((await store.executionPossibleDuplicates({ tenantId: "t1", limit: 10 })).length, 1);
         },
       );
@@ -3474,6 +3476,176 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
       storeTest("an empty store counts nothing", async (store) => {
         assert.deepEqual(nonZero(await store.poolCounts({ now: T0 })), []);
       });
+
+      storeTest(
+        "earlier hours' READY rows are queued, later hours' pending, and the current hour is split at now, whatever the priority",
+        async (store) => {
+          // T0 starts an hour; now is 20 minutes into it.
+          const now = T0 + 20 * MINUTE;
+          const due = [T0 - 2 * HOUR, T0 - MINUTE, T0 + 10 * MINUTE, now];
+          const later = [now + 1, T0 + 59 * MINUTE, T0 + 3 * HOUR];
+          await store.jobCreateMany({
+            nodeId: "n1",
+            jobs: [...due, ...later].map((at, i) => newJob({ at, priority: i % 2 === 0 ? 0 : 5 })),
+            now: CREATED - 3 * HOUR,
+          });
+          assert.deepEqual(countsOf(await store.poolCounts({ now }), "t1", "p1"), { pending: 3, queued: 4, running: 0 });
+          await store.executionCountsFold();
+          assert.deepEqual(countsOf(await store.poolCounts({ now }), "t1", "p1"), { pending: 3, queued: 4, running: 0 });
+          // Leasing the due ones moves them to running; the next hour makes two more queued.
+          assert.equal((await lease(store, now, { max: 10 })).length, 4);
+          assert.deepEqual(countsOf(await store.poolCounts({ now }), "t1", "p1"), { pending: 3, queued: 0, running: 4 });
+          await store.executionCountsFold();
+          assert.deepEqual(countsOf(await store.poolCounts({ now: T0 + HOUR }), "t1", "p1"), { pending: 1, queued: 2, running: 4 });
+          assert.deepEqual(countsOf(await store.poolCounts({ now: T0 + 5 * HOUR }), "t1", "p1"), { pending: 0, queued: 3, running: 4 });
+        },
+      );
+
+      pairTest("counts stay exact while two handles create, lease, complete and fold at once", async (a, b) => {
+        let created = 0;
+        let leased = 0;
+        let completed = 0;
+        for (let round = 0; round < RACE_ROUNDS / 5; round++) {
+          const jobs = Array.from({ length: 4 }, (_, i) => newJob({ at: T0 - (i % 2) * HOUR }));
+          const [, got] = await race(
+            round,
+            async () => {
+              await a.jobCreateMany({ nodeId: "n1", jobs, now: CREATED - HOUR });
+              await a.executionCountsFold();
+            },
+            async () => {
+              const rows = await lease(b, T0, { max: 3 });
+              await b.executionCountsFold();
+              const done = rows.slice(0, 1);
+              await b.executionCompleteMany({
+                items: done.map((r) => ({ executionId: r.executionId, tenantId: "t1", attempt: r.attempt })),
+                now: T0,
+              });
+              return { leased: rows.length, completed: done.length };
+            },
+          );
+          created += jobs.length;
+          leased += got.leased;
+          completed += got.completed;
+          const truth = { pending: 0, queued: created - leased, running: leased - completed };
+          assert.deepEqual(countsOf(await a.poolCounts({ now: T0 }), "t1", "p1"), truth, `round ${round}, read by a`);
+          assert.deepEqual(countsOf(await b.poolCounts({ now: T0 }), "t1", "p1"), truth, `round ${round}, read by b`);
+        }
+        await Promise.all([a.executionCountsFold(), b.executionCountsFold()]);
+        assert.deepEqual(countsOf(await a.poolCounts({ now: T0 }), "t1", "p1"), {
+          pending: 0,
+          queued: created - leased,
+          running: leased - completed,
+        });
+      });
+    });
+
+    describe("trace parents (engine/tracing.ts)", () => {
+      const PARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+
+      storeTest(
+        "a job's trace parent reaches its executions: a one-off's at create, a recurring job's through its due entry and dispatch",
+        async (store) => {
+          const epochs = await acquireAll(store, "n1");
+          const once = newJob();
+          const cron = cronJob();
+          const plain = newJob();
+          await store.jobCreateMany({
+            nodeId: "n1",
+            jobs: [{ ...once, traceParent: PARENT }, { ...cron, traceParent: PARENT }, plain],
+            now: CREATED,
+          });
+          const [entry] = await store
+            .dueLoad({ shards: [cron.job.shard], before: T0 + 1, limit: 10 })
+            .then((l) => l.filter((e) => e.jobId === cron.job.jobId));
+          assert.equal(entry?.traceParent, PARENT);
+          const res = await store.dispatchMany({ nodeId: "n1", epochs, now: T0, items: [{ entry: entry!, next: null }] });
+          const dispatched = res.dispatched[0]!.executionId;
+          const leased = await lease(store, T0, { max: 10 });
+          const byId = new Map(leased.map((r) => [r.executionId, r.traceParent]));
+          const onceId = executionIdFor(once.job.jobId, T0);
+          const plainId = executionIdFor(plain.job.jobId, T0);
+          assert.deepEqual([byId.get(onceId), byId.get(dispatched), byId.has(plainId), byId.get(plainId)], [PARENT, PARENT, true, undefined]);
+          const parents = await store.executionTraceParents({ executionIds: [onceId, dispatched, plainId, "nope"] });
+          assert.deepEqual(
+            [...parents].sort(),
+            [
+              [dispatched, PARENT],
+              [onceId, PARENT],
+            ].sort(),
+          );
+        },
+      );
+    });
+
+    describe("workload minutes", () => {
+      const lag = (bucket: number, n = 1): number[] => LAG_COLUMNS.map((_, i) => (i === bucket ? n : 0));
+      const record = (o: Partial<WorkloadMinute> = {}): WorkloadMinute => ({
+        minute: T0,
+        tenantId: "t1",
+        pool: "p1",
+        started: 0,
+        succeeded: 0,
+        failed: 0,
+        dead: 0,
+        lag: lag(0, 0),
+        ...o,
+      });
+
+      storeTest("adds counts from several writers to one minute's row, and sets the depth a sample gives", async (store) => {
+        await store.workloadAdd({ records: [record({ started: 2, succeeded: 1, lag: lag(3, 2) }), record({ pool: "p2", failed: 1, dead: 1 })] });
+        await store.workloadAdd({ records: [record({ started: 1, failed: 1, lag: lag(11) }), record({ pending: 5, queued: 2, running: 1 })] });
+        // A writer without a sample leaves the depth as sampled.
+        await store.workloadAdd({ records: [record({ succeeded: 1 })] });
+        await store.workloadAdd({ records: [record({ minute: T0 + MINUTE, tenantId: "t2", started: 4, lag: lag(0, 4) })] });
+        const all = await store.workloadMinutes({ from: T0 });
+        assert.deepEqual(all, [
+          record({
+            started: 3,
+            succeeded: 2,
+            failed: 1,
+            lag: LAG_COLUMNS.map((_, i) => (i === 3 ? 2 : i === 11 ? 1 : 0)),
+            pending: 5,
+            queued: 2,
+            running: 1,
+          }),
+          record({ pool: "p2", failed: 1, dead: 1, pending: null, queued: null, running: null }),
+          record({ minute: T0 + MINUTE, tenantId: "t2", started: 4, lag: lag(0, 4), pending: null, queued: null, running: null }),
+        ]);
+        assert.deepEqual(
+          (await store.workloadMinutes({ from: T0, tenantId: "t2" })).map((m) => m.tenantId),
+          ["t2"],
+        );
+        assert.deepEqual(
+          (await store.workloadMinutes({ from: T0 + MINUTE })).map((m) => m.minute),
+          [T0 + MINUTE],
+        );
+        assert.equal(await store.workloadPurge({ before: T0 + MINUTE }), 2);
+        assert.deepEqual(
+          (await store.workloadMinutes({ from: 0 })).map((m) => m.minute),
+          [T0 + MINUTE],
+        );
+      });
+
+      pairTest("two nodes adding to the same minute at once lose nothing", async (a, b) => {
+        for (let round = 0; round < RACE_ROUNDS / 5; round++) {
+          const minute = T0 + round * MINUTE;
+          await race(
+            round,
+            () => a.workloadAdd({ records: [record({ minute, started: 1, lag: lag(1) }), record({ minute, pool: "p2", started: 1 })] }),
+            () => b.workloadAdd({ records: [record({ minute, pool: "p2", started: 2 }), record({ minute, started: 2, lag: lag(1, 2) })] }),
+          );
+          const rows = await a.workloadMinutes({ from: minute });
+          assert.deepEqual(
+            rows.filter((r) => r.minute === minute).map((r) => [r.pool, r.started, r.lag[1]]),
+            [
+              ["p1", 3, 3],
+              ["p2", 3, 0],
+            ],
+            `round ${round}`,
+          );
+        }
+      });
     });
 
     describe("API keys", () => {
@@ -3673,7 +3845,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         assert.equal(beat.status, "ok");
         assert.ok(beat.status === "ok" && beat.leaseUntil >= leased.leaseUntil, "a renewal never moves the deadline back");
         const items = [{ executionId: r.executionId, tenantId: "t1", attempt: 1 }];
-        assert.deepEqual(await store.executionCompleteMany({ items }), [{ status: "ok", state: "SUCCEEDED", tenantId: "t1" }]);
+        assert.deepEqual(await store.executionCompleteMany({ items }), [{ status: "ok", state: "SUCCEEDED", pool: "p1", tenantId: "t1" }]);
       });
 
       storeTest("a lease that ended long ago by the store's clock is lost to heartbeats and reaped; a fresh one is not", async (store) => {

@@ -7,6 +7,12 @@ import type { ApiKeyRecord, AttemptRow, TenantLimits } from "./store.js";
 
 export type Row = Record<string, unknown>;
 
+/** Adds a row's trace_parent (tracing, engine/tracing.ts) when it has one: without tracing, nothing is allocated or added. */
+export function withTraceParent<T extends { traceParent?: string }>(value: T, traceParent: unknown): T {
+  if (typeof traceParent === "string") value.traceParent = traceParent;
+  return value;
+}
+
 /** How a driver turns a JSON column into its value (null stays null). */
 export type JsonColumn = <T>(value: unknown) => T;
 

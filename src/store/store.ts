@@ -39,6 +39,7 @@
 //   compare-and-set on them.
 
 import type { ErrorClass, ErrorRecord, Job, JobState, Overlap, RetryPolicy, Role, Target } from "@duetime/sdk/contract";
+import type { WorkloadMinute } from "./workload-minutes.js";
 
 /** Executions of http targets wait in this pool; user pool names cannot contain "$". */
 export const HTTP_POOL = "$http";
@@ -87,6 +88,8 @@ export interface DueEntry {
 /** A due entry as loaded for dispatch: with what the engine needs to plan the next occurrence. */
 export interface LoadedDueEntry extends DueEntry {
   schedule: Job["schedule"];
+  /** The job's create span (W3C traceparent), when it was created with tracing on (engine/tracing.ts). */
+  traceParent?: string;
 }
 
 export interface NextOccurrence {
@@ -149,6 +152,8 @@ export interface LeasedRow {
   timeoutSeconds: number;
   /** The job's target (http targets need the URL). */
   target: Target;
+  /** The job's create span (W3C traceparent), copied to the execution when it was written; absent without tracing. */
+  traceParent?: string;
 }
 
 export interface DeadLetterRow {
@@ -201,7 +206,7 @@ export type AckOutcome =
       status: "ok";
       state: "SUCCEEDED" | "READY" | "DEAD" | "CANCELLED";
       readyAt?: number;
-      pool?: string;
+      pool: string;
       tenantId: string;
       /** A success after the reaper ended an earlier attempt for its expired lease (expired_then_succeeded), once. */
       possibleDuplicate?: PossibleDuplicateMark;
@@ -291,6 +296,8 @@ export interface NewJob {
    */
   execution?: NextOccurrence;
   idempotency?: { key: string; requestHash: string };
+  /** The create span's W3C traceparent (engine/tracing.ts), kept with the job and copied to each execution written for it. */
+  traceParent?: string;
 }
 
 export interface ShardLease {
@@ -760,8 +767,21 @@ export interface Store {
    */
   shardRelease(params: { owner: string; shards?: readonly number[] }): Promise<void>;
   shardList(): Promise<ShardLease[]>;
-  /** READY executions with readyAt > now are pending (one-offs not yet due among them), the others queued; held (PAUSED) ones are not counted. */
+  /** Tracing only (engine/tracing.ts): the traceparent kept with each of these executions that has one, by execution id. */
+  executionTraceParents(params: { executionIds: readonly string[] }): Promise<Map<string, string>>;
+  /**
+   * READY executions with readyAt > now are pending (one-offs not yet due among them), the others queued; held (PAUSED) ones are not counted.
+   * Read from counters kept as the rows change (ready-counts.ts), so the cost is bounded by the lanes and the queue, not by the stored jobs.
+   */
   poolCounts(params: { tenantId?: string; pool?: string; now: number }): Promise<PoolCounts[]>;
+  /** Housekeeping of poolCounts' counters: folds what the triggers appended and drops counters at zero. Safe to call from every node at once. */
+  executionCountsFold(): Promise<void>;
+  /** Adds each record's counts to its minute's row (creating it), and sets the row's depth where the record gives it (workload-minutes.ts). */
+  workloadAdd(params: { records: WorkloadMinute[] }): Promise<void>;
+  /** The rows from `from` on (a minute's start), of one tenant or all, by minute. */
+  workloadMinutes(params: { tenantId?: string; from: number }): Promise<WorkloadMinute[]>;
+  /** Deletes the rows of minutes before `before`; answers how many. */
+  workloadPurge(params: { before: number }): Promise<number>;
   auditList(params: { tenantId: string; limit: number; after?: { at: number; id: number } }): Promise<(AuditEntry & { id: number })[]>;
 
   // ---- cluster membership -----------------------------------------------------

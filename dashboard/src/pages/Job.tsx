@@ -1,9 +1,11 @@
-// A job: its fields, its actions (pause, resume, trigger, cancel), for a
+// A job: its fields, its actions (pause, resume, trigger, cancel), an edit of
+// its schedule (a compare-and-set on the version the user saw), for a
 // recurring job its next fire times (the server's preview: in the job's zone
-// and UTC, with daylight-saving moves marked), and its executions history.
+// and UTC, with daylight-saving moves marked), its run ledger (what became of
+// each fire time of a recent window) and every attempt.
 
 import { useState } from "preact/hooks";
-import { api, type Execution, type Job, type Page, type Preview } from "../api";
+import { ApiError, api, type Execution, type Job, type Occurrence, type Page, type Preview } from "../api";
 import { ErrorBox, Json, Section, StateBadge, Time, useLoad } from "../components";
 import { href } from "../router";
 import { utcTime, wallTime } from "../time";
@@ -112,6 +114,178 @@ function SchedulePreview({ job }: { job: Job }) {
   );
 }
 
+/** What a failed PATCH means to the person who sent it: a version conflict said plainly. */
+function editError(err: unknown, sent: number): string | undefined {
+  if (err instanceof ApiError && err.code === "VERSION_CONFLICT") {
+    const now = typeof err.details.version === "number" ? ` (it is now at version ${err.details.version})` : "";
+    return `Not saved: the job changed since you opened this form at version ${sent}${now}. Close the form to see the current job, then edit again.`;
+  }
+  return undefined;
+}
+
+/** A cron job's expression and zone, changed with PATCH only if the job is still at the version the form opened on. */
+function ScheduleEditor({ job, onSaved, onConflict }: { job: Job; onSaved: (job: Job) => void; onConflict: () => void }) {
+  // The version the user is looking at when the form opens; polls do not move it, so a change meanwhile is a conflict.
+  const [base] = useState(job);
+  const [cron, setCron] = useState(String(base.schedule.cron ?? ""));
+  const [tz, setTz] = useState(base.schedule.tz ?? "UTC");
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(undefined);
+  const field = error instanceof ApiError ? error.details.field : undefined;
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    setBusy(true);
+    setError(undefined);
+    try {
+      // A schedule replaces the old one whole: keep its other fields (jitter, misfire, overlap, window).
+      const { runAt: _runAt, delaySeconds: _delay, ...rest } = base.schedule;
+      const saved = await api<Job>("PATCH", `/v1/jobs/${encodeURIComponent(base.jobId)}`, {
+        body: { schedule: { ...rest, cron: cron.trim(), tz: tz.trim() }, version: base.version },
+      });
+      onSaved(saved);
+    } catch (err) {
+      setError(err);
+      // Fetch the job as it is now, so the page (and the form opened next) shows the other change.
+      if (err instanceof ApiError && err.code === "VERSION_CONFLICT") onConflict();
+    } finally {
+      setBusy(false);
+    }
+  };
+  const conflict = editError(error, base.version);
+  return (
+    <form class="edit" onSubmit={submit} aria-label="Edit schedule">
+      <label>
+        Cron expression
+        <input name="cron" value={cron} required onInput={(e) => setCron((e.target as HTMLInputElement).value)} />
+        {field === "schedule.cron" ? <span class="field-error">{(error as ApiError).message}</span> : null}
+      </label>
+      <label>
+        Time zone
+        <input name="tz" value={tz} required onInput={(e) => setTz((e.target as HTMLInputElement).value)} />
+        {field === "schedule.tz" ? <span class="field-error">{(error as ApiError).message}</span> : null}
+      </label>
+      <button type="submit" disabled={busy}>
+        {busy ? "Saving…" : `Save (version ${base.version})`}
+      </button>
+      {conflict ? (
+        <div class="error" role="alert" data-testid="version-conflict">
+          {conflict}
+        </div>
+      ) : field === "schedule.cron" || field === "schedule.tz" ? null : (
+        <ErrorBox error={error} />
+      )}
+    </form>
+  );
+}
+
+const WINDOWS: [number, string][] = [
+  [1, "last hour"],
+  [24, "last 24 hours"],
+  [24 * 7, "last 7 days"],
+];
+
+const REASONS: Record<string, string> = {
+  misfire: "missed: the scheduler was down or behind, and the misfire policy did not run it",
+  overlap: "the previous run was still going (overlap policy)",
+  paused: "the job was paused",
+  cancelled: "the job was cancelled",
+  before_creation: "before the job was created",
+  outside_window: "outside the schedule's startAt/endAt",
+  schedule_changed: "the schedule changed",
+  expired: "older than the history kept: it may have run",
+};
+
+const STATUS_LABEL: Record<Occurrence["status"], string> = {
+  dispatched: "dispatched",
+  skipped: "skipped",
+  not_run: "missed",
+  due: "due",
+  unknown: "unknown",
+};
+
+/** GET /v1/jobs/{id}/occurrences: every fire time of a recent window (and the next hour) and what became of it. */
+function RunLedger({ jobId }: { jobId: string }) {
+  const [hours, setHours] = useState(24);
+  const ledger = useLoad(
+    (signal) => {
+      const now = Date.now();
+      return api<{ items: Occurrence[] }>("GET", `/v1/jobs/${encodeURIComponent(jobId)}/occurrences`, {
+        query: { from: new Date(now - hours * 3_600_000).toISOString(), to: new Date(now + 3_600_000).toISOString() },
+        signal,
+      });
+    },
+    [jobId, hours],
+    5000,
+  );
+  const tooMany = ledger.error instanceof ApiError && ledger.error.status === 400 && ledger.error.details.field === "to";
+  const items = ledger.data ? [...ledger.data.items].reverse() : undefined;
+  return (
+    <Section
+      title="Run ledger"
+      actions={
+        <select aria-label="Window" value={String(hours)} onChange={(e) => setHours(Number((e.target as HTMLSelectElement).value))}>
+          {WINDOWS.map(([h, label]) => (
+            <option key={h} value={String(h)}>
+              {label}
+            </option>
+          ))}
+        </select>
+      }
+    >
+      {tooMany ? (
+        <div class="error" role="alert">
+          This job fires too often for this window (at most 1,000 fire times): choose a shorter one.
+        </div>
+      ) : (
+        <ErrorBox error={ledger.error} />
+      )}
+      {items === undefined ? null : items.length === 0 ? (
+        <p class="muted empty">No fire time in this window.</p>
+      ) : (
+        <table class="list" data-testid="ledger-table">
+          <thead>
+            <tr>
+              <th>Fire time</th>
+              <th>Local</th>
+              <th>Status</th>
+              <th>Why / execution</th>
+            </tr>
+          </thead>
+          <tbody>
+            {items.map((o) => (
+              <tr key={`${o.scheduledFor}/${o.executionId ?? ""}`} class={`ledger-${o.status}`}>
+                <td>
+                  <Time iso={o.scheduledFor} />
+                </td>
+                <td class="mono small">
+                  {o.local || <span class="muted">not a fire time (trigger, backfill or an earlier schedule)</span>}
+                  {o.dst ? <span class="badge dst-badge">{o.dst === "gap" ? "DST gap" : "DST overlap"}</span> : null}
+                </td>
+                <td>
+                  <span class={`badge ledger-badge-${o.status}`}>{STATUS_LABEL[o.status]}</span>
+                </td>
+                <td class="small">
+                  {o.reason ? <span>{REASONS[o.reason] ?? o.reason}</span> : null}
+                  {o.executionState ? <StateBadge state={o.executionState} /> : null}
+                  {o.executionId ? <div class="muted mono">{o.executionId}</div> : null}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </Section>
+  );
+}
+
+/** "1.2 s", from an attempt's start to its end. */
+function duration(from: string | null | undefined, to: string | null | undefined): string {
+  if (!from || !to) return "";
+  const ms = new Date(to).getTime() - new Date(from).getTime();
+  if (!Number.isFinite(ms) || ms < 0) return "";
+  return ms < 1000 ? `${ms} ms` : ms < 120_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms / 60_000)} min`;
+}
+
 function errorText(error: unknown): string {
   if (error === undefined || error === null) return "";
   if (typeof error === "string") return error;
@@ -160,6 +334,7 @@ function History({ jobId }: { jobId: string }) {
               <th>Scheduled for</th>
               <th>Attempt</th>
               <th>State</th>
+              <th>Dispatched</th>
               <th>Started</th>
               <th>Finished</th>
               <th>Worker</th>
@@ -179,10 +354,15 @@ function History({ jobId }: { jobId: string }) {
                   {e.throttledMs ? <div class="muted small">throttled {e.throttledMs} ms</div> : null}
                 </td>
                 <td>
+                  <Time iso={e.dispatchedAt} />
+                  {e.dispatchedBy ? <div class="muted small mono">by {e.dispatchedBy}</div> : null}
+                </td>
+                <td>
                   <Time iso={e.startedAt} />
                 </td>
                 <td>
                   <Time iso={e.finishedAt} />
+                  {e.finishedAt ? <div class="muted small">took {duration(e.startedAt, e.finishedAt)}</div> : null}
                 </td>
                 <td class="mono small">{e.workerId ?? "—"}</td>
                 <td class="small error-text">{errorText(e.error)}</td>
@@ -205,6 +385,7 @@ function History({ jobId }: { jobId: string }) {
 export function JobPage({ jobId }: { jobId: string }) {
   const job = useLoad((signal) => api<Job>("GET", `/v1/jobs/${encodeURIComponent(jobId)}`, { signal }), [jobId], 3000);
   const [message, setMessage] = useState<string | undefined>(undefined);
+  const [editing, setEditing] = useState(false);
   const j = job.data;
   return (
     <>
@@ -233,6 +414,24 @@ export function JobPage({ jobId }: { jobId: string }) {
             <p class="notice" role="status">
               {message}
             </p>
+          ) : null}
+          {typeof j.schedule.cron === "string" && !ENDED.has(j.state) ? (
+            <div class="edit-box">
+              <button type="button" class="link" aria-expanded={editing} onClick={() => setEditing(!editing)}>
+                {editing ? "Close the schedule form" : "Edit schedule…"}
+              </button>
+              {editing ? (
+                <ScheduleEditor
+                  job={j}
+                  onSaved={(saved) => {
+                    setEditing(false);
+                    setMessage(`Schedule saved: version ${saved.version}`);
+                    job.reload();
+                  }}
+                  onConflict={job.reload}
+                />
+              ) : null}
+            </div>
           ) : null}
           <dl class="fields">
             <dt>Job id</dt>
@@ -268,6 +467,7 @@ export function JobPage({ jobId }: { jobId: string }) {
         </Section>
       ) : null}
       {j ? <SchedulePreview job={j} /> : null}
+      {j ? <RunLedger jobId={jobId} /> : null}
       <History jobId={jobId} />
     </>
   );

@@ -1,18 +1,23 @@
-// Overview: what is waiting and running now, per tenant and per pool
-// (GET /v1/stats, a worker or admin key), and a chart of the totals over the
-// last hour, sampled every 5 s while the page is open. Start lag, throughput
-// and failure charts need a history the API does not serve yet.
+// Overview: what is waiting and running now (GET /v1/stats, every 5 s), and
+// the last hour by the minute, per pool or per tenant (GET
+// /v1/stats/history, every 10 s, as often as the nodes add to it): start-lag
+// percentiles, throughput, failures and queue depth. Times are the
+// browser's, with UTC on hover.
 
-import { useEffect, useState } from "preact/hooks";
-import { api, type Counts, type Stats } from "../api";
+import { useMemo, useState } from "preact/hooks";
+import { api, type Counts, type Stats, type StatsHistory, type StatsSeries } from "../api";
 import { Chart } from "../chart";
 import { ErrorBox, Section, useLoad } from "../components";
+import { may, useSession } from "../session";
 
-const SAMPLE_MS = 5000;
+const STATS_MS = 5000;
+const HISTORY_MS = 10_000;
 const WINDOW_S = 3600;
+/** The busiest series drawn; a chart of more lines reads as noise. */
+const MAX_LINES = 8;
+const PALETTE = ["#2563eb", "#d98e04", "#16a34a", "#dc2626", "#7c3aed", "#0891b2", "#be185d", "#4b5563"];
 
-/** Samples kept across page changes (this tab only): [t (s), pending, queued, running]. */
-const samples: [number, number, number, number][] = [];
+type Percentile = "p50" | "p90" | "p99";
 
 function total(stats: Stats): Counts {
   const sum = { pending: 0, queued: 0, running: 0 };
@@ -51,21 +56,72 @@ function CountsTable({ label, rows, testId }: { label: string; rows: Record<stri
   );
 }
 
+/** The keys with the most attempts started in the window, at most MAX_LINES, by name. */
+function busiest(history: StatsHistory): string[] {
+  const activity = (s: StatsSeries) =>
+    s.started.reduce((a, b) => a + b, 0) + s.failed.reduce((a, b) => a + b, 0) + Math.max(0, ...s.queued.map((n) => n ?? 0));
+  return Object.entries(history.series)
+    .sort(([a, x], [b, y]) => activity(y) - activity(x) || a.localeCompare(b))
+    .slice(0, MAX_LINES)
+    .map(([key]) => key)
+    .sort();
+}
+
+function HistoryChart({
+  history,
+  keys,
+  title,
+  pick,
+}: {
+  history: StatsHistory;
+  keys: string[];
+  title: string;
+  pick: (s: StatsSeries) => (number | null)[];
+}) {
+  const data = useMemo(() => [history.minutes.map((m) => Date.parse(m) / 1000), ...keys.map((k) => pick(history.series[k]!))], [history, keys, pick]);
+  return (
+    <Chart title={title} data={data} windowSeconds={WINDOW_S} series={keys.map((label, i) => ({ label, stroke: PALETTE[i % PALETTE.length]! }))} />
+  );
+}
+
+function Choice<T extends string>({ value, options, onChange, label }: { value: T; options: readonly T[]; onChange: (v: T) => void; label: string }) {
+  return (
+    <label class="muted">
+      {label}{" "}
+      <select value={value} onChange={(e) => onChange((e.target as HTMLSelectElement).value as T)} data-testid={`overview-${label.toLowerCase()}`}>
+        {options.map((o) => (
+          <option key={o} value={o}>
+            {o}
+          </option>
+        ))}
+      </select>
+    </label>
+  );
+}
+
+const pickers = {
+  started: (s: StatsSeries) => s.started,
+  failed: (s: StatsSeries) => s.failed,
+  queued: (s: StatsSeries) => s.queued,
+  p50: (s: StatsSeries) => s.startLagMs.p50,
+  p90: (s: StatsSeries) => s.startLagMs.p90,
+  p99: (s: StatsSeries) => s.startLagMs.p99,
+};
+
 export function OverviewPage() {
-  const stats = useLoad((signal) => api<Stats>("GET", "/v1/stats", { signal }), [], SAMPLE_MS);
-  const [series, setSeries] = useState<number[][]>([[], [], [], []]);
-  useEffect(() => {
-    if (!stats.data) return;
-    const now = Date.now() / 1000;
-    const t = total(stats.data);
-    samples.push([now, t.pending, t.queued, t.running]);
-    while (samples.length > 0 && samples[0]![0] < now - WINDOW_S) samples.shift();
-    setSeries([samples.map((s) => s[0]), samples.map((s) => s[1]), samples.map((s) => s[2]), samples.map((s) => s[3])]);
-  }, [stats.data]);
+  const who = useSession();
+  // Per tenant only for a key that sees every tenant; a tenant's key has one.
+  const [by, setBy] = useState<"pool" | "tenant">("pool");
+  const [percentile, setPercentile] = useState<Percentile>("p90");
+  const stats = useLoad((signal) => api<Stats>("GET", "/v1/stats", { signal }), [], STATS_MS);
+  const history = useLoad((signal) => api<StatsHistory>("GET", "/v1/stats/history", { signal, query: { by } }), [by], HISTORY_MS);
+  const keys = useMemo(() => (history.data ? busiest(history.data) : []), [history.data]);
   const t = stats.data ? total(stats.data) : undefined;
+  const byChoice = may(who, "tenants") || who.tenantId === "*" ? (["pool", "tenant"] as const) : (["pool"] as const);
+  const shown = Object.keys(history.data?.series ?? {}).length;
   return (
     <>
-      <ErrorBox error={stats.error} />
+      <ErrorBox error={stats.error ?? history.error} />
       {t ? (
         <div class="tiles" data-testid="overview-tiles">
           <div class="tile">
@@ -82,23 +138,38 @@ export function OverviewPage() {
           </div>
         </div>
       ) : null}
-      <Section title="Queue depth, last hour">
-        <Chart
-          title="executions (sampled every 5 s while this page is open)"
-          data={series}
-          windowSeconds={WINDOW_S}
-          series={[
-            { label: "pending", stroke: "#8a8f98" },
-            { label: "queued", stroke: "#d98e04" },
-            { label: "running", stroke: "#2563eb" },
-          ]}
-        />
+      <Section
+        title="Last hour, by the minute"
+        actions={
+          <>
+            <Choice label="By" value={by} options={byChoice} onChange={setBy} />
+            <Choice label="Lag" value={percentile} options={["p50", "p90", "p99"] as const} onChange={setPercentile} />
+          </>
+        }
+      >
+        {history.data && keys.length > 0 ? (
+          <div class="charts" data-testid="overview-charts">
+            <HistoryChart history={history.data} keys={keys} title={`Start lag ${percentile} (ms)`} pick={pickers[percentile]} />
+            <HistoryChart history={history.data} keys={keys} title="Attempts started per minute" pick={pickers.started} />
+            <HistoryChart history={history.data} keys={keys} title="Attempts failed per minute" pick={pickers.failed} />
+            <HistoryChart history={history.data} keys={keys} title="Queued (sampled)" pick={pickers.queued} />
+            {shown > keys.length ? (
+              <p class="muted">
+                The {keys.length} busiest of {shown} {by}s are drawn.
+              </p>
+            ) : null}
+          </div>
+        ) : history.data ? (
+          <p class="muted empty">No work in the last hour.</p>
+        ) : null}
       </Section>
       {stats.data ? (
         <>
-          <Section title="By tenant">
-            <CountsTable label="Tenant" rows={stats.data.tenants} testId="tenants-table" />
-          </Section>
+          {may(who, "tenants") || who.tenantId === "*" ? (
+            <Section title="By tenant">
+              <CountsTable label="Tenant" rows={stats.data.tenants} testId="tenants-table" />
+            </Section>
+          ) : null}
           <Section title="By pool">
             <CountsTable label="Pool" rows={stats.data.pools} testId="pools-table" />
           </Section>

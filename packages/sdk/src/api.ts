@@ -228,6 +228,8 @@ export interface LeasedExecution {
   scheduledFor: string;
   leaseUntil: string;
   timeoutSeconds: number;
+  /** The W3C traceparent of the job's create span, when the server traces (`--tracing`); the Worker runs the handler in a child span of it. */
+  traceparent?: string;
 }
 
 /** The answer to one complete or fail item; status mirrors the single call's HTTP status. */
@@ -263,6 +265,34 @@ export interface PoolStats {
 export interface Stats {
   pools: Record<string, PoolStats>;
   tenants: Record<string, PoolStats>;
+}
+
+/** GET /v1/stats/history: per-minute figures since `since` (default an hour ago, at most a day), summed per pool or per tenant. */
+export interface StatsHistoryQuery {
+  since?: string;
+  by?: "pool" | "tenant";
+}
+
+/** One pool's or tenant's figures, each array aligned with StatsHistory.minutes. */
+export interface StatsSeries {
+  /** Attempts leased (started), succeeded, and failed (a timeout counts as a failure); dead: failures that dead-lettered. */
+  started: number[];
+  succeeded: number[];
+  failed: number[];
+  dead: number[];
+  /** Start lag (ready to leased) percentiles of the minute's attempts, from a histogram; null when none started. */
+  startLagMs: { p50: (number | null)[]; p90: (number | null)[]; p99: (number | null)[] };
+  /** The counts of GET /v1/stats as sampled in the minute; null when no node sampled it. */
+  pending: (number | null)[];
+  queued: (number | null)[];
+  running: (number | null)[];
+}
+
+export interface StatsHistory {
+  by: "pool" | "tenant";
+  /** The minutes' starts (RFC 3339, UTC), oldest first, the current one last. */
+  minutes: string[];
+  series: Record<string, StatsSeries>;
 }
 
 export interface BatchCreateItem extends JobSpec {
@@ -398,6 +428,15 @@ export interface ApiKeyInfo {
   createdAt: string;
   /** null while the key is active. */
   revokedAt: string | null;
+}
+
+/** GET /v1/whoami: the caller's key as the server sees it. */
+export interface WhoAmI {
+  role: Role;
+  /** The key's tenant; "*" for a platform key. */
+  tenantId: string;
+  /** A stored key's id ("ak_…"), a configured key's "key_" + 12 hex digits of its SHA-256, or null without keys (development mode). */
+  keyId: string | null;
 }
 
 /** The answer to POST /v1/keys: the only time the secret `key` is shown. */

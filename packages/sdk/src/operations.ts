@@ -40,6 +40,8 @@ import type {
   ErrorRecord,
   ExecutionItem,
   ExecutionsQuery,
+  StatsHistory,
+  StatsHistoryQuery,
   FailItem,
   FailResponse,
   HeartbeatRequest,
@@ -65,6 +67,7 @@ import type {
   TargetStatus,
   TenantLimits,
   TenantLimitsRequest,
+  WhoAmI,
 } from "./api.js";
 
 export type HttpMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
@@ -145,7 +148,8 @@ export type RequestSchemaName =
   | "tenantLimitsBody"
   | "replayDeadLettersBody"
   | "replayIdParams"
-  | "executionsQuery";
+  | "executionsQuery"
+  | "statsHistoryQuery";
 
 /** Names of the answer schemas in the server's core/schemas.ts (RESPONSE_SCHEMAS). */
 export type ResponseSchemaName =
@@ -174,7 +178,9 @@ export type ResponseSchemaName =
   | "tenantLimits"
   | "deadLetterReplay"
   | "deadLetterReplayPage"
-  | "possibleDuplicatePage";
+  | "possibleDuplicatePage"
+  | "whoami"
+  | "statsHistory";
 
 export type OperationTag = "jobs" | "workers" | "dead-letters" | "operations" | "keys" | "tenants" | "schedules";
 
@@ -665,6 +671,19 @@ export const OPERATIONS = {
     retry: true,
   }),
 
+  /** GET /v1/stats/history: per-minute throughput, failures, start lag and queue depth, per pool or per tenant (the dashboard's Overview). */
+  statsHistory: operation({
+    method: "GET",
+    path: "/v1/stats/history",
+    summary: "Per-minute throughput, failures, start-lag percentiles and queue depth per pool or per tenant",
+    tag: "workers",
+    roles: ["worker"],
+    acrossTenants: true,
+    ...byQuery<StatsHistoryQuery>("statsHistoryQuery"),
+    ...json<StatsHistory>("statsHistory"),
+    retry: true,
+  }),
+
   // ------------------------------------------------------------ dead letters and operations
 
   /** GET /v1/dead-letters: dead executions with their payload and last error. */
@@ -857,6 +876,19 @@ export const OPERATIONS = {
     body: "emptyBody",
     bodyOptional: true,
     ...noContent,
+    retry: true,
+  }),
+
+  /** GET /v1/whoami (any valid key): the caller's role, tenant and key id, so a user interface shows only what the key may use. */
+  whoami: operation({
+    method: "GET",
+    path: "/v1/whoami",
+    summary: "The calling key's role, tenant and key id",
+    tag: "keys",
+    roles: ["client", "worker"],
+    acrossTenants: true,
+    ...bare,
+    ...json<WhoAmI>("whoami"),
     retry: true,
   }),
 

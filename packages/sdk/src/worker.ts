@@ -26,6 +26,7 @@ import { DuetimeClient, type ClientOptions } from "./client.js";
 import { AttemptAbortedError, DuetimeApiError, coerceError, hasErrorCode, type AbortReason } from "./errors.js";
 import type { WorkerEvent, WorkerState } from "./events.js";
 import { rejectUnknownOptions, requireInteger } from "./options.js";
+import { traced } from "./tracing.js";
 
 export interface HandlerContext {
   /** Aborted when the attempt is lost (409 LEASE_LOST), cancelled, or past its timeoutSeconds; signal.reason is an AttemptAbortedError. */
@@ -347,8 +348,10 @@ export class Worker {
       workerId: this.workerId,
       heartbeat: () => this.heartbeatNow(run),
     };
+    // A traced job's handler runs in a child span of the job's create span (tracing.ts).
+    const handle = () => this.handler(job, ctx);
     Promise.resolve()
-      .then(() => this.handler(job, ctx))
+      .then(() => (job.traceparent === undefined ? handle() : traced(job, this.pool, this.workerId, handle)))
       .then(
         (result) => this.finish(run, { ok: true, result }),
         (error: unknown) => this.finish(run, { ok: false, error }),

@@ -25,8 +25,10 @@ import type {
 } from "../store.js";
 import { acquireShards, heartbeat, leave, listShards, liveNodes, releaseShards } from "./cluster.js";
 import { checkSchemaName } from "../names.js";
-import { TENANT_LIMIT_COLUMNS, toApiKey, toTenantLimits } from "../rows.js";
-import { clientConfig, createPool, one, type PoolOptions, rows, transaction } from "./db.js";
+import { countHour, type CountRow, countsSql, toPoolCounts } from "../ready-counts.js";
+import { fromWorkloadRow, WORKLOAD_COLUMNS, workloadJson, workloadUpsertSql } from "../workload-minutes.js";
+import { TENANT_LIMIT_COLUMNS, toApiKey, toTenantLimits, withTraceParent } from "../rows.js";
+import { clientConfig, createPool, executionKey, one, type PoolOptions, rows, transaction } from "./db.js";
 import { createExecutions, dispatch } from "./dispatch.js";
 import { rethrowPostgresError } from "./errors.js";
 import { appendAudit, deadLetters, history, inWindow, replay } from "./history.js";
@@ -37,6 +39,9 @@ import { createAhead, dropEnded } from "./partitions.js";
 import { migrate } from "./schema.js";
 import { cancelReplay, claimReplays, createReplay, getReplay, listReplays, stepReplay } from "./replays.js";
 import { chunkSignals, NOTIFY_SQL, PgSignals } from "./signals.js";
+
+/** Classid of the counters' fold lock (pg_try_advisory_xact_lock(classid, objid)): "cnts". */
+const COUNTS_LOCK = 0x636e7473;
 
 export interface PostgresStoreOptions {
   /** postgres://user:password@host:port/database */
@@ -173,21 +178,26 @@ class PostgresStore implements Store {
     if (shards.length === 0) return [];
     const loaded = await rows(
       this.pool,
-      `SELECT d.job_id, d.tenant_id, d.shard, d.scheduled_for, d.due_at, j.kind, j.schedule
+      `SELECT d.job_id, d.tenant_id, d.shard, d.scheduled_for, d.due_at, j.kind, j.schedule, j.trace_parent
        FROM due d JOIN jobs j ON j.id = d.job_id
        WHERE d.due_at <= $1 AND d.shard = ANY($2::int[]) ORDER BY d.due_at LIMIT $3`,
       [before, shards, limit],
       "due_load",
     );
-    return loaded.map((r) => ({
-      jobId: r.job_id as string,
-      tenantId: r.tenant_id as string,
-      shard: r.shard as number,
-      scheduledFor: r.scheduled_for as number,
-      dueAt: r.due_at as number,
-      kind: r.kind as "once" | "cron",
-      schedule: r.schedule as LoadedDueEntry["schedule"],
-    }));
+    return loaded.map((r) =>
+      withTraceParent<LoadedDueEntry>(
+        {
+          jobId: r.job_id as string,
+          tenantId: r.tenant_id as string,
+          shard: r.shard as number,
+          scheduledFor: r.scheduled_for as number,
+          dueAt: r.due_at as number,
+          kind: r.kind as "once" | "cron",
+          schedule: r.schedule as LoadedDueEntry["schedule"],
+        },
+        r.trace_parent,
+      ),
+    );
   }
 
   async dispatchMany(p: StoreParams<"dispatchMany">) {
@@ -345,25 +355,67 @@ class PostgresStore implements Store {
     return listShards(this.pool);
   }
 
-  async poolCounts(p: StoreParams<"poolCounts">) {
-    const counted = await rows(
+  async executionTraceParents(p: { executionIds: readonly string[] }): Promise<Map<string, string>> {
+    const keys = p.executionIds.flatMap((id) => executionKey(id) ?? []);
+    if (keys.length === 0) return new Map();
+    const found = await rows<{ id: string; trace_parent: string }>(
       this.pool,
-      `SELECT tenant_id, pool,
-         count(*) FILTER (WHERE state = 'READY' AND ready_at > $1) AS pending,
-         count(*) FILTER (WHERE state = 'READY' AND ready_at <= $1) AS queued,
-         count(*) FILTER (WHERE state = 'RUNNING') AS running
-       FROM executions
-       WHERE state IN ('READY', 'RUNNING') AND ($2::text IS NULL OR tenant_id = $2) AND ($3::text IS NULL OR pool = $3)
-       GROUP BY tenant_id, pool`,
-      [p.now, p.tenantId ?? null, p.pool ?? null],
+      `SELECT e.id, e.trace_parent FROM executions e JOIN unnest($1::text[], $2::bigint[]) AS x(job_id, scheduled_for)
+         ON e.job_id = x.job_id AND e.scheduled_for = x.scheduled_for WHERE e.trace_parent IS NOT NULL`,
+      [keys.map((k) => k.jobId), keys.map((k) => k.scheduledFor)],
     );
-    return counted.map((r) => ({
-      tenantId: r.tenant_id as string,
-      pool: r.pool as string,
-      pending: r.pending as number,
-      queued: r.queued as number,
-      running: r.running as number,
-    }));
+    return new Map(found.map((r) => [r.id, r.trace_parent]));
+  }
+
+  async poolCounts(p: StoreParams<"poolCounts">) {
+    const { hour, from } = countHour(p.now);
+    const types = { tenant: "$1::text", pool: "$2::text", hour: "$3::bigint", from: "$4::bigint", now: "$5::bigint" } as const;
+    const buckets = "(SELECT * FROM ready_counts UNION ALL SELECT * FROM ready_count_deltas)";
+    const found = await rows<CountRow>(
+      this.pool,
+      countsSql(buckets, (name) => types[name]),
+      [p.tenantId ?? null, p.pool ?? null, hour, from, p.now],
+    );
+    return toPoolCounts(found, p.now);
+  }
+
+  async executionCountsFold(): Promise<void> {
+    await transaction(this.pool, async (c) => {
+      // One node at a time: the others find the deltas being folded and have nothing to add.
+      const got = await one<{ got: boolean }>(c, "SELECT pg_try_advisory_xact_lock($1, hashtext($2)) AS got", [COUNTS_LOCK, this.schema]);
+      if (!got?.got) return;
+      await c.query(
+        `WITH moved AS (DELETE FROM ready_count_deltas RETURNING *)
+         INSERT INTO ready_counts AS c (tenant_id, pool, priority, hour, n)
+           SELECT tenant_id, pool, priority, hour, sum(n) FROM moved GROUP BY 1, 2, 3, 4
+         ON CONFLICT (tenant_id, pool, priority, hour) DO UPDATE SET n = c.n + EXCLUDED.n`,
+      );
+      await c.query("DELETE FROM ready_counts WHERE n = 0");
+    });
+  }
+
+  async workloadAdd(p: StoreParams<"workloadAdd">): Promise<void> {
+    if (p.records.length === 0) return;
+    const record = WORKLOAD_COLUMNS.map(([c, type]) => `${c} ${type}`).join(", ");
+    await rows(this.pool, workloadUpsertSql(`jsonb_to_recordset($1::jsonb) AS r(${record})`), [workloadJson(p.records)]);
+  }
+
+  async workloadMinutes(p: StoreParams<"workloadMinutes">) {
+    const found = await rows(
+      this.pool,
+      "SELECT * FROM workload_minutes WHERE minute >= $1 AND ($2::text IS NULL OR tenant_id = $2) ORDER BY minute, tenant_id, pool",
+      [p.from, p.tenantId ?? null],
+    );
+    return found.map(fromWorkloadRow);
+  }
+
+  async workloadPurge(p: StoreParams<"workloadPurge">): Promise<number> {
+    const gone = await one<{ n: number }>(
+      this.pool,
+      "WITH d AS (DELETE FROM workload_minutes WHERE minute < $1 RETURNING 1) SELECT count(*)::int AS n FROM d",
+      [p.before],
+    );
+    return gone?.n ?? 0;
   }
 
   async auditList(p: StoreParams<"auditList">) {

@@ -18,11 +18,16 @@ import { insertExecutions, type NewExecution } from "./dispatch.js";
  * A job with its next occurrence (store.ts JobRecord.nextRunAt): a recurring
  * job's due entry; a one-off's pending execution that is ready first.
  */
+// A one-off's next run is read by its job's primary-key range. Its state is
+// compared as an expression so that no partial index of READY rows matches:
+// with statistics not yet analysed after a bulk load, the planner chose a
+// bitmap of every READY row for each job (22 ms a job, 1.1 s a page of 50
+// with a million one-offs) over the job's own range (0.6 ms the page).
 const JOB_WITH_NEXT = `SELECT j.*, coalesce(d.scheduled_for, p.scheduled_for) AS next_run_at, coalesce(d.due_at, p.ready_at) AS next_due_at
   FROM jobs j LEFT JOIN due d ON d.job_id = j.id
   LEFT JOIN LATERAL (
     SELECT x.scheduled_for, x.ready_at FROM executions x
-    WHERE j.kind = 'once' AND x.job_id = j.id AND x.state = '${NOT_STARTED.waiting}' AND x.attempt = ${NOT_STARTED.attempt}
+    WHERE j.kind = 'once' AND x.job_id = j.id AND x.state || '' = '${NOT_STARTED.waiting}' AND x.attempt = ${NOT_STARTED.attempt}
     ORDER BY x.ready_at LIMIT 1) p ON true`;
 
 export async function getJob(db: Db, tenantId: string, jobId: string): Promise<JobRecord | null> {
@@ -144,12 +149,12 @@ async function insertJobs(c: pg.PoolClient, created: NewJob[]): Promise<void> {
   await c.query({
     name: "jobs_insert",
     text: `INSERT INTO jobs (id, tenant_id, shard, kind, name, state, target, pool, payload, schedule, retry,
-       timeout_seconds, priority, version, created_at, updated_at)
+       timeout_seconds, priority, version, created_at, updated_at, trace_parent)
      SELECT id, tenant_id, shard, kind, name, state, target::jsonb, pool, payload::jsonb, schedule::jsonb, retry::jsonb,
-       timeout_seconds, priority, 1, created_at, created_at
+       timeout_seconds, priority, 1, created_at, created_at, trace_parent
      FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
-       $10::text[], $11::text[], $12::float8[], $13::int[], $14::bigint[])
-       AS x(id, tenant_id, shard, kind, name, state, target, pool, payload, schedule, retry, timeout_seconds, priority, created_at)`,
+       $10::text[], $11::text[], $12::float8[], $13::int[], $14::bigint[], $15::text[])
+       AS x(id, tenant_id, shard, kind, name, state, target, pool, payload, schedule, retry, timeout_seconds, priority, created_at, trace_parent)`,
     values: [
       col((nj) => nj.job.jobId),
       col((nj) => nj.job.tenantId),
@@ -165,6 +170,7 @@ async function insertJobs(c: pg.PoolClient, created: NewJob[]): Promise<void> {
       col((nj) => nj.job.timeoutSeconds),
       col((nj) => nj.job.priority),
       col((nj) => nj.job.createdAt),
+      col((nj) => nj.traceParent ?? null),
     ],
   });
   const due = created.filter((nj) => nj.due !== null);

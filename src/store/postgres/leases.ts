@@ -20,6 +20,7 @@ import {
 import { LANES_PER_PICK, NO_WORK } from "../../core/fair-share.js";
 import { jobChangeAfterExecution } from "../../core/states.js";
 import type { AckOutcome, CompleteInput, FailInput, LeasedRow, LeaseParams, PossibleDuplicateMark, PossibleDuplicateRow } from "../store.js";
+import { withTraceParent } from "../rows.js";
 import { toPossibleDuplicate } from "../replays.js";
 import { HTTP_POOL } from "../store.js";
 import { changeJobs } from "./changes.js";
@@ -86,7 +87,7 @@ FROM picked, t
 WHERE e.job_id = ANY(ARRAY(SELECT job_id FROM picked)) AND e.scheduled_for = ANY(ARRAY(SELECT scheduled_for FROM picked))
   AND e.job_id = picked.job_id AND e.scheduled_for = picked.scheduled_for
 RETURNING e.id, e.tenant_id, e.job_id, e.name, e.attempt, e.attempt_base, e.payload, e.scheduled_for, e.lease_until, e.timeout_ms, e.target,
-  e.priority, e.ready_at`;
+  e.priority, e.ready_at, e.trace_parent`;
 
 /**
  * A lease of one tenant's work ($7): the claim and the grant in one
@@ -263,20 +264,25 @@ export async function lease(db: Db, p: LeaseParams): Promise<LeasedRow[]> {
       (a.ready_at as number) - (b.ready_at as number) ||
       ((a.id as string) < (b.id as string) ? -1 : 1),
   );
-  return granted.map((r) => ({
-    executionId: r.id as string,
-    tenantId: r.tenant_id as string,
-    jobId: r.job_id as string,
-    name: r.name as string,
-    attempt: r.attempt as number,
-    retry: (r.attempt as number) - (r.attempt_base as number) > 1,
-    payload: r.payload ?? null,
-    scheduledFor: r.scheduled_for as number,
-    leaseUntil: r.lease_until as number,
-    timeoutSeconds: (r.timeout_ms as number) / 1000,
-    // Only the HTTP runner needs the target; queue workers never see it.
-    target: p.pool === HTTP_POOL ? (r.target as LeasedRow["target"]) : { type: "queue", pool: p.pool },
-  }));
+  return granted.map((r) =>
+    withTraceParent<LeasedRow>(
+      {
+        executionId: r.id as string,
+        tenantId: r.tenant_id as string,
+        jobId: r.job_id as string,
+        name: r.name as string,
+        attempt: r.attempt as number,
+        retry: (r.attempt as number) - (r.attempt_base as number) > 1,
+        payload: r.payload ?? null,
+        scheduledFor: r.scheduled_for as number,
+        leaseUntil: r.lease_until as number,
+        timeoutSeconds: (r.timeout_ms as number) / 1000,
+        // Only the HTTP runner needs the target; queue workers never see it.
+        target: p.pool === HTTP_POOL ? (r.target as LeasedRow["target"]) : { type: "queue", pool: p.pool },
+      },
+      r.trace_parent,
+    ),
+  );
 }
 
 export async function heartbeat(db: Db, p: { tenantId: string | null; executionId: string; attempt: number; leaseMs?: number; now?: number }) {
@@ -354,13 +360,13 @@ export async function possibleDuplicates(
 async function states(
   db: Db,
   items: readonly { executionId: string; tenantId: string | null }[],
-): Promise<({ state: string; attempt: number; tenant_id: string } | undefined)[]> {
+): Promise<({ state: string; attempt: number; tenant_id: string; pool: string } | undefined)[]> {
   const keys = items.map((i) => executionKey(i.executionId));
   const known = items.flatMap((i, n) => (keys[n] ? [{ ...keys[n]!, tenantId: i.tenantId }] : []));
   if (known.length === 0) return items.map(() => undefined);
-  const found = await rows<{ id: string; tenant_id: string; state: string; attempt: number }>(
+  const found = await rows<{ id: string; tenant_id: string; pool: string; state: string; attempt: number }>(
     db,
-    `SELECT e.id, e.tenant_id, e.state, e.attempt FROM executions e
+    `SELECT e.id, e.tenant_id, e.pool, e.state, e.attempt FROM executions e
      JOIN unnest($1::text[], $2::bigint[], $3::text[]) AS x(job_id, scheduled_for, tenant_id)
        ON e.job_id = x.job_id AND e.scheduled_for = x.scheduled_for AND (x.tenant_id IS NULL OR e.tenant_id = x.tenant_id)`,
     [known.map((k) => k.jobId), known.map((k) => k.scheduledFor), known.map((k) => k.tenantId)],
@@ -407,7 +413,15 @@ export async function complete(db: Db, items: CompleteInput[], now: number | nul
     const done =
       batch.length === 0
         ? []
-        : await rows<{ id: string; job_id: string; tenant_id: string; kind: "once" | "cron" | null; now: number; dup_new: number | null }>(
+        : await rows<{
+            id: string;
+            job_id: string;
+            tenant_id: string;
+            pool: string;
+            kind: "once" | "cron" | null;
+            now: number;
+            dup_new: number | null;
+          }>(
             db,
             `WITH t AS (SELECT ${nowOr("$6")} AS now),
              x AS (SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::int[], $5::text[])
@@ -420,7 +434,7 @@ export async function complete(db: Db, items: CompleteInput[], now: number | nul
              FROM x, t
              WHERE e.job_id = x.job_id AND e.scheduled_for = x.scheduled_for AND (x.tenant_id IS NULL OR e.tenant_id = x.tenant_id)
                AND e.attempt = x.attempt AND ${LEASE_HELD}
-             RETURNING e.id, e.job_id, e.tenant_id, (SELECT kind FROM jobs WHERE jobs.id = e.job_id) AS kind, t.now,
+             RETURNING e.id, e.job_id, e.tenant_id, e.pool, (SELECT kind FROM jobs WHERE jobs.id = e.job_id) AS kind, t.now,
                CASE WHEN e.dup_reason = 'expired_then_succeeded' AND e.dup_at = t.now AND e.dup_attempt = e.expired_attempt
                  THEN e.dup_attempt END AS dup_new`,
             [
@@ -439,7 +453,7 @@ export async function complete(db: Db, items: CompleteInput[], now: number | nul
       done.map((d) => ({ jobId: d.job_id, change: d.kind ? jobChangeAfterExecution(d.kind, "SUCCEEDED") : null })),
       done[0]?.now ?? now,
     );
-    const succeeded = new Map(done.map((d) => [d.id, d.tenant_id]));
+    const succeeded = new Map(done.map((d) => [d.id, d]));
     const missed = round.filter((i) => !succeeded.has(items[i]!.executionId));
     const found = await states(
       db,
@@ -447,13 +461,15 @@ export async function complete(db: Db, items: CompleteInput[], now: number | nul
     );
     const duplicates = new Map(done.flatMap((d) => (d.dup_new !== null ? [[d.id, d.dup_new] as const] : [])));
     for (const i of round) {
-      const tenantId = succeeded.get(items[i]!.executionId);
+      const row = succeeded.get(items[i]!.executionId);
       const dup = duplicates.get(items[i]!.executionId);
-      if (tenantId !== undefined)
+      if (row !== undefined) {
+        const { tenant_id: tenantId, pool } = row;
         out[i] =
           dup !== undefined
-            ? { status: "ok", state: "SUCCEEDED", tenantId, possibleDuplicate: { tenantId, attempt: dup, reason: "expired_then_succeeded" } }
-            : { status: "ok", state: "SUCCEEDED", tenantId };
+            ? { status: "ok", state: "SUCCEEDED", pool, tenantId, possibleDuplicate: { tenantId, attempt: dup, reason: "expired_then_succeeded" } }
+            : { status: "ok", state: "SUCCEEDED", pool, tenantId };
+      }
     }
     const lostItems = missed.filter((i, n) => {
       const e = found[n];
@@ -467,7 +483,8 @@ export async function complete(db: Db, items: CompleteInput[], now: number | nul
     missed.forEach((i, n) => {
       const e = found[n];
       if (!e) out[i] = { status: "not_found" };
-      else if (e.state === "SUCCEEDED" && e.attempt === items[i]!.attempt) out[i] = { status: "ok", state: "SUCCEEDED", tenantId: e.tenant_id };
+      else if (e.state === "SUCCEEDED" && e.attempt === items[i]!.attempt)
+        out[i] = { status: "ok", state: "SUCCEEDED", pool: e.pool, tenantId: e.tenant_id };
       else out[i] = lostAnswer(marked, items[i]!);
     });
   }

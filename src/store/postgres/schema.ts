@@ -293,6 +293,104 @@ ALTER TABLE executions ADD COLUMN expired_attempt integer;
 CREATE INDEX executions_possible_duplicate ON executions (tenant_id, dup_at DESC, id DESC) WHERE dup_at IS NOT NULL;
 `,
   },
+  {
+    version: 5,
+    sql: `
+-- READY executions counted as the rows change, per lane, priority and the
+-- hour their ready_at falls in (store.ts poolCounts): /v1/stats and the
+-- metrics read these few rows instead of every READY row, and count exactly
+-- only the due part of the current hour, an index range bounded by the
+-- queue. A counter row updated by every transaction would serialise them
+-- all on its lock, so the triggers only append deltas, one row per lane,
+-- priority and hour that a statement changed; executionCountsFold moves
+-- them into ready_counts, and a read adds what is not folded yet.
+CREATE TABLE ready_counts (
+  tenant_id text NOT NULL,
+  pool      text NOT NULL,
+  priority  integer NOT NULL,
+  hour      bigint NOT NULL,
+  n         bigint NOT NULL,
+  PRIMARY KEY (tenant_id, pool, priority, hour)
+);
+CREATE TABLE ready_count_deltas (
+  tenant_id text NOT NULL,
+  pool      text NOT NULL,
+  priority  integer NOT NULL,
+  hour      bigint NOT NULL,
+  n         bigint NOT NULL
+);
+
+INSERT INTO ready_counts (tenant_id, pool, priority, hour, n)
+  SELECT tenant_id, pool, priority, coalesce(ready_at, 0) / 3600000, count(*) FROM executions WHERE state = 'READY' GROUP BY 1, 2, 3, 4;
+
+CREATE FUNCTION executions_ready_count() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $fn$
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    INSERT INTO ready_count_deltas SELECT tenant_id, pool, priority, coalesce(ready_at, 0) / 3600000, count(*)
+      FROM fresh WHERE state = 'READY' GROUP BY 1, 2, 3, 4;
+  ELSIF TG_OP = 'DELETE' THEN
+    INSERT INTO ready_count_deltas SELECT tenant_id, pool, priority, coalesce(ready_at, 0) / 3600000, -count(*)
+      FROM gone WHERE state = 'READY' GROUP BY 1, 2, 3, 4;
+  ELSE
+    INSERT INTO ready_count_deltas SELECT tenant_id, pool, priority, hour, sum(n) FROM (
+        SELECT tenant_id, pool, priority, coalesce(ready_at, 0) / 3600000 AS hour, -1 AS n FROM gone WHERE state = 'READY'
+        UNION ALL
+        SELECT tenant_id, pool, priority, coalesce(ready_at, 0) / 3600000, 1 FROM fresh WHERE state = 'READY'
+      ) d GROUP BY 1, 2, 3, 4 HAVING sum(n) <> 0;
+  END IF;
+  RETURN NULL;
+END
+$fn$;
+CREATE TRIGGER executions_ready_count_insert AFTER INSERT ON executions
+  REFERENCING NEW TABLE AS fresh FOR EACH STATEMENT EXECUTE FUNCTION executions_ready_count();
+CREATE TRIGGER executions_ready_count_update AFTER UPDATE ON executions
+  REFERENCING OLD TABLE AS gone NEW TABLE AS fresh FOR EACH STATEMENT EXECUTE FUNCTION executions_ready_count();
+CREATE TRIGGER executions_ready_count_delete AFTER DELETE ON executions
+  REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION executions_ready_count();
+
+-- The workload per minute, tenant and pool that GET /v1/stats/history reads
+-- (store/workload-minutes.ts): every node adds what it saw; the depth is the
+-- counts sampled in the minute. lag_0..lag_11 are a start-lag histogram
+-- (LAG_BOUNDS_MS). Kept a day.
+CREATE TABLE workload_minutes (
+  minute    bigint NOT NULL,
+  tenant_id text NOT NULL,
+  pool      text NOT NULL,
+  started   integer NOT NULL DEFAULT 0,
+  succeeded integer NOT NULL DEFAULT 0,
+  failed    integer NOT NULL DEFAULT 0,
+  dead      integer NOT NULL DEFAULT 0,
+  lag_0     integer NOT NULL DEFAULT 0,
+  lag_1     integer NOT NULL DEFAULT 0,
+  lag_2     integer NOT NULL DEFAULT 0,
+  lag_3     integer NOT NULL DEFAULT 0,
+  lag_4     integer NOT NULL DEFAULT 0,
+  lag_5     integer NOT NULL DEFAULT 0,
+  lag_6     integer NOT NULL DEFAULT 0,
+  lag_7     integer NOT NULL DEFAULT 0,
+  lag_8     integer NOT NULL DEFAULT 0,
+  lag_9     integer NOT NULL DEFAULT 0,
+  lag_10    integer NOT NULL DEFAULT 0,
+  lag_11    integer NOT NULL DEFAULT 0,
+  pending   integer,
+  queued    integer,
+  running   integer,
+  PRIMARY KEY (minute, tenant_id, pool)
+);
+CREATE INDEX workload_minutes_by_tenant ON workload_minutes (tenant_id, minute);
+`,
+  },
+  {
+    version: 6,
+    sql: `
+-- Tracing (engine/tracing.ts, on with --tracing): the W3C traceparent of the
+-- span that created the job; its executions copy it when they are written,
+-- so every later span of the job (dispatch, lease, HTTP call, complete) and
+-- the worker's handler reach the create span. NULL while tracing is off.
+ALTER TABLE jobs ADD COLUMN trace_parent text;
+ALTER TABLE executions ADD COLUMN trace_parent text;
+`,
+  },
 ];
 
 /** Classid of the migration lock (pg_advisory_xact_lock(classid, objid)): "duet". */

@@ -73,9 +73,11 @@ import { onStoreError } from "../faults.js";
 import { rethrowSqliteError } from "./errors.js";
 import { MIGRATIONS } from "./schema.js";
 import { nextIds, replaySlots, toPossibleDuplicate, toReplay } from "../replays.js";
+import { countHour, type CountRow, countsSql, toPoolCounts } from "../ready-counts.js";
+import { fromWorkloadRow, WORKLOAD_COLUMNS, type WorkloadMinute, workloadJson, workloadUpsertSql } from "../workload-minutes.js";
 import { heartbeat, leave, liveNodes, releaseShards } from "./nodes.js";
 import { SignalBus } from "./signals.js";
-import { TENANT_LIMIT_COLUMNS, toApiKey, toAttemptRow, toTenantLimits } from "../rows.js";
+import { TENANT_LIMIT_COLUMNS, toApiKey, toAttemptRow, toTenantLimits, withTraceParent } from "../rows.js";
 
 export interface SqliteStoreOptions {
   /** A file path, or ":memory:". */
@@ -275,7 +277,7 @@ class SqliteStore implements Store {
     return this.tx(() => jobs.map((j) => this.createOne(j, nodeId, now)));
   }
 
-  private createOne({ job, due, execution, idempotency }: NewJob, nodeId: string, now: number): JobCreateOutcome {
+  private createOne({ job, due, execution, idempotency, traceParent }: NewJob, nodeId: string, now: number): JobCreateOutcome {
     if (idempotency) {
       const prior = this.q("SELECT request_hash, job_id FROM idempotency_keys WHERE tenant_id = ? AND key = ?").get(job.tenantId, idempotency.key) as
         | { request_hash: string; job_id: string }
@@ -296,9 +298,9 @@ class SqliteStore implements Store {
     const pool = job.target.type === "queue" ? job.target.pool : HTTP_POOL;
     this.q(
       `INSERT INTO jobs (id, tenant_id, shard, kind, name, state, target, pool, payload, schedule, retry,
-         timeout_seconds, priority, version, created_at, updated_at)
+         timeout_seconds, priority, version, created_at, updated_at, trace_parent)
        VALUES (@id, @tenant, @shard, @kind, @name, @state, @target, @pool, @payload, @schedule, @retry,
-         @timeout, @priority, 1, @created, @created)`,
+         @timeout, @priority, 1, @created, @created, @traceParent)`,
     ).run({
       id: job.jobId,
       tenant: job.tenantId,
@@ -314,6 +316,7 @@ class SqliteStore implements Store {
       timeout: job.timeoutSeconds,
       priority: job.priority,
       created: job.createdAt,
+      traceParent: traceParent ?? null,
     });
     if (due) this.putDue(job.jobId, job.tenantId, job.shard, due);
     if (execution) this.insertExecutions([pendingRow(job.jobId, execution, false)], now, nodeId, { anyJobState: true });
@@ -451,7 +454,7 @@ class SqliteStore implements Store {
 
   async dueLoad({ shards, before, limit }: { shards: readonly number[]; before: number; limit: number }): Promise<LoadedDueEntry[]> {
     if (shards.length === 0) return [];
-    const cols = `d.job_id, d.tenant_id, d.shard, d.scheduled_for, d.due_at, j.kind, j.schedule`;
+    const cols = `d.job_id, d.tenant_id, d.shard, d.scheduled_for, d.due_at, j.kind, j.schedule, j.trace_parent`;
     const rows = (
       shards.length === SHARD_COUNT
         ? this.q(
@@ -463,15 +466,20 @@ class SqliteStore implements Store {
              WHERE d.due_at <= ? AND d.shard IN (SELECT value FROM json_each(?)) ORDER BY d.due_at LIMIT ?`,
           ).all(before, JSON.stringify(shards), limit)
     ) as Row[];
-    return rows.map((r) => ({
-      jobId: r.job_id as string,
-      tenantId: r.tenant_id as string,
-      shard: r.shard as number,
-      scheduledFor: r.scheduled_for as number,
-      dueAt: r.due_at as number,
-      kind: r.kind as "once" | "cron",
-      schedule: parse(r.schedule),
-    }));
+    return rows.map((r) =>
+      withTraceParent<LoadedDueEntry>(
+        {
+          jobId: r.job_id as string,
+          tenantId: r.tenant_id as string,
+          shard: r.shard as number,
+          scheduledFor: r.scheduled_for as number,
+          dueAt: r.due_at as number,
+          kind: r.kind as "once" | "cron",
+          schedule: parse(r.schedule),
+        },
+        r.trace_parent,
+      ),
+    );
   }
 
   async dispatchMany(p: { nodeId: string; epochs: ReadonlyMap<number, number>; now: number; items: DispatchItem[] }) {
@@ -557,11 +565,11 @@ class SqliteStore implements Store {
       this.q(
         `INSERT INTO executions (id, tenant_id, job_id, pool, name, scheduled_for, priority, state, max_attempts,
            backoff_seconds, max_backoff_seconds, retry_deadline_seconds, timeout_ms, ready_at, payload, target, dispatched_at, dispatched_by,
-           last_error, finished_at)
+           last_error, finished_at, trace_parent)
          SELECT x.value ->> 0, j.tenant_id, j.id, j.pool, j.name, x.value ->> 2, j.priority, x.value ->> 4,
            j.retry ->> '$.maxAttempts', j.retry ->> '$.backoffSeconds', j.retry ->> '$.maxBackoffSeconds', j.retry ->> '$.deadlineSeconds',
            CAST(round(j.timeout_seconds * 1000) AS INTEGER), x.value ->> 3, j.payload, j.target, @now, @node,
-           x.value ->> 5, CASE WHEN x.value ->> 4 = 'SKIPPED' THEN @now END
+           x.value ->> 5, CASE WHEN x.value ->> 4 = 'SKIPPED' THEN @now END, j.trace_parent
          FROM json_each(@items) x JOIN jobs j ON j.id = x.value ->> 1
          WHERE (@any = 1 OR (@tenant IS NULL AND j.state IN (SELECT value FROM json_each(@dispatching))) OR j.tenant_id = @tenant)
            AND (coalesce(x.value ->> 6, 0) = 0 OR NOT EXISTS (
@@ -661,7 +669,8 @@ class SqliteStore implements Store {
                throttled_ms = (SELECT max(0, @now - max(executions.ready_at, l.throttled_since)) FROM lanes l
                                WHERE l.pool = executions.pool AND l.tenant_id = executions.tenant_id)
              WHERE id IN (SELECT value FROM json_each(@ids))
-             RETURNING id, tenant_id, job_id, name, attempt, attempt_base, payload, scheduled_for, lease_until, timeout_ms, target, priority, ready_at`,
+             RETURNING id, tenant_id, job_id, name, attempt, attempt_base, payload, scheduled_for, lease_until, timeout_ms, target, priority, ready_at,
+               trace_parent`,
           ).all({ ids: JSON.stringify(ids), now, worker: p.workerId, leaseMs: p.leaseMs, grace: p.graceMs ?? 0 }) as Row[]);
     // After the grant: a lane's next READY row is one not granted now.
     const wakes = this.chargeRates(p.pool, gates, rows, now);
@@ -673,20 +682,33 @@ class SqliteStore implements Store {
         (a.ready_at as number) - (b.ready_at as number) ||
         ((a.id as string) < (b.id as string) ? -1 : 1),
     );
-    return rows.map((r) => ({
-      executionId: r.id as string,
-      tenantId: r.tenant_id as string,
-      jobId: r.job_id as string,
-      name: r.name as string,
-      attempt: r.attempt as number,
-      retry: (r.attempt as number) - (r.attempt_base as number) > 1,
-      payload: parse(r.payload),
-      scheduledFor: r.scheduled_for as number,
-      leaseUntil: r.lease_until as number,
-      timeoutSeconds: (r.timeout_ms as number) / 1000,
-      // Only the HTTP runner needs the target; queue workers never see it.
-      target: p.pool === HTTP_POOL ? parse(r.target) : { type: "queue", pool: p.pool },
-    }));
+    return rows.map((r) =>
+      withTraceParent<LeasedRow>(
+        {
+          executionId: r.id as string,
+          tenantId: r.tenant_id as string,
+          jobId: r.job_id as string,
+          name: r.name as string,
+          attempt: r.attempt as number,
+          retry: (r.attempt as number) - (r.attempt_base as number) > 1,
+          payload: parse(r.payload),
+          scheduledFor: r.scheduled_for as number,
+          leaseUntil: r.lease_until as number,
+          timeoutSeconds: (r.timeout_ms as number) / 1000,
+          // Only the HTTP runner needs the target; queue workers never see it.
+          target: p.pool === HTTP_POOL ? parse(r.target) : { type: "queue", pool: p.pool },
+        },
+        r.trace_parent,
+      ),
+    );
+  }
+
+  async executionTraceParents(p: { executionIds: readonly string[] }): Promise<Map<string, string>> {
+    if (p.executionIds.length === 0) return new Map();
+    const rows = this.q("SELECT id, trace_parent FROM executions WHERE id IN (SELECT value FROM json_each(?)) AND trace_parent IS NOT NULL").all(
+      JSON.stringify(p.executionIds),
+    ) as { id: string; trace_parent: string }[];
+    return new Map(rows.map((r) => [r.id, r.trace_parent]));
   }
 
   /** Up to max READY executions of one tenant's pool due by now, highest priority first, then earliest; `skip` are passed over. */
@@ -909,32 +931,35 @@ class SqliteStore implements Store {
        FROM (SELECT value ->> 0 AS id, value ->> 1 AS tenant, value ->> 2 AS attempt, value ->> 3 AS result FROM json_each(@input)) AS x
        WHERE executions.id = x.id AND (x.tenant IS NULL OR executions.tenant_id = x.tenant) AND executions.attempt = x.attempt
          AND executions.state = 'RUNNING' AND executions.lease_until >= @now
-       RETURNING executions.id AS id, executions.job_id AS job_id, executions.tenant_id AS tenant_id,
+       RETURNING executions.id AS id, executions.job_id AS job_id, executions.tenant_id AS tenant_id, executions.pool AS pool,
          (SELECT kind FROM jobs WHERE jobs.id = executions.job_id) AS kind,
          CASE WHEN executions.dup_reason = 'expired_then_succeeded' AND executions.dup_at = @now
            AND executions.dup_attempt = executions.expired_attempt THEN executions.dup_attempt END AS dup_new`,
-    ).all({ now, input }) as { id: string; job_id: string; tenant_id: string; kind: "once" | "cron"; dup_new: number | null }[];
+    ).all({ now, input }) as { id: string; job_id: string; tenant_id: string; pool: string; kind: "once" | "cron"; dup_new: number | null }[];
     // The succeeding attempt stays on the execution row (history reads it there).
     this.changeJobs(
       done.map((d) => ({ jobId: d.job_id, change: jobChangeAfterExecution(d.kind, "SUCCEEDED") })),
       now,
     );
-    const succeeded = new Map(done.map((d) => [d.id, d.tenant_id]));
+    const succeeded = new Map(done.map((d) => [d.id, d]));
     const duplicates = new Map(done.flatMap((d) => (d.dup_new !== null ? [[d.id, d.dup_new] as const] : [])));
     return items.map((item): AckOutcome => {
-      const tenantId = succeeded.get(item.executionId);
+      const row = succeeded.get(item.executionId);
       const dup = duplicates.get(item.executionId);
-      if (tenantId !== undefined && dup !== undefined) duplicates.delete(item.executionId);
-      if (tenantId !== undefined)
+      if (row !== undefined && dup !== undefined) duplicates.delete(item.executionId);
+      if (row !== undefined) {
+        const { tenant_id: tenantId, pool } = row;
         return dup !== undefined
-          ? { status: "ok", state: "SUCCEEDED", tenantId, possibleDuplicate: { tenantId, attempt: dup, reason: "expired_then_succeeded" } }
-          : { status: "ok", state: "SUCCEEDED", tenantId };
-      const e = this.q("SELECT state, attempt, tenant_id FROM executions WHERE id = @id AND (@tenant IS NULL OR tenant_id = @tenant)").get({
+          ? { status: "ok", state: "SUCCEEDED", pool, tenantId, possibleDuplicate: { tenantId, attempt: dup, reason: "expired_then_succeeded" } }
+          : { status: "ok", state: "SUCCEEDED", pool, tenantId };
+      }
+      const e = this.q("SELECT state, attempt, tenant_id, pool FROM executions WHERE id = @id AND (@tenant IS NULL OR tenant_id = @tenant)").get({
         id: item.executionId,
         tenant: item.tenantId,
       }) as Row | undefined;
       if (!e) return { status: "not_found" };
-      if (e.state === "SUCCEEDED" && e.attempt === item.attempt) return { status: "ok", state: "SUCCEEDED", tenantId: e.tenant_id as string };
+      if (e.state === "SUCCEEDED" && e.attempt === item.attempt)
+        return { status: "ok", state: "SUCCEEDED", pool: e.pool as string, tenantId: e.tenant_id as string };
       return this.lostOrNotFound(item, now);
     });
   }
@@ -1365,22 +1390,36 @@ class SqliteStore implements Store {
   }
 
   async poolCounts(p: { tenantId?: string; pool?: string; now: number }): Promise<PoolCounts[]> {
-    const rows = this.q(
-      `SELECT tenant_id, pool,
-         sum(state = 'READY' AND ready_at > @now) AS pending,
-         sum(state = 'READY' AND ready_at <= @now) AS queued,
-         sum(state = 'RUNNING') AS running
-       FROM executions
-       WHERE state IN ('READY', 'RUNNING') AND (@tenant IS NULL OR tenant_id = @tenant) AND (@pool IS NULL OR pool = @pool)
-       GROUP BY tenant_id, pool`,
-    ).all({ now: p.now, tenant: p.tenantId ?? null, pool: p.pool ?? null }) as Row[];
-    return rows.map((r) => ({
-      tenantId: r.tenant_id as string,
-      pool: r.pool as string,
-      pending: Number(r.pending),
-      queued: Number(r.queued),
-      running: Number(r.running),
-    }));
+    const { hour, from } = countHour(p.now);
+    const found = this.q(countsSql("ready_counts", (name) => `@${name}`)).all({
+      tenant: p.tenantId ?? null,
+      pool: p.pool ?? null,
+      hour,
+      from,
+      now: p.now,
+    }) as CountRow[];
+    return toPoolCounts(found, p.now);
+  }
+
+  async executionCountsFold(): Promise<void> {
+    this.q("DELETE FROM ready_counts WHERE n = 0").run();
+  }
+
+  async workloadAdd(p: { records: WorkloadMinute[] }): Promise<void> {
+    if (p.records.length === 0) return;
+    const fields = WORKLOAD_COLUMNS.map(([c]) => `value ->> '${c}' AS ${c}`).join(", ");
+    this.q(workloadUpsertSql(`(SELECT ${fields} FROM json_each(@records))`)).run({ records: workloadJson(p.records) });
+  }
+
+  async workloadMinutes(p: { tenantId?: string; from: number }): Promise<WorkloadMinute[]> {
+    const found = this.q(
+      "SELECT * FROM workload_minutes WHERE minute >= @from AND (@tenant IS NULL OR tenant_id = @tenant) ORDER BY minute, tenant_id, pool",
+    ).all({ from: p.from, tenant: p.tenantId ?? null }) as Row[];
+    return found.map(fromWorkloadRow);
+  }
+
+  async workloadPurge(p: { before: number }): Promise<number> {
+    return this.q("DELETE FROM workload_minutes WHERE minute < @before").run({ before: p.before }).changes;
   }
 
   async auditList(p: { tenantId: string; limit: number; after?: { at: number; id: number } }) {

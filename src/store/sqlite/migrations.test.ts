@@ -68,6 +68,8 @@ test("migration 6 gives waiting one-offs their execution (READY at the due time)
       [cron],
       "only the recurring job keeps a due entry",
     );
+    // Migration 10 counted the READY row it found (poolCounts reads the counters).
+    assert.deepEqual(await store.poolCounts({ now: T0 }), [{ tenantId: "t1", pool: "p1", pending: 1, queued: 0, running: 0 }]);
     const leased = await store.executionLease({ tenantId: "t1", pool: "p1", workerId: "w", max: 10, leaseMs: 30_000, now: T0 + 60_000 });
     assert.deepEqual(
       leased.map((l) => [l.jobId, l.payload]),

@@ -299,6 +299,86 @@ ALTER TABLE executions ADD COLUMN expired_attempt INTEGER;
 CREATE INDEX executions_possible_duplicate ON executions (tenant_id, dup_at DESC, id DESC) WHERE dup_at IS NOT NULL;
 `,
   },
+  {
+    version: 10,
+    sql: `
+-- READY executions counted as the rows change, per lane, priority and the
+-- hour their ready_at falls in (store.ts poolCounts): /v1/stats and the
+-- metrics read these few rows instead of every READY row, and count exactly
+-- only the due part of the current hour, an index range bounded by the
+-- queue. Rows left at zero are swept by executionCountsFold.
+CREATE TABLE ready_counts (
+  tenant_id TEXT NOT NULL,
+  pool      TEXT NOT NULL,
+  priority  INTEGER NOT NULL,
+  hour      INTEGER NOT NULL,
+  n         INTEGER NOT NULL,
+  PRIMARY KEY (tenant_id, pool, priority, hour)
+) WITHOUT ROWID;
+
+INSERT INTO ready_counts (tenant_id, pool, priority, hour, n)
+  SELECT tenant_id, pool, priority, CAST(coalesce(ready_at, 0) / 3600000 AS INTEGER), count(*) FROM executions WHERE state = 'READY' GROUP BY 1, 2, 3, 4;
+
+CREATE TRIGGER executions_ready_count_insert AFTER INSERT ON executions WHEN NEW.state = 'READY' BEGIN
+  INSERT INTO ready_counts VALUES (NEW.tenant_id, NEW.pool, NEW.priority, CAST(coalesce(NEW.ready_at, 0) / 3600000 AS INTEGER), 1)
+    ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER executions_ready_count_leave AFTER UPDATE OF state, ready_at, priority, pool ON executions WHEN OLD.state = 'READY' BEGIN
+  UPDATE ready_counts SET n = n - 1
+    WHERE tenant_id = OLD.tenant_id AND pool = OLD.pool AND priority = OLD.priority AND hour = CAST(coalesce(OLD.ready_at, 0) / 3600000 AS INTEGER);
+END;
+CREATE TRIGGER executions_ready_count_enter AFTER UPDATE OF state, ready_at, priority, pool ON executions WHEN NEW.state = 'READY' BEGIN
+  INSERT INTO ready_counts VALUES (NEW.tenant_id, NEW.pool, NEW.priority, CAST(coalesce(NEW.ready_at, 0) / 3600000 AS INTEGER), 1)
+    ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER executions_ready_count_delete AFTER DELETE ON executions WHEN OLD.state = 'READY' BEGIN
+  UPDATE ready_counts SET n = n - 1
+    WHERE tenant_id = OLD.tenant_id AND pool = OLD.pool AND priority = OLD.priority AND hour = CAST(coalesce(OLD.ready_at, 0) / 3600000 AS INTEGER);
+END;
+
+-- The workload per minute, tenant and pool that GET /v1/stats/history reads
+-- (store/workload-minutes.ts): every node adds what it saw; the depth is the
+-- counts sampled in the minute. lag_0..lag_11 are a start-lag histogram
+-- (LAG_BOUNDS_MS). Kept a day.
+CREATE TABLE workload_minutes (
+  minute    INTEGER NOT NULL,
+  tenant_id TEXT NOT NULL,
+  pool      TEXT NOT NULL,
+  started   INTEGER NOT NULL DEFAULT 0,
+  succeeded INTEGER NOT NULL DEFAULT 0,
+  failed    INTEGER NOT NULL DEFAULT 0,
+  dead      INTEGER NOT NULL DEFAULT 0,
+  lag_0     INTEGER NOT NULL DEFAULT 0,
+  lag_1     INTEGER NOT NULL DEFAULT 0,
+  lag_2     INTEGER NOT NULL DEFAULT 0,
+  lag_3     INTEGER NOT NULL DEFAULT 0,
+  lag_4     INTEGER NOT NULL DEFAULT 0,
+  lag_5     INTEGER NOT NULL DEFAULT 0,
+  lag_6     INTEGER NOT NULL DEFAULT 0,
+  lag_7     INTEGER NOT NULL DEFAULT 0,
+  lag_8     INTEGER NOT NULL DEFAULT 0,
+  lag_9     INTEGER NOT NULL DEFAULT 0,
+  lag_10    INTEGER NOT NULL DEFAULT 0,
+  lag_11    INTEGER NOT NULL DEFAULT 0,
+  pending   INTEGER,
+  queued    INTEGER,
+  running   INTEGER,
+  PRIMARY KEY (minute, tenant_id, pool)
+) WITHOUT ROWID;
+CREATE INDEX workload_minutes_by_tenant ON workload_minutes (tenant_id, minute);
+`,
+  },
+  {
+    version: 11,
+    sql: `
+-- Tracing (engine/tracing.ts, on with --tracing): the W3C traceparent of the
+-- span that created the job; its executions copy it when they are written,
+-- so every later span of the job (dispatch, lease, HTTP call, complete) and
+-- the worker's handler reach the create span. NULL while tracing is off.
+ALTER TABLE jobs ADD COLUMN trace_parent TEXT;
+ALTER TABLE executions ADD COLUMN trace_parent TEXT;
+`,
+  },
 ];
 
 /**
