@@ -267,6 +267,18 @@ test("the dashboard in Chromium: login and whoami, the New job form, a job's run
     assert.match((await created.getAttribute("title")) ?? "", /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/);
     assert.match((await created.textContent()) ?? "", /E[SD]T/);
     await shot(page, "03-jobs");
+    // Filters: cron jobs only, then one pool's; the Jobs tab clears them.
+    await page.locator("select[name=kind]").selectOption("cron");
+    await jobsTable.getByText("fragile-sms").waitFor({ state: "detached" });
+    await jobsTable.getByRole("link", { name: "spring-forward" }).waitFor();
+    await page.locator("select[name=kind]").selectOption("");
+    await page.locator("input[name=pool]").fill("dash-fragile");
+    await page.getByRole("button", { name: "Search" }).click();
+    await jobsTable.getByText("spring-forward").waitFor({ state: "detached" });
+    await jobsTable.getByRole("link", { name: "fragile-sms" }).waitFor();
+    await tab(page, "Jobs").click();
+    await jobsTable.getByRole("link", { name: "spring-forward" }).waitFor();
+    assert.equal(await page.locator("input[name=pool]").inputValue(), "");
 
     // New job: the payload is checked as it is typed; the server's 400 shows beside the field it names.
     await tab(page, "New job").click();

@@ -117,7 +117,8 @@ test("store-backed gauges: ready depth and oldest ready age per pool (pools past
       const all = Array.from({ length: 256 }, (_, i) => i);
       await store.shardAcquire({ owner: "elsewhere", shards: all, leaseMs: 3_600_000 });
       await store.close();
-      return openEngine({ ...options, metrics: { maxPools: 1 } });
+      // The history's depth samples read poolCounts too: not during this test.
+      return openEngine({ ...options, metrics: { maxPools: 1 }, workloadHistory: { flushMs: 3_600_000 } });
     },
   });
   try {
@@ -125,6 +126,7 @@ test("store-backed gauges: ready depth and oldest ready age per pool (pools past
     for (let i = 0; i < 3; i++) await t.client.createJob(queueJob("alpha"));
     for (let i = 0; i < 2; i++) await t.client.createJob(queueJob("beta"));
     await t.client.createJob(queueJob("alpha", { schedule: { delaySeconds: 3600 } })); // pending, not ready
+    await t.client.createJob(queueJob("beta", { schedule: { delaySeconds: 150 } })); // pending: a one-off in the third minute ahead
     // Two recurring jobs due in 150 s (the third minute ahead), three every second (overdue at once, never dispatched).
     const at = new Date(Date.now() + 150_000);
     const in150s = `${at.getUTCSeconds()} ${at.getUTCMinutes()} ${at.getUTCHours()} * * *`;
@@ -145,7 +147,8 @@ test("store-backed gauges: ready depth and oldest ready age per pool (pools past
     assert.equal(value(e, "duetime_due_backlog"), 3);
     assert.deepEqual(
       ["1", "2", "3", "4", "5"].map((minute) => value(e, "duetime_due_upcoming", { minute })),
-      [0, 0, 2, 0, 0],
+      [0, 0, 3, 0, 0],
+      "two recurring occurrences and one one-off due in the third minute",
     );
     assert.equal(value(e, "duetime_due_count_capped"), 0);
 

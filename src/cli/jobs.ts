@@ -127,10 +127,12 @@ export const JOB_ID_HELP: Record<"get" | "cancel" | "pause" | "resume" | "trigge
   trigger: idHelp("trigger", "Creates a new execution of the job, due now."),
 };
 
-export const LIST_HELP = `Usage: duetime jobs list [--state STATE] [--name NAME] [--limit N] [--cursor C]
+export const LIST_HELP = `Usage: duetime jobs list [--state STATE] [--name NAME] [--pool POOL] [--kind once|cron] [--limit N] [--cursor C]
 
   --state STATE     ${JOB_STATES.join(" | ")}
   --name NAME       Only jobs with this name
+  --pool POOL       Only jobs whose target is this worker pool
+  --kind KIND       once | cron
   --limit N         Page size, 1..500 (default 50)
   --cursor C        The nextCursor of the previous page
 
@@ -310,6 +312,8 @@ export function parseJobsList(args: string[], env: Env): JobsCommand {
     ...GLOBAL_OPTIONS,
     state: { type: "string" },
     name: { type: "string" },
+    pool: { type: "string" },
+    kind: { type: "string" },
     limit: { type: "string" },
     cursor: { type: "string" },
   } as const;
@@ -319,6 +323,9 @@ export function parseJobsList(args: string[], env: Env): JobsCommand {
   const state = choiceOption<JobState>("state", v.state?.toUpperCase(), JOB_STATES, usage);
   if (state) query.state = state;
   if (v.name !== undefined) query.name = v.name;
+  if (v.pool !== undefined) query.pool = v.pool;
+  const kind = choiceOption<"once" | "cron">("kind", v.kind?.toLowerCase(), ["once", "cron"], usage);
+  if (kind) query.kind = kind;
   const limit = integerOption("limit", v.limit, 1, 500, usage);
   if (limit !== undefined) query.limit = limit;
   if (v.cursor !== undefined) query.cursor = v.cursor;

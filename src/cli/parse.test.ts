@@ -454,6 +454,8 @@ describe("CLI parsing: other commands", () => {
       query: { state: "PAUSED", limit: 10, cursor: "c1", name: "x" },
     });
     usageError(["jobs", "list", "--state", "SLEEPING"], /--state: expected one of SCHEDULED/);
+    assert.deepEqual((parse(["jobs", "list", "--pool", "mail", "--kind", "CRON"]) as { query: unknown }).query, { pool: "mail", kind: "cron" });
+    usageError(["jobs", "list", "--kind", "weekly"], /--kind: expected one of once, cron/);
     assert.deepEqual((parse(["executions", "j1", "--limit", "5"]) as { jobId: string; query: unknown }).query, { limit: 5 });
     assert.equal((parse(["dlq", "replay", "e1"]) as { executionId: string }).executionId, "e1");
     assert.deepEqual(

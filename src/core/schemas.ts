@@ -404,6 +404,8 @@ export const listJobsQuery = {
   properties: {
     state: { type: "string", enum: ["SCHEDULED", "PAUSED", "CANCELLED", "COMPLETED", "DEAD"] },
     name: { type: "string", minLength: 1, maxLength: LIMITS.nameMaxLength },
+    pool: { ...poolString, description: "Jobs whose target is this worker pool." },
+    kind: { type: "string", enum: ["once", "cron"] },
     limit: limitQuery,
     cursor: cursorQuery,
   },

@@ -261,6 +261,8 @@ export class JobsService {
       tenantId: ctx.tenantId,
       ...(query.state ? { state: query.state } : {}),
       ...(query.name ? { name: query.name } : {}),
+      ...(query.pool ? { pool: query.pool } : {}),
+      ...(query.kind ? { kind: query.kind } : {}),
       limit,
       ...(after ? { after: { createdAt: after.c, jobId: after.i } } : {}),
     });

@@ -259,7 +259,7 @@ export function workloadMetrics(p: { events: EngineEvents; guards: LabelGuards; 
   });
   new Gauge({
     name: "duetime_due_upcoming",
-    help: `Recurring occurrences due in each of the next ${DUE_BUCKET_MINUTES} minutes (minute="1": the next 60 s), all shards`,
+    help: `Work due in each of the next ${DUE_BUCKET_MINUTES} minutes (minute="1": the next 60 s): recurring occurrences, and one-offs and retries becoming ready`,
     labelNames: ["minute"],
     registers: [registry],
     collect: fromSnapshot((g, s) => {
@@ -268,7 +268,7 @@ export function workloadMetrics(p: { events: EngineEvents; guards: LabelGuards; 
   });
   new Gauge({
     name: "duetime_due_count_capped",
-    help: `1 when the due backlog and buckets stopped counting at ${DUE_COUNT_LIMIT} entries (the real numbers are higher)`,
+    help: `1 when the due backlog and buckets stopped counting at ${DUE_COUNT_LIMIT} due entries or ready executions (the real numbers are higher)`,
     registers: [registry],
     collect: fromSnapshot((g, s) => g.set(s.dueCapped ? 1 : 0)),
   });
@@ -313,10 +313,11 @@ const ALL_SHARDS = Array.from({ length: SHARD_COUNT }, (_, i) => i);
 
 /**
  * The store-backed gauges' facts, from calls whose cost is bounded by what
- * they count: poolCounts (the READY and RUNNING executions, as /v1/stats),
- * executionNextReady per pool with work due (an index's first row), and
+ * they count: poolCounts (counters and the queue, as /v1/stats),
+ * executionNextReady per pool with work due (an index's first row),
  * dueLoad over every shard up to DUE_COUNT_LIMIT entries (an index range on
- * due time).
+ * due time), and readyUpcoming up to as many executions (an index range per
+ * lane with work in the next hours).
  */
 async function readSnapshot(store: Store, now: number): Promise<StoreSnapshot> {
   const counts = await store.poolCounts({ now });
@@ -340,5 +341,11 @@ async function readSnapshot(store: Store, now: number): Promise<StoreSnapshot> {
     if (d.dueAt <= now) dueBacklog++;
     else dueBuckets[Math.min(DUE_BUCKET_MINUTES - 1, Math.floor((d.dueAt - now - 1) / 60_000))]! += 1;
   }
-  return { pools, dueBacklog, dueBuckets, dueCapped: due.length >= DUE_COUNT_LIMIT, now };
+  // One-offs and retries becoming due: executions already, not due entries.
+  const ready = await store.readyUpcoming({ now, minutes: DUE_BUCKET_MINUTES, limit: DUE_COUNT_LIMIT });
+  ready.forEach((n, i) => {
+    dueBuckets[i]! += n;
+  });
+  const readyCapped = ready.reduce((a, b) => a + b, 0) >= DUE_COUNT_LIMIT;
+  return { pools, dueBacklog, dueBuckets, dueCapped: due.length >= DUE_COUNT_LIMIT || readyCapped, now };
 }

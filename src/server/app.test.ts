@@ -1530,7 +1530,7 @@ describe("/openapi.json", () => {
         ?.filter((p) => p.in === "query")
         .map((p) => p.name)
         .sort(),
-      ["cursor", "limit", "name", "state"],
+      ["cursor", "kind", "limit", "name", "pool", "state"],
     );
     assert.ok(doc.paths["/v1/jobs/{jobId}:pause"]?.post?.parameters?.some((p) => p.in === "path" && p.name === "jobId"));
     const update = doc.paths["/v1/jobs/{jobId}"]?.patch;

@@ -647,6 +647,29 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         assert.deepEqual(ids(await store.jobList({ tenantId: "t1", state: "DEAD", limit: 10 })), []);
       });
 
+      storeTest("filters by pool and by kind, with the other filters and the cursor", async (store) => {
+        const mail = { type: "queue", pool: "mail" } as const;
+        const jobs = [
+          newJob({ target: mail, createdAt: CREATED - 5 }),
+          cronJob({ target: mail, createdAt: CREATED - 4 }),
+          newJob({ createdAt: CREATED - 3 }),
+          cronJob({ createdAt: CREATED - 2 }),
+          cronJob({ target: mail, name: "digest", createdAt: CREATED - 1 }),
+          newJob({ tenantId: "t2", target: mail, createdAt: CREATED }),
+        ];
+        await store.jobCreateMany({ nodeId: "n1", jobs, now: CREATED });
+        const id = (i: number): string => jobs[i]!.job.jobId;
+        const ids = (js: JobRecord[]): string[] => js.map((j) => j.jobId);
+        assert.deepEqual(ids(await store.jobList({ tenantId: "t1", pool: "mail", limit: 10 })), [id(4), id(1), id(0)]);
+        assert.deepEqual(ids(await store.jobList({ tenantId: "t1", kind: "cron", limit: 10 })), [id(4), id(3), id(1)]);
+        assert.deepEqual(ids(await store.jobList({ tenantId: "t1", kind: "once", limit: 10 })), [id(2), id(0)]);
+        assert.deepEqual(ids(await store.jobList({ tenantId: "t1", pool: "mail", kind: "cron", name: "digest", limit: 10 })), [id(4)]);
+        assert.deepEqual(ids(await store.jobList({ tenantId: "t1", pool: "nope", limit: 10 })), []);
+        const first = await store.jobList({ tenantId: "t1", pool: "mail", kind: "cron", limit: 1 });
+        const after = { createdAt: first[0]!.createdAt, jobId: first[0]!.jobId };
+        assert.deepEqual(ids(await store.jobList({ tenantId: "t1", pool: "mail", kind: "cron", limit: 1, after })), [id(1)]);
+      });
+
       storeTest("respects limit, and the after cursor pages through every job exactly once in order", async (store) => {
         const jobs = Array.from({ length: 11 }, (_, i) => newJob({ createdAt: CREATED - Math.floor(i / 3) * 1000 }));
         await store.jobCreateMany({ nodeId: "n1", jobs, now: CREATED });
@@ -3500,6 +3523,40 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
           assert.deepEqual(countsOf(await store.poolCounts({ now: T0 + 5 * HOUR }), "t1", "p1"), { pending: 0, queued: 3, running: 4 });
         },
       );
+
+      storeTest("readyUpcoming counts READY executions by the minute they become due, over lanes and priorities, up to the limit", async (store) => {
+        const now = T0 + 59 * MINUTE; // the window crosses into the next hour
+        const ats = [
+          now - SECOND,
+          now,
+          now + 30 * SECOND,
+          now + MINUTE,
+          now + 90 * SECOND,
+          now + 150 * SECOND,
+          now + 150 * SECOND,
+          now + 5 * MINUTE,
+          now + 6 * MINUTE,
+        ];
+        await store.jobCreateMany({
+          nodeId: "n1",
+          jobs: ats.map((at, i) =>
+            newJob({ at, priority: i % 3, tenantId: i % 2 === 0 ? "t1" : "t2", target: { type: "queue", pool: i % 4 === 0 ? "p2" : "p1" } }),
+          ),
+          now: CREATED,
+        });
+        assert.deepEqual(await store.readyUpcoming({ now, minutes: 5, limit: 100 }), [2, 1, 2, 0, 1]);
+        await store.executionCountsFold();
+        assert.deepEqual(await store.readyUpcoming({ now, minutes: 5, limit: 100 }), [2, 1, 2, 0, 1]);
+        const capped = await store.readyUpcoming({ now, minutes: 5, limit: 3 });
+        assert.equal(
+          capped.reduce((a, b) => a + b, 0),
+          3,
+          "stops at the limit",
+        );
+        // Leased, an execution is no longer upcoming: p1's due by now + 30 s are the one due at now and the one at now + 30 s.
+        assert.equal((await lease(store, now + 30 * SECOND, { max: 10 })).length, 2);
+        assert.deepEqual(await store.readyUpcoming({ now, minutes: 5, limit: 100 }), [1, 1, 2, 0, 1]);
+      });
 
       pairTest("counts stay exact while two handles create, lease, complete and fold at once", async (a, b) => {
         let created = 0;

@@ -71,3 +71,33 @@ export function toPoolCounts(rows: CountRow[], now: number): PoolCounts[] {
   }
   return [...lanes.values()].filter((l) => l.pending + l.queued + l.running > 0);
 }
+
+/**
+ * The READY executions that become due in each of the next `minutes`
+ * minutes (minute i: (now + i min, now + (i + 1) min]), counted up to
+ * @limit rows: one-offs and retries, found per lane and priority that has
+ * them in those hours (the buckets), each an index range of executions_ready.
+ * Parameters: @now, @horizon (now + minutes), @fromHour, @toHour, @limit.
+ */
+export function upcomingSql(buckets: string, param: (name: "now" | "horizon" | "fromHour" | "toHour" | "limit") => string): string {
+  return `SELECT (r.ready_at - ${param("now")} - 1) / 60000 AS minute, count(*) AS n FROM (
+      SELECT x.ready_at FROM (SELECT DISTINCT tenant_id, pool, priority FROM ${buckets} c
+          WHERE c.hour >= ${param("fromHour")} AND c.hour <= ${param("toHour")}) l
+        JOIN executions x ON x.pool = l.pool AND x.tenant_id = l.tenant_id AND x.priority = l.priority
+          AND x.state = 'READY' AND x.ready_at > ${param("now")} AND x.ready_at <= ${param("horizon")}
+        LIMIT ${param("limit")}) r
+    GROUP BY 1`;
+}
+
+/** upcomingSql's parameters. */
+export function upcomingWindow(now: number, minutes: number): { horizon: number; fromHour: number; toHour: number } {
+  const horizon = now + minutes * 60_000;
+  return { horizon, fromHour: Math.floor(now / COUNT_HOUR_MS), toHour: Math.floor(horizon / COUNT_HOUR_MS) };
+}
+
+/** upcomingSql's rows as a count per minute. */
+export function toUpcoming(rows: { minute: number | string; n: number | string }[], minutes: number): number[] {
+  const counts = new Array<number>(minutes).fill(0);
+  for (const r of rows) counts[Math.min(minutes - 1, Math.floor(Number(r.minute)))]! += Number(r.n);
+  return counts;
+}

@@ -64,3 +64,6 @@ export function toTenantLimits(r: Record<string, unknown>): TenantLimits {
     maxPayloadBytes: n(r.max_payload_bytes),
   };
 }
+
+/** jobList's kind filter, on jobs aliased j: a literal, not a parameter, so the partial index of cron jobs (jobs_cron_by_tenant_created) matches it. */
+export const KIND_FILTER = { once: "j.kind = 'once'", cron: "j.kind = 'cron'" } as const;

@@ -485,6 +485,10 @@ export interface Store {
     tenantId: string;
     state?: JobState;
     name?: string;
+    /** Jobs whose target is this worker pool (an index's range). */
+    pool?: string;
+    /** One kind (cron jobs: a partial index's range). */
+    kind?: "once" | "cron";
     limit: number;
     after?: { createdAt: number; jobId: string };
   }): Promise<JobRecord[]>;
@@ -774,6 +778,11 @@ export interface Store {
    * Read from counters kept as the rows change (ready-counts.ts), so the cost is bounded by the lanes and the queue, not by the stored jobs.
    */
   poolCounts(params: { tenantId?: string; pool?: string; now: number }): Promise<PoolCounts[]>;
+  /**
+   * READY executions (one-offs, retries) that become due in each of the next `minutes` minutes (minute i: (now + i min, now + (i + 1) min]),
+   * every tenant and pool, counted up to `limit` in all: the coming herd of work that is not recurring (dueLoad counts that).
+   */
+  readyUpcoming(params: { now: number; minutes: number; limit: number }): Promise<number[]>;
   /** Housekeeping of poolCounts' counters: folds what the triggers appended and drops counters at zero. Safe to call from every node at once. */
   executionCountsFold(): Promise<void>;
   /** Adds each record's counts to its minute's row (creating it), and sets the row's depth where the record gives it (workload-minutes.ts). */

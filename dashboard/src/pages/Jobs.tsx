@@ -1,8 +1,8 @@
-// Jobs: the tenant's jobs, newest first, filtered by name and state, a page
+// Jobs: the tenant's jobs, newest first, filtered by name, state, pool and kind, a page
 // at a time (the API's cursor; the cursors of earlier pages are kept in the
 // hash so Back and Previous work).
 
-import { useState } from "preact/hooks";
+import { useEffect, useState } from "preact/hooks";
 import { api, type Job, type Page } from "../api";
 import { ErrorBox, Section, StateBadge, Time, useLoad } from "../components";
 import { href, navigate } from "../router";
@@ -23,16 +23,22 @@ export function describeSchedule(job: Job): string {
 export function JobsPage({ query }: { query: URLSearchParams }) {
   const name = query.get("name") ?? "";
   const state = query.get("state") ?? "";
+  const pool = query.get("pool") ?? "";
+  const kind = query.get("kind") ?? "";
   const cursor = query.get("cursor") ?? "";
   // Earlier pages' cursors, comma-separated ("~" for the first page).
   const back = query.get("back");
   const [typed, setTyped] = useState(name);
+  const [typedPool, setTypedPool] = useState(pool);
+  // The boxes follow the address (the Jobs tab, Back) as well as the typing.
+  useEffect(() => setTyped(name), [name]);
+  useEffect(() => setTypedPool(pool), [pool]);
   const jobs = useLoad(
-    (signal) => api<Page<Job>>("GET", "/v1/jobs", { query: { name, state, cursor, limit: LIMIT }, signal }),
-    [name, state, cursor],
+    (signal) => api<Page<Job>>("GET", "/v1/jobs", { query: { name, state, pool, kind, cursor, limit: LIMIT }, signal }),
+    [name, state, pool, kind, cursor],
     5000,
   );
-  const go = (next: Record<string, string | undefined>) => navigate(href(["jobs"], { name, state, ...next }));
+  const go = (next: Record<string, string | undefined>) => navigate(href(["jobs"], { name, state, pool, kind, ...next }));
   const previous = back === null ? undefined : back.split(",");
   return (
     <Section
@@ -47,7 +53,7 @@ export function JobsPage({ query }: { query: URLSearchParams }) {
         class="filters"
         onSubmit={(e) => {
           e.preventDefault();
-          go({ name: typed.trim(), cursor: undefined, back: undefined });
+          go({ name: typed.trim(), pool: typedPool.trim(), cursor: undefined, back: undefined });
         }}
       >
         <label>
@@ -75,6 +81,24 @@ export function JobsPage({ query }: { query: URLSearchParams }) {
             ))}
           </select>
         </label>
+        <label>
+          Pool
+          <input
+            type="search"
+            name="pool"
+            placeholder="worker pool"
+            value={typedPool}
+            onInput={(e) => setTypedPool((e.target as HTMLInputElement).value)}
+          />
+        </label>
+        <label>
+          Kind
+          <select name="kind" value={kind} onChange={(e) => go({ kind: (e.target as HTMLSelectElement).value, cursor: undefined, back: undefined })}>
+            <option value="">any</option>
+            <option value="once">one-off</option>
+            <option value="cron">cron</option>
+          </select>
+        </label>
         <button type="submit">Search</button>
       </form>
       <ErrorBox error={jobs.error} />
@@ -83,7 +107,7 @@ export function JobsPage({ query }: { query: URLSearchParams }) {
           <p class="muted">Loading…</p>
         )
       ) : jobs.data.items.length === 0 ? (
-        <p class="muted empty">No jobs{name || state ? " match these filters" : ""}.</p>
+        <p class="muted empty">No jobs{name || state || pool || kind ? " match these filters" : ""}.</p>
       ) : (
         <table class="list" data-testid="jobs-table">
           <thead>

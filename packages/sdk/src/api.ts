@@ -150,6 +150,9 @@ export interface Page<T> {
 export interface ListJobsQuery {
   state?: JobState;
   name?: string;
+  /** Jobs whose target is this worker pool. */
+  pool?: string;
+  kind?: "once" | "cron";
   limit?: number;
   cursor?: string;
 }

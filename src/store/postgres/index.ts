@@ -25,7 +25,7 @@ import type {
 } from "../store.js";
 import { acquireShards, heartbeat, leave, listShards, liveNodes, releaseShards } from "./cluster.js";
 import { checkSchemaName } from "../names.js";
-import { countHour, type CountRow, countsSql, toPoolCounts } from "../ready-counts.js";
+import { countHour, type CountRow, countsSql, toPoolCounts, toUpcoming, upcomingSql, upcomingWindow } from "../ready-counts.js";
 import { fromWorkloadRow, WORKLOAD_COLUMNS, workloadJson, workloadUpsertSql } from "../workload-minutes.js";
 import { TENANT_LIMIT_COLUMNS, toApiKey, toTenantLimits, withTraceParent } from "../rows.js";
 import { clientConfig, createPool, executionKey, one, type PoolOptions, rows, transaction } from "./db.js";
@@ -39,6 +39,9 @@ import { createAhead, dropEnded } from "./partitions.js";
 import { migrate } from "./schema.js";
 import { cancelReplay, claimReplays, createReplay, getReplay, listReplays, stepReplay } from "./replays.js";
 import { chunkSignals, NOTIFY_SQL, PgSignals } from "./signals.js";
+
+/** poolCounts' buckets: the folded counters and the deltas appended since (ready-counts.ts). */
+const BUCKETS = "(SELECT * FROM ready_counts UNION ALL SELECT * FROM ready_count_deltas)";
 
 /** Classid of the counters' fold lock (pg_try_advisory_xact_lock(classid, objid)): "cnts". */
 const COUNTS_LOCK = 0x636e7473;
@@ -377,6 +380,17 @@ class PostgresStore implements Store {
       [p.tenantId ?? null, p.pool ?? null, hour, from, p.now],
     );
     return toPoolCounts(found, p.now);
+  }
+
+  async readyUpcoming(p: StoreParams<"readyUpcoming">): Promise<number[]> {
+    const types = { now: "$1::bigint", horizon: "$2::bigint", fromHour: "$3::bigint", toHour: "$4::bigint", limit: "$5::int" } as const;
+    const { horizon, fromHour, toHour } = upcomingWindow(p.now, p.minutes);
+    const found = await rows<{ minute: string; n: string }>(
+      this.pool,
+      upcomingSql(BUCKETS, (name) => types[name]),
+      [p.now, horizon, fromHour, toHour, p.limit],
+    );
+    return toUpcoming(found, p.minutes);
   }
 
   async executionCountsFold(): Promise<void> {

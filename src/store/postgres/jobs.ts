@@ -11,6 +11,7 @@ import { NOT_STARTED } from "../../core/states.js";
 import type { JobCreateOutcome, JobRecord, NewJob, NextOccurrence, PendingChange, PendingReplace, StoreParams } from "../store.js";
 import { HTTP_POOL } from "../store.js";
 import { cancelInFlight, NOT_STARTED_SQL } from "./changes.js";
+import { KIND_FILTER } from "../rows.js";
 import { type Db, json, one, Rollback, type Row, rows } from "./db.js";
 import { insertExecutions, type NewExecution } from "./dispatch.js";
 
@@ -41,15 +42,14 @@ async function jobsById(db: Db, jobIds: readonly string[]): Promise<Map<string, 
   return new Map(found.map((r) => [r.id as string, toJob(r)]));
 }
 
-export async function listJobs(
-  db: Db,
-  p: { tenantId: string; state?: JobState; name?: string; limit: number; after?: { createdAt: number; jobId: string } },
-): Promise<JobRecord[]> {
+export async function listJobs(db: Db, p: StoreParams<"jobList">): Promise<JobRecord[]> {
   const where = ["j.tenant_id = $1"];
   const values: unknown[] = [p.tenantId, p.limit];
   const bind = (value: unknown): string => `$${values.push(value)}`;
   if (p.state) where.push(`j.state = ${bind(p.state)}`);
   if (p.name) where.push(`j.name = ${bind(p.name)}`);
+  if (p.pool) where.push(`j.pool = ${bind(p.pool)}`);
+  if (p.kind) where.push(KIND_FILTER[p.kind]);
   if (p.after) where.push(`(j.created_at, j.id) < (${bind(p.after.createdAt)}::bigint, ${bind(p.after.jobId)}::text)`);
   const found = await rows(db, `${JOB_WITH_NEXT} WHERE ${where.join(" AND ")} ORDER BY j.created_at DESC, j.id DESC LIMIT $2`, values);
   return found.map(toJob);

@@ -391,6 +391,15 @@ ALTER TABLE jobs ADD COLUMN trace_parent text;
 ALTER TABLE executions ADD COLUMN trace_parent text;
 `,
   },
+  {
+    version: 7,
+    sql: `
+-- The jobs list's pool and kind filters (GET /v1/jobs?pool=&kind=): a range
+-- of an index in the list's order, not a walk of every job of the tenant.
+CREATE INDEX jobs_by_tenant_pool_created ON jobs (tenant_id, pool, created_at DESC, id DESC);
+CREATE INDEX jobs_cron_by_tenant_created ON jobs (tenant_id, created_at DESC, id DESC) WHERE kind = 'cron';
+`,
+  },
 ];
 
 /** Classid of the migration lock (pg_advisory_xact_lock(classid, objid)): "duet". */

@@ -73,11 +73,11 @@ import { onStoreError } from "../faults.js";
 import { rethrowSqliteError } from "./errors.js";
 import { MIGRATIONS } from "./schema.js";
 import { nextIds, replaySlots, toPossibleDuplicate, toReplay } from "../replays.js";
-import { countHour, type CountRow, countsSql, toPoolCounts } from "../ready-counts.js";
+import { countHour, type CountRow, countsSql, toPoolCounts, toUpcoming, upcomingSql, upcomingWindow } from "../ready-counts.js";
 import { fromWorkloadRow, WORKLOAD_COLUMNS, type WorkloadMinute, workloadJson, workloadUpsertSql } from "../workload-minutes.js";
 import { heartbeat, leave, liveNodes, releaseShards } from "./nodes.js";
 import { SignalBus } from "./signals.js";
-import { TENANT_LIMIT_COLUMNS, toApiKey, toAttemptRow, toTenantLimits, withTraceParent } from "../rows.js";
+import { KIND_FILTER, TENANT_LIMIT_COLUMNS, toApiKey, toAttemptRow, toTenantLimits, withTraceParent } from "../rows.js";
 
 export interface SqliteStoreOptions {
   /** A file path, or ":memory:". */
@@ -355,21 +355,18 @@ class SqliteStore implements Store {
     return this.getJob(tenantId, jobId);
   }
 
-  async jobList(p: {
-    tenantId: string;
-    state?: JobState;
-    name?: string;
-    limit: number;
-    after?: { createdAt: number; jobId: string };
-  }): Promise<JobRecord[]> {
+  async jobList(p: StoreParams<"jobList">): Promise<JobRecord[]> {
     const where = ["j.tenant_id = @tenant"];
     if (p.state) where.push("j.state = @state");
     if (p.name) where.push("j.name = @name");
+    if (p.pool) where.push("j.pool = @pool");
+    if (p.kind) where.push(KIND_FILTER[p.kind]);
     if (p.after) where.push("(j.created_at < @afterCreated OR (j.created_at = @afterCreated AND j.id < @afterId))");
     const rows = this.q(`${JOB_WITH_NEXT} WHERE ${where.join(" AND ")} ORDER BY j.created_at DESC, j.id DESC LIMIT @limit`).all({
       tenant: p.tenantId,
       state: p.state ?? null,
       name: p.name ?? null,
+      pool: p.pool ?? null,
       afterCreated: p.after?.createdAt ?? null,
       afterId: p.after?.jobId ?? null,
       limit: p.limit,
@@ -1399,6 +1396,15 @@ class SqliteStore implements Store {
       now: p.now,
     }) as CountRow[];
     return toPoolCounts(found, p.now);
+  }
+
+  async readyUpcoming(p: { now: number; minutes: number; limit: number }): Promise<number[]> {
+    const found = this.q(upcomingSql("ready_counts", (name) => `@${name}`)).all({
+      now: p.now,
+      ...upcomingWindow(p.now, p.minutes),
+      limit: p.limit,
+    }) as { minute: number; n: number }[];
+    return toUpcoming(found, p.minutes);
   }
 
   async executionCountsFold(): Promise<void> {

@@ -379,6 +379,15 @@ ALTER TABLE jobs ADD COLUMN trace_parent TEXT;
 ALTER TABLE executions ADD COLUMN trace_parent TEXT;
 `,
   },
+  {
+    version: 12,
+    sql: `
+-- The jobs list's pool and kind filters (GET /v1/jobs?pool=&kind=): a range
+-- of an index in the list's order, not a walk of every job of the tenant.
+CREATE INDEX jobs_by_tenant_pool_created ON jobs (tenant_id, pool, created_at DESC, id DESC);
+CREATE INDEX jobs_cron_by_tenant_created ON jobs (tenant_id, created_at DESC, id DESC) WHERE kind = 'cron';
+`,
+  },
 ];
 
 /**
