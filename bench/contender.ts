@@ -9,6 +9,8 @@ export interface BenchJob {
   seq: number;
   /** When the job is due (epoch ms); at or before now means "run now". */
   dueAt: number;
+  /** A recurring job instead (the cron herd): its first occurrence is dueAt. Only contenders with `cron` set are given one. */
+  recurring?: true;
 }
 
 export interface ContenderContext {
@@ -29,6 +31,8 @@ export interface Contender {
   readonly version: string;
   /** The settings used (insert API, concurrency, poll intervals…), written into the results. */
   readonly settings: string;
+  /** Creates recurring jobs (BenchJob.recurring) through its own cron support; without it the cron herd is not run for it. */
+  readonly cron?: boolean;
   /** Fresh store, server or database; nothing enqueued yet, no worker running. */
   setup(ctx: ContenderContext): Promise<void>;
   /** Enqueues jobs in one bulk call (the harness passes batches of up to 1,000). */

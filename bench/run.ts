@@ -1,7 +1,8 @@
 // npm run bench -- <scenario> [--contenders a,b] [--runs N] [--concurrency N] [--jobs N[,N]] [--rate R[,R]]
 //                              [--duration S] [--timeout S] [--window S] [--out DIR] [--runs-of NAME=N,…]
 //
-// Scenarios: herd (20,000 and 100,000 jobs due in one second), steady (500/s
+// Scenarios: herd (20,000 and 100,000 jobs due in one second), cron-herd
+// (20,000 recurring jobs firing in one second), steady (500/s
 // and 2,000/s for 30 s, due 1–5 s later), immediate (50,000 due now), idle
 // (1,000,000 due next week), all (every one of them, in one run), smoke
 // (every scenario once at a tiny size, for CI: exits non-zero when a
@@ -25,7 +26,7 @@ import { CONTENDERS, PRECONDITIONS } from "./contenders/index.js";
 import { NoiseGauge, Progress, waitForQuiet } from "./measure.js";
 import { herd, idle, immediate, STATS_SETTLE_MS, steady, type Column, type RunOutput, type Scenario } from "./scenarios.js";
 
-const USAGE = `usage: npm run bench -- <herd|steady|immediate|idle|all|smoke|fairness|dashboard> [--contenders ${Object.keys(CONTENDERS).join(",")}]
+const USAGE = `usage: npm run bench -- <herd|cron-herd|steady|immediate|idle|all|smoke|fairness|dashboard> [--contenders ${Object.keys(CONTENDERS).join(",")}]
        [--runs N] [--concurrency N] [--jobs N[,N…]] [--rate R[,R…]] [--duration S] [--timeout S] [--window S] [--out DIR]
        [--runs-of NAME=N[,NAME=N…]]   (fewer runs for a slow contender, e.g. pg-boss=1)
        [--lead S]   (herd: seconds between the start of creation and the due second; default 3 + 0.15 ms per job)
@@ -111,11 +112,11 @@ for (const item of (values["runs-of"] ?? "").split(",").filter(Boolean)) {
 
 // A smoke test only checks that the row counts can be read: it does not wait for them to be whole.
 const statsSettleMs = smoke ? 1_500 : STATS_SETTLE_MS;
-const herds = (sizes: number[], runs: number) =>
+const herds = (sizes: number[], runs: number, recurring = false) =>
   sizes.map((jobs) =>
     values.lead !== undefined
-      ? herd({ jobs, leadBaseMs: num(values.lead, 1) * 1000, leadPerJobMs: 0, timeoutMs, runs, statsSettleMs })
-      : herd({ jobs, leadBaseMs: smoke ? 2_000 : 3_000, leadPerJobMs: 0.15, timeoutMs, runs, statsSettleMs }),
+      ? herd({ jobs, leadBaseMs: num(values.lead, 1) * 1000, leadPerJobMs: 0, timeoutMs, runs, statsSettleMs, recurring })
+      : herd({ jobs, leadBaseMs: smoke ? 2_000 : 3_000, leadPerJobMs: 0.15, timeoutMs, runs, statsSettleMs, recurring }),
   );
 const steadies = (rates: number[], runs: number) =>
   rates.map((rate) =>
@@ -130,6 +131,9 @@ switch (command) {
   case "herd":
     scenarios = herds(list(values.jobs, [20_000, 100_000]), 3);
     break;
+  case "cron-herd":
+    scenarios = herds(list(values.jobs, [20_000]), 3, true);
+    break;
   case "steady":
     scenarios = steadies(list(values.rate, [500, 2_000]), 1);
     break;
@@ -143,13 +147,14 @@ switch (command) {
     if (values.jobs !== undefined) usage("--jobs is per scenario; run the scenarios one by one to change sizes");
     scenarios = [
       ...herds([20_000, 100_000], 3),
+      ...herds([20_000], 3, true),
       ...steadies(list(values.rate, [500, 2_000]), 1),
       ...immediates([50_000], 3),
       ...idles([1_000_000], 1),
     ];
     break;
   case "smoke":
-    scenarios = [...herds([300], 1), ...steadies([100], 1), ...immediates([300], 1), ...idles([2_000], 1)];
+    scenarios = [...herds([300], 1), ...herds([300], 1, true), ...steadies([100], 1), ...immediates([300], 1), ...idles([2_000], 1)];
     break;
   default:
     usage(`unknown scenario ${command}`);
@@ -323,8 +328,11 @@ const sections: string[] = [];
 for (const scenario of scenarios) {
   const runs = runsOverride ?? scenario.defaultRuns;
   const outcomes: Outcome[] = [];
+  const able = scenario.needsCron ? names.filter((name) => CONTENDERS[name]!().cron) : names;
+  if (able.length < names.length)
+    console.log(`${scenario.id}: not run for ${names.filter((x) => !able.includes(x)).join(", ")} (no recurring jobs in this harness)`);
   for (let r = 1; r <= runs && !values["render-only"]; r++) {
-    for (const name of names) {
+    for (const name of able) {
       const mine = Math.min(runs, runsOf.get(name) ?? runs);
       if (r <= mine) outcomes.push(await runOnce(scenario, name, r, mine));
     }

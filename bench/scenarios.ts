@@ -38,16 +38,26 @@ export interface Scenario {
   /** Whether the results have a start-lag chart. */
   chart: boolean;
   defaultRuns: number;
+  /** Only contenders that can create recurring jobs here (Contender.cron) run it. */
+  needsCron?: boolean;
   run(contender: Contender, progress: Progress): Promise<RunOutput>;
 }
 
 const n = (x: number) => x.toLocaleString("en-US");
 
-async function enqueueAll(contender: Contender, total: number, dueAt: (seq: number) => number, progress: Progress, what: string): Promise<number> {
+async function enqueueAll(
+  contender: Contender,
+  total: number,
+  dueAt: (seq: number) => number,
+  progress: Progress,
+  what: string,
+  recurring = false,
+): Promise<number> {
   const t0 = performance.now();
   for (let i = 0; i < total; i += BATCH) {
     const batch: BenchJob[] = [];
-    for (let seq = i; seq < Math.min(total, i + BATCH); seq++) batch.push({ seq, dueAt: dueAt(seq) });
+    for (let seq = i; seq < Math.min(total, i + BATCH); seq++)
+      batch.push({ seq, dueAt: dueAt(seq), ...(recurring ? { recurring: true as const } : {}) });
     await contender.enqueue(batch);
     progress.set(`${what}: created ${n(Math.min(total, i + BATCH))}/${n(total)}`);
   }
@@ -161,15 +171,22 @@ export interface HerdOptions {
   runs: number;
   /** Wait before reading PostgreSQL's row counts (STATS_SETTLE_MS, shorter only for a smoke test). */
   statsSettleMs: number;
+  /** Recurring jobs whose occurrence falls in the due second (the top of the hour in production), instead of one-offs. */
+  recurring?: boolean;
 }
 
 /** N jobs due in the same second, all enqueued before it, workers already running. */
 export function herd(o: HerdOptions): Scenario {
   return {
-    id: `herd-${o.jobs}`,
-    title: `herd: ${n(o.jobs)} jobs due in the same second`,
+    id: o.recurring ? `cron-herd-${o.jobs}` : `herd-${o.jobs}`,
+    title: o.recurring ? `cron herd: ${n(o.jobs)} recurring jobs firing in the same second` : `herd: ${n(o.jobs)} jobs due in the same second`,
     notes: [
       "Workers run from the start; every job is created (bulk API, batches of 1,000) before the due second begins.",
+      ...(o.recurring
+        ? [
+            "Each job is recurring (duetime: a six-field cron, UTC, firing once a year at the due second): the scheduler dispatches all of them in that second, as at the top of an hour. Contenders without cron support in this harness are not run.",
+          ]
+        : []),
       "lag = handler start − due time; drain = last start − due time; jobs/s = jobs ÷ drain; create = jobs ÷ creation time.",
       ...serviceNotes(o.statsSettleMs),
     ],
@@ -182,12 +199,13 @@ export function herd(o: HerdOptions): Scenario {
     ],
     chart: true,
     defaultRuns: o.runs,
+    ...(o.recurring ? { needsCron: true } : {}),
     async run(contender, progress): Promise<RunOutput> {
       const tracker = new StartTracker(o.jobs);
       await contender.startWorkers(tracker.started);
       const service = await meterService(contender, o.statsSettleMs, progress, "herd");
       const dueAt = Math.ceil((Date.now() + o.leadBaseMs + o.jobs * o.leadPerJobMs) / 1000) * 1000;
-      const createMs = await enqueueAll(contender, o.jobs, () => dueAt, progress, "herd");
+      const createMs = await enqueueAll(contender, o.jobs, () => dueAt, progress, "herd", o.recurring);
       if (Date.now() >= dueAt) {
         return { metrics: {}, failure: `creation took ${Math.round(createMs)} ms and overran the due time; raise --lead` };
       }

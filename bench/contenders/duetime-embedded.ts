@@ -11,6 +11,7 @@ export class DuetimeEmbedded implements Contender {
   readonly name = "duetime-embedded";
   version = LOADED_VERSION;
   settings = "";
+  readonly cron = true;
   private duetime: Duetime | null = null;
   private ctx!: ContenderContext;
   private file = "";

@@ -15,8 +15,14 @@ export function benchJobs(jobs: BenchJob[]): BatchCreateItem[] {
     name: "bench",
     target: { type: "queue", pool: BENCH_POOL },
     payload: { seq: j.seq },
-    schedule: { runAt: new Date(j.dueAt).toISOString() },
+    schedule: j.recurring ? { cron: yearlyAt(j.dueAt), tz: "UTC" } : { runAt: new Date(j.dueAt).toISOString() },
   }));
+}
+
+/** A six-field cron that fires at this instant's second once a year: its next occurrence after now is the instant. */
+function yearlyAt(ms: number): string {
+  const d = new Date(ms);
+  return `${d.getUTCSeconds()} ${d.getUTCMinutes()} ${d.getUTCHours()} ${d.getUTCDate()} ${d.getUTCMonth() + 1} *`;
 }
 
 export function assertCreated(results: BatchCreateResult[]): void {

@@ -37,6 +37,7 @@ export class DuetimeServers implements Contender {
   readonly name: string;
   version = duetimeVersion();
   settings = "";
+  readonly cron = true;
   private children: ChildProcess[] = [];
   private clients: DuetimeClient[] = [];
   private workers: Worker[] = [];
