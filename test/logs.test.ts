@@ -90,6 +90,7 @@ test("the server logs each lifecycle event once, at its level, with its ids and 
     // Another worker takes the execution over, then the slow one shows up: LEASE_LOST, and a possible duplicate.
     const [again] = await waitFor(async () => (await client.lease("logs-lost", { workerId: "fast", max: 1 })).items, "lost leased again");
     assert.equal(again!.attempt, 2);
+    assert.equal((await apiError(client.heartbeat(l!.executionId, { attempt: 1 }))).code, "LEASE_LOST");
     assert.equal((await apiError(client.complete(l!.executionId, 1, { late: PAYLOAD_MARKER }))).code, "LEASE_LOST");
     await client.complete(again!.executionId, 2);
 
@@ -148,6 +149,11 @@ test("the server logs each lifecycle event once, at its level, with its ids and 
   const refused = one(lines, "lease lost: the attempt's call was refused (LEASE_LOST)", { jobId: lost.jobId, attempt: 1, call: "complete" });
   assert.equal(refused.level, LEVEL.warn);
   assert.equal(refused.executionId, expired.executionId);
+  // A worker's heartbeat refused over HTTP is told too (so is duetime_lease_lost_total).
+  assert.equal(
+    one(lines, "lease lost: the attempt's call was refused (LEASE_LOST)", { jobId: lost.jobId, attempt: 1, call: "heartbeat" }).level,
+    LEVEL.warn,
+  );
   const duplicate = one(lines, "possible duplicate: the attempt may have run twice", { ...ids(lost.jobId), attempt: 1, reason: "lease_lost" });
   assert.equal(duplicate.level, LEVEL.warn);
 

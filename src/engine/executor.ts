@@ -355,6 +355,11 @@ export class Executor {
     return items.map((i) => ({ ...i, jitter: this.random() }));
   }
 
+  /** A call refused with LEASE_LOST (duetime_lease_lost_total, the log): a heartbeat, complete or fail of an attempt that no longer holds its lease. */
+  reportLost(executionId: string, attempt: number, call: "heartbeat" | "complete" | "fail"): void {
+    this.events.emit("lease:lost", { jobId: jobIdOf(executionId), executionId, attempt, call });
+  }
+
   /** A lost answer recorded a possible duplicate (store.ts executionPossibleDuplicates). */
   reportDuplicate(executionId: string, mark: PossibleDuplicateMark, call: "heartbeat" | "complete" | "fail"): void {
     this.events.emit("execution:possible_duplicate", {
@@ -379,13 +384,13 @@ export class Executor {
           attempt: item.attempt,
           pool: o.pool,
         });
-      else if (o.status === "lost") this.events.emit("lease:lost", { jobId, executionId: item.executionId, attempt: item.attempt, call: "complete" });
+      else if (o.status === "lost") this.reportLost(item.executionId, item.attempt, "complete");
       if (o.status !== "not_found" && o.possibleDuplicate) this.reportDuplicate(item.executionId, o.possibleDuplicate, "complete");
     });
     failed.forEach((o, i) => {
       const item = fail[i]!;
       const jobId = jobIdOf(item.executionId);
-      if (o.status === "lost") this.events.emit("lease:lost", { jobId, executionId: item.executionId, attempt: item.attempt, call: "fail" });
+      if (o.status === "lost") this.reportLost(item.executionId, item.attempt, "fail");
       if (o.status === "lost" && o.possibleDuplicate) this.reportDuplicate(item.executionId, o.possibleDuplicate, "fail");
       if (o.status !== "ok") return;
       this.events.emit("execution:failed", {

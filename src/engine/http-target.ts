@@ -659,7 +659,7 @@ export class HttpTargetRunner {
     try {
       const r = await this.o.heartbeat({ tenantId: row.tenantId, executionId: row.executionId, attempt: row.attempt, leaseMs });
       if (r.status !== "ok") {
-        this.o.events.emit("lease:lost", { jobId: row.jobId, executionId: row.executionId, attempt: row.attempt, call: "heartbeat" });
+        this.o.executor.reportLost(row.executionId, row.attempt, "heartbeat");
         if (r.status === "lost" && r.possibleDuplicate) this.o.executor.reportDuplicate(row.executionId, r.possibleDuplicate, "heartbeat");
         this.drop(slot);
         return false;

@@ -80,6 +80,7 @@ export class WorkerProtocol {
       : ({ status: "not_found" } as const);
     if (res.status === "not_found") throw notFound("execution", executionId);
     if (res.status === "lost") {
+      this.executor.reportLost(executionId, request.attempt, "heartbeat");
       if (res.possibleDuplicate) this.executor.reportDuplicate(executionId, res.possibleDuplicate, "heartbeat");
       throw leaseLost(executionId, request.attempt);
     }
