@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { DuetimeClient, Worker } from "@duetime/sdk";
 import { startServer } from "../src/server/index.js";
+import { openStore } from "../src/store/factory.js";
 import { apiError, queueJob, serverStore, startTestServer, testStore, waitFor } from "./helpers.js";
 
 /** n jobs in pool, leased once (attempt 1 running): `die()` fails them permanently. */
@@ -142,6 +143,14 @@ test("bulk dead-letter replay resumes after a restart where it stopped: each dea
     await first.close();
     assert.equal(before.state, "RUNNING", `stopped mid-way: ${before.replayed} of ${N} replayed`);
     assert.ok(before.replayed < N);
+    // The clean stop gave the replay's lease up: any node may take it on at once, not only when the lease expires.
+    const peek = await openStore(store.url, store.options);
+    try {
+      const held = await peek.replayGet({ replayId: created.replayId });
+      assert.deepEqual([held?.state, held?.owner, held?.leaseUntil], ["RUNNING", null, null]);
+    } finally {
+      await peek.close();
+    }
     const second = await open();
     client = new DuetimeClient({ url: second.url, retries: 0 });
     const w = worker(second.url, "replays");

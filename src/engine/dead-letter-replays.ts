@@ -76,11 +76,13 @@ export class ReplayDriver {
     this.schedule(0);
   }
 
+  /** Stops after the current pass, and gives up this node's replay leases so another node resumes them at once. */
   async stop(): Promise<void> {
     this.stopping = true;
     this.timer?.cancel();
     this.timer = null;
     await this.running;
+    await this.o.store.replayRelease({ owner: this.o.nodeId }).catch((error) => this.o.events.emit("error", { where: "dead-letter-replays", error }));
   }
 
   /** A replay was created: look now rather than at the next tick. */

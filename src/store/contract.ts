@@ -3192,6 +3192,22 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
           assert.equal(await step("n1", REPLAY_AT), null, "not claimed yet");
           assert.equal((await store.replayClaim({ owner: "n1", leaseMs: 10 * SECOND, now: REPLAY_AT, limit: 10 })).length, 1);
           assert.deepEqual(await store.replayClaim({ owner: "n2", leaseMs: 10 * SECOND, now: REPLAY_AT + 5 * SECOND, limit: 10 }), [], "held by n1");
+          // A clean stop gives the lease up: n2 claims at once, and n1 is fenced out; n2 then gives it back.
+          await store.replayRelease({ owner: "n2" });
+          assert.deepEqual(
+            await store.replayClaim({ owner: "n2", leaseMs: 10 * SECOND, now: REPLAY_AT + SECOND, limit: 10 }),
+            [],
+            "another owner's release frees nothing",
+          );
+          await store.replayRelease({ owner: "n1" });
+          assert.equal(
+            (await store.replayClaim({ owner: "n2", leaseMs: 10 * SECOND, now: REPLAY_AT + SECOND, limit: 10 }))[0]?.owner,
+            "n2",
+            "released: claimed at once",
+          );
+          assert.equal(await step("n1", REPLAY_AT + SECOND), null, "the releasing owner is fenced out");
+          await store.replayRelease({ owner: "n2" });
+          assert.equal((await store.replayClaim({ owner: "n1", leaseMs: 10 * SECOND, now: REPLAY_AT, limit: 10 })).length, 1, "and n1 takes it back");
           assert.equal(await step("n2", REPLAY_AT + 5 * SECOND), null);
           assert.equal((await step("n1", REPLAY_AT + 5 * SECOND))?.replayed.length, 1, "the step extends n1's lease to +15 s");
           assert.deepEqual(await store.replayClaim({ owner: "n2", leaseMs: 10 * SECOND, now: REPLAY_AT + 15 * SECOND, limit: 10 }), []);

@@ -729,6 +729,8 @@ export interface Store {
    * on the lease it saw; answers the ones owner now holds.
    */
   replayClaim(params: { owner: string; leaseMs: number; now?: number; limit: number }): Promise<ReplayRecord[]>;
+  /** Gives up owner's leases on its RUNNING replays (a clean stop), so another node claims them at once rather than at their expiry. */
+  replayRelease(params: { owner: string }): Promise<void>;
   /**
    * One batch of a replay, in one transaction, fenced by owner's lease (a
    * compare-and-set on owner, RUNNING and leaseUntil >= now, which it

@@ -37,7 +37,7 @@ import * as leases from "./leases.js";
 import { expiredRows, purgeBatch } from "./retention.js";
 import { createAhead, dropEnded } from "./partitions.js";
 import { migrate } from "./schema.js";
-import { cancelReplay, claimReplays, createReplay, getReplay, listReplays, stepReplay } from "./replays.js";
+import { cancelReplay, claimReplays, createReplay, getReplay, listReplays, releaseReplays, stepReplay } from "./replays.js";
 import { chunkSignals, NOTIFY_SQL, PgSignals } from "./signals.js";
 
 /** poolCounts' buckets: the folded counters and the deltas appended since (ready-counts.ts). */
@@ -334,6 +334,10 @@ class PostgresStore implements Store {
 
   async replayClaim(p: StoreParams<"replayClaim">) {
     return claimReplays(this.pool, p);
+  }
+
+  async replayRelease(p: StoreParams<"replayRelease">) {
+    await releaseReplays(this.pool, p);
   }
 
   async replayStep(p: StoreParams<"replayStep">) {

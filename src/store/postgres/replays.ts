@@ -61,6 +61,10 @@ export async function claimReplays(db: Db, p: StoreParams<"replayClaim">): Promi
   return found.map(record);
 }
 
+export async function releaseReplays(db: Db, p: StoreParams<"replayRelease">): Promise<void> {
+  await rows(db, "UPDATE dead_letter_replays SET owner = NULL, lease_until = NULL WHERE owner = $1 AND state = 'RUNNING'", [p.owner]);
+}
+
 export async function stepReplay(c: pg.PoolClient, p: StoreParams<"replayStep">) {
   const fenced = await one(
     c,

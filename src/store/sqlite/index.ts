@@ -1245,6 +1245,10 @@ class SqliteStore implements Store {
     });
   }
 
+  async replayRelease(p: StoreParams<"replayRelease">): Promise<void> {
+    this.q("UPDATE dead_letter_replays SET owner = NULL, lease_until = NULL WHERE owner = @owner AND state = 'RUNNING'").run({ owner: p.owner });
+  }
+
   async replayStep(p: StoreParams<"replayStep">) {
     const now = leaseNow(p.now);
     return this.tx(() => {
