@@ -143,7 +143,6 @@ const ENDING_ROW = "*, (SELECT kind FROM jobs WHERE jobs.id = executions.job_id)
 const leaseNow = (now: number | undefined): number => now ?? Date.now();
 
 /** The dispatch fence: the shard is still this node's at the epoch it acquired. */
-const SHARD_HELD = "EXISTS (SELECT 1 FROM shards WHERE shard = @shard AND owner = @node AND epoch = @epoch)";
 
 /** What core/retry.ts needs of a running execution row to decide how its attempt ends. */
 function attemptFacts(e: Row): AttemptFacts {
@@ -485,21 +484,13 @@ class SqliteStore implements Store {
       const fenced: string[] = [];
       const rows: NewExecution[] = [];
       const finished: string[] = [];
+      const held = this.heldShards(p.nodeId, p.epochs, p.items);
+      const consumed = this.consumeDue(p.items.filter((i) => held.has(i.entry.shard)));
       for (const item of p.items) {
-        const { entry, next } = item;
-        // Consuming the due entry is the compare-and-set: it must still name
-        // this occurrence, and its shard must still be ours at our epoch.
-        const fence = { job: entry.jobId, at: entry.scheduledFor, shard: entry.shard, node: p.nodeId, epoch: p.epochs.get(entry.shard) ?? null };
-        const consumed = next
-          ? this.q(
-              `UPDATE due SET scheduled_for = @nextAt, due_at = @nextDue WHERE job_id = @job AND scheduled_for = @at AND ${SHARD_HELD}
-               RETURNING job_id`,
-            ).get({ ...fence, nextAt: next.scheduledFor, nextDue: next.dueAt })
-          : this.q(`DELETE FROM due WHERE job_id = @job AND scheduled_for = @at AND ${SHARD_HELD} RETURNING job_id`).get(fence);
-        if (!consumed) {
+        const { entry } = item;
+        if (!consumed.has(entry.jobId)) {
           // Only to say why nothing was written: the shard moved (fenced), else the entry did (stale).
-          const { held } = this.q(`SELECT ${SHARD_HELD} AS held`).get(fence) as { held: number };
-          (held ? stale : fenced).push(entry.jobId);
+          (held.has(entry.shard) ? stale : fenced).push(entry.jobId);
           continue;
         }
         for (const s of item.skipped ?? []) rows.push(skippedRow(entry.jobId, s.scheduledFor, s.reason));
@@ -519,6 +510,39 @@ class SqliteStore implements Store {
       const dispatched = inserted.filter((r) => r.state === "READY").map(({ state: _, ...r }) => r);
       return { dispatched, stale, fenced };
     });
+  }
+
+  /** The items' shards this node holds at the epoch it names (the dispatch's fence; one read for the batch). */
+  private heldShards(nodeId: string, epochs: ReadonlyMap<number, number>, items: DispatchItem[]): Set<number> {
+    const shards = [...new Set(items.map((i) => i.entry.shard))];
+    const owned = this.q("SELECT shard, epoch FROM shards WHERE owner = @node AND shard IN (SELECT value FROM json_each(@shards))").all({
+      node: nodeId,
+      shards: JSON.stringify(shards),
+    }) as { shard: number; epoch: number }[];
+    return new Set(owned.filter((r) => epochs.get(r.shard) === r.epoch).map((r) => r.shard));
+  }
+
+  /**
+   * Consumes the items' due entries, the dispatch's compare-and-set: an
+   * entry moves to its next occurrence (or goes, with none) only if it still
+   * names this one. Two statements for the batch, not one per item. Answers
+   * the jobs whose entry was consumed.
+   */
+  private consumeDue(items: DispatchItem[]): Set<string> {
+    const moving = items.filter((i) => i.next).map((i) => [i.entry.jobId, i.entry.scheduledFor, i.next!.scheduledFor, i.next!.dueAt]);
+    const ending = items.filter((i) => !i.next).map((i) => [i.entry.jobId, i.entry.scheduledFor]);
+    const moved = moving.length
+      ? (this.q(
+          `UPDATE due SET scheduled_for = x.value ->> 2, due_at = x.value ->> 3 FROM json_each(@items) x
+           WHERE due.job_id = x.value ->> 0 AND due.scheduled_for = x.value ->> 1 RETURNING due.job_id AS job_id`,
+        ).all({ items: JSON.stringify(moving) }) as { job_id: string }[])
+      : [];
+    const ended = ending.length
+      ? (this.q(
+          `DELETE FROM due WHERE (job_id, scheduled_for) IN (SELECT x.value ->> 0, x.value ->> 1 FROM json_each(@items) x) RETURNING job_id`,
+        ).all({ items: JSON.stringify(ending) }) as { job_id: string }[])
+      : [];
+    return new Set([...moved, ...ended].map((r) => r.job_id));
   }
 
   /**
