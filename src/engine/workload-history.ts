@@ -24,7 +24,11 @@ export interface WorkloadHistoryOptions {
 }
 
 export class WorkloadHistory {
-  private pending = new Map<string, WorkloadMinute>();
+  /** What is counted and not yet written (the store sums records of one row). */
+  private pending: WorkloadMinute[] = [];
+  /** The current minute's records by tenant, then pool: an event finds its record without building a key (this runs for every event of a herd). */
+  private current = new Map<string, Map<string, WorkloadMinute>>();
+  private currentMinute = -1;
   private purgedMinute = -1;
   private readonly loop: Periodic<void>;
   private readonly unsubscribe: (() => void)[];
@@ -62,14 +66,24 @@ export class WorkloadHistory {
   }
 
   private async flush(): Promise<void> {
-    if (this.pending.size === 0) return;
-    const records = [...this.pending.values()];
-    this.pending = new Map();
+    if (this.pending.length === 0) return;
+    const records = this.pending;
+    // Later events count afresh: what is being written must not change under the write.
+    this.pending = [];
+    this.current = new Map();
+    this.currentMinute = -1;
     try {
       await this.o.store.workloadAdd({ records });
     } catch (error) {
-      // Kept for the next flush: a store outage delays the history, it does not lose it.
-      for (const r of records) this.merge(r);
+      // Kept for the next flush, one record a row: a store outage delays the history, it does not lose it or grow it.
+      const byRow = new Map<string, WorkloadMinute>();
+      for (const r of [...records, ...this.pending]) {
+        const m = byRow.get(workloadKey(r));
+        byRow.set(workloadKey(r), m ? addWorkload(m, r) : r);
+      }
+      this.pending = [...byRow.values()];
+      this.current = new Map();
+      this.currentMinute = -1;
       throw error;
     }
   }
@@ -90,11 +104,20 @@ export class WorkloadHistory {
   private minute(tenantId: string, pool: string): WorkloadMinute {
     const now = this.o.clock.now();
     const minute = now - (now % MINUTE_MS);
-    const key = workloadKey({ minute, tenantId, pool });
-    let m = this.pending.get(key);
+    if (minute !== this.currentMinute) {
+      this.currentMinute = minute;
+      this.current = new Map();
+    }
+    let pools = this.current.get(tenantId);
+    if (!pools) {
+      pools = new Map();
+      this.current.set(tenantId, pools);
+    }
+    let m = pools.get(pool);
     if (!m) {
       m = empty(minute, tenantId, pool);
-      this.pending.set(key, m);
+      pools.set(pool, m);
+      this.pending.push(m);
     }
     return m;
   }
@@ -102,11 +125,6 @@ export class WorkloadHistory {
   private failed(m: WorkloadMinute, state: "READY" | "DEAD" | "CANCELLED"): void {
     m.failed++;
     if (state === "DEAD") m.dead++;
-  }
-
-  private merge(r: WorkloadMinute): void {
-    const m = this.pending.get(workloadKey(r));
-    this.pending.set(workloadKey(r), m ? addWorkload(r, m) : r);
   }
 }
 
