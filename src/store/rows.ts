@@ -3,18 +3,66 @@
 // PostgreSQL: jsonb, parsed by the client), which each passes in.
 
 import type { ErrorRecord, Role } from "@duetime/sdk/contract";
-import type { ApiKeyRecord, AttemptRow, TenantLimits } from "./store.js";
+import { type ApiKeyRecord, type AttemptRow, HTTP_POOL, type LeasedRow, type LoadedDueEntry, type TenantLimits } from "./store.js";
 
 export type Row = Record<string, unknown>;
 
 /** Adds a row's trace_parent (tracing, engine/tracing.ts) when it has one: without tracing, nothing is allocated or added. */
-export function withTraceParent<T extends { traceParent?: string }>(value: T, traceParent: unknown): T {
+function withTraceParent<T extends { traceParent?: string }>(value: T, traceParent: unknown): T {
   if (typeof traceParent === "string") value.traceParent = traceParent;
   return value;
 }
 
 /** How a driver turns a JSON column into its value (null stays null). */
 export type JsonColumn = <T>(value: unknown) => T;
+
+/** PostgreSQL's: node-postgres has parsed jsonb already. */
+export const jsonb: JsonColumn = <T>(value: unknown) => value as T;
+
+/** A due entry joined with its job's kind, schedule and trace_parent (dueLoad). */
+export function toLoadedDue(r: Row, json: JsonColumn): LoadedDueEntry {
+  return withTraceParent<LoadedDueEntry>(
+    {
+      jobId: r.job_id as string,
+      tenantId: r.tenant_id as string,
+      shard: r.shard as number,
+      scheduledFor: r.scheduled_for as number,
+      dueAt: r.due_at as number,
+      kind: r.kind as "once" | "cron",
+      schedule: json(r.schedule),
+    },
+    r.trace_parent,
+  );
+}
+
+/** The executions a lease of `pool` granted, in the lease's order: priority, then ready time, then id. */
+export function toLeasedRows(granted: Row[], pool: string, json: JsonColumn): LeasedRow[] {
+  granted.sort(
+    (a, b) =>
+      (b.priority as number) - (a.priority as number) ||
+      (a.ready_at as number) - (b.ready_at as number) ||
+      ((a.id as string) < (b.id as string) ? -1 : 1),
+  );
+  return granted.map((r) =>
+    withTraceParent<LeasedRow>(
+      {
+        executionId: r.id as string,
+        tenantId: r.tenant_id as string,
+        jobId: r.job_id as string,
+        name: r.name as string,
+        attempt: r.attempt as number,
+        retry: (r.attempt as number) - (r.attempt_base as number) > 1,
+        payload: json(r.payload) ?? null,
+        scheduledFor: r.scheduled_for as number,
+        leaseUntil: r.lease_until as number,
+        timeoutSeconds: (r.timeout_ms as number) / 1000,
+        // Only the HTTP runner needs the target; queue workers never see it.
+        target: pool === HTTP_POOL ? json(r.target) : { type: "queue", pool },
+      },
+      r.trace_parent,
+    ),
+  );
+}
 
 export function toApiKey(r: Row): ApiKeyRecord {
   return {

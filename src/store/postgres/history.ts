@@ -7,11 +7,11 @@ import type { ErrorRecord } from "@duetime/sdk/contract";
 import { REPLAY_JOB_CHANGE } from "../../core/states.js";
 import type { AttemptRow, AuditEntry, DeadLetterRow } from "../store.js";
 import { changeJobs } from "./changes.js";
-import { toAttemptRow } from "../rows.js";
+import { jsonb, toAttemptRow } from "../rows.js";
 import { type Db, executionKey, json, one, type Row, rows } from "./db.js";
 
 /** A history row; jsonb columns arrive parsed. */
-const historyRow = (r: Row): AttemptRow => toAttemptRow(r, <T>(value: unknown) => value as T);
+const historyRow = (r: Row): AttemptRow => toAttemptRow(r, jsonb);
 
 /** Executions as they wait for their next attempt (trigger, backfill, replay), by id. */
 export async function attemptZeros(db: Db, ids: readonly string[]): Promise<Map<string, AttemptRow>> {

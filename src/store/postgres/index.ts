@@ -27,7 +27,7 @@ import { acquireShards, heartbeat, leave, listShards, liveNodes, releaseShards }
 import { checkSchemaName } from "../names.js";
 import { countHour, type CountRow, countsSql, toPoolCounts, toUpcoming, upcomingSql, upcomingWindow } from "../ready-counts.js";
 import { fromWorkloadRow, WORKLOAD_COLUMNS, workloadJson, workloadUpsertSql } from "../workload-minutes.js";
-import { TENANT_LIMIT_COLUMNS, toApiKey, toTenantLimits, withTraceParent } from "../rows.js";
+import { jsonb, TENANT_LIMIT_COLUMNS, toApiKey, toLoadedDue, toTenantLimits } from "../rows.js";
 import { clientConfig, createPool, executionKey, one, type PoolOptions, rows, transaction } from "./db.js";
 import { createExecutions, dispatch } from "./dispatch.js";
 import { rethrowPostgresError } from "./errors.js";
@@ -187,20 +187,7 @@ class PostgresStore implements Store {
       [before, shards, limit],
       "due_load",
     );
-    return loaded.map((r) =>
-      withTraceParent<LoadedDueEntry>(
-        {
-          jobId: r.job_id as string,
-          tenantId: r.tenant_id as string,
-          shard: r.shard as number,
-          scheduledFor: r.scheduled_for as number,
-          dueAt: r.due_at as number,
-          kind: r.kind as "once" | "cron",
-          schedule: r.schedule as LoadedDueEntry["schedule"],
-        },
-        r.trace_parent,
-      ),
-    );
+    return loaded.map((r) => toLoadedDue(r, jsonb));
   }
 
   async dispatchMany(p: StoreParams<"dispatchMany">) {

@@ -20,9 +20,8 @@ import {
 import { LANES_PER_PICK, NO_WORK } from "../../core/fair-share.js";
 import { jobChangeAfterExecution } from "../../core/states.js";
 import type { AckOutcome, CompleteInput, FailInput, LeasedRow, LeaseParams, PossibleDuplicateMark, PossibleDuplicateRow } from "../store.js";
-import { withTraceParent } from "../rows.js";
+import { jsonb, toLeasedRows } from "../rows.js";
 import { toPossibleDuplicate } from "../replays.js";
-import { HTTP_POOL } from "../store.js";
 import { changeJobs } from "./changes.js";
 import { type Db, DB_NOW, executionKey, json, nowOr, one, type Row, rows } from "./db.js";
 
@@ -258,31 +257,7 @@ export async function lease(db: Db, p: LeaseParams): Promise<LeasedRow[]> {
     await rows(db, WAKE_LANES, [p.now ?? null, p.pool], "wake_lanes");
     granted = await rows(db, LEASE_ACROSS_TENANTS, [...values, LANES_PER_PICK, NO_WORK], "lease_fair");
   }
-  granted.sort(
-    (a, b) =>
-      (b.priority as number) - (a.priority as number) ||
-      (a.ready_at as number) - (b.ready_at as number) ||
-      ((a.id as string) < (b.id as string) ? -1 : 1),
-  );
-  return granted.map((r) =>
-    withTraceParent<LeasedRow>(
-      {
-        executionId: r.id as string,
-        tenantId: r.tenant_id as string,
-        jobId: r.job_id as string,
-        name: r.name as string,
-        attempt: r.attempt as number,
-        retry: (r.attempt as number) - (r.attempt_base as number) > 1,
-        payload: r.payload ?? null,
-        scheduledFor: r.scheduled_for as number,
-        leaseUntil: r.lease_until as number,
-        timeoutSeconds: (r.timeout_ms as number) / 1000,
-        // Only the HTTP runner needs the target; queue workers never see it.
-        target: p.pool === HTTP_POOL ? (r.target as LeasedRow["target"]) : { type: "queue", pool: p.pool },
-      },
-      r.trace_parent,
-    ),
-  );
+  return toLeasedRows(granted, p.pool, jsonb);
 }
 
 export async function heartbeat(db: Db, p: { tenantId: string | null; executionId: string; attempt: number; leaseMs?: number; now?: number }) {

@@ -77,7 +77,7 @@ import { countHour, type CountRow, countsSql, toPoolCounts, toUpcoming, upcoming
 import { fromWorkloadRow, WORKLOAD_COLUMNS, type WorkloadMinute, workloadJson, workloadUpsertSql } from "../workload-minutes.js";
 import { heartbeat, leave, liveNodes, releaseShards } from "./nodes.js";
 import { SignalBus } from "./signals.js";
-import { KIND_FILTER, TENANT_LIMIT_COLUMNS, toApiKey, toAttemptRow, toTenantLimits, withTraceParent } from "../rows.js";
+import { KIND_FILTER, TENANT_LIMIT_COLUMNS, toApiKey, toAttemptRow, toLeasedRows, toLoadedDue, toTenantLimits } from "../rows.js";
 
 export interface SqliteStoreOptions {
   /** A file path, or ":memory:". */
@@ -462,20 +462,7 @@ class SqliteStore implements Store {
              WHERE d.due_at <= ? AND d.shard IN (SELECT value FROM json_each(?)) ORDER BY d.due_at LIMIT ?`,
           ).all(before, JSON.stringify(shards), limit)
     ) as Row[];
-    return rows.map((r) =>
-      withTraceParent<LoadedDueEntry>(
-        {
-          jobId: r.job_id as string,
-          tenantId: r.tenant_id as string,
-          shard: r.shard as number,
-          scheduledFor: r.scheduled_for as number,
-          dueAt: r.due_at as number,
-          kind: r.kind as "once" | "cron",
-          schedule: parse(r.schedule),
-        },
-        r.trace_parent,
-      ),
-    );
+    return rows.map((r) => toLoadedDue(r, parse));
   }
 
   async dispatchMany(p: { nodeId: string; epochs: ReadonlyMap<number, number>; now: number; items: DispatchItem[] }) {
@@ -696,32 +683,7 @@ class SqliteStore implements Store {
     // After the grant: a lane's next READY row is one not granted now.
     const wakes = this.chargeRates(p.pool, gates, rows, now);
     if (fair) this.settleLanes(p.pool, fair.lanes, wakes);
-    if (rows.length === 0) return [];
-    rows.sort(
-      (a, b) =>
-        (b.priority as number) - (a.priority as number) ||
-        (a.ready_at as number) - (b.ready_at as number) ||
-        ((a.id as string) < (b.id as string) ? -1 : 1),
-    );
-    return rows.map((r) =>
-      withTraceParent<LeasedRow>(
-        {
-          executionId: r.id as string,
-          tenantId: r.tenant_id as string,
-          jobId: r.job_id as string,
-          name: r.name as string,
-          attempt: r.attempt as number,
-          retry: (r.attempt as number) - (r.attempt_base as number) > 1,
-          payload: parse(r.payload),
-          scheduledFor: r.scheduled_for as number,
-          leaseUntil: r.lease_until as number,
-          timeoutSeconds: (r.timeout_ms as number) / 1000,
-          // Only the HTTP runner needs the target; queue workers never see it.
-          target: p.pool === HTTP_POOL ? parse(r.target) : { type: "queue", pool: p.pool },
-        },
-        r.trace_parent,
-      ),
-    );
+    return toLeasedRows(rows, p.pool, parse);
   }
 
   async executionTraceParents(p: { executionIds: readonly string[] }): Promise<Map<string, string>> {
