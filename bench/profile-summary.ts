@@ -6,11 +6,13 @@
 //
 // (BENCH_SERVER_NODE_ARGS goes to the `duetime serve` children; Node 20
 // refuses --cpu-prof in NODE_OPTIONS), then: node --import tsx bench/profile-summary.ts /tmp/prof/*.cpuprofile [--top 25]
-// [--callers NAME]: also split NAME's self time by the nearest caller in src/
+// [--callers NAME]: also split NAME's self time by the nearest caller in src/ or dist/
 // (e.g. --callers sqliteTransaction: which store operation's commits cost what),
 // passing over wrappers named in --skip (default "tx,(anonymous)").
 // [--since NAME]: count only samples from the first one in function NAME on
 // (e.g. --since dispatchMany: the herd's drain, from its first dispatch).
+// [--after NAME]: count only samples after the last one in function NAME
+// (e.g. --after createOne: the herd's drain, once every job is created).
 
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
@@ -31,7 +33,7 @@ interface Profile {
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { top: { type: "string" }, callers: { type: "string" }, skip: { type: "string" }, since: { type: "string" } },
+  options: { top: { type: "string" }, callers: { type: "string" }, skip: { type: "string" }, since: { type: "string" }, after: { type: "string" } },
 });
 const top = Number(values.top ?? 25);
 const ROOT = new URL("../", import.meta.url).href;
@@ -62,6 +64,11 @@ for (const file of positionals) {
     from = samples.findIndex((id) => within(id, values.since!));
     if (from < 0) throw new Error(`no sample in ${values.since}`);
   }
+  if (values.after) {
+    const last = samples.findLastIndex((id) => within(id, values.after!));
+    if (last < 0) throw new Error(`no sample in ${values.after}`);
+    from = Math.max(from, last + 1);
+  }
   let total = 0;
   for (let i = from; i < samples.length; i++) {
     const ms = (deltas[i] ?? 0) / 1000;
@@ -91,7 +98,7 @@ for (const file of positionals) {
       if (byId.get(id)!.callFrame.functionName !== values.callers) continue;
       let up = parent.get(id);
       const skip = new Set((values.skip ?? "tx,(anonymous)").split(","));
-      const wrapper = (n: ProfileNode) => !n.callFrame.url.includes("/src/") || skip.has(n.callFrame.functionName || "(anonymous)");
+      const wrapper = (n: ProfileNode) => !/\/(src|dist)\//.test(n.callFrame.url) || skip.has(n.callFrame.functionName || "(anonymous)");
       while (up !== undefined && wrapper(byId.get(up)!)) up = parent.get(up);
       const key =
         up === undefined ? "(no caller in src/)" : `${byId.get(up)!.callFrame.functionName || "(anonymous)"}  ${short(byId.get(up)!.callFrame.url)}`;
@@ -107,5 +114,5 @@ for (const file of positionals) {
   console.log(`\n== ${file}: ${total.toFixed(0)} ms profiled, ${busy.toFixed(0)} ms busy (${((busy / total) * 100).toFixed(0)}%)`);
   console.log(`-- self time by function (share of busy time)\n${table(fns)}`);
   console.log(`-- self time by file\n${table(files)}`);
-  if (values.callers) console.log(`-- self time of ${values.callers} by nearest caller in src/\n${table(callers)}`);
+  if (values.callers) console.log(`-- self time of ${values.callers} by nearest caller in src/ or dist/\n${table(callers)}`);
 }

@@ -154,7 +154,15 @@ switch (command) {
     ];
     break;
   case "smoke":
-    scenarios = [...herds([300], 1), ...herds([300], 1, true), ...steadies([100], 1), ...immediates([300], 1), ...idles([2_000], 1)];
+    scenarios = [
+      ...herds([300], 1),
+      ...herds([300], 1, true),
+      // Issue 13's regression guard: a herd of 2,000 through duetime's server finishes, every job started exactly once (no time is asserted).
+      herd({ jobs: 2_000, leadBaseMs: 2_000, leadPerJobMs: 0.15, timeoutMs, runs: 1, statsSettleMs, exactlyOnce: true, only: ["duetime-server"] }),
+      ...steadies([100], 1),
+      ...immediates([300], 1),
+      ...idles([2_000], 1),
+    ];
     break;
   default:
     usage(`unknown scenario ${command}`);
@@ -328,9 +336,11 @@ const sections: string[] = [];
 for (const scenario of scenarios) {
   const runs = runsOverride ?? scenario.defaultRuns;
   const outcomes: Outcome[] = [];
-  const able = scenario.needsCron ? names.filter((name) => CONTENDERS[name]!().cron) : names;
+  const able = names.filter((name) => (!scenario.needsCron || CONTENDERS[name]!().cron) && (!scenario.only || scenario.only.includes(name)));
   if (able.length < names.length)
-    console.log(`${scenario.id}: not run for ${names.filter((x) => !able.includes(x)).join(", ")} (no recurring jobs in this harness)`);
+    console.log(
+      `${scenario.id}: not run for ${names.filter((x) => !able.includes(x)).join(", ")} (${scenario.only ? `only for ${scenario.only.join(", ")}` : "no recurring jobs in this harness"})`,
+    );
   for (let r = 1; r <= runs && !values["render-only"]; r++) {
     for (const name of able) {
       const mine = Math.min(runs, runsOf.get(name) ?? runs);

@@ -40,6 +40,8 @@ export interface Scenario {
   defaultRuns: number;
   /** Only contenders that can create recurring jobs here (Contender.cron) run it. */
   needsCron?: boolean;
+  /** Run only for these contenders (when they are in the run). */
+  only?: readonly string[];
   run(contender: Contender, progress: Progress): Promise<RunOutput>;
 }
 
@@ -173,6 +175,9 @@ export interface HerdOptions {
   statsSettleMs: number;
   /** Recurring jobs whose occurrence falls in the due second (the top of the hour in production), instead of one-offs. */
   recurring?: boolean;
+  /** A duplicate start fails the run (the CI smoke guard: a no-op herd has no reason to run a job twice). */
+  exactlyOnce?: boolean;
+  only?: readonly string[];
 }
 
 /** N jobs due in the same second, all enqueued before it, workers already running. */
@@ -200,6 +205,7 @@ export function herd(o: HerdOptions): Scenario {
     chart: true,
     defaultRuns: o.runs,
     ...(o.recurring ? { needsCron: true } : {}),
+    ...(o.only ? { only: o.only } : {}),
     async run(contender, progress): Promise<RunOutput> {
       const tracker = new StartTracker(o.jobs);
       await contender.startWorkers(tracker.started);
@@ -231,7 +237,9 @@ export function herd(o: HerdOptions): Scenario {
             ? `${early} jobs started before their due time`
             : Number.isNaN(acked)
               ? "jobs still unfinished in the store 60 s after the last start"
-              : undefined,
+              : o.exactlyOnce && tracker.duplicates
+                ? `${n(tracker.duplicates)} jobs started more than once`
+                : undefined,
         note: duplicates(tracker),
       };
     },
