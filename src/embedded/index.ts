@@ -83,9 +83,16 @@ const EMBEDDED_CONTEXT: RequestContext = { ...DEFAULT_CONTEXT, bootstrap: true }
  * request the HTTP client would send, and the engine checks and serves it as
  * the server does (engine/operations.ts), so embedded callers get the same
  * answers and the same errors. A call's signal ends a long poll early.
+ *
+ * Each call first yields a turn of the event loop, as a call over the network
+ * would. The SQLite store answers without I/O, so without the turn a worker
+ * that keeps finding due work (lease, run, ack, lease…) looped on promises
+ * alone and starved every timer: a steady 2,000 jobs/s blocked the loop for
+ * seconds, and the engine's own creates were refused as overloaded.
  */
 export function embeddedClient(service: Service, ctx: RequestContext = EMBEDDED_CONTEXT): DuetimeApi {
   return apiOver(async (name, op, request) => {
+    await new Promise(setImmediate);
     const signal = request.options?.signal;
     return callService(service, name, signal ? { ...ctx, signal } : ctx, checkRequest(op, request));
   });
