@@ -119,6 +119,8 @@ export function workloadUpsertSql(source: string): string {
     ...SET.map((c) => `${c} = coalesce(excluded.${c}, workload_minutes.${c})`),
   ].join(", ");
   // WHERE true: SQLite's parser needs it between an INSERT's SELECT and its ON CONFLICT.
-  return `INSERT INTO workload_minutes (${names}) SELECT ${names} FROM ${source} WHERE true
+  // In key order: two nodes upserting the same rows lock them in one order, never each
+  // holding one the other waits for (a PostgreSQL deadlock the contract's race found).
+  return `INSERT INTO workload_minutes (${names}) SELECT ${names} FROM ${source} WHERE true ORDER BY minute, tenant_id, pool
     ON CONFLICT (minute, tenant_id, pool) DO UPDATE SET ${updates}`;
 }
