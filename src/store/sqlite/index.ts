@@ -273,15 +273,29 @@ class SqliteStore implements Store {
   // ---- jobs ------------------------------------------------------------------
 
   async jobCreateMany({ jobs, nodeId, now }: { jobs: NewJob[]; nodeId: string; now: number }): Promise<JobCreateOutcome[]> {
-    return this.tx(() => jobs.map((j) => this.createOne(j, nodeId, now)));
+    return this.tx(() => {
+      // The one-offs' executions go in as one insert at the end (a statement per job was a third of a create).
+      const executions: NewExecution[] = [];
+      const flush = () => this.insertExecutions(executions.splice(0), now, nodeId, { anyJobState: true });
+      const outcomes = jobs.map((j) => this.createOne(j, now, executions, flush));
+      flush();
+      return outcomes;
+    });
   }
 
-  private createOne({ job, due, execution, idempotency, traceParent }: NewJob, nodeId: string, now: number): JobCreateOutcome {
+  /** Writes a job (its one-off's execution is added to `executions`; `flush` writes those before a job of this batch is read back). */
+  private createOne(
+    { job, due, execution, idempotency, traceParent }: NewJob,
+    now: number,
+    executions: NewExecution[],
+    flush: () => void,
+  ): JobCreateOutcome {
     if (idempotency) {
       const prior = this.q("SELECT request_hash, job_id FROM idempotency_keys WHERE tenant_id = ? AND key = ?").get(job.tenantId, idempotency.key) as
         | { request_hash: string; job_id: string }
         | undefined;
       if (prior) {
+        flush();
         if (prior.request_hash !== idempotency.requestHash) return { status: "idempotency_mismatch" };
         const existing = this.getJob(job.tenantId, prior.job_id);
         if (existing) return { status: "existing", job: existing };
@@ -318,7 +332,7 @@ class SqliteStore implements Store {
       traceParent: traceParent ?? null,
     });
     if (due) this.putDue(job.jobId, job.tenantId, job.shard, due);
-    if (execution) this.insertExecutions([pendingRow(job.jobId, execution, false)], now, nodeId, { anyJobState: true });
+    if (execution) executions.push(pendingRow(job.jobId, execution, false));
     const next = due ?? execution ?? null;
     const record: JobRecord = {
       ...job,
@@ -569,9 +583,8 @@ class SqliteStore implements Store {
    */
   private insertExecutions(rows: NewExecution[], now: number, nodeId: string, only: { tenantId?: string; anyJobState?: boolean } = {}) {
     if (rows.length === 0) return [];
-    return (
-      this.q(
-        `INSERT INTO executions (id, tenant_id, job_id, pool, name, scheduled_for, priority, state, max_attempts,
+    const inserted = this.q(
+      `INSERT INTO executions (id, tenant_id, job_id, pool, name, scheduled_for, priority, state, max_attempts,
            backoff_seconds, max_backoff_seconds, retry_deadline_seconds, timeout_ms, ready_at, payload, target, dispatched_at, dispatched_by,
            last_error, finished_at, trace_parent)
          SELECT x.value ->> 0, j.tenant_id, j.id, j.pool, j.name, x.value ->> 2, j.priority, x.value ->> 4,
@@ -584,23 +597,44 @@ class SqliteStore implements Store {
              SELECT 1 FROM executions f WHERE f.id > j.id || '-' AND f.id < j.id || '.'
                AND f.state IN (SELECT value FROM json_each(@inFlight))))
          ON CONFLICT (id) DO NOTHING
-         RETURNING id, job_id, tenant_id, pool, state`,
-      ).all({
-        items: JSON.stringify(rows),
-        now,
-        node: nodeId,
-        tenant: only.tenantId ?? null,
-        any: only.anyJobState ? 1 : 0,
-        dispatching: JSON.stringify(DISPATCHING_STATES),
-        inFlight: JSON.stringify(IN_FLIGHT_STATES),
-      }) as Row[]
-    ).map((r) => ({
+         RETURNING id, job_id, tenant_id, pool, state, priority, ready_at`,
+    ).all({
+      items: JSON.stringify(rows),
+      now,
+      node: nodeId,
+      tenant: only.tenantId ?? null,
+      any: only.anyJobState ? 1 : 0,
+      dispatching: JSON.stringify(DISPATCHING_STATES),
+      inFlight: JSON.stringify(IN_FLIGHT_STATES),
+    }) as Row[];
+    this.readyInserted(inserted.filter((r) => r.state === "READY"));
+    return inserted.map((r) => ({
       jobId: r.job_id as string,
       executionId: r.id as string,
       tenantId: r.tenant_id as string,
       pool: r.pool as string,
       state: r.state as string,
     }));
+  }
+
+  /**
+   * New READY executions: their lanes wake by the earliest (a lane that sleeps
+   * past it, or is new), and the ready counters grow; one statement each for
+   * the batch (the update and delete triggers keep both for every later change).
+   */
+  private readyInserted(rows: Row[]): void {
+    if (rows.length === 0) return;
+    const input = JSON.stringify(rows.map((r) => [r.pool, r.tenant_id, r.priority, r.ready_at]));
+    this.q(
+      `INSERT INTO lanes (pool, tenant_id, idle_until)
+         SELECT value ->> 0, value ->> 1, min(value ->> 3) FROM json_each(@input) GROUP BY 1, 2
+       ON CONFLICT (pool, tenant_id) DO UPDATE SET idle_until = excluded.idle_until WHERE lanes.idle_until > excluded.idle_until`,
+    ).run({ input });
+    this.q(
+      `INSERT INTO ready_counts (tenant_id, pool, priority, hour, n)
+         SELECT value ->> 1, value ->> 0, value ->> 2, CAST(coalesce(value ->> 3, 0) / 3600000 AS INTEGER), count(*) FROM json_each(@input) GROUP BY 1, 2, 3, 4
+       ON CONFLICT (tenant_id, pool, priority, hour) DO UPDATE SET n = n + excluded.n`,
+    ).run({ input });
   }
 
   // ---- executions --------------------------------------------------------------

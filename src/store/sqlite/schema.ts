@@ -388,6 +388,17 @@ CREATE INDEX jobs_by_tenant_pool_created ON jobs (tenant_id, pool, created_at DE
 CREATE INDEX jobs_cron_by_tenant_created ON jobs (tenant_id, created_at DESC, id DESC) WHERE kind = 'cron';
 `,
   },
+  {
+    version: 13,
+    sql: `
+-- Executions are inserted in batches (a create of 1,000 jobs, a dispatch of
+-- 1,000 occurrences) by one statement, insertExecutions, which now wakes the
+-- lanes and adds to the ready counters once per lane and counter: these row
+-- triggers ran three statements per row (a third of a one-off's create).
+DROP TRIGGER executions_ready_wakes_insert;
+DROP TRIGGER executions_ready_count_insert;
+`,
+  },
 ];
 
 /**
