@@ -18,7 +18,8 @@
 
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, release, tmpdir, totalmem } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { lagChart, type Series } from "./chart.js";
 import type { Contender } from "./contender.js";
@@ -179,7 +180,12 @@ interface Outcome {
   version: string;
   settings: string;
 }
-const commandLine = `npm run bench -- ${process.argv.slice(2).join(" ")}`;
+const REPO_ROOT = fileURLToPath(new URL("../", import.meta.url));
+/** The command as run; an --out outside the repository is shown as <dir> (results name no machine's paths). */
+const commandLine = `npm run bench -- ${process.argv
+  .slice(2)
+  .map((arg, i, all) => (all[i - 1] === "--out" && !resolve(arg).startsWith(REPO_ROOT) ? "<dir>" : arg))
+  .join(" ")}`;
 
 let runCounter = 0;
 const versions = new Map<string, string>();
