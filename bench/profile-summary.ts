@@ -101,7 +101,9 @@ for (const file of positionals) {
       const wrapper = (n: ProfileNode) => !/\/(src|dist)\//.test(n.callFrame.url) || skip.has(n.callFrame.functionName || "(anonymous)");
       while (up !== undefined && wrapper(byId.get(up)!)) up = parent.get(up);
       const key =
-        up === undefined ? "(no caller in src/ or dist/)" : `${byId.get(up)!.callFrame.functionName || "(anonymous)"}  ${short(byId.get(up)!.callFrame.url)}`;
+        up === undefined
+          ? "(no caller in src/ or dist/)"
+          : `${byId.get(up)!.callFrame.functionName || "(anonymous)"}  ${short(byId.get(up)!.callFrame.url)}`;
       callers.set(key, (callers.get(key) ?? 0) + ms);
     }
   }
