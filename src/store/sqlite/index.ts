@@ -142,8 +142,6 @@ const ENDING_ROW = "*, (SELECT kind FROM jobs WHERE jobs.id = executions.job_id)
  */
 const leaseNow = (now: number | undefined): number => now ?? Date.now();
 
-/** The dispatch fence: the shard is still this node's at the epoch it acquired. */
-
 /** What core/retry.ts needs of a running execution row to decide how its attempt ends. */
 function attemptFacts(e: Row): AttemptFacts {
   return {
