@@ -94,7 +94,8 @@ for (const mode of ["http", "api"] as const) {
       for (const e of fake.executions.values()) assert.deepEqual(e.result, { doubled: (e.payload as number) * 2 });
       const acks = ackRequests(fake);
       assert.ok(acks <= 20, `200 jobs acknowledged in ${acks} requests`);
-      assert.ok(fake.leaseRequests.every((r) => (r.max ?? 1) <= 25 && r.waitSeconds === 20 && r.leaseSeconds === 30));
+      // Free slots plus at most 4 × concurrency of "auto" prefetch.
+      assert.ok(fake.leaseRequests.every((r) => (r.max ?? 1) <= 125 && (r.waitSeconds === 20 || r.waitSeconds === 0) && r.leaseSeconds === 30));
       assert.equal(worker.state, "stopped");
     });
 
@@ -232,6 +233,66 @@ for (const mode of ["http", "api"] as const) {
     });
   });
 }
+
+describe("Worker: prefetch", () => {
+  test('"auto" asks for the free slots until a handler has finished, then holds more for fast handlers, up to 4 × concurrency', async () => {
+    let running = 0;
+    let peak = 0;
+    const { fake, worker } = await setup("api", {
+      concurrency: 10,
+      handler: async () => {
+        peak = Math.max(peak, ++running);
+        await new Promise(setImmediate);
+        running--;
+      },
+    });
+    fake.add(
+      "p",
+      Array.from({ length: 1_000 }, (_, i) => i),
+    );
+    void worker.run();
+    await fake.waitFor(() => fake.count("SUCCEEDED") === 1_000, "1,000 completions");
+    await worker.shutdown();
+    const asked = fake.leaseRequests.map((r) => r.max ?? 1);
+    assert.equal(asked[0], 10, "nothing is known of the handlers yet");
+    assert.ok(Math.max(...asked) > 10, `later leases prefetch (asked ${asked.join(",")})`);
+    assert.ok(Math.max(...asked) <= 50, `at most free slots + 4 × concurrency (asked ${asked.join(",")})`);
+    assert.ok(peak <= 10, `prefetched work waits for a slot (peak ${peak})`);
+  });
+
+  test('"auto" holds nothing beyond the slots for handlers slower than its horizon', async () => {
+    const { fake, worker } = await setup("api", {
+      concurrency: 1,
+      handler: () => new Promise((resolve) => setTimeout(resolve, 150)),
+    });
+    fake.add("p", [1, 2, 3, 4]);
+    void worker.run();
+    await fake.waitFor(() => fake.count("SUCCEEDED") === 4, "four completions");
+    await worker.shutdown();
+    assert.deepEqual(
+      fake.leaseRequests.map((r) => r.max),
+      fake.leaseRequests.map(() => 1),
+    );
+  });
+
+  test("a number holds exactly that many beyond the slots; 0 turns prefetch off", async () => {
+    for (const prefetch of [0, 7]) {
+      const { fake, worker } = await setup("api", { concurrency: 3, prefetch, handler: async () => {} });
+      fake.add(
+        "p",
+        Array.from({ length: 50 }, (_, i) => i),
+      );
+      void worker.run();
+      await fake.waitFor(() => fake.count("SUCCEEDED") === 50, "50 completions");
+      await worker.shutdown();
+      assert.equal(fake.leaseRequests[0]!.max, 3 + prefetch, `prefetch ${prefetch}`);
+      assert.ok(
+        fake.leaseRequests.every((r) => (r.max ?? 1) <= 3 + prefetch),
+        `prefetch ${prefetch}`,
+      );
+    }
+  });
+});
 
 describe("Worker: shutdown grace", () => {
   test("after shutdownGraceMs, running handlers see their signal aborted with reason shutdown", async () => {

@@ -55,20 +55,23 @@ export interface WorkerOptions {
   /** Handlers running at once (default 10). */
   concurrency?: number;
   /**
-   * Leased attempts held ready beyond the running ones (default 0). With
+   * Leased attempts held ready beyond the running ones (default "auto"). With
    * prefetch, a lease call fetches work for slots that are about to free, so
-   * fast handlers never wait for a round trip. A prefetched attempt's lease
-   * ticks while it waits: it is heartbeaten when it starts late, and skipped
-   * (it runs again elsewhere) when most of its lease is gone.
+   * fast handlers never wait for a round trip, and a busy worker leases and
+   * acknowledges in bigger batches. "auto" holds what the slots finish in
+   * about 100 ms at the handlers' recent pace (none until a handler has
+   * finished, at most 4 × concurrency); 0 turns it off. A prefetched
+   * attempt's lease ticks while it waits: it is heartbeaten when it starts
+   * late, and skipped (it runs again elsewhere) when most of its lease is gone.
    */
-  prefetch?: number;
+  prefetch?: number | "auto";
   /** Default `${hostname}-${pid}-${random}`. */
   workerId?: string;
   /** Lease length asked for each attempt (default 30); heartbeats go every leaseSeconds/3. */
   leaseSeconds?: number;
   /** Long-poll wait of a lease call (default 20). */
   waitSeconds?: number;
-  /** Acks pending before a batch call goes out at once (default 100). */
+  /** Acks pending before a batch call goes out at once (default 1,000, the most one call carries; ackDelayMs bounds the wait). */
   maxAckBatch?: number;
   /** How long a finished attempt waits for others before a batch ack call (default 20 ms). */
   ackDelayMs?: number;
@@ -114,6 +117,16 @@ const MAX_LOOP_WAIT_MS = 60_000;
  * that does not long-poll): it then polls about once a second.
  */
 const MIN_EMPTY_POLL_MS = 1_000;
+/**
+ * "auto" prefetch holds what the slots finish in this long. Measured on a
+ * herd of 20,000 (docs/design-notes.md): batches of a few hundred halve the
+ * server's drain, and a tenth of a second of waiting costs a long handler's
+ * job nothing that matters.
+ */
+const AUTO_PREFETCH_HORIZON_MS = 100;
+const AUTO_PREFETCH_MAX_PER_SLOT = 4;
+/** Weight of the newest handler duration in the running average that sizes "auto" prefetch. */
+const HANDLER_PACE_WEIGHT = 0.1;
 
 interface Running {
   job: LeasedExecution;
@@ -133,7 +146,9 @@ export class Worker {
   private readonly ownedClient: DuetimeClient | undefined;
   private readonly handler: Handler;
   private readonly concurrency: number;
-  private readonly prefetch: number;
+  private readonly prefetch: number | "auto";
+  /** Running average of handler durations (ms), for "auto" prefetch; undefined until one finishes. */
+  private handlerMs: number | undefined;
   /** Leased attempts waiting for a free slot (prefetch), with when they were leased. */
   private readonly buffer: { job: LeasedExecution; leasedAt: number }[] = [];
   private readonly leaseSeconds: number;
@@ -161,10 +176,11 @@ export class Worker {
     this.pool = options.pool;
     this.handler = options.handler;
     this.concurrency = requireInteger("Worker", "concurrency", options.concurrency ?? 10, 1, 10_000);
-    this.prefetch = requireInteger("Worker", "prefetch", options.prefetch ?? 0, 0, 10_000);
+    this.prefetch =
+      options.prefetch === "auto" || options.prefetch === undefined ? "auto" : requireInteger("Worker", "prefetch", options.prefetch, 0, 10_000);
     this.leaseSeconds = requireInteger("Worker", "leaseSeconds", options.leaseSeconds ?? 30, 1, 3600);
     this.waitSeconds = requireInteger("Worker", "waitSeconds", options.waitSeconds ?? 20, 0, 60);
-    this.maxAckBatch = requireInteger("Worker", "maxAckBatch", options.maxAckBatch ?? 100, 1, MAX_ACKS_PER_CALL);
+    this.maxAckBatch = requireInteger("Worker", "maxAckBatch", options.maxAckBatch ?? MAX_ACKS_PER_CALL, 1, MAX_ACKS_PER_CALL);
     this.ackDelayMs = requireInteger("Worker", "ackDelayMs", options.ackDelayMs ?? 20, 0, 60_000);
     this.shutdownGraceMs =
       options.shutdownGraceMs === undefined ? undefined : requireInteger("Worker", "shutdownGraceMs", options.shutdownGraceMs, 0, 2 ** 31 - 1);
@@ -313,7 +329,15 @@ export class Worker {
 
   /** How many more attempts a lease call may ask for: free slots plus prefetch room. */
   private room(): number {
-    return this.free() + this.prefetch - this.buffer.length;
+    return this.free() + this.prefetchNow() - this.buffer.length;
+  }
+
+  private prefetchNow(): number {
+    if (this.prefetch !== "auto") return this.prefetch;
+    if (this.handlerMs === undefined) return 0;
+    const cap = Math.min(AUTO_PREFETCH_MAX_PER_SLOT * this.concurrency, MAX_ACKS_PER_CALL - this.concurrency);
+    const paced = Math.floor((this.concurrency * AUTO_PREFETCH_HORIZON_MS) / Math.max(this.handlerMs, 0.001));
+    return Math.max(0, Math.min(cap, paced));
   }
 
   /** Starts buffered attempts while slots are free; skips those whose lease is mostly gone. */
@@ -363,6 +387,7 @@ export class Worker {
     run.cancelTimeout?.();
     const { job } = run;
     const durationMs = this.clock.now() - run.startedAt;
+    this.handlerMs = this.handlerMs === undefined ? durationMs : this.handlerMs + HANDLER_PACE_WEIGHT * (durationMs - this.handlerMs);
     if (run.dropped) {
       this.emit({ type: "job:drop", job, reason: run.dropped, durationMs });
     } else {
