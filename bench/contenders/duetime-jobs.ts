@@ -75,3 +75,27 @@ export function sqliteBytes(file: string): number {
   }
   return total;
 }
+
+/**
+ * Worker options for tuning experiments, from BENCH_WORKER_OPTIONS as JSON,
+ * e.g. '{"prefetch":100,"ackDelayMs":5}' (only these tuning keys). Recorded
+ * in the settings line, so a result names what it ran with.
+ */
+export function workerTuning(): { options: WorkerTuning; label: string } {
+  const raw = process.env.BENCH_WORKER_OPTIONS;
+  if (!raw) return { options: {}, label: "" };
+  const options = JSON.parse(raw) as WorkerTuning;
+  for (const [key, value] of Object.entries(options)) {
+    if (!TUNING_KEYS.includes(key as keyof WorkerTuning) || !Number.isInteger(value)) {
+      throw new Error(`BENCH_WORKER_OPTIONS: ${key} is not one of ${TUNING_KEYS.join(", ")} with an integer value`);
+    }
+  }
+  return { options, label: `; worker tuning ${raw}` };
+}
+
+interface WorkerTuning {
+  prefetch?: number;
+  maxAckBatch?: number;
+  ackDelayMs?: number;
+}
+const TUNING_KEYS: (keyof WorkerTuning)[] = ["prefetch", "maxAckBatch", "ackDelayMs"];
