@@ -130,7 +130,8 @@ const HANDLER_PACE_WEIGHT = 0.1;
 
 interface Running {
   job: LeasedExecution;
-  controller: AbortController;
+  /** Made when the handler reads ctx.signal or the attempt is aborted: most handlers never look, and one per job shows in a herd's profile. */
+  controller?: AbortController;
   startedAt: number;
   /** Set when the outcome must not be acknowledged. */
   dropped?: AbortReason;
@@ -357,7 +358,7 @@ export class Worker {
   // ---- one attempt
 
   private start(job: LeasedExecution, late = false): void {
-    const run: Running = { job, controller: new AbortController(), startedAt: this.clock.now() };
+    const run: Running = { job, startedAt: this.clock.now() };
     this.running.set(keyOf(job), run);
     this.emit({ type: "job:start", job });
     if (late) void this.heartbeatNow(run).catch(() => {});
@@ -367,7 +368,9 @@ export class Worker {
       run.cancelTimeout = later(() => this.abort(run, "timeout", `the attempt ran past its timeoutSeconds (${job.timeoutSeconds})`), ms, this.clock);
     }
     const ctx: HandlerContext = {
-      signal: run.controller.signal,
+      get signal() {
+        return controllerOf(run).signal;
+      },
       attempt: job.attempt,
       workerId: this.workerId,
       heartbeat: () => this.heartbeatNow(run),
@@ -415,7 +418,8 @@ export class Worker {
       if (run.dropped) return;
       run.dropped = reason;
     }
-    if (!run.controller.signal.aborted) run.controller.abort(new AttemptAbortedError(reason, message));
+    const controller = controllerOf(run);
+    if (!controller.signal.aborted) controller.abort(new AttemptAbortedError(reason, message));
   }
 
   // ---- heartbeats
@@ -430,7 +434,7 @@ export class Worker {
       run.beating = undefined;
     });
     await run.beating;
-    if (run.dropped) throw run.controller.signal.reason;
+    if (run.dropped) throw controllerOf(run).signal.reason;
   }
 
   private async beat(run: Running): Promise<void> {
@@ -549,6 +553,11 @@ class Notifier {
   next(): Promise<void> {
     return new Promise((resolve) => this.waiters.push(resolve));
   }
+}
+
+function controllerOf(run: Running): AbortController {
+  run.controller ??= new AbortController();
+  return run.controller;
 }
 
 function keyOf(job: LeasedExecution): string {
