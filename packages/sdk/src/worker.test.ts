@@ -294,6 +294,30 @@ describe("Worker: prefetch", () => {
   });
 });
 
+describe("Worker: the handler's signal", () => {
+  test("read only after the attempt was lost, it is already aborted", async () => {
+    const lost = gate();
+    let seen: AbortSignal | undefined;
+    const { fake, log, worker } = await setup("api", {
+      leaseSeconds: 1,
+      handler: async (_job, ctx) => {
+        await lost.promise;
+        seen = ctx.signal;
+      },
+    });
+    const [id] = fake.add("p", [1]);
+    void worker.run();
+    await log.until(() => log.of("job:start").length === 1, "job:start");
+    fake.loseLease(id!);
+    await log.until(() => log.of("lease:lost").length === 1, "the heartbeat to find the lease lost");
+    lost.open();
+    await log.until(() => log.of("job:drop").length === 1, "job:drop");
+    await worker.shutdown();
+    assert.equal(seen?.aborted, true);
+    assert.equal((seen?.reason as AttemptAbortedError).reason, "lease_lost");
+  });
+});
+
 describe("Worker: shutdown grace", () => {
   test("after shutdownGraceMs, running handlers see their signal aborted with reason shutdown", async () => {
     let seen: unknown;
