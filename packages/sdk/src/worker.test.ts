@@ -313,8 +313,9 @@ describe("Worker: the handler's signal", () => {
     lost.open();
     await log.until(() => log.of("job:drop").length === 1, "job:drop");
     await worker.shutdown();
-    assert.equal(seen?.aborted, true);
-    assert.equal((seen?.reason as AttemptAbortedError).reason, "lease_lost");
+    assert.ok(seen, "the handler read its signal");
+    assert.equal(seen.aborted, true);
+    assert.equal((seen.reason as AttemptAbortedError).reason, "lease_lost");
   });
 });
 
