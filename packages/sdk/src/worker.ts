@@ -119,9 +119,9 @@ const MAX_LOOP_WAIT_MS = 60_000;
 const MIN_EMPTY_POLL_MS = 1_000;
 /**
  * "auto" prefetch holds what the slots finish in this long. Measured on a
- * herd of 20,000 (docs/design-notes.md): batches of a few hundred halve the
- * server's drain, and a tenth of a second of waiting costs a long handler's
- * job nothing that matters.
+ * herd of 20,000 (docs/design-notes.md): batches of a few hundred cut the
+ * server's drain by a fifth to two fifths, and a tenth of a second of
+ * waiting costs a long handler's job nothing that matters.
  */
 const AUTO_PREFETCH_HORIZON_MS = 100;
 const AUTO_PREFETCH_MAX_PER_SLOT = 4;
