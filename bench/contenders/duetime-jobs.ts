@@ -76,12 +76,21 @@ export function sqliteBytes(file: string): number {
   return total;
 }
 
+interface WorkerTuning {
+  prefetch?: number;
+  maxAckBatch?: number;
+  ackDelayMs?: number;
+}
+const TUNING_KEYS: (keyof WorkerTuning)[] = ["prefetch", "maxAckBatch", "ackDelayMs"];
+
 /**
  * Worker options for tuning experiments, from BENCH_WORKER_OPTIONS as JSON,
  * e.g. '{"prefetch":100,"ackDelayMs":5}' (only these tuning keys). Recorded
  * in the settings line, so a result names what it ran with.
  */
-export function workerTuning(): { options: WorkerTuning; label: string } {
+export const WORKER_TUNING = readWorkerTuning();
+
+function readWorkerTuning(): { options: WorkerTuning; label: string } {
   const raw = process.env.BENCH_WORKER_OPTIONS;
   if (!raw) return { options: {}, label: "" };
   const options = JSON.parse(raw) as WorkerTuning;
@@ -92,10 +101,3 @@ export function workerTuning(): { options: WorkerTuning; label: string } {
   }
   return { options, label: `; worker tuning ${raw}` };
 }
-
-interface WorkerTuning {
-  prefetch?: number;
-  maxAckBatch?: number;
-  ackDelayMs?: number;
-}
-const TUNING_KEYS: (keyof WorkerTuning)[] = ["prefetch", "maxAckBatch", "ackDelayMs"];

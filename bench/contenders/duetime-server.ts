@@ -8,7 +8,7 @@ import { promisify } from "node:util";
 import { DuetimeClient, Worker } from "@duetime/sdk";
 import type { BenchJob, Contender, ContenderContext, Started } from "../contender.js";
 import { freshDatabase, type FreshDatabase } from "../services.js";
-import { assertCreated, BENCH_POOL, benchJobs, duetimeVersion, sqliteBytes, workerTuning } from "./duetime-jobs.js";
+import { assertCreated, BENCH_POOL, benchJobs, duetimeVersion, sqliteBytes, WORKER_TUNING } from "./duetime-jobs.js";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 /** Extra node flags for the `duetime serve` children, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" (Node 20 refuses --cpu-prof in NODE_OPTIONS). */
@@ -62,7 +62,7 @@ export class DuetimeServers implements Contender {
       `${nodes} \`duetime serve\` child process${nodes > 1 ? "es" : ""} (log level warn, --node-id ${nodes > 1 ? `node-1…node-${nodes}` : "node-1"}), ${this.store.label}; ` +
       `POST /v1/jobs:batch of 1,000${nodes > 1 ? " round-robin over the nodes" : ""}; ` +
       `${nodes > 1 ? `${nodes} SDK Workers (one per node), ` : "SDK Worker, "}concurrency ${ctx.concurrency} in total, keep-alive HTTP, ` +
-      `lease long poll waitSeconds 5, SDK defaults (prefetch "auto", batched acks: ackDelayMs 20, maxAckBatch 1,000); engine defaults${workerTuning().label}`;
+      `lease long poll waitSeconds 5, SDK defaults (prefetch "auto", batched acks: ackDelayMs 20, maxAckBatch 1,000); engine defaults${WORKER_TUNING.label}`;
     for (let i = 0; i < nodes; i++) this.urls.push(await this.spawnNode(i));
     this.clients = this.urls.map((url) => new DuetimeClient({ url }));
   }
@@ -113,7 +113,7 @@ export class DuetimeServers implements Contender {
           concurrency: Math.min(per, this.ctx.concurrency - per * i),
           waitSeconds: 5,
           handleSignals: false,
-          ...workerTuning().options,
+          ...WORKER_TUNING.options,
           handler: async (job) => {
             started((job.payload as { seq: number }).seq);
           },
