@@ -99,7 +99,9 @@ function effectiveRetry(retry: Partial<RetryPolicy> | undefined, prefix: string)
   if (maxBackoffSeconds < backoffSeconds) {
     throw invalidArgument(`${prefix}retry.maxBackoffSeconds`, `must be at least retry.backoffSeconds (${backoffSeconds})`);
   }
-  return { maxAttempts: retry?.maxAttempts ?? DEFAULT_RETRY.maxAttempts, backoffSeconds, maxBackoffSeconds };
+  const policy: RetryPolicy = { maxAttempts: retry?.maxAttempts ?? DEFAULT_RETRY.maxAttempts, backoffSeconds, maxBackoffSeconds };
+  if (retry?.deadlineSeconds !== undefined) policy.deadlineSeconds = retry.deadlineSeconds;
+  return policy;
 }
 
 function parseTime(value: string, field: string): number {
