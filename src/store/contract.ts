@@ -906,6 +906,46 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
       });
     });
 
+    describe("dueGet and dueScan", () => {
+      storeTest("dueGet answers the entries of the jobs asked that have one, with what dispatch needs", async (store) => {
+        const a = cronJob({ due: { scheduledFor: T0, dueAt: T0 + 7 } });
+        const oneOff = newJob();
+        await store.jobCreateMany({ nodeId: "n1", jobs: [a, oneOff], now: CREATED });
+        const got = await store.dueGet({ jobIds: [a.job.jobId, oneOff.job.jobId, "job_unknown"] });
+        assert.deepEqual(
+          got.map((e) => [e.jobId, e.shard, e.scheduledFor, e.dueAt, e.kind, e.tenantId]),
+          [[a.job.jobId, a.job.shard, T0, T0 + 7, "cron", "t1"]],
+          "a one-off and an unknown job have no due entry",
+        );
+        assert.deepEqual(got[0]!.schedule, a.job.schedule);
+        assert.deepEqual(await store.dueGet({ jobIds: [] }), []);
+      });
+
+      storeTest("dueScan pages one shard's entries by job id, and no other shard's", async (store) => {
+        const first = cronJob();
+        const shard = first.job.shard;
+        const same: NewJob[] = [first];
+        while (same.length < 5) {
+          const nj = cronJob();
+          if (nj.job.shard === shard) same.push(nj);
+        }
+        const other = jobOutsideShards(new Set([shard]), CRON);
+        await store.jobCreateMany({ nodeId: "n1", jobs: [...same, other], now: CREATED });
+        const ids = same.map((j) => j.job.jobId).sort();
+        const page1 = await store.dueScan({ shard, after: "", limit: 3 });
+        assert.deepEqual(
+          page1.map((e) => e.jobId),
+          ids.slice(0, 3),
+        );
+        const page2 = await store.dueScan({ shard, after: page1[2]!.jobId, limit: 3 });
+        assert.deepEqual(
+          page2.map((e) => e.jobId),
+          ids.slice(3),
+        );
+        assert.deepEqual(await store.dueScan({ shard, after: ids[4]!, limit: 3 }), []);
+      });
+    });
+
     describe("dueLoad", () => {
       storeTest("loads only the given shards", async (store) => {
         const a = cronJob();

@@ -20,6 +20,9 @@ export type JsonColumn = <T>(value: unknown) => T;
 export const jsonb: JsonColumn = <T>(value: unknown) => value as T;
 
 /** A due entry joined with its job's kind, schedule and trace_parent (dueLoad). */
+/** toLoadedDue's columns, from `due d JOIN jobs j ON j.id = d.job_id`. */
+export const DUE_COLUMNS = "d.job_id, d.tenant_id, d.shard, d.scheduled_for, d.due_at, j.kind, j.schedule, j.trace_parent";
+
 export function toLoadedDue(r: Row, json: JsonColumn): LoadedDueEntry {
   return withTraceParent<LoadedDueEntry>(
     {

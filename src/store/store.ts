@@ -516,6 +516,10 @@ export interface Store {
   // ---- due index and dispatch ---------------------------------------------
   /** Due entries of these shards with dueAt <= before, earliest first. */
   dueLoad(params: { shards: readonly number[]; before: number; limit: number }): Promise<LoadedDueEntry[]>;
+  /** The due entries of these jobs, those that have one (an external due index turns its claimed ids into entries with it). */
+  dueGet(params: { jobIds: readonly string[] }): Promise<LoadedDueEntry[]>;
+  /** Up to `limit` due entries of one shard with jobId > after, by jobId: a cursor over the shard (reconciling an external due index). */
+  dueScan(params: { shard: number; after: string; limit: number }): Promise<LoadedDueEntry[]>;
   /**
    * One transaction per batch: for each item whose due entry still holds
    * (same job, same scheduledFor) and whose shard epoch still matches, inserts

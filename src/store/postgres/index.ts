@@ -27,7 +27,7 @@ import { acquireShards, heartbeat, leave, listShards, liveNodes, releaseShards }
 import { checkSchemaName } from "../names.js";
 import { countHour, type CountRow, countsSql, toPoolCounts, toUpcoming, upcomingSql, upcomingWindow } from "../ready-counts.js";
 import { fromWorkloadRow, WORKLOAD_COLUMNS, workloadJson, workloadUpsertSql } from "../workload-minutes.js";
-import { jsonb, TENANT_LIMIT_COLUMNS, toApiKey, toLoadedDue, toTenantLimits } from "../rows.js";
+import { DUE_COLUMNS, jsonb, TENANT_LIMIT_COLUMNS, toApiKey, toLoadedDue, toTenantLimits } from "../rows.js";
 import { clientConfig, createPool, executionKey, one, type PoolOptions, rows, transaction } from "./db.js";
 import { createExecutions, dispatch } from "./dispatch.js";
 import { rethrowPostgresError } from "./errors.js";
@@ -181,11 +181,32 @@ class PostgresStore implements Store {
     if (shards.length === 0) return [];
     const loaded = await rows(
       this.pool,
-      `SELECT d.job_id, d.tenant_id, d.shard, d.scheduled_for, d.due_at, j.kind, j.schedule, j.trace_parent
-       FROM due d JOIN jobs j ON j.id = d.job_id
+      `SELECT ${DUE_COLUMNS} FROM due d JOIN jobs j ON j.id = d.job_id
        WHERE d.due_at <= $1 AND d.shard = ANY($2::int[]) ORDER BY d.due_at LIMIT $3`,
       [before, shards, limit],
       "due_load",
+    );
+    return loaded.map((r) => toLoadedDue(r, jsonb));
+  }
+
+  async dueGet({ jobIds }: StoreParams<"dueGet">): Promise<LoadedDueEntry[]> {
+    if (jobIds.length === 0) return [];
+    const loaded = await rows(
+      this.pool,
+      `SELECT ${DUE_COLUMNS} FROM due d JOIN jobs j ON j.id = d.job_id WHERE d.job_id = ANY($1::text[])`,
+      [jobIds],
+      "due_get",
+    );
+    return loaded.map((r) => toLoadedDue(r, jsonb));
+  }
+
+  async dueScan({ shard, after, limit }: StoreParams<"dueScan">): Promise<LoadedDueEntry[]> {
+    const loaded = await rows(
+      this.pool,
+      `SELECT ${DUE_COLUMNS} FROM due d JOIN jobs j ON j.id = d.job_id
+       WHERE d.shard = $1 AND d.job_id > $2 ORDER BY d.job_id LIMIT $3`,
+      [shard, after, limit],
+      "due_scan",
     );
     return loaded.map((r) => toLoadedDue(r, jsonb));
   }

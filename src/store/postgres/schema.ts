@@ -400,6 +400,14 @@ CREATE INDEX jobs_by_tenant_pool_created ON jobs (tenant_id, pool, created_at DE
 CREATE INDEX jobs_cron_by_tenant_created ON jobs (tenant_id, created_at DESC, id DESC) WHERE kind = 'cron';
 `,
   },
+  {
+    version: 8,
+    sql: `
+-- An external due index (--due-index redis://) is reconciled one shard at a
+-- time, paging its due entries by job id (dueScan): a range of this index.
+CREATE INDEX due_by_shard ON due (shard, job_id);
+`,
+  },
 ];
 
 /** Classid of the migration lock (pg_advisory_xact_lock(classid, objid)): "duet". */

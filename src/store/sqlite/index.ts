@@ -77,7 +77,7 @@ import { countHour, type CountRow, countsSql, toPoolCounts, toUpcoming, upcoming
 import { fromWorkloadRow, WORKLOAD_COLUMNS, type WorkloadMinute, workloadJson, workloadUpsertSql } from "../workload-minutes.js";
 import { heartbeat, leave, liveNodes, releaseShards } from "./nodes.js";
 import { SignalBus } from "./signals.js";
-import { KIND_FILTER, TENANT_LIMIT_COLUMNS, toApiKey, toAttemptRow, toLeasedRows, toLoadedDue, toTenantLimits } from "../rows.js";
+import { DUE_COLUMNS, KIND_FILTER, TENANT_LIMIT_COLUMNS, toApiKey, toAttemptRow, toLeasedRows, toLoadedDue, toTenantLimits } from "../rows.js";
 
 export interface SqliteStoreOptions {
   /** A file path, or ":memory:". */
@@ -497,7 +497,7 @@ class SqliteStore implements Store {
 
   async dueLoad({ shards, before, limit }: { shards: readonly number[]; before: number; limit: number }): Promise<LoadedDueEntry[]> {
     if (shards.length === 0) return [];
-    const cols = `d.job_id, d.tenant_id, d.shard, d.scheduled_for, d.due_at, j.kind, j.schedule, j.trace_parent`;
+    const cols = DUE_COLUMNS;
     const rows = (
       shards.length === SHARD_COUNT
         ? this.q(
@@ -509,6 +509,22 @@ class SqliteStore implements Store {
              WHERE d.due_at <= ? AND d.shard IN (SELECT value FROM json_each(?)) ORDER BY d.due_at LIMIT ?`,
           ).all(before, JSON.stringify(shards), limit)
     ) as Row[];
+    return rows.map((r) => toLoadedDue(r, parse));
+  }
+
+  async dueGet({ jobIds }: { jobIds: readonly string[] }): Promise<LoadedDueEntry[]> {
+    if (jobIds.length === 0) return [];
+    const rows = this.q(`SELECT ${DUE_COLUMNS} FROM due d JOIN jobs j ON j.id = d.job_id WHERE d.job_id IN (SELECT value FROM json_each(?))`).all(
+      JSON.stringify(jobIds),
+    ) as Row[];
+    return rows.map((r) => toLoadedDue(r, parse));
+  }
+
+  async dueScan({ shard, after, limit }: { shard: number; after: string; limit: number }): Promise<LoadedDueEntry[]> {
+    const rows = this.q(
+      `SELECT ${DUE_COLUMNS} FROM due d INDEXED BY due_by_shard JOIN jobs j ON j.id = d.job_id
+       WHERE d.shard = ? AND d.job_id > ? ORDER BY d.job_id LIMIT ?`,
+    ).all(shard, after, limit) as Row[];
     return rows.map((r) => toLoadedDue(r, parse));
   }
 

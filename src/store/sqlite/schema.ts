@@ -399,6 +399,14 @@ DROP TRIGGER executions_ready_wakes_insert;
 DROP TRIGGER executions_ready_count_insert;
 `,
   },
+  {
+    version: 14,
+    sql: `
+-- An external due index (--due-index redis://) is reconciled one shard at a
+-- time, paging its due entries by job id (dueScan): a range of this index.
+CREATE INDEX due_by_shard ON due (shard, job_id);
+`,
+  },
 ];
 
 /**
