@@ -157,7 +157,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     nodeId,
     events,
     onSignal: (signal) => {
-      if (signal.kind === "due") scheduler.offer(signal.entry);
+      if (signal.kind === "due") scheduler.offer(signal.entry, false);
       else if (signal.at <= clock.now()) executor.notify(signal.tenantId, signal.pool);
       else executor.notifyAt(signal.tenantId, signal.pool, signal.at);
     },

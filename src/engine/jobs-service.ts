@@ -224,7 +224,7 @@ export class JobsService {
    */
   private offer(job: JobRecord, traceParent?: string): void {
     if (job.state !== "SCHEDULED" || job.nextRunAt === null || occurrenceHome(job.kind) === "execution") {
-      this.o.scheduler.forget(job.jobId);
+      this.o.scheduler.forget(job);
       if (job.state === "SCHEDULED" && job.nextDueAt !== null) this.o.executor.ready(job.tenantId, poolOf(job), job.nextDueAt);
       return;
     }

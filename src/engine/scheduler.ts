@@ -1,13 +1,9 @@
-// The scheduler: keeps the next window of due work of the shards this node
-// owns (engine/shard-keeper.ts keeps those) in memory, and dispatches due
-// occurrences in batches (one store transaction each). Only recurring jobs
-// have due entries: a one-off's execution is written with the job, and the
-// executor wakes long polls when it is due.
-//
-// Invariant: every due entry of an owned shard with dueAt <= horizon is in the
-// timer (or being dispatched). Reloads extend the horizon; entries created or
-// moved at or before the horizon are offered to the timer directly, so a
-// 5-second delay is not missed between reloads.
+// The scheduler: takes the due work of the shards this node owns
+// (engine/shard-keeper.ts keeps those) from its due index (due-index.ts: the
+// store's due table in memory, or Redis), and dispatches due occurrences in
+// batches (one store transaction each). Only recurring jobs have due
+// entries: a one-off's execution is written with the job, and the executor
+// wakes long polls when it is due.
 
 import type { Clock, TimerHandle } from "../core/clock.js";
 import { completesAtDispatch, MISFIRE_THRESHOLD_MS, planCronDispatch } from "../core/misfire.js";
@@ -15,7 +11,8 @@ import { isCron } from "../core/schedule.js";
 import type { DispatchItem, LoadedDueEntry, Store } from "../store/store.js";
 import type { EngineEvents } from "./events.js";
 import { ShardKeeper } from "./shard-keeper.js";
-import { DueTimer } from "./timer.js";
+import type { DueIndex } from "./due-index.js";
+import { StoreDueIndex } from "./store-due-index.js";
 import { spanClock, type Tracing } from "./tracing.js";
 import { toIso } from "../core/time.js";
 
@@ -44,20 +41,23 @@ export interface SchedulerOptions {
   storeTime?: () => Promise<number>;
   /** A span per occurrence dispatched (tracing.ts); null or absent: tracing is off. */
   tracing?: Tracing | null;
+  /** Where due work is found (due-index.ts); default: the store's due table, a window in memory. */
+  dueIndex?: DueIndex;
 }
 
 export class Scheduler {
   private readonly store: Store;
   private readonly clock: Clock;
   private readonly opts: Required<
-    Omit<SchedulerOptions, "store" | "clock" | "events" | "onDispatched" | "nodeId" | "address" | "shardLeaseMs" | "storeTime" | "tracing">
+    Omit<
+      SchedulerOptions,
+      "store" | "clock" | "events" | "onDispatched" | "nodeId" | "address" | "shardLeaseMs" | "storeTime" | "tracing" | "dueIndex"
+    >
   >;
   /** This node's membership and shard leases, renewed on their own loop. */
   readonly shards: ShardKeeper;
-  private readonly timer = new DueTimer();
+  private readonly index: DueIndex;
   private epochs = new Map<number, number>();
-  private horizon = -Infinity;
-  private nextReloadAt = 0;
   private armed: { at: number; handle: TimerHandle } | null = null;
   private running: Promise<void> | null = null;
   private rerun = false;
@@ -76,6 +76,9 @@ export class Scheduler {
       loadLimit: options.loadLimit ?? 50_000,
       misfireThresholdMs: options.misfireThresholdMs ?? MISFIRE_THRESHOLD_MS,
     };
+    this.index =
+      options.dueIndex ??
+      new StoreDueIndex({ store: options.store, windowMs: this.opts.windowMs, reloadMs: this.opts.reloadMs, loadLimit: this.opts.loadLimit });
     this.shards = new ShardKeeper({
       store: options.store,
       clock: options.clock,
@@ -99,12 +102,12 @@ export class Scheduler {
 
   /** Reloads the window at once (signals from other nodes may have been lost). */
   reloadNow(): void {
-    this.nextReloadAt = 0;
+    this.index.invalidate();
     if (!this.stopped) void this.runOnce();
   }
 
   get loaded(): number {
-    return this.timer.size;
+    return this.index.size;
   }
 
   async start(): Promise<void> {
@@ -121,6 +124,7 @@ export class Scheduler {
     await this.running;
     await this.shards.stop();
     this.epochs.clear();
+    await this.index.close();
   }
 
   /** The keeper's word on which shards are this node's: a change drops the window and reloads it. */
@@ -129,29 +133,22 @@ export class Scheduler {
     const lost = shardsNotIn(this.epochs, epochs);
     if (gained === 0 && lost === 0) return;
     this.epochs = epochs;
-    this.timer.clear();
-    this.horizon = -Infinity;
-    this.nextReloadAt = 0;
+    this.index.setShards([...epochs.keys()]);
     this.options.events.emit("shards:changed", { owned: epochs.size, gained, lost });
     if (!this.stopped) void this.runOnce();
   }
 
   /**
-   * Hands a new or moved due entry to the timer when it falls inside the
-   * loaded window; later entries wait for a reload.
+   * A new or moved due entry (`written` by this node, or heard of from
+   * another): to the index, and the timer is re-armed if it is due sooner.
    */
-  offer(entry: LoadedDueEntry): void {
-    if (!this.epochs.has(entry.shard)) return;
-    if (entry.dueAt > this.horizon) {
-      this.timer.remove(entry.jobId);
-      return;
-    }
-    this.timer.push(entry);
-    if (!this.stopped && (!this.armed || entry.dueAt < this.armed.at)) this.arm();
+  offer(entry: LoadedDueEntry, written = true): void {
+    this.index.offer(entry, written);
+    if (!this.stopped && this.epochs.has(entry.shard) && (!this.armed || entry.dueAt < this.armed.at)) this.arm();
   }
 
-  forget(jobId: string): void {
-    this.timer.remove(jobId);
+  forget(entry: { jobId: string; shard: number }): void {
+    this.index.forget(entry);
   }
 
   /**
@@ -175,7 +172,7 @@ export class Scheduler {
         // A failing store (a full disk) is retried with backoff, not at once
         // and forever; the retry reloads, which puts a failed batch back in the window.
         this.retryAt = this.clock.now() + Math.min(1000 * 2 ** this.failures++, this.opts.reloadMs);
-        this.nextReloadAt = 0;
+        this.index.invalidate();
       } finally {
         this.running = null;
         if (!this.stopped) this.arm();
@@ -185,28 +182,18 @@ export class Scheduler {
   }
 
   private async pass(): Promise<void> {
-    if (this.clock.now() >= this.nextReloadAt || (this.timer.size === 0 && this.horizonTruncated)) await this.reload();
+    if (this.clock.now() >= this.index.refreshAt()) {
+      await this.shards.ensure();
+      await this.index.refresh(this.clock.now());
+    }
     for (;;) {
-      const batch = this.timer.popDue(this.clock.now(), this.opts.batchSize);
+      const batch = await this.index.take(this.clock.now(), this.opts.batchSize);
       if (batch.length === 0) return;
       await this.dispatch(batch);
       // The SQLite store answers synchronously: without a turn of the event
       // loop here, no lease is served until a whole herd is dispatched.
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
-  }
-
-  private horizonTruncated = false;
-
-  private async reload(): Promise<void> {
-    const now = this.clock.now();
-    await this.shards.ensure();
-    const before = now + this.opts.windowMs;
-    const rows = await this.store.dueLoad({ shards: [...this.epochs.keys()], before, limit: this.opts.loadLimit });
-    for (const row of rows) this.timer.push(row);
-    this.horizonTruncated = rows.length === this.opts.loadLimit;
-    this.horizon = this.horizonTruncated ? rows[rows.length - 1]!.dueAt : before;
-    this.nextReloadAt = now + this.opts.reloadMs;
   }
 
   private async dispatch(batch: LoadedDueEntry[]): Promise<void> {
@@ -226,17 +213,19 @@ export class Scheduler {
         result.dispatched.map((d) => ({ ...d, scheduledFor: toIso(ran.get(d.jobId)!), traceParent: parents.get(d.jobId) })),
       );
     }
-    const skipped = new Set([...result.fenced, ...result.stale]);
-    batch.forEach((entry, i) => {
-      const next = items[i]!.next;
-      if (next && next.dueAt <= this.horizon && !skipped.has(entry.jobId)) this.timer.push({ ...entry, ...next });
+    const stale = new Set(result.stale);
+    const fenced = new Set(result.fenced);
+    await this.index.settle({
+      advanced: batch.flatMap((entry, i) => (stale.has(entry.jobId) || fenced.has(entry.jobId) ? [] : [{ entry, next: items[i]!.next }])),
+      stale: batch.filter((e) => stale.has(e.jobId)),
+      fenced: batch.filter((e) => fenced.has(e.jobId)),
     });
     if (result.fenced.length > 0) void this.shards.runOnce(); // lost a shard: re-read who owns what
   }
 
   private arm(): void {
-    const next = this.timer.peekTime();
-    const at = Math.max(Math.min(next ?? Infinity, this.nextReloadAt), this.retryAt);
+    const next = this.index.nextAt();
+    const at = Math.max(Math.min(next ?? Infinity, this.index.refreshAt()), this.retryAt);
     if (this.armed && this.armed.at === at) return;
     this.armed?.handle.cancel();
     const handle = this.clock.setTimer(() => {
