@@ -543,6 +543,21 @@ describe("CLI parsing: serve", () => {
     assert.deepEqual(parse(["serve"]), { command: "serve", options: { host: "127.0.0.1", port: 8080, store: "sqlite:./duetime.db" } });
   });
 
+  test("--due-index takes a redis:// URL, with its cluster and prefix settings, from flags or the environment", () => {
+    const cmd = parse(["serve", "--due-index", "redis://127.0.0.1:6379", "--due-index-prefix", "prod:", "--due-index-cluster"]);
+    assert.ok(cmd.command === "serve");
+    assert.deepEqual(cmd.options.dueIndex, { url: "redis://127.0.0.1:6379", cluster: true, prefix: "prod:" });
+    const env = parse(["serve"], { DUETIME_DUE_INDEX: "rediss://cache:6380", DUETIME_DUE_INDEX_CLUSTER: "off" });
+    assert.ok(env.command === "serve");
+    assert.deepEqual(env.options.dueIndex, { url: "rediss://cache:6380", cluster: false });
+    usageError(["serve", "--due-index", "http://127.0.0.1:6379"], /--due-index: expected redis:\/\/host:port/);
+    usageError(["serve", "--due-index", "redis://"], /--due-index: expected redis:\/\/host:port/);
+    usageError(["serve", "--due-index", "redis://r:6379", "--due-index-prefix", "a{b}"], /--due-index-prefix: letters, digits/);
+    usageError(["serve", "--due-index-prefix", "p:"], /--due-index-prefix: only applies with --due-index/);
+    usageError(["serve", "--due-index-cluster"], /--due-index-cluster: only applies with --due-index/);
+    usageError(["serve"], /DUETIME_DUE_INDEX_CLUSTER: expected on or off/, { DUETIME_DUE_INDEX: "redis://r:1", DUETIME_DUE_INDEX_CLUSTER: "yes" });
+  });
+
   test("every option from the environment, and flags winning", () => {
     const env = {
       DUETIME_HOST: "0.0.0.0",

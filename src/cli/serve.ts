@@ -11,6 +11,7 @@ import type { HttpTargetSettings } from "../engine/http-target.js";
 import type { OriginLimit } from "../engine/origin-limits.js";
 import type { BackpressureOptions } from "../engine/backpressure.js";
 import type { RetentionOptions } from "../engine/retention.js";
+import type { RedisDueIndexSettings } from "../engine/engine.js";
 // A module without imports: checking the flags with it loads no engine.
 import { RETRY_BUDGET_BOUNDS, retryBudgetProblem, type RetryBudgetSettings } from "../engine/retry-budget.js";
 import { METRICS_MAX_TENANTS_BOUNDS } from "../engine/metrics-limits.js";
@@ -37,6 +38,10 @@ ${STORE_HELP}
   --read-store URL            DUETIME_READ_STORE           a PostgreSQL read replica for list and history reads; the
                                                            store serves them while it lags or fails
   --read-store-max-lag D      DUETIME_READ_STORE_MAX_LAG   the most the replica may trail and still serve (default 10s)
+  --due-index URL             DUETIME_DUE_INDEX            keep the due index in Redis (redis://… or rediss://…); the
+                                                           store stays the truth (default: the store's own due table)
+  --due-index-cluster         DUETIME_DUE_INDEX_CLUSTER    the --due-index URL is a seed node of a Redis Cluster
+  --due-index-prefix P        DUETIME_DUE_INDEX_PREFIX     prefix of the index's Redis keys (default duetime:)
   --node-id ID                DUETIME_NODE_ID              this node's id in a cluster, the same across its restarts:
                                                            letters, digits, . _ : - (at most 128; default HOSTNAME-PORT)
   --signing-secret S[,S2]     DUETIME_SIGNING_SECRET       the default tenant's callback signing secret; a second one
@@ -112,6 +117,9 @@ const SERVE_OPTIONS = {
   "metrics-max-tenants": { type: "string" },
   "read-store": { type: "string" },
   "read-store-max-lag": { type: "string" },
+  "due-index": { type: "string" },
+  "due-index-cluster": { type: "boolean" },
+  "due-index-prefix": { type: "string" },
   "history-retention": { type: "string" },
   "idempotency-retention": { type: "string" },
   "audit-retention": { type: "string" },
@@ -216,6 +224,8 @@ export function parseServe(args: string[], env: Env): ServeCommand {
       throw new UsageError(`${maxLag.source}: expected a duration from 1s to 1h, got ${JSON.stringify(maxLag.value)}`, usage);
     options.readStoreMaxLagSeconds = seconds;
   }
+  const dueIndex = parseDueIndex(v["due-index-cluster"] === true, pick, env, usage);
+  if (dueIndex) options.dueIndex = dueIndex;
   const retention = parseRetention(pick, usage);
   if (retention) options.retention = retention;
   const backpressure = parseBackpressure(pick, usage);
@@ -231,6 +241,30 @@ export function parseServe(args: string[], env: Env): ServeCommand {
 }
 
 /** --no-dashboard (DUETIME_DASHBOARD=off) and --dashboard-path (DUETIME_DASHBOARD_PATH), into options. */
+/** --due-index and its companions; the prefix and cluster flags only apply with it. */
+function parseDueIndex(clusterFlag: boolean, pick: PickOption, env: Env, usage: string): RedisDueIndexSettings | undefined {
+  const url = pick("due-index", "DUETIME_DUE_INDEX");
+  const prefix = pick("due-index-prefix", "DUETIME_DUE_INDEX_PREFIX");
+  const clusterEnv = env.DUETIME_DUE_INDEX_CLUSTER;
+  if (clusterEnv !== undefined && clusterEnv !== "" && clusterEnv !== "on" && clusterEnv !== "off")
+    throw new UsageError(`DUETIME_DUE_INDEX_CLUSTER: expected on or off, got ${JSON.stringify(clusterEnv)}`, usage);
+  const cluster = clusterFlag || clusterEnv === "on";
+  if (!url) {
+    const stray = prefix?.source ?? (clusterFlag ? "--due-index-cluster" : undefined);
+    if (stray) throw new UsageError(`${stray}: only applies with --due-index`, usage);
+    return undefined;
+  }
+  if (!/^rediss?:\/\/[^/\s]+/.test(url.value))
+    throw new UsageError(`${url.source}: expected redis://host:port or rediss://host:port, got ${JSON.stringify(url.value)}`, usage);
+  const settings: RedisDueIndexSettings = { url: url.value, cluster };
+  if (prefix) {
+    if (!/^[A-Za-z0-9_.:-]{1,64}$/.test(prefix.value))
+      throw new UsageError(`${prefix.source}: letters, digits and _ . : - (1 to 64, no braces), got ${JSON.stringify(prefix.value)}`, usage);
+    settings.prefix = prefix.value;
+  }
+  return settings;
+}
+
 function parseDashboard(noDashboard: boolean, pick: PickOption, env: Env, options: ServerOptions, usage: string): void {
   const toggle = env.DUETIME_DASHBOARD;
   if (toggle !== undefined && toggle !== "" && toggle !== "on" && toggle !== "off")

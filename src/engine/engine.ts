@@ -16,12 +16,15 @@ import { createService } from "./services.js";
 import { ReplayDriver, type ReplayDriverOptions } from "./dead-letter-replays.js";
 import { countsFold } from "./counts-fold.js";
 import { WorkloadHistory, type WorkloadHistoryOptions } from "./workload-history.js";
-import { createMetrics } from "./metrics.js";
+import { createMetrics, registerReconcileLag } from "./metrics.js";
 import { maxLabelsProblem } from "./metrics-limits.js";
 import { labelGuards, workloadMetrics } from "./workload-metrics.js";
 import { ArchiveWriter, newArchivePart } from "./archive.js";
 import { readRouting } from "./read-routing.js";
 import { ClusterSignals } from "./signals.js";
+import { DueIndexReconciler } from "./due-index-reconciler.js";
+import { RedisDueIndex } from "./redis-due-index.js";
+import { RedisDueKeys } from "./redis-due-keys.js";
 import { StoreClock } from "./store-clock.js";
 import { Backpressure, type BackpressureOptions } from "./backpressure.js";
 import { Retention, type RetentionOptions } from "./retention.js";
@@ -99,6 +102,19 @@ export interface EngineOptions {
   tracing?: boolean;
   /** Tests only: wraps the store the engine opens (a driver slowed on purpose, say). */
   storeWrapper?: (store: Store) => Store;
+  /** An external due index (redis-due-index.ts); absent: the store's due table, a window in memory. */
+  dueIndex?: RedisDueIndexSettings;
+}
+
+export interface RedisDueIndexSettings {
+  /** redis://… or rediss://…; with cluster, a seed node of the Redis Cluster. */
+  url: string;
+  cluster?: boolean;
+  /** Prefix of every key (default "duetime:"): one Redis can hold several deployments' indexes. */
+  prefix?: string;
+  claimMs?: number;
+  refreshMs?: number;
+  reconcile?: { pageSize?: number; stepMs?: number };
 }
 
 export interface Engine {
@@ -108,6 +124,8 @@ export interface Engine {
   readonly scheduler: Scheduler;
   readonly executor: Executor;
   readonly retention: Retention;
+  /** Reconciles the Redis due index with the store; null with the default index. */
+  readonly reconciler: DueIndexReconciler | null;
   /** Starts the scheduler, reaper, HTTP-target executor and retention. */
   start(): Promise<void>;
   /** Stops the loops, finishes in-flight store writes, closes the store. */
@@ -124,6 +142,8 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   const periods = retentionPeriods(periodOptions);
   const archive = archiveDir !== undefined ? new ArchiveWriter(archiveDir, newArchivePart(hostClock.now())) : null;
   const retryBudget = options.retryBudget === false ? null : new RetryBudget(options.retryBudget ?? {});
+  if (options.dueIndex && !/^rediss?:\/\//.test(options.dueIndex.url))
+    throw new RangeError(`dueIndex.url: a redis:// or rediss:// URL, got ${JSON.stringify(options.dueIndex.url)}`);
   const { cacheMs, ...labelCaps } = options.metrics ?? {};
   for (const [field, value] of Object.entries(labelCaps)) {
     const problem = value === undefined ? null : maxLabelsProblem(value);
@@ -176,7 +196,9 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     ...(options.reapIntervalMs ? { reapIntervalMs: options.reapIntervalMs } : {}),
     ...(options.pollIntervalMs ? { pollIntervalMs: options.pollIntervalMs } : {}),
   });
+  const redis = options.dueIndex ? openRedisDueIndex(options.dueIndex, { store, clock, events }) : null;
   const scheduler = new Scheduler({
+    ...(redis ? { dueIndex: redis.index } : {}),
     store,
     clock,
     nodeId,
@@ -214,6 +236,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   const registry = createMetrics(events, () => scheduler.loaded, guards);
   backpressure.register(registry);
   workload.register(registry, { clock, store });
+  if (redis) registerReconcileLag(registry, redis.reconciler);
   let http: HttpTargetRunner | null = null;
   if (options.httpTargets !== false) {
     const observer = httpTargetMetrics(registry, () => http);
@@ -258,12 +281,14 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     scheduler,
     executor,
     retention,
+    reconciler: redis?.reconciler ?? null,
     async start() {
       if (state !== "open") return;
       state = "running";
       await signals.start();
       executor.start();
       await scheduler.start();
+      redis?.reconciler.start();
       http?.start();
       retention.start();
       replays.start();
@@ -281,6 +306,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
       await counts.stop();
       await history.stop();
       await retention.stop();
+      await redis?.reconciler.stop();
       await scheduler.stop();
       executor.stop();
       await http?.stop();
@@ -290,6 +316,23 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     },
     metricsText: () => registry.metrics(),
   };
+}
+
+/** The Redis due index and its reconciler, on one connection (closed with the index, when the scheduler stops). */
+function openRedisDueIndex(settings: RedisDueIndexSettings, deps: { store: Store; clock: Clock; events: EngineEvents }) {
+  const keys = RedisDueKeys.connect({
+    url: settings.url,
+    cluster: settings.cluster ?? false,
+    ...(settings.prefix !== undefined ? { prefix: settings.prefix } : {}),
+  });
+  const index = new RedisDueIndex({
+    keys,
+    ...deps,
+    ...(settings.claimMs !== undefined ? { claimMs: settings.claimMs } : {}),
+    ...(settings.refreshMs !== undefined ? { refreshMs: settings.refreshMs } : {}),
+  });
+  const reconciler = new DueIndexReconciler({ keys, ...deps, shards: () => index.shards, ...settings.reconcile });
+  return { index, reconciler };
 }
 
 /** Each tenant's configured secrets, newest first; empty secrets and lists dropped (as SigningKeys does). */

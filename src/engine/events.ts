@@ -44,6 +44,8 @@ export interface EngineEventMap {
   "due:spike": { tenantId: string; window: "second" | "minute" };
   /** A step of a bulk dead-letter replay (dead-letter-replays.ts) made count dead letters READY; state: the replay's after it. */
   "dead-letters:replayed": { tenantId: string; replayId: string; count: number; state: "RUNNING" | "DONE" | "CANCELLED" };
+  /** The due index reconciler (due-index-reconciler.ts) repaired a page of a shard: entries added to the index, members removed from it. */
+  "due-index:repaired": { shard: number; added: number; removed: number };
   error: { where: string; error: unknown };
 }
 

@@ -121,6 +121,16 @@ export function createMetrics(events: EngineEvents, loadedDue: () => number, gua
     registers: [registry],
   });
   events.on("signals", (e) => signals.inc({ direction: e.direction }, e.count));
+  const dueIndexRepaired = new Counter({
+    name: "duetime_due_index_repaired_total",
+    help: "Entries the due index reconciler repaired: added (the index had lost or delayed a due entry) and removed (the store no longer had it)",
+    labelNames: ["repair"],
+    registers: [registry],
+  });
+  events.on("due-index:repaired", (e) => {
+    dueIndexRepaired.inc({ repair: "added" }, e.added);
+    dueIndexRepaired.inc({ repair: "removed" }, e.removed);
+  });
   const retriesLeased = new Counter({
     name: "duetime_retries_leased_total",
     help: "Retries (attempts after a failed or timed-out one) this node leased, within their retry budgets",
@@ -138,4 +148,16 @@ export function createMetrics(events: EngineEvents, loadedDue: () => number, gua
   });
   events.on("retry:deferred", (e) => retriesDeferred.inc({ scope: e.scope }));
   return registry;
+}
+
+/** The Redis due index's reconciliation lag (due-index-reconciler.ts), read at each scrape. */
+export function registerReconcileLag(registry: Registry, reconciler: { lagMs(): number }): void {
+  new Gauge({
+    name: "duetime_due_index_reconcile_lag_seconds",
+    help: "Age of the oldest owned shard's last full reconciliation pass: how far the Redis due index may be behind the store",
+    registers: [registry],
+    collect() {
+      this.set(reconciler.lagMs() / 1000);
+    },
+  });
 }

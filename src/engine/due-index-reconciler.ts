@@ -1,0 +1,147 @@
+// Reconciles the Redis due index with the store, one page of one owned shard
+// per step, so it never loads everything:
+// - store → index: each due entry of the page (dueScan, by job id) that the
+//   index holds neither scheduled nor claimed is added; one the index holds
+//   later than the store is lowered (ZADD LT: an index that says "later"
+//   makes a job late, one that says "earlier" costs only a claim that the
+//   store answers);
+// - index → store: each member of the page (ZSCAN) that the store has no due
+//   entry for is removed, if its score is still the one read (a re-add
+//   since is kept).
+// A shard is done when both cursors come round; a cycle when every owned
+// shard is done. The lag (the age of the oldest owned shard's last pass) is
+// what an index that lost writes may be behind the store, at most.
+
+import type { Clock, TimerHandle } from "../core/clock.js";
+import type { Store } from "../store/store.js";
+import type { EngineEvents } from "./events.js";
+import type { RedisDueKeys } from "./redis-due-keys.js";
+
+export interface ReconcilerOptions {
+  keys: RedisDueKeys;
+  store: Store;
+  clock: Clock;
+  events: EngineEvents;
+  /** The shards this node owns now. */
+  shards: () => readonly number[];
+  /** Entries (and members) per step. */
+  pageSize?: number;
+  /** Pause between steps: paces the reconciler's load on both stores. */
+  stepMs?: number;
+}
+
+interface ShardCursor {
+  store: string;
+  index: string;
+  storeDone: boolean;
+  indexDone: boolean;
+}
+
+export class DueIndexReconciler {
+  private readonly cursors = new Map<number, ShardCursor>();
+  /** When each shard's last full pass ended. */
+  private readonly passedAt = new Map<number, number>();
+  private readonly startedAt: number;
+  private queue: number[] = [];
+  private timer: TimerHandle | null = null;
+  private running: Promise<void> | null = null;
+  private stopped = true;
+
+  constructor(private readonly o: ReconcilerOptions) {
+    this.startedAt = o.clock.now();
+  }
+
+  start(): void {
+    this.stopped = false;
+    this.schedule(0);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.timer?.cancel();
+    await this.running;
+  }
+
+  /** How far behind the store the index may be: the age of the oldest owned shard's last full pass (ms). */
+  lagMs(now = this.o.clock.now()): number {
+    let oldest = now;
+    for (const shard of this.o.shards()) oldest = Math.min(oldest, this.passedAt.get(shard) ?? this.startedAt);
+    return now - oldest;
+  }
+
+  /** One step: a page of the next owned shard. Answers what it repaired. */
+  async runOnce(): Promise<{ shard: number | null; added: number; removed: number }> {
+    const shard = this.nextShard();
+    if (shard === null) return { shard, added: 0, removed: 0 };
+    const cursor = this.cursors.get(shard) ?? { store: "", index: "0", storeDone: false, indexDone: false };
+    this.cursors.set(shard, cursor);
+    const added = cursor.storeDone ? 0 : await this.storeToIndex(shard, cursor);
+    const removed = cursor.indexDone ? 0 : await this.indexToStore(shard, cursor);
+    if (cursor.storeDone && cursor.indexDone) {
+      this.cursors.delete(shard);
+      this.passedAt.set(shard, this.o.clock.now());
+      this.queue.shift();
+    }
+    if (added + removed > 0) this.o.events.emit("due-index:repaired", { shard, added, removed });
+    return { shard, added, removed };
+  }
+
+  /** Runs steps until every owned shard has had a full pass (tests, and a node's start). */
+  async runCycle(): Promise<{ added: number; removed: number }> {
+    const total = { added: 0, removed: 0 };
+    const pending = new Set(this.o.shards());
+    while (pending.size > 0) {
+      const step = await this.runOnce();
+      if (step.shard === null) break;
+      total.added += step.added;
+      total.removed += step.removed;
+      if (!this.cursors.has(step.shard)) pending.delete(step.shard);
+    }
+    return total;
+  }
+
+  private nextShard(): number | null {
+    const owned = new Set(this.o.shards());
+    this.queue = this.queue.filter((s) => owned.has(s));
+    if (this.queue.length === 0) this.queue = [...owned].sort((a, b) => (this.passedAt.get(a) ?? 0) - (this.passedAt.get(b) ?? 0));
+    return this.queue[0] ?? null;
+  }
+
+  private async storeToIndex(shard: number, cursor: ShardCursor): Promise<number> {
+    const page = this.o.pageSize ?? 500;
+    const entries = await this.o.store.dueScan({ shard, after: cursor.store, limit: page });
+    if (entries.length < page) cursor.storeDone = true;
+    if (entries.length === 0) return 0;
+    cursor.store = entries[entries.length - 1]!.jobId;
+    const { scheduled, leased } = await this.o.keys.scores(
+      shard,
+      entries.map((e) => e.jobId),
+    );
+    const repair = entries.filter((e, i) => leased[i] === null && (scheduled[i] === null || scheduled[i]! > e.dueAt));
+    if (repair.length > 0) await this.o.keys.addLower(repair);
+    return repair.length;
+  }
+
+  private async indexToStore(shard: number, cursor: ShardCursor): Promise<number> {
+    const { cursor: next, members } = await this.o.keys.scan(shard, cursor.index, this.o.pageSize ?? 500);
+    cursor.index = next;
+    if (next === "0") cursor.indexDone = true;
+    if (members.length === 0) return 0;
+    const held = new Set((await this.o.store.dueGet({ jobIds: members.map((m) => m.jobId) })).map((e) => e.jobId));
+    const orphans = members.filter((m) => !held.has(m.jobId));
+    return orphans.length > 0 ? this.o.keys.removeIf(shard, orphans) : 0;
+  }
+
+  private schedule(ms: number): void {
+    if (this.stopped) return;
+    this.timer = this.o.clock.setTimer(() => {
+      this.running = this.runOnce()
+        .then(() => undefined)
+        .catch((error: unknown) => this.o.events.emit("error", { where: "due-index:reconcile", error }))
+        .finally(() => {
+          this.running = null;
+          this.schedule(this.o.stepMs ?? 100);
+        });
+    }, ms);
+  }
+}
