@@ -3,7 +3,8 @@
 // time: recurring jobs fire through the index, each occurrence once; an index
 // that lost every key (a flush, a Redis restart without persistence) is
 // rebuilt by reconciliation, and the jobs still fire once; members the store
-// no longer wants are dropped; and a bad --due-index URL is refused.
+// no longer wants are dropped; two schedulers claiming one shard at once (a
+// handover) take disjoint sets; and a bad --due-index URL is refused.
 
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -11,7 +12,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import type { BatchCreateItem } from "@duetime/sdk/contract";
+import { newId, shardOf } from "../core/ids.js";
+import { openStore } from "../store/factory.js";
+import type { NewJob } from "../store/store.js";
 import { openEngine, type Engine } from "./engine.js";
+import { EngineEvents } from "./events.js";
+import { RedisDueIndex } from "./redis-due-index.js";
 import { deletePrefix, REDIS_URL, redisTest, testPrefix } from "./redis-test-support.js";
 import { RedisDueKeys } from "./redis-due-keys.js";
 import { DEFAULT_CONTEXT as ctx } from "./service.js";
@@ -124,6 +130,68 @@ redisTest("reconciliation drops members the store has no due entry for, and coun
   } finally {
     await engine.stop();
     await keys.close();
+    await deletePrefix(prefix);
+  }
+});
+
+redisTest("two schedulers claiming one shard at once take disjoint sets, together every due entry, each as the store holds it", async () => {
+  const prefix = testPrefix("race");
+  const store = await openStore(`sqlite:${join(dir, `race${n++}.db`)}`);
+  const now = Date.now();
+  const jobs: NewJob[] = [];
+  let shard: number | undefined;
+  while (jobs.length < 2000) {
+    const jobId = newId(now);
+    shard ??= shardOf(jobId);
+    if (shardOf(jobId) !== shard) continue;
+    const job = {
+      tenantId: "default",
+      jobId,
+      shard,
+      kind: "cron" as const,
+      name: "race",
+      state: "SCHEDULED" as const,
+      target: { type: "queue" as const, pool: "p" },
+      payload: null,
+      schedule: { cron: "0 * * * *", tz: "UTC", jitterSeconds: 0, misfire: "run_once" as const, overlap: "allow" as const },
+      retry: { maxAttempts: 3, backoffSeconds: 10, maxBackoffSeconds: 3600 },
+      timeoutSeconds: 60,
+      priority: 0,
+      createdAt: now,
+    };
+    jobs.push({ job, due: { scheduledFor: now - 1000, dueAt: now - 1000 } });
+  }
+  const shards = [shard!];
+  const indexes = [0, 1].map(() => new RedisDueIndex({ keys: RedisDueKeys.connect({ url: REDIS_URL, prefix }), store, events: new EngineEvents() }));
+  try {
+    await store.jobCreateMany({ jobs, nodeId: "n", now });
+    const writer = RedisDueKeys.connect({ url: REDIS_URL, prefix });
+    await writer.add(jobs.map((j) => ({ jobId: j.job.jobId, shard: j.job.shard, dueAt: j.due!.dueAt })));
+    await writer.close();
+    for (const index of indexes) {
+      index.setShards(shards);
+      await index.refresh(Date.now());
+    }
+    const takes = await Promise.all(
+      indexes.map(async (index) => {
+        const taken: string[] = [];
+        for (let batch = await index.take(Date.now(), 50); batch.length > 0; batch = await index.take(Date.now(), 50)) {
+          for (const e of batch) assert.equal(e.scheduledFor, now - 1000, "the entry as the store holds it");
+          taken.push(...batch.map((e) => e.jobId));
+        }
+        return taken;
+      }),
+    );
+    assert.ok(
+      takes.every((t) => t.length > 0),
+      "both claimed some: they raced",
+    );
+    const all = takes.flat();
+    assert.equal(new Set(all).size, all.length, "no entry was taken twice");
+    assert.deepEqual(new Set(all), new Set(jobs.map((j) => j.job.jobId)));
+  } finally {
+    await Promise.all(indexes.map((i) => i.close()));
+    await store.close();
     await deletePrefix(prefix);
   }
 });
