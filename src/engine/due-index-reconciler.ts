@@ -13,7 +13,7 @@
 // what an index that lost writes may be behind the store, at most.
 
 import type { Clock, TimerHandle } from "../core/clock.js";
-import type { Store } from "../store/store.js";
+import type { LoadedDueEntry, Store } from "../store/store.js";
 import type { EngineEvents } from "./events.js";
 import type { RedisDueKeys } from "./redis-due-keys.js";
 
@@ -24,6 +24,8 @@ export interface ReconcilerOptions {
   events: EngineEvents;
   /** The shards this node owns now. */
   shards: () => readonly number[];
+  /** Entries it added back or moved earlier: the scheduler's idea of when a shard is next due may be later. */
+  onRepaired?: (entries: readonly LoadedDueEntry[]) => void;
   /** Entries (and members) per step. */
   pageSize?: number;
   /** Pause between steps: paces the reconciler's load on both stores. */
@@ -80,7 +82,7 @@ export class DueIndexReconciler {
     if (cursor.storeDone && cursor.indexDone) {
       this.cursors.delete(shard);
       this.passedAt.set(shard, this.o.clock.now());
-      this.queue.shift();
+      this.queue = this.queue.filter((s) => s !== shard);
     }
     if (added + removed > 0) this.o.events.emit("due-index:repaired", { shard, added, removed });
     return { shard, added, removed };
@@ -118,7 +120,10 @@ export class DueIndexReconciler {
       entries.map((e) => e.jobId),
     );
     const repair = entries.filter((e, i) => leased[i] === null && (scheduled[i] === null || scheduled[i]! > e.dueAt));
-    if (repair.length > 0) await this.o.keys.addLower(repair);
+    if (repair.length > 0) {
+      await this.o.keys.addLower(repair);
+      this.o.onRepaired?.(repair);
+    }
     return repair.length;
   }
 

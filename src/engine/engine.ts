@@ -7,7 +7,7 @@ import { instanceId } from "@duetime/sdk/contract";
 import { systemClock, type Clock } from "../core/clock.js";
 import { retentionPeriods } from "../core/retention.js";
 import { openStore, type StoreOptions } from "../store/factory.js";
-import type { Store } from "../store/store.js";
+import type { LoadedDueEntry, Store } from "../store/store.js";
 import { EngineEvents } from "./events.js";
 import { Executor } from "./executor.js";
 import { HttpTargetRunner, type HttpTargetSettings } from "./http-target.js";
@@ -196,7 +196,11 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     ...(options.reapIntervalMs ? { reapIntervalMs: options.reapIntervalMs } : {}),
     ...(options.pollIntervalMs ? { pollIntervalMs: options.pollIntervalMs } : {}),
   });
-  const redis = options.dueIndex ? openRedisDueIndex(options.dueIndex, { store, clock, events }) : null;
+  // Repaired entries are offered to the scheduler as hints, so it wakes when they are due.
+  const onRepaired = (entries: readonly LoadedDueEntry[]) => {
+    for (const entry of entries) scheduler.offer(entry, false);
+  };
+  const redis = options.dueIndex ? openRedisDueIndex(options.dueIndex, { store, clock, events, onRepaired }) : null;
   const scheduler = new Scheduler({
     ...(redis ? { dueIndex: redis.index } : {}),
     store,
@@ -319,7 +323,10 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
 }
 
 /** The Redis due index and its reconciler, on one connection (closed with the index, when the scheduler stops). */
-function openRedisDueIndex(settings: RedisDueIndexSettings, deps: { store: Store; clock: Clock; events: EngineEvents }) {
+function openRedisDueIndex(
+  settings: RedisDueIndexSettings,
+  { onRepaired, ...deps }: { store: Store; clock: Clock; events: EngineEvents; onRepaired: (entries: readonly LoadedDueEntry[]) => void },
+) {
   const keys = RedisDueKeys.connect({
     url: settings.url,
     cluster: settings.cluster ?? false,
@@ -331,7 +338,13 @@ function openRedisDueIndex(settings: RedisDueIndexSettings, deps: { store: Store
     ...(settings.claimMs !== undefined ? { claimMs: settings.claimMs } : {}),
     ...(settings.refreshMs !== undefined ? { refreshMs: settings.refreshMs } : {}),
   });
-  const reconciler = new DueIndexReconciler({ keys, ...deps, shards: () => index.shards, ...settings.reconcile });
+  const reconciler = new DueIndexReconciler({
+    keys,
+    ...deps,
+    shards: () => index.shards,
+    onRepaired,
+    ...settings.reconcile,
+  });
   return { index, reconciler };
 }
 
