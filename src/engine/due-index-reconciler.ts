@@ -2,16 +2,23 @@
 // per step, so it never loads everything:
 // - store → index: each due entry of the page (dueScan, by job id) that the
 //   index holds neither scheduled nor claimed is added; one the index holds
-//   later than the store is lowered (ZADD LT: an index that says "later"
-//   makes a job late, one that says "earlier" costs only a claim that the
-//   store answers);
+//   later than the store is lowered (repair.lua, which skips an id claimed
+//   meanwhile: an index that says "later" makes a job late, one that says
+//   "earlier" costs only a claim that the store answers);
 // - index → store: each member of the page (ZSCAN) that the store has no due
 //   entry for is removed, if its score is still the one read (a re-add
 //   since is kept).
 // A shard is done when both cursors come round; a cycle when every owned
 // shard is done. The lag (the age of the oldest owned shard's last pass) is
 // what an index that lost writes may be behind the store, at most.
+//
+// Paced slowly (a page a second: a full pass over a million recurring jobs
+// is about half an hour of a few per cent of a core), since lost writes are
+// rare; but when the index's generation changes (Redis lost its data: a
+// flush, a restart without persistence) or at start (the index may never
+// have been built), every node hurries through a full pass of its shards.
 
+import { randomUUID } from "node:crypto";
 import type { Clock, TimerHandle } from "../core/clock.js";
 import type { LoadedDueEntry, Store } from "../store/store.js";
 import type { EngineEvents } from "./events.js";
@@ -28,9 +35,14 @@ export interface ReconcilerOptions {
   onRepaired?: (entries: readonly LoadedDueEntry[]) => void;
   /** Entries (and members) per step. */
   pageSize?: number;
-  /** Pause between steps: paces the reconciler's load on both stores. */
+  /** Pause between steps: paces the reconciler's load on both stores (default 1 s). */
   stepMs?: number;
+  /** Pause between steps while hurrying through a full pass (default 10 ms). */
+  hurryStepMs?: number;
 }
+
+/** How often the index's generation is read while not hurrying. */
+const GENERATION_CHECK_MS = 2000;
 
 interface ShardCursor {
   store: string;
@@ -45,6 +57,11 @@ export class DueIndexReconciler {
   private readonly passedAt = new Map<number, number>();
   private readonly startedAt: number;
   private queue: number[] = [];
+  /** The index generation last seen (RedisDueKeys.generation); null before the first step. */
+  private generation: string | null = null;
+  /** Hurrying through a full pass begun at this time; null when not. */
+  private hurrySince: number | null = null;
+  private lastPageAt = -Infinity;
   private timer: TimerHandle | null = null;
   private running: Promise<void> | null = null;
   private stopped = true;
@@ -73,6 +90,11 @@ export class DueIndexReconciler {
 
   /** One step: a page of the next owned shard. Answers what it repaired. */
   async runOnce(): Promise<{ shard: number | null; added: number; removed: number }> {
+    await this.checkGeneration();
+    return this.page();
+  }
+
+  private async page(): Promise<{ shard: number | null; added: number; removed: number }> {
     const shard = this.nextShard();
     if (shard === null) return { shard, added: 0, removed: 0 };
     const cursor = this.cursors.get(shard) ?? { store: "", index: "0", storeDone: false, indexDone: false };
@@ -102,6 +124,19 @@ export class DueIndexReconciler {
     return total;
   }
 
+  /** A new generation (or the first step) starts a hurried full pass; one that has covered every owned shard ends it. */
+  private async checkGeneration(): Promise<void> {
+    const seen = await this.o.keys.generation(randomUUID());
+    if (seen !== this.generation) {
+      this.generation = seen;
+      this.hurrySince = this.o.clock.now();
+      this.queue = []; // start the pass over, every owned shard from its first page
+      this.cursors.clear();
+    } else if (this.hurrySince !== null && this.o.shards().every((s) => (this.passedAt.get(s) ?? -Infinity) >= this.hurrySince!)) {
+      this.hurrySince = null;
+    }
+  }
+
   private nextShard(): number | null {
     const owned = new Set(this.o.shards());
     this.queue = this.queue.filter((s) => owned.has(s));
@@ -119,12 +154,12 @@ export class DueIndexReconciler {
       shard,
       entries.map((e) => e.jobId),
     );
-    const repair = entries.filter((e, i) => leased[i] === null && (scheduled[i] === null || scheduled[i]! > e.dueAt));
-    if (repair.length > 0) {
-      await this.o.keys.addLower(repair);
-      this.o.onRepaired?.(repair);
-    }
-    return repair.length;
+    // Read first, so a page in step costs one round trip; the script re-checks what it writes.
+    const candidates = entries.filter((e, i) => leased[i] === null && (scheduled[i] === null || scheduled[i]! > e.dueAt));
+    if (candidates.length === 0) return 0;
+    const repaired = await this.o.keys.repair(candidates);
+    if (repaired > 0) this.o.onRepaired?.(candidates);
+    return repaired;
   }
 
   private async indexToStore(shard: number, cursor: ShardCursor): Promise<number> {
@@ -140,13 +175,22 @@ export class DueIndexReconciler {
   private schedule(ms: number): void {
     if (this.stopped) return;
     this.timer = this.o.clock.setTimer(() => {
-      this.running = this.runOnce()
-        .then(() => undefined)
+      this.running = this.tick()
         .catch((error: unknown) => this.o.events.emit("error", { where: "due-index:reconcile", error }))
         .finally(() => {
           this.running = null;
-          this.schedule(this.o.stepMs ?? 100);
+          const stepMs = this.o.stepMs ?? 1000;
+          this.schedule(this.hurrySince !== null ? (this.o.hurryStepMs ?? 10) : Math.min(stepMs, GENERATION_CHECK_MS));
         });
     }, ms);
+  }
+
+  /** Checks the generation often (a lost index is found within seconds), and runs a page when hurrying or a step is due. */
+  private async tick(): Promise<void> {
+    await this.checkGeneration();
+    const now = this.o.clock.now();
+    if (this.hurrySince === null && now - this.lastPageAt < (this.o.stepMs ?? 1000)) return;
+    this.lastPageAt = now;
+    await this.page();
   }
 }

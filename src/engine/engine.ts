@@ -114,7 +114,7 @@ export interface RedisDueIndexSettings {
   prefix?: string;
   claimMs?: number;
   refreshMs?: number;
-  reconcile?: { pageSize?: number; stepMs?: number };
+  reconcile?: { pageSize?: number; stepMs?: number; hurryStepMs?: number };
 }
 
 export interface Engine {

@@ -178,22 +178,30 @@ redisTest("removeIf removes an id only while its score is the one given", async 
   assert.equal(await keys.removeIf(12, []), 0);
 });
 
-redisTest("addLower adds missing ids, lowers a higher score, never raises one", async (t) => {
+redisTest("repair adds missing ids and lowers a higher score, never raises one, and leaves a claimed id alone", async (t) => {
   const { keys, prefix } = fixture(t);
-  await keys.add([{ jobId: "a", shard: 13, dueAt: 500 }]);
-  await keys.addLower([
-    { jobId: "a", shard: 13, dueAt: 300 },
-    { jobId: "b", shard: 13, dueAt: 700 },
+  const now = await keys.time();
+  await keys.add([
+    { jobId: "a", shard: 13, dueAt: now + 5_000 },
+    { jobId: "claimed", shard: 13, dueAt: now - 1000 },
   ]);
-  await keys.addLower([
-    { jobId: "a", shard: 13, dueAt: 400 },
-    { jobId: "b", shard: 13, dueAt: 900 },
+  assert.deepEqual((await keys.claim(13, 1, 60_000)).ids, ["claimed"]);
+  const first = await keys.repair([
+    { jobId: "a", shard: 13, dueAt: now + 3_000 },
+    { jobId: "b", shard: 13, dueAt: now + 7_000 },
+    { jobId: "claimed", shard: 13, dueAt: now - 1000 },
   ]);
+  assert.equal(first, 2, "a lowered, b added; the claimed id is its claimer's");
+  const second = await keys.repair([
+    { jobId: "a", shard: 13, dueAt: now + 4_000 },
+    { jobId: "b", shard: 13, dueAt: now + 9_000 },
+  ]);
+  assert.equal(second, 0, "never raised");
   assert.deepEqual(
     await zset(scheduledKey(prefix, 13)),
     new Map([
-      ["a", 300],
-      ["b", 700],
+      ["a", now + 3_000],
+      ["b", now + 7_000],
     ]),
   );
 });
@@ -268,7 +276,7 @@ redisTest(
     const shards = [0, 1, 200, 255];
     const entries = shards.flatMap((shard) => ["p", "q", "r"].map((jobId) => ({ jobId: `${jobId}${shard}`, shard, dueAt: now - 1000 })));
     await keys.add(entries);
-    await keys.addLower(entries);
+    await keys.repair(entries);
     await keys.addIfAbsent(entries);
     for (const shard of shards) {
       await keys.claim(shard, 2, 1);
@@ -338,7 +346,7 @@ privateTest("in Redis Cluster mode every command and script runs on one slot per
   const now = await keys.time();
   const entries = [0, 1, 2, 255].flatMap((shard) => ["a", "b"].map((id) => ({ jobId: `${id}${shard}`, shard, dueAt: now - 10 })));
   await keys.add(entries);
-  await keys.addLower(entries);
+  await keys.repair(entries);
   await keys.addIfAbsent(entries);
   assert.deepEqual((await keys.claim(2, 10, 1)).ids, ["a2", "b2"]);
   assert.equal(await keys.advance(2, [{ jobId: "a2", next: now + 1000 }]), 1);

@@ -40,6 +40,7 @@ interface DueScripts {
   dueAdvance(scheduled: string, leased: string, ...pairs: string[]): Promise<number>;
   dueReap(scheduled: string, leased: string, max: number): Promise<number>;
   dueRemoveIf(scheduled: string, ...pairs: string[]): Promise<number>;
+  dueRepair(scheduled: string, leased: string, ...pairs: string[]): Promise<number>;
 }
 
 type Client = (Redis | Cluster) & DueScripts;
@@ -132,17 +133,13 @@ export class RedisDueKeys {
     client.defineCommand("dueAdvance", { numberOfKeys: 2, lua: lua("advance") });
     client.defineCommand("dueReap", { numberOfKeys: 2, lua: lua("reap") });
     client.defineCommand("dueRemoveIf", { numberOfKeys: 1, lua: lua("remove-if") });
+    client.defineCommand("dueRepair", { numberOfKeys: 2, lua: lua("repair") });
     return new RedisDueKeys(client as Client, checkPrefix(o.prefix ?? "duetime:"), checkCount("timeoutMs", o.timeoutMs ?? TIMEOUT_MS));
   }
 
   /** Plain ZADD: the writer just committed these due times to the store. */
   async add(entries: readonly DueKeyEntry[]): Promise<void> {
     await this.bounded(Promise.all(batches(entries).map(([shard, es]) => this.client.zadd(this.scheduled(shard), ...scoreMembers(es)))));
-  }
-
-  /** ZADD LT: adds missing ids and only ever lowers a held score (reconciliation). */
-  async addLower(entries: readonly DueKeyEntry[]): Promise<void> {
-    await this.bounded(Promise.all(batches(entries).map(([shard, es]) => this.client.zadd(this.scheduled(shard), "LT", ...scoreMembers(es)))));
   }
 
   /** ZADD NX: keeps a score scheduled holds already. */
@@ -157,6 +154,14 @@ export class RedisDueKeys {
       return [this.client.zrem(this.scheduled(shard), ...ids), this.client.zrem(this.leased(shard), ...ids)];
     });
     await this.bounded(Promise.all(calls));
+  }
+
+  /** Adds each entry missing from scheduled, or lowers a later score, unless claimed (repair.lua); answers how many it repaired. */
+  async repair(entries: readonly DueKeyEntry[]): Promise<number> {
+    const calls = batches(entries).map(([shard, es]) =>
+      this.client.dueRepair(this.scheduled(shard), this.leased(shard), ...es.flatMap((e) => [e.jobId, score(e.dueAt)])),
+    );
+    return sum(await this.bounded(Promise.all(calls)));
   }
 
   /** Removes each id whose score is still `score` exactly (remove-if.lua); answers how many went. */
@@ -227,6 +232,18 @@ export class RedisDueKeys {
       ]),
     );
     return { scheduled: sum(scheduled), leased: sum(leased) };
+  }
+
+  /**
+   * The index's generation: a value set once (`candidate`, if none is set)
+   * and kept until Redis loses its data (a flush, a restart without
+   * persistence), when the next call sets a new one. A changed answer tells
+   * every node that the index may have lost entries.
+   */
+  async generation(candidate: string): Promise<string> {
+    const key = `${this.prefix}{dt:meta}:generation`;
+    const [, current] = await this.bounded(Promise.all([this.client.set(key, candidate, "NX"), this.client.get(key)]));
+    return current ?? candidate;
   }
 
   /** Redis's clock (epoch ms), the one the scripts claim and reap by. */
