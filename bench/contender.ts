@@ -63,6 +63,13 @@ export interface Contender {
    * (FreshDatabase.rowsWritten); the scenarios report the growth per job.
    */
   rowsWritten?(): Promise<number>;
+  /**
+   * duetime with `--due-index` only: the Redis keys of this run's due index
+   * (bytes) and the Redis server (pids). Reported beside the store's own size
+   * and CPU, not inside them, so the store-only path compares line by line.
+   */
+  indexBytes?(): Promise<number>;
+  indexPids?(): number[];
   /** Stops workers and servers, drops the database; must not throw if setup failed half-way. */
   teardown(): Promise<void>;
 }

@@ -4,10 +4,12 @@
 // Scenarios: herd (20,000 and 100,000 jobs due in one second), cron-herd
 // (20,000 recurring jobs firing in one second), steady (500/s
 // and 2,000/s for 30 s, due 1–5 s later), immediate (50,000 due now), idle
-// (1,000,000 due next week), all (every one of them, in one run), smoke
-// (every scenario once at a tiny size, for CI: exits non-zero when a
-// contender breaks, asserts no speed), fairness (duetime alone, in
-// fairness.ts: the peers have no tenants). Contenders: see contenders/index.ts.
+// (1,000,000 due next week; --recurring: recurring jobs next due then), all
+// (every one of them, in one run), smoke (every scenario once at a tiny size,
+// for CI: exits non-zero when a contender breaks, asserts no speed), fairness
+// (duetime alone, in fairness.ts: the peers have no tenants), redis-claim
+// (the Redis due index alone, in redis-claim.ts). Contenders: see
+// contenders/index.ts.
 //
 // Each run gets a fresh store (a new SQLite file, PostgreSQL database or
 // flushed Redis db). Runs are interleaved (run 1 of every contender, then
@@ -27,20 +29,23 @@ import { CONTENDERS, PRECONDITIONS } from "./contenders/index.js";
 import { NoiseGauge, Progress, waitForQuiet } from "./measure.js";
 import { herd, idle, immediate, STATS_SETTLE_MS, steady, type Column, type RunOutput, type Scenario } from "./scenarios.js";
 
-const USAGE = `usage: npm run bench -- <herd|cron-herd|steady|immediate|idle|all|smoke|fairness|dashboard> [--contenders ${Object.keys(CONTENDERS).join(",")}]
+const USAGE = `usage: npm run bench -- <herd|cron-herd|steady|immediate|idle|all|smoke|fairness|dashboard|redis-claim> [--contenders ${Object.keys(CONTENDERS).join(",")}]
        [--runs N] [--concurrency N] [--jobs N[,N…]] [--rate R[,R…]] [--duration S] [--timeout S] [--window S] [--out DIR]
        [--runs-of NAME=N[,NAME=N…]]   (fewer runs for a slow contender, e.g. pg-boss=1)
        [--lead S]   (herd: seconds between the start of creation and the due second; default 3 + 0.15 ms per job)
        [--merge]   (keep the rows of contenders not run now from the last results of the same scenario, marked †)
        [--render-only]   (run nothing: rebuild <scenario>.md and .svg from <scenario>.json; rows of contenders not in --contenders are marked †)
        [--quiet-wait S]   (before each run, wait up to S s for the machine to be quiet; default 60, smoke 0)
+       [--recurring]   (idle: recurring jobs, each next due next week, instead of one-offs: what a due index holds)
        npm run bench -- fairness [--rate R] [--seconds S] [--flood N] [--concurrency N] [--store sqlite|postgres://…] [--schema S]
                   (duetime alone: a steady tenant's start lag with and without another tenant's flood)
        npm run bench -- dashboard [--jobs N] [--store sqlite|postgres://…] [--schema S]
-                  (duetime alone: the dashboard's page weight, first paint, and the Overview's refresh cost with N jobs)`;
+                  (duetime alone: the dashboard's page weight, first paint, and the Overview's refresh cost with N jobs)
+       npm run bench -- redis-claim [--members N] [--claims N] [--max N]
+                  (the Redis due index alone: memory per member and the claim script's latency)`;
 
-// fairness and dashboard run duetime alone (the peers have no tenants, no dashboard): their own scripts, with their own flags.
-const alone = { fairness: "./fairness.js", dashboard: "./dashboard.js" } as const;
+// fairness, dashboard and redis-claim run duetime alone (the peers have no tenants, no dashboard, no due index): their own scripts, with their own flags.
+const alone = { fairness: "./fairness.js", dashboard: "./dashboard.js", "redis-claim": "./redis-claim.js" } as const;
 const script = alone[process.argv[2] as keyof typeof alone];
 if (script) {
   process.argv.splice(2, 1);
@@ -64,6 +69,7 @@ const { values, positionals } = parseArgs({
     "quiet-wait": { type: "string" },
     lead: { type: "string" },
     merge: { type: "boolean" },
+    recurring: { type: "boolean" },
     "render-only": { type: "boolean" },
     help: { type: "boolean", short: "h" },
   },
@@ -74,6 +80,7 @@ if (values.help) {
 }
 const command = positionals[0] ?? "herd";
 const smoke = command === "smoke";
+if (values.recurring && command !== "idle") usage("--recurring applies to idle only (cron-herd is the recurring herd)");
 const num = (v: string | undefined, fallback: number) => {
   if (v === undefined) return fallback;
   const x = Number(v);
@@ -124,8 +131,8 @@ const steadies = (rates: number[], runs: number) =>
     steady({ rate, durationMs: num(values.duration, smoke ? 3 : 30) * 1000, graceMs: smoke ? 30_000 : 60_000, runs, seed: 42, statsSettleMs }),
   );
 const immediates = (sizes: number[], runs: number) => sizes.map((jobs) => immediate({ jobs, timeoutMs, runs }));
-const idles = (sizes: number[], runs: number) =>
-  sizes.map((jobs) => idle({ jobs, settleMs: smoke ? 1_000 : 5_000, windowMs: num(values.window, smoke ? 2 : 30) * 1000, runs }));
+const idles = (sizes: number[], runs: number, recurring = false) =>
+  sizes.map((jobs) => idle({ jobs, settleMs: smoke ? 1_000 : 5_000, windowMs: num(values.window, smoke ? 2 : 30) * 1000, runs, recurring }));
 
 let scenarios: Scenario[];
 switch (command) {
@@ -142,7 +149,7 @@ switch (command) {
     scenarios = immediates(list(values.jobs, [50_000]), 3);
     break;
   case "idle":
-    scenarios = idles(list(values.jobs, [1_000_000]), 1);
+    scenarios = idles(list(values.jobs, [1_000_000]), 1, values.recurring === true);
     break;
   case "all":
     if (values.jobs !== undefined) usage("--jobs is per scenario; run the scenarios one by one to change sizes");
@@ -294,7 +301,7 @@ function header(shown: Outcome[] = []): string[] {
 }
 
 function scenarioReport(scenario: Scenario, outcomes: Outcome[]): { markdown: string; svg: string | null } {
-  const cols = scenario.columns;
+  const cols = scenario.columns.filter((c) => !c.optional || outcomes.some((o) => o.output.metrics[c.key] !== undefined));
   const lines = [
     `## ${scenario.title}`,
     "",

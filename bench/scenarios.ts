@@ -26,6 +26,8 @@ export interface Column {
   key: string;
   label: string;
   unit: "ms" | "rate" | "count" | "decimal" | "bytes" | "percent" | "yesno";
+  /** Shown only when a contender in the table reports it (a metric few contenders have, e.g. the Redis due index's). */
+  optional?: boolean;
 }
 
 export interface Scenario {
@@ -121,6 +123,8 @@ interface ServiceCost {
   dbCpu: number;
   /** Rows written over the window per job (NaN unless the store counts them and every job was acknowledged). */
   rowsPerJob: number;
+  /** CPU of the Redis server holding the contender's due index, % of one core (only with one). */
+  indexCpu?: number;
 }
 
 /**
@@ -138,17 +142,27 @@ async function meterService(
   const rows0 = await settledRows(contender, settleMs, progress, what);
   const hasService = contender.servicePids().length > 0;
   const cpu = cpuSampler(() => contender.servicePids());
+  const indexCpu = indexCpuSampler(contender);
   const t0 = Date.now();
   return async (jobs) => {
-    const dbCpu = hasService ? (cpu() / Math.max(1, Date.now() - t0)) * 100 : NaN;
-    if (jobs === undefined || Number.isNaN(rows0)) return { dbCpu, rowsPerJob: NaN };
-    return { dbCpu, rowsPerJob: ((await settledRows(contender, settleMs, progress, what)) - rows0) / jobs };
+    const elapsed = Math.max(1, Date.now() - t0);
+    const dbCpu = hasService ? (cpu() / elapsed) * 100 : NaN;
+    const index = indexCpu ? { indexCpu: (indexCpu() / elapsed) * 100 } : {};
+    if (jobs === undefined || Number.isNaN(rows0)) return { dbCpu, rowsPerJob: NaN, ...index };
+    return { dbCpu, rowsPerJob: ((await settledRows(contender, settleMs, progress, what)) - rows0) / jobs, ...index };
   };
+}
+
+/** CPU of the Redis server holding the due index, apart from the store's (undefined without one). */
+function indexCpuSampler(contender: Contender): (() => number) | undefined {
+  const pids = contender.indexPids?.bind(contender);
+  return pids ? cpuSampler(pids) : undefined;
 }
 
 const SERVICE_COLUMNS: Column[] = [
   { key: "dbCpu", label: "DB/Redis CPU", unit: "percent" },
   { key: "rowsPerJob", label: "rows/job", unit: "decimal" },
+  { key: "indexCpu", label: "Redis index CPU", unit: "percent", optional: true },
 ];
 
 function serviceNotes(settleMs: number): string[] {
@@ -156,8 +170,12 @@ function serviceNotes(settleMs: number): string[] {
     "DB/Redis CPU = CPU time of the PostgreSQL backends connected to the run's database (or of the Redis server) from the first enqueue until every job is acknowledged, as a share of one core (100% = one core busy throughout); — for SQLite.",
     `rows/job = growth of tup_inserted + tup_updated + tup_deleted in pg_stat_database for the run's database (every table, catalogs too) over the same window, ÷ jobs; PostgreSQL only. Each end is read ${settleMs / 1000} s after the moment it stands for, because PostgreSQL flushes a backend's counts up to 10 s late; so it may include that many seconds of the contender's background writes.` +
       (settleMs < STATS_SETTLE_MS ? ` (${settleMs / 1000} s is too short to trust: a quick check only.)` : ""),
+    INDEX_CPU_NOTE,
   ];
 }
+
+const INDEX_CPU_NOTE =
+  "Redis index CPU (only contenders with `--due-index`) = CPU time of the Redis server over the same window, as a share of one core; it holds the due index of recurring jobs, and is not in DB/Redis CPU, which stays the store's (the Redis server is shared: another client's commands would count).";
 
 /** At-least-once allows a duplicate after a lost lease; none should happen in seconds of no-op work, so it is reported (not a failure by itself). */
 function duplicates(tracker: StartTracker): string | undefined {
@@ -394,15 +412,23 @@ export interface IdleOptions {
   settleMs: number;
   windowMs: number;
   runs: number;
+  /** Recurring jobs whose next occurrence is next week, instead of one-offs (what a due index holds). */
+  recurring?: boolean;
 }
 
 /** N jobs due next week; what holding them costs while nothing is due. */
 export function idle(o: IdleOptions): Scenario {
   return {
-    id: `idle-${o.jobs}`,
-    title: `idle: ${n(o.jobs)} jobs due next week`,
+    id: o.recurring ? `idle-recurring-${o.jobs}` : `idle-${o.jobs}`,
+    title: o.recurring ? `idle: ${n(o.jobs)} recurring jobs next due next week` : `idle: ${n(o.jobs)} jobs due next week`,
     notes: [
       "Workers run from the start; jobs are due 7 days ahead, spread over one day; created in bulk (batches of 1,000).",
+      ...(o.recurring
+        ? [
+            "Each job is recurring (duetime: a six-field cron, UTC, firing once a year at its due second), so each is a due entry, which a `--due-index` contender also holds in Redis; contenders without cron support in this harness are not run.",
+            "Redis index = MEMORY USAGE (SAMPLES 0) summed over the run's due-index keys at the end of the window; Redis CPU idle = the Redis server over the window (not in DB/Redis CPU).",
+          ]
+        : []),
       `Then ${o.settleMs / 1000} s to settle, then ${o.windowMs / 1000} s of measurement while nothing is due.`,
       "scheduler = the process holding the scheduler (duetime-server: the `duetime serve` child; others: the benchmark process, which also runs the workers); worker process = the benchmark process where it is separate.",
       "CPU = share of one core over the window; DB/Redis CPU = the PostgreSQL backends connected to the run's database, or the Redis server, over the window.",
@@ -416,14 +442,18 @@ export function idle(o: IdleOptions): Scenario {
       { key: "schedulerCpu", label: "scheduler CPU idle", unit: "percent" },
       { key: "workerCpu", label: "worker process CPU idle", unit: "percent" },
       { key: "serviceCpu", label: "DB/Redis CPU idle", unit: "percent" },
+      { key: "indexBytes", label: "Redis index", unit: "bytes", optional: true },
+      { key: "indexCpu", label: "Redis CPU idle", unit: "percent", optional: true },
     ],
     chart: false,
     defaultRuns: o.runs,
+    ...(o.recurring ? { needsCron: true } : {}),
     async run(contender, progress): Promise<RunOutput> {
       let started = 0;
       await contender.startWorkers(() => void started++);
       const base = Date.now() + 7 * 86_400_000;
-      const createMs = await enqueueAll(contender, o.jobs, (seq) => base + ((seq * 7919) % 86_400) * 1000, progress, "idle");
+      const dueAt = (seq: number) => base + ((seq * 7919) % 86_400) * 1000;
+      const createMs = await enqueueAll(contender, o.jobs, dueAt, progress, "idle", o.recurring);
       progress.set(`idle: created ${n(o.jobs)}, settling`);
       await sleep(o.settleMs);
       const children = contender.schedulerPids();
@@ -431,6 +461,7 @@ export function idle(o: IdleOptions): Scenario {
       const selfCpu0 = cpuMs(process.pid);
       const hasService = contender.servicePids().length > 0;
       const serviceCpu = cpuSampler(() => contender.servicePids());
+      const indexCpu = indexCpuSampler(contender);
       const t0 = Date.now();
       const ticker = setInterval(() => progress.set(`idle: measuring, ${Math.round((Date.now() - t0) / 1000)}/${o.windowMs / 1000} s`), 500);
       await sleep(o.windowMs);
@@ -447,6 +478,7 @@ export function idle(o: IdleOptions): Scenario {
         schedulerCpu: separate ? (serverCpu() / elapsed) * 100 : selfCpu,
         workerCpu: separate ? selfCpu : NaN,
         serviceCpu: hasService ? (serviceCpu() / elapsed) * 100 : NaN,
+        ...(indexCpu && contender.indexBytes ? { indexCpu: (indexCpu() / elapsed) * 100, indexBytes: await contender.indexBytes() } : {}),
       };
       return { metrics, failure: started ? `${started} jobs due next week started now` : undefined };
     },

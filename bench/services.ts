@@ -1,6 +1,8 @@
 // The machine's PostgreSQL and Redis, as the contenders use them: a fresh
-// PostgreSQL database per run (dropped afterwards) and a dedicated Redis db
-// that is flushed before and after each run.
+// PostgreSQL database per run (dropped afterwards), a dedicated Redis db
+// that is flushed before and after each run (BullMQ), and a key prefix per
+// run in the URL's own db for duetime's Redis due index (never flushed: the
+// db may be shared, so only the prefix's keys are deleted).
 //
 // BENCH_PG_URL (default postgres://postgres@127.0.0.1:5432/postgres) is the
 // admin connection used to create and drop databases; BENCH_REDIS_URL
@@ -101,4 +103,52 @@ export async function redisInfo(redis: Redis, field: string): Promise<string> {
   const info = await redis.info();
   const m = new RegExp(`^${field}:(.*)$`, "m").exec(info);
   return m?.[1]?.trim() ?? "?";
+}
+
+/** A run's own key prefix on the Redis at BENCH_REDIS_URL (in that URL's db), for `duetime serve --due-index`. */
+export interface RedisPrefix {
+  /** The --due-index URL. */
+  readonly url: string;
+  /** The --due-index-prefix, unique per run. */
+  readonly prefix: string;
+  /** MEMORY USAGE (SAMPLES 0: every member counted) summed over the prefix's keys. */
+  bytes(): Promise<number>;
+  /** Redis's own used_memory (INFO memory), the whole server. */
+  usedMemory(): Promise<number>;
+  /** Deletes the prefix's keys (SCAN MATCH + DEL) and closes the connection. */
+  drop(): Promise<void>;
+}
+
+export async function redisPrefix(prefix: string): Promise<RedisPrefix> {
+  if (!/^[A-Za-z0-9_.:-]{1,64}$/.test(prefix)) throw new Error(`not a --due-index-prefix: ${prefix}`);
+  const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null });
+  try {
+    await redis.connect();
+  } catch (e) {
+    redis.disconnect();
+    throw new Error(`Redis at ${REDIS_URL} is not reachable (${(e as Error).message}); start it, see README "Performance"`);
+  }
+  // The prefix holds no glob characters (checked above), so MATCH takes it as it is.
+  async function* keys(): AsyncGenerator<string[]> {
+    let cursor = "0";
+    do {
+      const [next, found] = await redis.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1000);
+      cursor = next;
+      if (found.length > 0) yield found;
+    } while (cursor !== "0");
+  }
+  return {
+    url: REDIS_URL,
+    prefix,
+    async bytes() {
+      let total = 0;
+      for await (const batch of keys()) for (const key of batch) total += (await redis.memory("USAGE", key, "SAMPLES", 0)) ?? 0;
+      return total;
+    },
+    usedMemory: async () => Number(await redisInfo(redis, "used_memory")),
+    async drop() {
+      for await (const batch of keys()) await redis.del(...batch);
+      redis.disconnect();
+    },
+  };
 }

@@ -1,13 +1,16 @@
 // duetime as a user deploys it: `duetime serve` child process(es) sharing one
-// store, SDK workers over keep-alive HTTP in this process. The store and the
-// number of nodes are parameters: duetime-server is one node on SQLite,
-// duetime-pg-1 and duetime-pg-3 are one and three nodes on PostgreSQL.
+// store, SDK workers over keep-alive HTTP in this process. The store, the
+// number of nodes and where the due index lives are parameters: duetime-server
+// is one node on SQLite, duetime-pg-1 and duetime-pg-3 are one and three nodes
+// on PostgreSQL, and the -redis contenders are one node with `--due-index` (the
+// due entries of recurring jobs in Redis sorted sets; one-offs never use it).
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { DuetimeClient, Worker } from "@duetime/sdk";
 import type { BenchJob, Contender, ContenderContext, Started } from "../contender.js";
-import { freshDatabase, type FreshDatabase } from "../services.js";
+import { pidsNamed } from "../procstat.js";
+import { freshDatabase, redisPrefix, type FreshDatabase, type RedisPrefix } from "../services.js";
 import { assertCreated, BENCH_POOL, benchJobs, duetimeVersion, sqliteBytes, WORKER_TUNING } from "./duetime-jobs.js";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
@@ -31,6 +34,8 @@ export interface DuetimeServerOptions {
   /** `duetime serve` processes sharing the store; workers and inserts are spread evenly over them. */
   nodes: number;
   store(ctx: ContenderContext, name: string): Promise<ServerStore>;
+  /** `--due-index` on BENCH_REDIS_URL under a key prefix of this run's own, deleted afterwards. */
+  redisDueIndex?: boolean;
 }
 
 export class DuetimeServers implements Contender {
@@ -43,10 +48,14 @@ export class DuetimeServers implements Contender {
   private workers: Worker[] = [];
   private urls: string[] = [];
   private store: ServerStore | null = null;
+  private index: RedisPrefix | null = null;
   private ctx!: ContenderContext;
   private next = 0;
   /** Set by setup() when the store is a PostgreSQL database. */
   rowsWritten?: () => Promise<number>;
+  /** Set by setup() with a Redis due index. */
+  indexBytes?: () => Promise<number>;
+  indexPids?: () => number[];
 
   constructor(private readonly options: DuetimeServerOptions) {
     this.name = options.name;
@@ -57,9 +66,18 @@ export class DuetimeServers implements Contender {
     this.store = await this.options.store(ctx, this.name);
     const db = this.store.database;
     if (db) this.rowsWritten = () => db.rowsWritten();
+    if (this.options.redisDueIndex) {
+      this.index = await redisPrefix(`bench-${this.name}-${ctx.runId}:`);
+      const index = this.index;
+      this.indexBytes = () => index.bytes();
+      this.indexPids = () => pidsNamed(["redis-server"]);
+    }
     const { nodes } = this.options;
     this.settings =
       `${nodes} \`duetime serve\` child process${nodes > 1 ? "es" : ""} (log level warn, --node-id ${nodes > 1 ? `node-1…node-${nodes}` : "node-1"}), ${this.store.label}; ` +
+      (this.index
+        ? `due index of recurring jobs in Redis (--due-index ${this.index.url} --due-index-prefix bench-${this.name}-<run>:, keys deleted after the run), the store holding the due entries as ever; `
+        : "") +
       `POST /v1/jobs:batch of 1,000${nodes > 1 ? " round-robin over the nodes" : ""}; ` +
       `${nodes > 1 ? `${nodes} SDK Workers (one per node), ` : "SDK Worker, "}concurrency ${ctx.concurrency} in total, keep-alive HTTP, ` +
       `lease long poll waitSeconds 5, SDK defaults (prefetch "auto", batched acks: ackDelayMs 20, maxAckBatch 1,000); engine defaults${WORKER_TUNING.label}`;
@@ -83,6 +101,7 @@ export class DuetimeServers implements Contender {
         this.store!.arg,
         "--log-level",
         "warn",
+        ...(this.index ? ["--due-index", this.index.url, "--due-index-prefix", this.index.prefix] : []),
       ],
       { stdio: ["ignore", "pipe", "inherit"] },
     );
@@ -153,6 +172,8 @@ export class DuetimeServers implements Contender {
       }),
     );
     await this.store?.drop();
+    // After the nodes are gone: nothing writes under the prefix any more.
+    await this.index?.drop();
   }
 }
 
@@ -195,3 +216,16 @@ export function postgresStoreProblem(): Promise<string | undefined> {
 export const duetimeServer = () => new DuetimeServers({ name: "duetime-server", nodes: 1, store: sqliteStore });
 export const duetimePg1 = () => new DuetimeServers({ name: "duetime-pg-1", nodes: 1, store: postgresStore });
 export const duetimePg3 = () => new DuetimeServers({ name: "duetime-pg-3", nodes: 3, store: postgresStore });
+export const duetimeServerRedis = () => new DuetimeServers({ name: "duetime-server-redis", nodes: 1, store: sqliteStore, redisDueIndex: true });
+export const duetimePgRedis = () => new DuetimeServers({ name: "duetime-pg-redis", nodes: 1, store: postgresStore, redisDueIndex: true });
+
+let redisProbe: Promise<string | undefined> | undefined;
+
+/** Why a Redis due index cannot work here (Redis unreachable), or undefined when it can; once per process. */
+export function redisDueIndexProblem(): Promise<string | undefined> {
+  redisProbe ??= redisPrefix(`bench-probe-${process.pid}:`).then(
+    (r) => r.drop().then(() => undefined),
+    (e: Error) => e.message,
+  );
+  return redisProbe;
+}

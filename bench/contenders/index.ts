@@ -2,14 +2,24 @@
 import type { Contender } from "../contender.js";
 import { BullMQ } from "./bullmq.js";
 import { DuetimeEmbedded } from "./duetime-embedded.js";
-import { duetimePg1, duetimePg3, duetimeServer, postgresStoreProblem } from "./duetime-server.js";
+import {
+  duetimePg1,
+  duetimePg3,
+  duetimePgRedis,
+  duetimeServer,
+  duetimeServerRedis,
+  postgresStoreProblem,
+  redisDueIndexProblem,
+} from "./duetime-server.js";
 import { GraphileWorker } from "./graphile-worker.js";
 import { PgBossContender } from "./pg-boss.js";
 
 export const CONTENDERS: Record<string, () => Contender> = {
   "duetime-embedded": () => new DuetimeEmbedded(),
   "duetime-server": duetimeServer,
+  "duetime-server-redis": duetimeServerRedis,
   "duetime-pg-1": duetimePg1,
+  "duetime-pg-redis": duetimePgRedis,
   "duetime-pg-3": duetimePg3,
   bullmq: () => new BullMQ(),
   "pg-boss": () => new PgBossContender(),
@@ -24,4 +34,6 @@ export const CONTENDERS: Record<string, () => Contender> = {
 export const PRECONDITIONS: Record<string, () => Promise<string | undefined>> = {
   "duetime-pg-1": postgresStoreProblem,
   "duetime-pg-3": postgresStoreProblem,
+  "duetime-server-redis": redisDueIndexProblem,
+  "duetime-pg-redis": async () => (await postgresStoreProblem()) ?? (await redisDueIndexProblem()),
 };
