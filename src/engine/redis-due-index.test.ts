@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { after, test } from "node:test";
+import { after, type TestContext, test } from "node:test";
 import type { BatchCreateItem } from "@duetime/sdk/contract";
 import { newId, shardOf } from "../core/ids.js";
 import { openStore } from "../store/factory.js";
@@ -26,7 +26,14 @@ const dir = mkdtempSync(join(tmpdir(), "duetime-redis-index-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
 let n = 0;
 
-async function open(prefix: string, refreshMs = 500, stepMs = 20): Promise<Engine> {
+/** An engine on the Redis index under a prefix of the test's own, and a client of that prefix; all torn down after the test. */
+async function indexedEngine(
+  t: TestContext,
+  label: string,
+  refreshMs = 500,
+  stepMs = 20,
+): Promise<{ engine: Engine; keys: RedisDueKeys; prefix: string }> {
+  const prefix = testPrefix(label);
   const engine = await openEngine({
     store: `sqlite:${join(dir, `r${n++}.db`)}`,
     nodeId: "n",
@@ -34,7 +41,13 @@ async function open(prefix: string, refreshMs = 500, stepMs = 20): Promise<Engin
     dueIndex: { url: REDIS_URL, prefix, refreshMs, reconcile: { stepMs } },
   });
   await engine.start();
-  return engine;
+  const keys = RedisDueKeys.connect({ url: REDIS_URL, prefix });
+  t.after(async () => {
+    await engine.stop();
+    await keys.close();
+    await deletePrefix(prefix);
+  });
+  return { engine, keys, prefix };
 }
 
 /** `count` yearly six-field crons whose next occurrence is the whole second `at`. */
@@ -73,67 +86,43 @@ async function indexed(keys: RedisDueKeys, until: number, timeoutMs = 5_000): Pr
 
 const secondsFromNow = (s: number) => Math.ceil(Date.now() / 1000) * 1000 + s * 1000;
 
-redisTest("recurring jobs fire through the Redis index, each occurrence once, and the index moves to the next", async () => {
-  const prefix = testPrefix("e2e");
-  const engine = await open(prefix);
-  const keys = RedisDueKeys.connect({ url: REDIS_URL, prefix });
-  try {
-    const at = secondsFromNow(2);
-    const created = await engine.service.createJobs(ctx, cronsAt(at, 300));
-    assert.ok(created.every((r) => "jobId" in r));
-    await indexed(keys, 300);
-    const seen = await dispatchedJobs(engine, 300, 15_000);
-    assert.equal(seen.size, 300);
-    assert.deepEqual([...new Set(seen.values())], [1], "no occurrence dispatched twice");
-    const leased = await engine.service.lease(ctx, "p", { workerId: "w", max: 1000 });
-    assert.equal(leased.items.length, 300);
-    const shards = Array.from({ length: 256 }, (_, i) => i);
-    assert.deepEqual(await keys.counts(shards), { scheduled: 300, leased: 0 }, "each job's next (a year on) is indexed, no claim is left");
-  } finally {
-    await engine.stop();
-    await keys.close();
-    await deletePrefix(prefix);
-  }
+redisTest("recurring jobs fire through the Redis index, each occurrence once, and the index moves to the next", async (t) => {
+  const { engine, keys } = await indexedEngine(t, "e2e");
+  const at = secondsFromNow(2);
+  const created = await engine.service.createJobs(ctx, cronsAt(at, 300));
+  assert.ok(created.every((r) => "jobId" in r));
+  await indexed(keys, 300);
+  const seen = await dispatchedJobs(engine, 300, 15_000);
+  assert.equal(seen.size, 300);
+  assert.deepEqual([...new Set(seen.values())], [1], "no occurrence dispatched twice");
+  const leased = await engine.service.lease(ctx, "p", { workerId: "w", max: 1000 });
+  assert.equal(leased.items.length, 300);
+  const shards = Array.from({ length: 256 }, (_, i) => i);
+  assert.deepEqual(await keys.counts(shards), { scheduled: 300, leased: 0 }, "each job's next (a year on) is indexed, no claim is left");
 });
 
-redisTest("an index that lost every key is rebuilt from the store by reconciliation; every job still fires once", async () => {
-  const prefix = testPrefix("flush");
+redisTest("an index that lost every key is rebuilt from the store by reconciliation; every job still fires once", async (t) => {
   // No refresh and no paced reconcile step in the test's time: the lost generation makes the
   // reconciler hurry, and the entries it repairs wake the scheduler themselves.
-  const engine = await open(prefix, 60_000, 60_000);
-  const keys = RedisDueKeys.connect({ url: REDIS_URL, prefix });
-  try {
-    const at = secondsFromNow(3);
-    await engine.service.createJobs(ctx, cronsAt(at, 500));
-    await indexed(keys, 500);
-    await deletePrefix(prefix); // the index is gone: only the store knows
-    const seen = await dispatchedJobs(engine, 500, 20_000);
-    assert.equal(seen.size, 500);
-    assert.deepEqual([...new Set(seen.values())], [1], "no occurrence dispatched twice");
-    assert.match(await engine.metricsText(), /duetime_due_index_repaired_total\{repair="added"\} [1-9]/);
-  } finally {
-    await engine.stop();
-    await keys.close();
-    await deletePrefix(prefix);
-  }
+  const { engine, keys, prefix } = await indexedEngine(t, "flush", 60_000, 60_000);
+  const at = secondsFromNow(3);
+  await engine.service.createJobs(ctx, cronsAt(at, 500));
+  await indexed(keys, 500);
+  await deletePrefix(prefix); // the index is gone: only the store knows
+  const seen = await dispatchedJobs(engine, 500, 20_000);
+  assert.equal(seen.size, 500);
+  assert.deepEqual([...new Set(seen.values())], [1], "no occurrence dispatched twice");
+  assert.match(await engine.metricsText(), /duetime_due_index_repaired_total\{repair="added"\} [1-9]/);
 });
 
-redisTest("reconciliation drops members the store has no due entry for, and counts them", async () => {
-  const prefix = testPrefix("orphans");
-  const engine = await open(prefix);
-  const keys = RedisDueKeys.connect({ url: REDIS_URL, prefix });
-  try {
-    await engine.reconciler!.stop(); // stepped by hand below
-    await keys.add([{ jobId: "job_notinthestore", shard: 7, dueAt: Date.now() + 3_600_000 }]);
-    const cycle = await engine.reconciler!.runCycle();
-    assert.deepEqual(cycle, { added: 0, removed: 1 });
-    assert.deepEqual((await keys.scores(7, ["job_notinthestore"])).scheduled, [null]);
-    assert.ok(engine.reconciler!.lagMs() < 5_000, "every owned shard just had a pass");
-  } finally {
-    await engine.stop();
-    await keys.close();
-    await deletePrefix(prefix);
-  }
+redisTest("reconciliation drops members the store has no due entry for, and counts them", async (t) => {
+  const { engine, keys } = await indexedEngine(t, "orphans");
+  await engine.reconciler!.stop(); // stepped by hand below
+  await keys.add([{ jobId: "job_notinthestore", shard: 7, dueAt: Date.now() + 3_600_000 }]);
+  const cycle = await engine.reconciler!.runCycle();
+  assert.deepEqual(cycle, { added: 0, removed: 1 });
+  assert.deepEqual((await keys.scores(7, ["job_notinthestore"])).scheduled, [null]);
+  assert.ok(engine.reconciler!.lagMs() < 5_000, "every owned shard just had a pass");
 });
 
 redisTest("two schedulers claiming one shard at once take disjoint sets, together every due entry, each as the store holds it", async () => {
