@@ -19,7 +19,7 @@ import { execFile, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type TestContext, test } from "node:test";
+import type { TestContext } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { promisify } from "node:util";
 import type { BatchCreateItem } from "@duetime/sdk/contract";
@@ -27,26 +27,16 @@ import { Cluster, Redis } from "ioredis";
 import { shardOf } from "../src/core/ids.js";
 import { type Engine, openEngine, type RedisDueIndexSettings } from "../src/engine/engine.js";
 import { RedisDueKeys } from "../src/engine/redis-due-keys.js";
-import { freePort, hasRedisServer, privateRedis } from "../src/engine/redis-test-support.js";
+import { freePort, privateRedis, privateTest } from "../src/engine/redis-test-support.js";
 import { DEFAULT_CONTEXT as ctx } from "../src/engine/service.js";
 import { testStore, waitFor } from "./helpers.js";
 
-const CI = process.env.CI === "true";
 const SHARDS = Array.from({ length: 256 }, (_, i) => i);
 const POOL = "p";
 
 // ---------------------------------------------------------------- helpers
 
 /** A test on private redis-servers: fails with CI=true when the binary is missing, else skips (as privateTest, with a longer timeout). */
-function privateServerTest(name: string, timeoutMs: number, fn: (t: TestContext) => Promise<void>): void {
-  if (hasRedisServer) test(name, { timeout: timeoutMs }, fn);
-  else if (CI)
-    test(name, () => {
-      throw new Error("no redis-server binary to start a private Redis; CI=true requires it");
-    });
-  else test(name, { skip: "no redis-server binary to start a private server" }, () => {});
-}
-
 /**
  * Closes registered with `later` run after the test, last first. Call it
  * before starting servers: t.after hooks run in the order registered, so the
@@ -154,79 +144,83 @@ function keysOf(later: ReturnType<typeof closer>, o: Parameters<typeof RedisDueK
 
 // ---------------------------------------------------------------- 1. flush
 
-privateServerTest("FLUSHALL mid-run: 20,000 recurring jobs due in one second are each dispatched exactly once", 90_000, async (t) => {
-  const later = closer(t);
-  const redis = await privateRedis(t, await freePort());
-  const prefix = "flush:";
-  const engine = await openIndexed(later, { url: redis.url, prefix, refreshMs: 300, reconcile: { pageSize: 200, stepMs: 10 } });
-  const keys = keysOf(later, { url: redis.url, prefix });
-  const byJob = countDispatches(engine);
-  let repaired = 0;
-  engine.events.on("due-index:repaired", (e) => (repaired += e.added));
+privateTest(
+  "FLUSHALL mid-run: 20,000 recurring jobs due in one second are each dispatched exactly once",
+  async (t) => {
+    const later = closer(t);
+    const redis = await privateRedis(t, await freePort());
+    const prefix = "flush:";
+    const engine = await openIndexed(later, { url: redis.url, prefix, refreshMs: 300, reconcile: { pageSize: 200, stepMs: 10 } });
+    const keys = keysOf(later, { url: redis.url, prefix });
+    const byJob = countDispatches(engine);
+    let repaired = 0;
+    engine.events.on("due-index:repaired", (e) => (repaired += e.added));
 
-  // Mid-run by construction: the flush is sent from the dispatch event that
-  // brings the count to 2,000 (dispatches come in claims of up to 1,000).
-  const N = 20_000;
-  const jobIds: string[] = [];
-  const admin = new Redis(redis.url);
-  later(async () => admin.disconnect());
-  const flush = { sentAt: -1, doneAt: -1, created: -1 };
-  const flushed = new Promise<void>((resolve, reject) => {
-    const off = engine.events.on("execution:dispatched", () => {
-      if (byJob.size < 2_000) return;
-      off();
-      flush.sentAt = byJob.size;
-      admin.flushall().then(() => {
-        flush.doneAt = byJob.size;
-        flush.created = jobIds.length;
-        resolve();
-      }, reject);
+    // Mid-run by construction: the flush is sent from the dispatch event that
+    // brings the count to 2,000 (dispatches come in claims of up to 1,000).
+    const N = 20_000;
+    const jobIds: string[] = [];
+    const admin = new Redis(redis.url);
+    later(async () => admin.disconnect());
+    const flush = { sentAt: -1, doneAt: -1, created: -1 };
+    const flushed = new Promise<void>((resolve, reject) => {
+      const off = engine.events.on("execution:dispatched", () => {
+        if (byJob.size < 2_000) return;
+        off();
+        flush.sentAt = byJob.size;
+        admin.flushall().then(() => {
+          flush.doneAt = byJob.size;
+          flush.created = jobIds.length;
+          resolve();
+        }, reject);
+      });
     });
-  });
 
-  // One herd: 20,000 creates take 2–7 s here (SQLite, PostgreSQL), inside
-  // the lead; on a machine too loaded for that, the late batches come after.
-  const at = secondsFromNow(10);
-  const createdFrom = Date.now();
-  await createCrons(engine, at, N, jobIds);
-  const late = Date.now() > at - 3_000;
-  t.diagnostic(`${N} jobs created in ${Date.now() - createdFrom} ms${late ? ", some due after the herd's second" : ""}`);
-  if (!late) {
-    await waitFor(async () => (await indexed(keys)) >= N, `the index holds all ${N} jobs`, 10_000);
-    assert.equal(byJob.size, 0, "nothing dispatched before the due second");
-  }
+    // One herd: 20,000 creates take 2–7 s here (SQLite, PostgreSQL), inside
+    // the lead; on a machine too loaded for that, the late batches come after.
+    const at = secondsFromNow(10);
+    const createdFrom = Date.now();
+    await createCrons(engine, at, N, jobIds);
+    const late = Date.now() > at - 3_000;
+    t.diagnostic(`${N} jobs created in ${Date.now() - createdFrom} ms${late ? ", some due after the herd's second" : ""}`);
+    if (!late) {
+      await waitFor(async () => (await indexed(keys)) >= N, `the index holds all ${N} jobs`, 10_000);
+      assert.equal(byJob.size, 0, "nothing dispatched before the due second");
+    }
 
-  await flushed;
-  const flushedAt = Date.now();
-  assert.ok(flush.doneAt <= N - 10_000, `the flush landed mid-run (${flush.doneAt} of ${N} dispatched)`);
+    await flushed;
+    const flushedAt = Date.now();
+    assert.ok(flush.doneAt <= N - 10_000, `the flush landed mid-run (${flush.doneAt} of ${N} dispatched)`);
 
-  const allAt = await dispatchedOnce(byJob, jobIds, 60_000);
-  t.diagnostic(
-    `FLUSHALL sent at ${flush.sentAt} and done at ${flush.doneAt} of ${N} dispatched; ` +
-      `all dispatched ${allAt - flushedAt} ms later; reconciliation re-added ${repaired}`,
-  );
-  // What was created and not yet dispatched when the flush landed was found
-  // again by reconciliation alone, but for one claim in flight (at most
-  // 1,000) and one create whose index writes came after the flush.
-  assert.ok(repaired >= flush.created - flush.doneAt - 2_000, `reconciliation re-added the members the flush took (${repaired})`);
-  assert.ok(repaired <= N, "and no more than there are jobs");
+    const allAt = await dispatchedOnce(byJob, jobIds, 60_000);
+    t.diagnostic(
+      `FLUSHALL sent at ${flush.sentAt} and done at ${flush.doneAt} of ${N} dispatched; ` +
+        `all dispatched ${allAt - flushedAt} ms later; reconciliation re-added ${repaired}`,
+    );
+    // What was created and not yet dispatched when the flush landed was found
+    // again by reconciliation alone, but for one claim in flight (at most
+    // 1,000) and one create whose index writes came after the flush.
+    assert.ok(repaired >= flush.created - flush.doneAt - 2_000, `reconciliation re-added the members the flush took (${repaired})`);
+    assert.ok(repaired <= N, "and no more than there are jobs");
 
-  // The store agrees: one queued execution per job, no job twice.
-  const queued = await queuedByJob(engine);
-  assert.equal(queued.size, N, "every job has a queued execution");
-  assert.deepEqual(
-    [...queued.values()].filter((n) => n !== 1),
-    [],
-    "no job has two",
-  );
-  for (const jobId of jobIds.slice(0, 25)) {
-    const { items } = await engine.service.listExecutions(ctx, jobId, { limit: 10 });
-    assert.equal(items.length, 1, `job ${jobId} has one execution`);
-  }
-  // And the index is whole again: each job's next occurrence (a year on), none claimed.
-  await waitFor(async () => (await keys.counts(SHARDS)).scheduled === N, "every job's next occurrence indexed", 10_000);
-  assert.deepEqual(await keys.counts(SHARDS), { scheduled: N, leased: 0 });
-});
+    // The store agrees: one queued execution per job, no job twice.
+    const queued = await queuedByJob(engine);
+    assert.equal(queued.size, N, "every job has a queued execution");
+    assert.deepEqual(
+      [...queued.values()].filter((n) => n !== 1),
+      [],
+      "no job has two",
+    );
+    for (const jobId of jobIds.slice(0, 25)) {
+      const { items } = await engine.service.listExecutions(ctx, jobId, { limit: 10 });
+      assert.equal(items.length, 1, `job ${jobId} has one execution`);
+    }
+    // And the index is whole again: each job's next occurrence (a year on), none claimed.
+    await waitFor(async () => (await keys.counts(SHARDS)).scheduled === N, "every job's next occurrence indexed", 10_000);
+    assert.deepEqual(await keys.counts(SHARDS), { scheduled: N, leased: 0 });
+  },
+  { timeoutMs: 90_000 },
+);
 
 // ---------------------------------------------------------------- 2. restart
 
@@ -240,58 +234,62 @@ async function steadyCreates(engine: Engine, perSecond: number, ms: number, jobI
   }
 }
 
-privateServerTest("Redis restarted empty under steady creates: nothing is lost, and the client reconnects by itself", 90_000, async (t) => {
-  const later = closer(t);
-  const port = await freePort();
-  const first = await privateRedis(t, port); // --save "" --appendonly no: a restart comes back empty
-  const prefix = "restart:";
-  const engine = await openIndexed(later, { url: first.url, prefix, refreshMs: 300, reconcile: { pageSize: 200, stepMs: 10 } });
-  const byJob = countDispatches(engine);
-  const offerErrors: number[] = []; // when each failed index write after a create was reported
-  engine.events.on("error", (e) => {
-    if (e.where === "due-index:offer") offerErrors.push(Date.now());
-  });
+privateTest(
+  "Redis restarted empty under steady creates: nothing is lost, and the client reconnects by itself",
+  async (t) => {
+    const later = closer(t);
+    const port = await freePort();
+    const first = await privateRedis(t, port); // --save "" --appendonly no: a restart comes back empty
+    const prefix = "restart:";
+    const engine = await openIndexed(later, { url: first.url, prefix, refreshMs: 300, reconcile: { pageSize: 200, stepMs: 10 } });
+    const byJob = countDispatches(engine);
+    const offerErrors: number[] = []; // when each failed index write after a create was reported
+    engine.events.on("error", (e) => {
+      if (e.where === "due-index:offer") offerErrors.push(Date.now());
+    });
 
-  const jobIds: string[] = [];
-  const load = steadyCreates(engine, 200, 8_000, jobIds);
-  await sleep(2_500);
-  const before = RedisDueKeys.connect({ url: first.url, prefix });
-  assert.ok((await indexed(before)) > 0, "before the restart, creates are indexed");
-  await before.close();
-  await first.stop();
-  const downAt = Date.now();
-  const createdBefore = jobIds.length;
-  await sleep(2_000); // creates go on meanwhile
-  const createdDuring = jobIds.length - createdBefore;
-  const second = await privateRedis(t, port);
-  const upAt = Date.now();
-  const failedDuring = offerErrors.filter((at) => at >= downAt && at <= upAt).length;
-  t.diagnostic(`Redis down for ${upAt - downAt} ms: ${createdDuring} jobs created, ${failedDuring} index writes failed`);
-  assert.ok(createdDuring >= 200, `creates went on while Redis was down (${createdDuring})`);
-  assert.ok(failedDuring > 0, "index writes failed while Redis was down, and were reported");
-  const keys = keysOf(later, { url: second.url, prefix });
+    const jobIds: string[] = [];
+    const load = steadyCreates(engine, 200, 8_000, jobIds);
+    await sleep(2_500);
+    const before = RedisDueKeys.connect({ url: first.url, prefix });
+    assert.ok((await indexed(before)) > 0, "before the restart, creates are indexed");
+    await before.close();
+    await first.stop();
+    const downAt = Date.now();
+    const createdBefore = jobIds.length;
+    await sleep(2_000); // creates go on meanwhile
+    const createdDuring = jobIds.length - createdBefore;
+    const second = await privateRedis(t, port);
+    const upAt = Date.now();
+    const failedDuring = offerErrors.filter((at) => at >= downAt && at <= upAt).length;
+    t.diagnostic(`Redis down for ${upAt - downAt} ms: ${createdDuring} jobs created, ${failedDuring} index writes failed`);
+    assert.ok(createdDuring >= 200, `creates went on while Redis was down (${createdDuring})`);
+    assert.ok(failedDuring > 0, "index writes failed while Redis was down, and were reported");
+    const keys = keysOf(later, { url: second.url, prefix });
 
-  // The engine's own client comes back to the new server: what is created now is indexed there.
-  await waitFor(async () => (await indexed(keys)) > 0, "the new server indexes new creates", 10_000);
-  const reconnectedAt = Date.now();
-  await load; // every create succeeded, Redis or not (create asserts it)
-  t.diagnostic(`${jobIds.length} jobs created at 200/s over 8 s; ${offerErrors.length} index writes failed`);
-  assert.ok(jobIds.length >= 1_500, `the load kept its rate through the outage (${jobIds.length} created)`);
-  const allAt = await dispatchedOnce(byJob, jobIds, 60_000);
-  t.diagnostic(`the last job was first dispatched ${allAt - upAt} ms after the new server was up`);
-  assert.deepEqual(
-    offerErrors.filter((at) => at > reconnectedAt + 1_000),
-    [],
-    "no index write failed once the client was back",
-  );
-  // The store agrees: one queued execution per job.
-  const queued = await queuedByJob(engine);
-  assert.equal(queued.size, jobIds.length);
-  assert.ok(
-    [...queued.values()].every((n) => n === 1),
-    "no job has two executions",
-  );
-});
+    // The engine's own client comes back to the new server: what is created now is indexed there.
+    await waitFor(async () => (await indexed(keys)) > 0, "the new server indexes new creates", 10_000);
+    const reconnectedAt = Date.now();
+    await load; // every create succeeded, Redis or not (create asserts it)
+    t.diagnostic(`${jobIds.length} jobs created at 200/s over 8 s; ${offerErrors.length} index writes failed`);
+    assert.ok(jobIds.length >= 1_500, `the load kept its rate through the outage (${jobIds.length} created)`);
+    const allAt = await dispatchedOnce(byJob, jobIds, 60_000);
+    t.diagnostic(`the last job was first dispatched ${allAt - upAt} ms after the new server was up`);
+    assert.deepEqual(
+      offerErrors.filter((at) => at > reconnectedAt + 1_000),
+      [],
+      "no index write failed once the client was back",
+    );
+    // The store agrees: one queued execution per job.
+    const queued = await queuedByJob(engine);
+    assert.equal(queued.size, jobIds.length);
+    assert.ok(
+      [...queued.values()].every((n) => n === 1),
+      "no job has two executions",
+    );
+  },
+  { timeoutMs: 90_000 },
+);
 
 // ---------------------------------------------------------------- 3. cluster
 
@@ -311,58 +309,57 @@ async function keysOnNode(node: Redis, prefix: string): Promise<string[]> {
   return found;
 }
 
-privateServerTest("Redis Cluster of three masters: shards spread over every node, jobs fire once, reconciliation repairs", 90_000, async (t) => {
-  if (!hasClusterCli) {
-    if (CI) assert.fail("redis-cli --cluster is not available; CI=true requires it");
-    t.skip("redis-cli --cluster is not available");
-    return;
-  }
-  const later = closer(t);
-  const ports = [await freePort(), await freePort(), await freePort()];
-  for (const port of ports) await privateRedis(t, port, ["--cluster-enabled", "yes", "--cluster-config-file", `nodes-${port}.conf`]);
-  await run("redis-cli", ["--cluster", "create", ...ports.map((p) => `127.0.0.1:${p}`), "--cluster-replicas", "0", "--cluster-yes"]);
-  const nodes = ports.map((port) => new Redis(port, "127.0.0.1"));
-  later(async () => {
-    for (const node of nodes) node.disconnect();
-  });
-  await waitFor(async () => {
-    const infos = await Promise.all(nodes.map((n) => n.cluster("INFO") as Promise<string>));
-    return infos.every((info) => info.includes("cluster_state:ok"));
-  }, "cluster_state:ok on all three nodes");
+privateTest(
+  "Redis Cluster of three masters: shards spread over every node, jobs fire once, reconciliation repairs",
+  async (t) => {
+    const later = closer(t);
+    const ports = [await freePort(), await freePort(), await freePort()];
+    for (const port of ports) await privateRedis(t, port, ["--cluster-enabled", "yes", "--cluster-config-file", `nodes-${port}.conf`]);
+    await run("redis-cli", ["--cluster", "create", ...ports.map((p) => `127.0.0.1:${p}`), "--cluster-replicas", "0", "--cluster-yes"]);
+    const nodes = ports.map((port) => new Redis(port, "127.0.0.1"));
+    later(async () => {
+      for (const node of nodes) node.disconnect();
+    });
+    await waitFor(async () => {
+      const infos = await Promise.all(nodes.map((n) => n.cluster("INFO") as Promise<string>));
+      return infos.every((info) => info.includes("cluster_state:ok"));
+    }, "cluster_state:ok on all three nodes");
 
-  const prefix = "cluster:";
-  const url = `redis://127.0.0.1:${ports[0]}`;
-  const engine = await openIndexed(later, { url, cluster: true, prefix, refreshMs: 300, reconcile: { pageSize: 200, stepMs: 10 } });
-  const keys = keysOf(later, { url, cluster: true, prefix });
-  const byJob = countDispatches(engine);
+    const prefix = "cluster:";
+    const url = `redis://127.0.0.1:${ports[0]}`;
+    const engine = await openIndexed(later, { url, cluster: true, prefix, refreshMs: 300, reconcile: { pageSize: 200, stepMs: 10 } });
+    const keys = keysOf(later, { url, cluster: true, prefix });
+    const byJob = countDispatches(engine);
 
-  const N = 2_000;
-  const jobIds = await createCrons(engine, secondsFromNow(4), N);
-  const shards = new Set(jobIds.map(shardOf));
-  assert.ok(shards.size >= 240, `the jobs cover the shards (${shards.size} of 256)`);
-  await waitFor(async () => (await indexed(keys)) >= N, `the cluster index holds all ${N} jobs`);
-  await dispatchedOnce(byJob, jobIds, 30_000);
-  await waitFor(async () => (await keys.counts(SHARDS)).scheduled === N, "every job's next occurrence indexed");
-  assert.deepEqual(await keys.counts(SHARDS), { scheduled: N, leased: 0 }, "each job's next (a year on) is indexed, no claim is left");
+    const N = 2_000;
+    const jobIds = await createCrons(engine, secondsFromNow(4), N);
+    const shards = new Set(jobIds.map(shardOf));
+    assert.ok(shards.size >= 240, `the jobs cover the shards (${shards.size} of 256)`);
+    await waitFor(async () => (await indexed(keys)) >= N, `the cluster index holds all ${N} jobs`);
+    await dispatchedOnce(byJob, jobIds, 30_000);
+    await waitFor(async () => (await keys.counts(SHARDS)).scheduled === N, "every job's next occurrence indexed");
+    assert.deepEqual(await keys.counts(SHARDS), { scheduled: N, leased: 0 }, "each job's next (a year on) is indexed, no claim is left");
 
-  // Each master holds some shards' sets, and together exactly one per shard in use, beside the index's generation.
-  const perNode = await Promise.all(nodes.map((n) => keysOnNode(n, prefix)));
-  t.diagnostic(`keys per master: ${perNode.map((k) => k.length).join(", ")}`);
-  for (const [i, found] of perNode.entries()) assert.ok(found.length > 0, `master ${ports[i]} holds keys`);
-  const all = perNode.flat().sort();
-  assert.deepEqual(all, [...[...shards].map((s) => `${prefix}{dt:${s}}:scheduled`), `${prefix}{dt:meta}:generation`].sort());
+    // Each master holds some shards' sets, and together exactly one per shard in use, beside the index's generation.
+    const perNode = await Promise.all(nodes.map((n) => keysOnNode(n, prefix)));
+    t.diagnostic(`keys per master: ${perNode.map((k) => k.length).join(", ")}`);
+    for (const [i, found] of perNode.entries()) assert.ok(found.length > 0, `master ${ports[i]} holds keys`);
+    const all = perNode.flat().sort();
+    assert.deepEqual(all, [...[...shards].map((s) => `${prefix}{dt:${s}}:scheduled`), `${prefix}{dt:meta}:generation`].sort());
 
-  // Reconciliation in cluster mode, stepped by hand: members deleted behind
-  // the engine's back come back with the store's due time; an orphan goes.
-  await engine.reconciler!.stop();
-  const direct = new Cluster([{ host: "127.0.0.1", port: ports[0]! }]);
-  later(async () => direct.disconnect());
-  const victims = jobIds.slice(0, 60);
-  const nextYear = Number(await direct.zscore(`${prefix}{dt:${shardOf(victims[0]!)}}:scheduled`, victims[0]!));
-  for (const jobId of victims) assert.equal(await direct.zrem(`${prefix}{dt:${shardOf(jobId)}}:scheduled`, jobId), 1);
-  await direct.zadd(`${prefix}{dt:7}:scheduled`, Date.now() + 3_600_000, "job_notinthestore");
-  assert.equal((await keys.counts(SHARDS)).scheduled, N - victims.length + 1);
-  assert.deepEqual(await engine.reconciler!.runCycle(), { added: victims.length, removed: 1 });
-  for (const jobId of victims) assert.equal(Number(await direct.zscore(`${prefix}{dt:${shardOf(jobId)}}:scheduled`, jobId)), nextYear);
-  assert.deepEqual(await keys.counts(SHARDS), { scheduled: N, leased: 0 });
-});
+    // Reconciliation in cluster mode, stepped by hand: members deleted behind
+    // the engine's back come back with the store's due time; an orphan goes.
+    await engine.reconciler!.stop();
+    const direct = new Cluster([{ host: "127.0.0.1", port: ports[0]! }]);
+    later(async () => direct.disconnect());
+    const victims = jobIds.slice(0, 60);
+    const nextYear = Number(await direct.zscore(`${prefix}{dt:${shardOf(victims[0]!)}}:scheduled`, victims[0]!));
+    for (const jobId of victims) assert.equal(await direct.zrem(`${prefix}{dt:${shardOf(jobId)}}:scheduled`, jobId), 1);
+    await direct.zadd(`${prefix}{dt:7}:scheduled`, Date.now() + 3_600_000, "job_notinthestore");
+    assert.equal((await keys.counts(SHARDS)).scheduled, N - victims.length + 1);
+    assert.deepEqual(await engine.reconciler!.runCycle(), { added: victims.length, removed: 1 });
+    for (const jobId of victims) assert.equal(Number(await direct.zscore(`${prefix}{dt:${shardOf(jobId)}}:scheduled`, jobId)), nextYear);
+    assert.deepEqual(await keys.counts(SHARDS), { scheduled: N, leased: 0 });
+  },
+  { timeoutMs: 90_000, needs: { present: hasClusterCli, what: "redis-cli --cluster" } },
+);

@@ -89,14 +89,23 @@ export async function deletePrefix(prefix: string): Promise<void> {
 export const hasRedisServer = !spawnSync("redis-server", ["--version"]).error;
 if (!hasRedisServer && !CI) process.stderr.write("\n!! SKIPPED: no redis-server binary: the tests that need a private Redis cannot run.\n\n");
 
-/** A test that starts its own redis-server (privateRedis): fails with CI=true when the binary is missing, else skips. */
-export function privateTest(name: string, fn: (t: TestContext) => Promise<void>): void {
-  if (hasRedisServer) test(name, { timeout: TEST_TIMEOUT_MS }, fn);
+/**
+ * A test that starts its own redis-server (privateRedis), and whatever else
+ * `needs` names (a tool it runs): fails with CI=true when one is missing,
+ * else skips loudly.
+ */
+export function privateTest(
+  name: string,
+  fn: (t: TestContext) => Promise<void>,
+  o: { timeoutMs?: number; needs?: { present: boolean; what: string } } = {},
+): void {
+  const missing = !hasRedisServer ? "the redis-server binary" : o.needs && !o.needs.present ? o.needs.what : null;
+  if (missing === null) test(name, { timeout: o.timeoutMs ?? TEST_TIMEOUT_MS }, fn);
   else if (CI)
     test(name, () => {
-      throw new Error("no redis-server binary to start a private Redis; CI=true requires it");
+      throw new Error(`${missing} is not available to start a private Redis test; CI=true requires it`);
     });
-  else test(name, { skip: "no redis-server binary to start a private server" }, () => {});
+  else test(name, { skip: `${missing} is not available` }, () => {});
 }
 
 export async function freePort(): Promise<number> {
