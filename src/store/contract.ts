@@ -909,13 +909,14 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
     describe("dueGet and dueScan", () => {
       storeTest("dueGet answers the entries of the jobs asked that have one, with what dispatch needs", async (store) => {
         const a = cronJob({ due: { scheduledFor: T0, dueAt: T0 + 7 } });
+        const notAsked = cronJob();
         const oneOff = newJob();
-        await store.jobCreateMany({ nodeId: "n1", jobs: [a, oneOff], now: CREATED });
+        await store.jobCreateMany({ nodeId: "n1", jobs: [a, notAsked, oneOff], now: CREATED });
         const got = await store.dueGet({ jobIds: [a.job.jobId, oneOff.job.jobId, "job_unknown"] });
         assert.deepEqual(
           got.map((e) => [e.jobId, e.shard, e.scheduledFor, e.dueAt, e.kind, e.tenantId]),
           [[a.job.jobId, a.job.shard, T0, T0 + 7, "cron", "t1"]],
-          "a one-off and an unknown job have no due entry",
+          "only the jobs asked for; a one-off and an unknown job have no due entry",
         );
         assert.deepEqual(got[0]!.schedule, a.job.schedule);
         assert.deepEqual(await store.dueGet({ jobIds: [] }), []);
