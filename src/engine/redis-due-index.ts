@@ -45,6 +45,8 @@ export class RedisDueIndex implements DueIndex {
   /** The earliest known due time of each owned shard (from the last refresh, claims and offers). */
   private readonly heads = new Map<number, number>();
   private nextRefreshAt = 0;
+  /** Index writes of this turn, in order (enqueue). */
+  private readonly writes: { op: "offer" | "forget"; entries: (LoadedDueEntry | { jobId: string; shard: number })[] }[] = [];
   private readonly claimMs: number;
   private readonly refreshMs: number;
 
@@ -64,12 +66,12 @@ export class RedisDueIndex implements DueIndex {
   }
 
   offer(entry: LoadedDueEntry, written: boolean): void {
-    if (written) this.write("offer", this.o.keys.add([entry]));
+    if (written) this.enqueue("offer", entry);
     this.lowerHead(entry.shard, entry.dueAt);
   }
 
   forget(entry: { jobId: string; shard: number }): void {
-    this.write("forget", this.o.keys.remove([entry]));
+    this.enqueue("forget", entry);
   }
 
   refreshAt(): number {
@@ -172,8 +174,23 @@ export class RedisDueIndex implements DueIndex {
     if (head === undefined || at < head) this.heads.set(shard, at);
   }
 
-  /** Index writes after a store commit are not awaited by the caller: a failure is reported, and reconciliation repairs it. */
-  private write(op: string, done: Promise<unknown>): void {
-    done.catch((error: unknown) => this.o.events.emit("error", { where: `due-index:${op}`, error }));
+  /**
+   * Index writes after a store commit: gathered until the current turn ends
+   * (a create of 1,000 jobs is one ZADD per shard, not one per job), sent in
+   * the order made, and not awaited by the caller: a failure is reported,
+   * and reconciliation repairs it.
+   */
+  private enqueue(op: "offer" | "forget", entry: LoadedDueEntry | { jobId: string; shard: number }): void {
+    const last = this.writes.at(-1);
+    if (last?.op === op) last.entries.push(entry);
+    else this.writes.push({ op, entries: [entry] });
+    if (this.writes.length === 1 && last === undefined) queueMicrotask(() => this.sendWrites());
+  }
+
+  private sendWrites(): void {
+    for (const { op, entries } of this.writes.splice(0)) {
+      const done = op === "offer" ? this.o.keys.add(entries as LoadedDueEntry[]) : this.o.keys.remove(entries);
+      done.catch((error: unknown) => this.o.events.emit("error", { where: `due-index:${op}`, error }));
+    }
   }
 }
