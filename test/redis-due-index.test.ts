@@ -26,8 +26,8 @@ import type { BatchCreateItem } from "@duetime/sdk/contract";
 import { Cluster, Redis } from "ioredis";
 import { shardOf } from "../src/core/ids.js";
 import { type Engine, openEngine, type RedisDueIndexSettings } from "../src/engine/engine.js";
-import { RedisDueKeys } from "../src/engine/redis-due-keys.js";
-import { freePort, privateRedis, privateTest } from "../src/engine/redis-test-support.js";
+import { RedisDueKeys } from "../src/store/redis/due-keys.js";
+import { freePort, privateRedis, privateTest } from "../src/store/redis/test-support.js";
 import { DEFAULT_CONTEXT as ctx } from "../src/engine/service.js";
 import { testStore, waitFor } from "./helpers.js";
 
@@ -340,12 +340,20 @@ privateTest(
     await waitFor(async () => (await keys.counts(SHARDS)).scheduled === N, "every job's next occurrence indexed");
     assert.deepEqual(await keys.counts(SHARDS), { scheduled: N, leased: 0 }, "each job's next (a year on) is indexed, no claim is left");
 
-    // Each master holds some shards' sets, and together exactly one per shard in use, beside the index's generation.
+    // Each master holds some shards' sets, and together exactly one per shard in use, beside the index's
+    // generation and the reconciler's marks of shards it has passed, each mark on its shard's master.
     const perNode = await Promise.all(nodes.map((n) => keysOnNode(n, prefix)));
     t.diagnostic(`keys per master: ${perNode.map((k) => k.length).join(", ")}`);
     for (const [i, found] of perNode.entries()) assert.ok(found.length > 0, `master ${ports[i]} holds keys`);
-    const all = perNode.flat().sort();
-    assert.deepEqual(all, [...[...shards].map((s) => `${prefix}{dt:${s}}:scheduled`), `${prefix}{dt:meta}:generation`].sort());
+    const isMark = (key: string) => /^[^{]*\{dt:\d+\}:built$/.test(key);
+    const all = perNode.flat().filter((k) => !isMark(k));
+    assert.deepEqual(all.sort(), [...[...shards].map((s) => `${prefix}{dt:${s}}:scheduled`), `${prefix}{dt:meta}:generation`].sort());
+    for (const found of perNode) {
+      for (const mark of found.filter(isMark)) {
+        const scheduled = mark.replace(/:built$/, ":scheduled");
+        if (all.includes(scheduled)) assert.ok(found.includes(scheduled), `${mark} shares its master with ${scheduled}`);
+      }
+    }
 
     // Reconciliation in cluster mode, stepped by hand: members deleted behind
     // the engine's back come back with the store's due time; an orphan goes.

@@ -13,16 +13,18 @@
 // what an index that lost writes may be behind the store, at most.
 //
 // Paced slowly (a page a second: a full pass over a million recurring jobs
-// is about half an hour of a few per cent of a core), since lost writes are
-// rare; but when the index's generation changes (Redis lost its data: a
-// flush, a restart without persistence) or at start (the index may never
-// have been built), every node hurries through a full pass of its shards.
+// is about half an hour), since lost writes are rare. But a shard that no
+// full pass has covered in the index's current generation is hurried
+// through: the index is new, or Redis lost its data (a flush, a restart
+// without persistence), which changes the generation. Each shard's last
+// full pass is marked in Redis with its generation, so a node that restarts
+// or takes a shard over against an intact index does not hurry.
 
 import { randomUUID } from "node:crypto";
 import type { Clock, TimerHandle } from "../core/clock.js";
-import type { LoadedDueEntry, Store } from "../store/store.js";
+import type { DueRef, Store } from "../store/store.js";
 import type { EngineEvents } from "./events.js";
-import type { RedisDueKeys } from "./redis-due-keys.js";
+import type { RedisDueKeys } from "../store/redis/due-keys.js";
 
 export interface ReconcilerOptions {
   keys: RedisDueKeys;
@@ -32,12 +34,12 @@ export interface ReconcilerOptions {
   /** The shards this node owns now. */
   shards: () => readonly number[];
   /** Entries it added back or moved earlier: the scheduler's idea of when a shard is next due may be later. */
-  onRepaired?: (entries: readonly LoadedDueEntry[]) => void;
+  onRepaired?: (refs: readonly DueRef[]) => void;
   /** Entries (and members) per step. */
   pageSize?: number;
   /** Pause between steps: paces the reconciler's load on both stores (default 1 s). */
   stepMs?: number;
-  /** Pause between steps while hurrying through a full pass (default 10 ms). */
+  /** Pause between steps while a shard waits for its first full pass in this generation (default 10 ms). */
   hurryStepMs?: number;
 }
 
@@ -59,8 +61,8 @@ export class DueIndexReconciler {
   private queue: number[] = [];
   /** The index generation last seen (RedisDueKeys.generation); null before the first step. */
   private generation: string | null = null;
-  /** Hurrying through a full pass begun at this time; null when not. */
-  private hurrySince: number | null = null;
+  /** Whether each owned shard has had a full pass in this generation (its mark in Redis, or a pass of ours). */
+  private readonly built = new Map<number, boolean>();
   private lastPageAt = -Infinity;
   private timer: TimerHandle | null = null;
   private running: Promise<void> | null = null;
@@ -88,6 +90,13 @@ export class DueIndexReconciler {
     return now - oldest;
   }
 
+  /** Owned shards known to wait for their first full pass in this generation: hurried through, one after another. */
+  rebuildingShards(): number {
+    let n = 0;
+    for (const done of this.built.values()) if (!done) n++;
+    return n;
+  }
+
   /** One step: a page of the next owned shard. Answers what it repaired. */
   async runOnce(): Promise<{ shard: number | null; added: number; removed: number }> {
     await this.checkGeneration();
@@ -105,12 +114,16 @@ export class DueIndexReconciler {
       this.cursors.delete(shard);
       this.passedAt.set(shard, this.o.clock.now());
       this.queue = this.queue.filter((s) => s !== shard);
+      if (this.built.get(shard) !== true && this.generation !== null) {
+        await this.o.keys.markBuilt(shard, this.generation);
+        this.built.set(shard, true);
+      }
     }
     if (added + removed > 0) this.o.events.emit("due-index:repaired", { shard, added, removed });
     return { shard, added, removed };
   }
 
-  /** Runs steps until every owned shard has had a full pass (tests, and a node's start). */
+  /** Runs steps until every owned shard has had a full pass (tests step the reconciler with it). */
   async runCycle(): Promise<{ added: number; removed: number }> {
     const total = { added: 0, removed: 0 };
     const pending = new Set(this.o.shards());
@@ -124,23 +137,34 @@ export class DueIndexReconciler {
     return total;
   }
 
-  /** A new generation (or the first step) starts a hurried full pass; one that has covered every owned shard ends it. */
+  /** A new generation starts every owned shard's pass over; a shard newly owned has its mark read. */
   private async checkGeneration(): Promise<void> {
     const seen = await this.o.keys.generation(randomUUID());
     if (seen !== this.generation) {
       this.generation = seen;
-      this.hurrySince = this.o.clock.now();
-      this.queue = []; // start the pass over, every owned shard from its first page
-      this.cursors.clear();
-    } else if (this.hurrySince !== null && this.o.shards().every((s) => (this.passedAt.get(s) ?? -Infinity) >= this.hurrySince!)) {
-      this.hurrySince = null;
+      this.built.clear();
+      this.queue = [];
+      this.cursors.clear(); // entries behind a cursor may be lost too
     }
+    const owned = new Set(this.o.shards());
+    for (const shard of this.built.keys()) if (!owned.has(shard)) this.built.delete(shard);
+    const unknown = [...owned].filter((s) => !this.built.has(s));
+    if (unknown.length === 0) return;
+    const built = await this.o.keys.builtIn(unknown, seen);
+    for (const shard of unknown) this.built.set(shard, built.has(shard));
   }
 
+  private hurrying(): boolean {
+    return this.rebuildingShards() > 0;
+  }
+
+  /** While hurrying, the shards not built yet, one after another; then every owned shard, least recently passed first. */
   private nextShard(): number | null {
-    const owned = new Set(this.o.shards());
-    this.queue = this.queue.filter((s) => owned.has(s));
-    if (this.queue.length === 0) this.queue = [...owned].sort((a, b) => (this.passedAt.get(a) ?? 0) - (this.passedAt.get(b) ?? 0));
+    const owned = this.o.shards();
+    const unbuilt = new Set(owned.filter((s) => this.built.get(s) === false));
+    const eligible = unbuilt.size > 0 ? unbuilt : new Set(owned);
+    this.queue = this.queue.filter((s) => eligible.has(s));
+    if (this.queue.length === 0) this.queue = [...eligible].sort((a, b) => (this.passedAt.get(a) ?? 0) - (this.passedAt.get(b) ?? 0));
     return this.queue[0] ?? null;
   }
 
@@ -167,7 +191,7 @@ export class DueIndexReconciler {
     cursor.index = next;
     if (next === "0") cursor.indexDone = true;
     if (members.length === 0) return 0;
-    const held = new Set((await this.o.store.dueGet({ jobIds: members.map((m) => m.jobId) })).map((e) => e.jobId));
+    const held = new Set((await this.o.store.dueRefs({ jobIds: members.map((m) => m.jobId) })).map((e) => e.jobId));
     const orphans = members.filter((m) => !held.has(m.jobId));
     return orphans.length > 0 ? this.o.keys.removeIf(shard, orphans) : 0;
   }
@@ -180,7 +204,7 @@ export class DueIndexReconciler {
         .finally(() => {
           this.running = null;
           const stepMs = this.o.stepMs ?? 1000;
-          this.schedule(this.hurrySince !== null ? (this.o.hurryStepMs ?? 10) : Math.min(stepMs, GENERATION_CHECK_MS));
+          this.schedule(this.hurrying() ? (this.o.hurryStepMs ?? 10) : Math.min(stepMs, GENERATION_CHECK_MS));
         });
     }, ms);
   }
@@ -189,7 +213,7 @@ export class DueIndexReconciler {
   private async tick(): Promise<void> {
     await this.checkGeneration();
     const now = this.o.clock.now();
-    if (this.hurrySince === null && now - this.lastPageAt < (this.o.stepMs ?? 1000)) return;
+    if (!this.hurrying() && now - this.lastPageAt < (this.o.stepMs ?? 1000)) return;
     this.lastPageAt = now;
     await this.page();
   }

@@ -7,7 +7,7 @@ import { instanceId } from "@duetime/sdk/contract";
 import { systemClock, type Clock } from "../core/clock.js";
 import { retentionPeriods } from "../core/retention.js";
 import { openStore, type StoreOptions } from "../store/factory.js";
-import type { LoadedDueEntry, Store } from "../store/store.js";
+import type { Store } from "../store/store.js";
 import { EngineEvents } from "./events.js";
 import { Executor } from "./executor.js";
 import { HttpTargetRunner, type HttpTargetSettings } from "./http-target.js";
@@ -16,7 +16,7 @@ import { createService } from "./services.js";
 import { ReplayDriver, type ReplayDriverOptions } from "./dead-letter-replays.js";
 import { countsFold } from "./counts-fold.js";
 import { WorkloadHistory, type WorkloadHistoryOptions } from "./workload-history.js";
-import { createMetrics, registerReconcileLag } from "./metrics.js";
+import { createMetrics, registerReconcilerGauges } from "./metrics.js";
 import { maxLabelsProblem } from "./metrics-limits.js";
 import { labelGuards, workloadMetrics } from "./workload-metrics.js";
 import { ArchiveWriter, newArchivePart } from "./archive.js";
@@ -24,7 +24,7 @@ import { readRouting } from "./read-routing.js";
 import { ClusterSignals } from "./signals.js";
 import { DueIndexReconciler } from "./due-index-reconciler.js";
 import { RedisDueIndex } from "./redis-due-index.js";
-import { RedisDueKeys } from "./redis-due-keys.js";
+import { RedisDueKeys } from "../store/redis/due-keys.js";
 import { StoreClock } from "./store-clock.js";
 import { Backpressure, type BackpressureOptions } from "./backpressure.js";
 import { Retention, type RetentionOptions } from "./retention.js";
@@ -196,11 +196,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     ...(options.reapIntervalMs ? { reapIntervalMs: options.reapIntervalMs } : {}),
     ...(options.pollIntervalMs ? { pollIntervalMs: options.pollIntervalMs } : {}),
   });
-  // Repaired entries are offered to the scheduler as hints, so it wakes when they are due.
-  const onRepaired = (entries: readonly LoadedDueEntry[]) => {
-    for (const entry of entries) scheduler.offer(entry, false);
-  };
-  const redis = options.dueIndex ? openRedisDueIndex(options.dueIndex, { store, clock, events, onRepaired }) : null;
+  const redis = options.dueIndex ? openRedisDueIndex(options.dueIndex, { store, clock, events, wake: () => scheduler.rearm() }) : null;
   const scheduler = new Scheduler({
     ...(redis ? { dueIndex: redis.index } : {}),
     store,
@@ -240,7 +236,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   const registry = createMetrics(events, () => scheduler.loaded, guards);
   backpressure.register(registry);
   workload.register(registry, { clock, store });
-  if (redis) registerReconcileLag(registry, redis.reconciler);
+  if (redis) registerReconcilerGauges(registry, redis.reconciler);
   let http: HttpTargetRunner | null = null;
   if (options.httpTargets !== false) {
     const observer = httpTargetMetrics(registry, () => http);
@@ -325,7 +321,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
 /** The Redis due index and its reconciler, on one connection (closed with the index, when the scheduler stops). */
 function openRedisDueIndex(
   settings: RedisDueIndexSettings,
-  { onRepaired, ...deps }: { store: Store; clock: Clock; events: EngineEvents; onRepaired: (entries: readonly LoadedDueEntry[]) => void },
+  { wake, ...deps }: { store: Store; clock: Clock; events: EngineEvents; wake: () => void },
 ) {
   const keys = RedisDueKeys.connect({
     url: settings.url,
@@ -342,7 +338,11 @@ function openRedisDueIndex(
     keys,
     ...deps,
     shards: () => index.shards,
-    onRepaired,
+    // What a repair put back may be due before every head the scheduler knows.
+    onRepaired: (refs) => {
+      index.repaired(refs);
+      wake();
+    },
     ...settings.reconcile,
   });
   return { index, reconciler };

@@ -150,14 +150,22 @@ export function createMetrics(events: EngineEvents, loadedDue: () => number, gua
   return registry;
 }
 
-/** The Redis due index's reconciliation lag (due-index-reconciler.ts), read at each scrape. */
-export function registerReconcileLag(registry: Registry, reconciler: { lagMs(): number }): void {
+/** The Redis due index's reconciler (due-index-reconciler.ts), read at each scrape. */
+export function registerReconcilerGauges(registry: Registry, reconciler: { lagMs(): number; rebuildingShards(): number }): void {
   new Gauge({
     name: "duetime_due_index_reconcile_lag_seconds",
     help: "Age of the oldest owned shard's last full reconciliation pass: how far the Redis due index may be behind the store",
     registers: [registry],
     collect() {
       this.set(reconciler.lagMs() / 1000);
+    },
+  });
+  new Gauge({
+    name: "duetime_due_index_rebuilding_shards",
+    help: "Owned shards not yet covered by a full reconciliation pass in the index's current generation (a new index, or Redis lost its data): their recurring jobs may be late until this is 0",
+    registers: [registry],
+    collect() {
+      this.set(reconciler.rebuildingShards());
     },
   });
 }

@@ -18,8 +18,8 @@ import type { NewJob } from "../store/store.js";
 import { openEngine, type Engine } from "./engine.js";
 import { EngineEvents } from "./events.js";
 import { RedisDueIndex } from "./redis-due-index.js";
-import { deletePrefix, REDIS_URL, redisTest, testPrefix } from "./redis-test-support.js";
-import { RedisDueKeys } from "./redis-due-keys.js";
+import { deletePrefix, REDIS_URL, redisTest, testPrefix } from "../store/redis/test-support.js";
+import { RedisDueKeys } from "../store/redis/due-keys.js";
 import { DEFAULT_CONTEXT as ctx } from "./service.js";
 
 const dir = mkdtempSync(join(tmpdir(), "duetime-redis-index-"));

@@ -1,6 +1,6 @@
 // The Redis due index (--due-index redis://…): per shard, a sorted set of
-// job ids scored by due time, claimed by an atomic script (redis-due-keys.ts,
-// lua/). The store stays the truth: a claimed id is read back from the store
+// job ids scored by due time, claimed by an atomic script (store/redis/due-keys.ts,
+// its lua/). The store stays the truth: a claimed id is read back from the store
 // (dueGet) and dispatched only as the store holds it, by the same fenced
 // dispatchMany as ever; the index only says when and where to look.
 //
@@ -19,10 +19,10 @@
 // - what a claim hands back (settle) goes in with NX: an update that
 //   re-indexed the job since the claim knows better.
 
-import type { LoadedDueEntry, Store } from "../store/store.js";
+import type { DueRef, LoadedDueEntry, Store } from "../store/store.js";
 import type { DueIndex, DueSettlement } from "./due-index.js";
 import type { EngineEvents } from "./events.js";
-import type { RedisDueKeys } from "./redis-due-keys.js";
+import type { RedisDueKeys } from "../store/redis/due-keys.js";
 
 /** How long to wait before claiming again from a shard whose head Redis's clock has not reached yet. */
 const CLOCK_SLACK_MS = 10;
@@ -68,6 +68,11 @@ export class RedisDueIndex implements DueIndex {
   offer(entry: LoadedDueEntry, written: boolean): void {
     if (written) this.enqueue("offer", entry);
     this.lowerHead(entry.shard, entry.dueAt);
+  }
+
+  /** Entries the reconciler put back (or moved earlier) in the index: the heads they lower. */
+  repaired(refs: readonly DueRef[]): void {
+    for (const ref of refs) this.lowerHead(ref.shard, ref.dueAt);
   }
 
   forget(entry: { jobId: string; shard: number }): void {

@@ -147,6 +147,11 @@ export class Scheduler {
     if (!this.stopped && this.epochs.has(entry.shard) && (!this.armed || entry.dueAt < this.armed.at)) this.arm();
   }
 
+  /** The index learned of an earlier due time by itself (a reconciler's repair): re-arm the timer for it. */
+  rearm(): void {
+    if (!this.stopped && !this.running) this.arm();
+  }
+
   forget(entry: { jobId: string; shard: number }): void {
     this.index.forget(entry);
   }

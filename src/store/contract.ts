@@ -906,7 +906,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
       });
     });
 
-    describe("dueGet and dueScan", () => {
+    describe("dueGet, dueRefs and dueScan", () => {
       storeTest("dueGet answers the entries of the jobs asked that have one, with what dispatch needs", async (store) => {
         const a = cronJob({ due: { scheduledFor: T0, dueAt: T0 + 7 } });
         const notAsked = cronJob();
@@ -922,6 +922,17 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         assert.deepEqual(await store.dueGet({ jobIds: [] }), []);
       });
 
+      storeTest("dueRefs answers where the jobs asked are due, for those that have a due entry", async (store) => {
+        const a = cronJob({ due: { scheduledFor: T0, dueAt: T0 + 7 } });
+        const notAsked = cronJob();
+        const oneOff = newJob();
+        await store.jobCreateMany({ nodeId: "n1", jobs: [a, notAsked, oneOff], now: CREATED });
+        assert.deepEqual(await store.dueRefs({ jobIds: [a.job.jobId, oneOff.job.jobId, "job_unknown"] }), [
+          { jobId: a.job.jobId, shard: a.job.shard, dueAt: T0 + 7 },
+        ]);
+        assert.deepEqual(await store.dueRefs({ jobIds: [] }), []);
+      });
+
       storeTest("dueScan pages one shard's entries by job id, and no other shard's", async (store) => {
         const first = cronJob();
         const shard = first.job.shard;
@@ -934,9 +945,10 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         await store.jobCreateMany({ nodeId: "n1", jobs: [...same, other], now: CREATED });
         const ids = same.map((j) => j.job.jobId).sort();
         const page1 = await store.dueScan({ shard, after: "", limit: 3 });
+        const dueAt = new Map(same.map((j) => [j.job.jobId, j.due!.dueAt]));
         assert.deepEqual(
-          page1.map((e) => e.jobId),
-          ids.slice(0, 3),
+          page1,
+          ids.slice(0, 3).map((jobId) => ({ jobId, shard, dueAt: dueAt.get(jobId) })),
         );
         const page2 = await store.dueScan({ shard, after: page1[2]!.jobId, limit: 3 });
         assert.deepEqual(

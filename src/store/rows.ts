@@ -3,7 +3,7 @@
 // PostgreSQL: jsonb, parsed by the client), which each passes in.
 
 import type { ErrorRecord, Role } from "@duetime/sdk/contract";
-import { type ApiKeyRecord, type AttemptRow, HTTP_POOL, type LeasedRow, type LoadedDueEntry, type TenantLimits } from "./store.js";
+import { type ApiKeyRecord, type AttemptRow, type DueRef, HTTP_POOL, type LeasedRow, type LoadedDueEntry, type TenantLimits } from "./store.js";
 
 export type Row = Record<string, unknown>;
 
@@ -19,7 +19,6 @@ export type JsonColumn = <T>(value: unknown) => T;
 /** PostgreSQL's: node-postgres has parsed jsonb already. */
 export const jsonb: JsonColumn = <T>(value: unknown) => value as T;
 
-/** A due entry joined with its job's kind, schedule and trace_parent (dueLoad). */
 /** toLoadedDue's columns, from `due d JOIN jobs j ON j.id = d.job_id`. */
 export const DUE_COLUMNS = "d.job_id, d.tenant_id, d.shard, d.scheduled_for, d.due_at, j.kind, j.schedule, j.trace_parent";
 
@@ -36,6 +35,13 @@ export function toLoadedDue(r: Row, json: JsonColumn): LoadedDueEntry {
     },
     r.trace_parent,
   );
+}
+
+/** toDueRef's columns, from `due` alone. */
+export const DUE_REF_COLUMNS = "job_id, shard, due_at";
+
+export function toDueRef(r: Row): DueRef {
+  return { jobId: r.job_id as string, shard: r.shard as number, dueAt: r.due_at as number };
 }
 
 /** The executions a lease of `pool` granted, in the lease's order: priority, then ready time, then id. */

@@ -85,6 +85,13 @@ export interface DueEntry {
   kind: JobKind;
 }
 
+/** Where a job's next occurrence is due: what an external due index holds of it (engine/redis-due-index.ts). */
+export interface DueRef {
+  jobId: string;
+  shard: number;
+  dueAt: number;
+}
+
 /** A due entry as loaded for dispatch: with what the engine needs to plan the next occurrence. */
 export interface LoadedDueEntry extends DueEntry {
   schedule: Job["schedule"];
@@ -518,8 +525,10 @@ export interface Store {
   dueLoad(params: { shards: readonly number[]; before: number; limit: number }): Promise<LoadedDueEntry[]>;
   /** The due entries of these jobs, those that have one (an external due index turns its claimed ids into entries with it). */
   dueGet(params: { jobIds: readonly string[] }): Promise<LoadedDueEntry[]>;
+  /** Where the jobs asked for are due, for those that have a due entry (reconciling an external due index: no join, no schedule). */
+  dueRefs(params: { jobIds: readonly string[] }): Promise<DueRef[]>;
   /** Up to `limit` due entries of one shard with jobId > after, by jobId: a cursor over the shard (reconciling an external due index). */
-  dueScan(params: { shard: number; after: string; limit: number }): Promise<LoadedDueEntry[]>;
+  dueScan(params: { shard: number; after: string; limit: number }): Promise<DueRef[]>;
   /**
    * One transaction per batch: for each item whose due entry still holds
    * (same job, same scheduledFor) and whose shard epoch still matches, inserts

@@ -11,6 +11,7 @@ import { onStoreError } from "../faults.js";
 import type {
   ApiKeyRecord,
   ClusterSignal,
+  DueRef,
   CompleteInput,
   FailInput,
   JobRecord,
@@ -27,7 +28,7 @@ import { acquireShards, heartbeat, leave, listShards, liveNodes, releaseShards }
 import { checkSchemaName } from "../names.js";
 import { countHour, type CountRow, countsSql, toPoolCounts, toUpcoming, upcomingSql, upcomingWindow } from "../ready-counts.js";
 import { fromWorkloadRow, WORKLOAD_COLUMNS, workloadJson, workloadUpsertSql } from "../workload-minutes.js";
-import { DUE_COLUMNS, jsonb, TENANT_LIMIT_COLUMNS, toApiKey, toLoadedDue, toTenantLimits } from "../rows.js";
+import { DUE_COLUMNS, DUE_REF_COLUMNS, jsonb, TENANT_LIMIT_COLUMNS, toApiKey, toDueRef, toLoadedDue, toTenantLimits } from "../rows.js";
 import { clientConfig, createPool, executionKey, one, type PoolOptions, rows, transaction } from "./db.js";
 import { createExecutions, dispatch } from "./dispatch.js";
 import { rethrowPostgresError } from "./errors.js";
@@ -200,15 +201,20 @@ class PostgresStore implements Store {
     return loaded.map((r) => toLoadedDue(r, jsonb));
   }
 
-  async dueScan({ shard, after, limit }: StoreParams<"dueScan">): Promise<LoadedDueEntry[]> {
+  async dueRefs({ jobIds }: StoreParams<"dueRefs">): Promise<DueRef[]> {
+    if (jobIds.length === 0) return [];
+    const loaded = await rows(this.pool, `SELECT ${DUE_REF_COLUMNS} FROM due WHERE job_id = ANY($1::text[])`, [jobIds], "due_refs");
+    return loaded.map(toDueRef);
+  }
+
+  async dueScan({ shard, after, limit }: StoreParams<"dueScan">): Promise<DueRef[]> {
     const loaded = await rows(
       this.pool,
-      `SELECT ${DUE_COLUMNS} FROM due d JOIN jobs j ON j.id = d.job_id
-       WHERE d.shard = $1 AND d.job_id > $2 ORDER BY d.job_id LIMIT $3`,
+      `SELECT ${DUE_REF_COLUMNS} FROM due WHERE shard = $1 AND job_id > $2 ORDER BY job_id LIMIT $3`,
       [shard, after, limit],
       "due_scan",
     );
-    return loaded.map((r) => toLoadedDue(r, jsonb));
+    return loaded.map(toDueRef);
   }
 
   async dispatchMany(p: StoreParams<"dispatchMany">) {

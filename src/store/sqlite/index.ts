@@ -41,6 +41,7 @@ import type {
   DeadLetterRow,
   DispatchItem,
   DueEntry,
+  DueRef,
   FailInput,
   JobCreateOutcome,
   LeaseParams,
@@ -77,7 +78,18 @@ import { countHour, type CountRow, countsSql, toPoolCounts, toUpcoming, upcoming
 import { fromWorkloadRow, WORKLOAD_COLUMNS, type WorkloadMinute, workloadJson, workloadUpsertSql } from "../workload-minutes.js";
 import { heartbeat, leave, liveNodes, releaseShards } from "./nodes.js";
 import { SignalBus } from "./signals.js";
-import { DUE_COLUMNS, KIND_FILTER, TENANT_LIMIT_COLUMNS, toApiKey, toAttemptRow, toLeasedRows, toLoadedDue, toTenantLimits } from "../rows.js";
+import {
+  DUE_COLUMNS,
+  DUE_REF_COLUMNS,
+  KIND_FILTER,
+  TENANT_LIMIT_COLUMNS,
+  toApiKey,
+  toAttemptRow,
+  toDueRef,
+  toLeasedRows,
+  toLoadedDue,
+  toTenantLimits,
+} from "../rows.js";
 
 export interface SqliteStoreOptions {
   /** A file path, or ":memory:". */
@@ -520,12 +532,19 @@ class SqliteStore implements Store {
     return rows.map((r) => toLoadedDue(r, parse));
   }
 
-  async dueScan({ shard, after, limit }: { shard: number; after: string; limit: number }): Promise<LoadedDueEntry[]> {
-    const rows = this.q(
-      `SELECT ${DUE_COLUMNS} FROM due d INDEXED BY due_by_shard JOIN jobs j ON j.id = d.job_id
-       WHERE d.shard = ? AND d.job_id > ? ORDER BY d.job_id LIMIT ?`,
-    ).all(shard, after, limit) as Row[];
-    return rows.map((r) => toLoadedDue(r, parse));
+  async dueRefs({ jobIds }: { jobIds: readonly string[] }): Promise<DueRef[]> {
+    if (jobIds.length === 0) return [];
+    const rows = this.q(`SELECT ${DUE_REF_COLUMNS} FROM due WHERE job_id IN (SELECT value FROM json_each(?))`).all(JSON.stringify(jobIds)) as Row[];
+    return rows.map(toDueRef);
+  }
+
+  async dueScan({ shard, after, limit }: { shard: number; after: string; limit: number }): Promise<DueRef[]> {
+    const rows = this.q(`SELECT ${DUE_REF_COLUMNS} FROM due INDEXED BY due_by_shard WHERE shard = ? AND job_id > ? ORDER BY job_id LIMIT ?`).all(
+      shard,
+      after,
+      limit,
+    ) as Row[];
+    return rows.map(toDueRef);
   }
 
   async dispatchMany(p: { nodeId: string; epochs: ReadonlyMap<number, number>; now: number; items: DispatchItem[] }) {

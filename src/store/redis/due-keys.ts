@@ -246,6 +246,17 @@ export class RedisDueKeys {
     return current ?? candidate;
   }
 
+  /** Which of these shards a full reconciliation pass has covered in `generation` (markBuilt). */
+  async builtIn(shards: readonly number[], generation: string): Promise<Set<number>> {
+    const marks = await this.bounded(Promise.all(shards.map((shard) => this.client.get(this.built(shard)))));
+    return new Set(shards.filter((_, i) => marks[i] === generation));
+  }
+
+  /** Records that a full pass over the shard ended in `generation`: a node that takes the shard over need not hurry through it again. */
+  async markBuilt(shard: number, generation: string): Promise<void> {
+    await this.bounded(this.client.set(this.built(shard), generation));
+  }
+
   /** Redis's clock (epoch ms), the one the scripts claim and reap by. */
   async time(): Promise<number> {
     const [sec, usec] = await this.bounded(this.client.time());
@@ -267,6 +278,10 @@ export class RedisDueKeys {
 
   private leased(shard: number): string {
     return `${this.prefix}{dt:${checkShard(shard)}}:leased`;
+  }
+
+  private built(shard: number): string {
+    return `${this.prefix}{dt:${checkShard(shard)}}:built`;
   }
 }
 

@@ -1,4 +1,4 @@
-// RedisDueKeys against a real Redis (redis-test-support.ts): the shared
+// RedisDueKeys against a real Redis (test-support.ts): the shared
 // server under a prefix per test, and private redis-servers for what must not
 // touch it (SCRIPT FLUSH, cluster mode, a server going away).
 
@@ -6,8 +6,8 @@ import assert from "node:assert/strict";
 import type { TestContext } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Redis } from "ioredis";
-import { RedisDueKeys } from "./redis-due-keys.js";
-import { admin, deletePrefix, keysUnder, privateRedis, privateTest, freePort, REDIS_URL, redisTest, testPrefix } from "./redis-test-support.js";
+import { RedisDueKeys } from "./due-keys.js";
+import { admin, deletePrefix, keysUnder, privateRedis, privateTest, freePort, REDIS_URL, redisTest, testPrefix } from "./test-support.js";
 
 /** A client under a prefix of this test's own, its keys deleted after. */
 function fixture(t: TestContext): { keys: RedisDueKeys; prefix: string } {

@@ -1,0 +1,89 @@
+// The reconciler's hurry, against the machine's Redis (a key prefix per
+// test) and a real SQLite store: a shard is hurried through until a full
+// pass has covered it in the index's generation. That mark is kept in Redis,
+// so a node restarting against an intact index does not hurry; a shard whose
+// mark is gone is hurried through first; and a lost generation (Redis lost
+// its data) hurries every shard again.
+
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after } from "node:test";
+import { systemClock } from "../core/clock.js";
+import { newId, shardOf } from "../core/ids.js";
+import { openStore } from "../store/factory.js";
+import { RedisDueKeys } from "../store/redis/due-keys.js";
+import { admin, deletePrefix, REDIS_URL, redisTest, testPrefix } from "../store/redis/test-support.js";
+import type { NewJob } from "../store/store.js";
+import { DueIndexReconciler } from "./due-index-reconciler.js";
+import { EngineEvents } from "./events.js";
+
+const dir = mkdtempSync(join(tmpdir(), "duetime-reconciler-"));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+const ALL_SHARDS = Array.from({ length: 256 }, (_, i) => i);
+
+/** `count` hourly recurring jobs in `shard`, next due in an hour. */
+function cronsIn(shard: number, count: number): NewJob[] {
+  const now = Date.now();
+  const jobs: NewJob[] = [];
+  while (jobs.length < count) {
+    const jobId = newId(now);
+    if (shardOf(jobId) !== shard) continue;
+    const job = {
+      tenantId: "default",
+      jobId,
+      shard,
+      kind: "cron" as const,
+      name: "hourly",
+      state: "SCHEDULED" as const,
+      target: { type: "queue" as const, pool: "p" },
+      payload: null,
+      schedule: { cron: "0 * * * *", tz: "UTC", jitterSeconds: 0, misfire: "run_once" as const, overlap: "allow" as const },
+      retry: { maxAttempts: 3, backoffSeconds: 10, maxBackoffSeconds: 3600 },
+      timeoutSeconds: 60,
+      priority: 0,
+      createdAt: now,
+    };
+    jobs.push({ job, due: { scheduledFor: now + 3_600_000, dueAt: now + 3_600_000 } });
+  }
+  return jobs;
+}
+
+redisTest("a restart against an intact index does not hurry; a shard that lost its mark, or an index that lost its generation, does", async (t) => {
+  const prefix = testPrefix("hurry");
+  const store = await openStore(`sqlite:${join(dir, "hurry.db")}`);
+  const keys = RedisDueKeys.connect({ url: REDIS_URL, prefix });
+  const redis = admin();
+  t.after(async () => {
+    await keys.close();
+    await store.close();
+    await deletePrefix(prefix);
+  });
+  // Shard 5 holds three entries, so with pages of one its pass takes several steps.
+  await store.jobCreateMany({ nodeId: "n", jobs: cronsIn(5, 3), now: Date.now() });
+  const node = () => new DueIndexReconciler({ keys, store, clock: systemClock, events: new EngineEvents(), shards: () => ALL_SHARDS, pageSize: 1 });
+
+  const first = node();
+  const step = await first.runOnce();
+  assert.equal(first.rebuildingShards(), step.shard === 5 ? 256 : 255, "a new index: every shard waits for its first pass");
+  assert.deepEqual(await first.runCycle(), { added: step.added === 0 ? 3 : 2, removed: 0 });
+  assert.equal(first.rebuildingShards(), 0);
+
+  const restarted = node();
+  await restarted.runOnce();
+  assert.equal(restarted.rebuildingShards(), 0, "every shard's pass is marked in this generation: nothing to hurry");
+
+  await redis.del(`${prefix}{dt:5}:built`);
+  const takingOver = node();
+  const first5 = await takingOver.runOnce();
+  assert.equal(first5.shard, 5, "the shard without a mark goes first");
+  assert.equal(takingOver.rebuildingShards(), 1, "and only it");
+  await takingOver.runCycle();
+  assert.equal(takingOver.rebuildingShards(), 0);
+
+  await redis.del(`${prefix}{dt:meta}:generation`); // what a flush or an empty restart leaves
+  const afterLoss = await restarted.runOnce();
+  assert.equal(restarted.rebuildingShards(), afterLoss.shard === 5 ? 256 : 255, "a new generation: the marks of the old one do not count");
+});
