@@ -1,4 +1,4 @@
-// The Redis due index alone (src/engine/redis-due-keys.ts), without a store or
+// The Redis due index alone (src/store/redis/due-keys.ts), without a store or
 // a server: what a member costs in Redis memory, and how long the claim script
 // takes with a large index. It loads --members due entries (job ids as duetime
 // makes them, over the 256 shards) under a key prefix of its own on
@@ -16,7 +16,7 @@
 
 import { parseArgs } from "node:util";
 import { newId, SHARD_COUNT, shardOf } from "../src/core/ids.js";
-import { type DueKeyEntry, RedisDueKeys } from "../src/engine/redis-due-keys.js";
+import { type DueKeyEntry, RedisDueKeys } from "../src/store/redis/due-keys.js";
 import { pct } from "./measure.js";
 import { redisPrefix } from "./services.js";
 

@@ -2,7 +2,7 @@
 // store, SDK workers over keep-alive HTTP in this process. The store, the
 // number of nodes and where the due index lives are parameters: duetime-server
 // is one node on SQLite, duetime-pg-1 and duetime-pg-3 are one and three nodes
-// on PostgreSQL, and the -redis contenders are one node with `--due-index` (the
+// on PostgreSQL, and the -redis contenders add `--due-index` (the
 // due entries of recurring jobs in Redis sorted sets; one-offs never use it).
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
@@ -218,6 +218,7 @@ export const duetimePg1 = () => new DuetimeServers({ name: "duetime-pg-1", nodes
 export const duetimePg3 = () => new DuetimeServers({ name: "duetime-pg-3", nodes: 3, store: postgresStore });
 export const duetimeServerRedis = () => new DuetimeServers({ name: "duetime-server-redis", nodes: 1, store: sqliteStore, redisDueIndex: true });
 export const duetimePgRedis = () => new DuetimeServers({ name: "duetime-pg-redis", nodes: 1, store: postgresStore, redisDueIndex: true });
+export const duetimePg3Redis = () => new DuetimeServers({ name: "duetime-pg-3-redis", nodes: 3, store: postgresStore, redisDueIndex: true });
 
 let redisProbe: Promise<string | undefined> | undefined;
 

@@ -5,6 +5,7 @@ import { DuetimeEmbedded } from "./duetime-embedded.js";
 import {
   duetimePg1,
   duetimePg3,
+  duetimePg3Redis,
   duetimePgRedis,
   duetimeServer,
   duetimeServerRedis,
@@ -21,6 +22,7 @@ export const CONTENDERS: Record<string, () => Contender> = {
   "duetime-pg-1": duetimePg1,
   "duetime-pg-redis": duetimePgRedis,
   "duetime-pg-3": duetimePg3,
+  "duetime-pg-3-redis": duetimePg3Redis,
   bullmq: () => new BullMQ(),
   "pg-boss": () => new PgBossContender(),
   "graphile-worker": () => new GraphileWorker(),
@@ -35,5 +37,10 @@ export const PRECONDITIONS: Record<string, () => Promise<string | undefined>> = 
   "duetime-pg-1": postgresStoreProblem,
   "duetime-pg-3": postgresStoreProblem,
   "duetime-server-redis": redisDueIndexProblem,
-  "duetime-pg-redis": async () => (await postgresStoreProblem()) ?? (await redisDueIndexProblem()),
+  "duetime-pg-redis": postgresAndRedisProblem,
+  "duetime-pg-3-redis": postgresAndRedisProblem,
 };
+
+async function postgresAndRedisProblem(): Promise<string | undefined> {
+  return (await postgresStoreProblem()) ?? (await redisDueIndexProblem());
+}
