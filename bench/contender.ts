@@ -70,6 +70,15 @@ export interface Contender {
    */
   indexBytes?(): Promise<number>;
   indexPids?(): number[];
+  /**
+   * duetime with `--due-index` only, summed over the nodes' /metrics: owned
+   * shards not yet covered by a reconciliation pass in the index's generation
+   * (duetime_due_index_rebuilding_shards), and entries the reconcilers have
+   * added back so far (duetime_due_index_repaired_total{repair="added"}).
+   */
+  indexState?(): Promise<{ rebuilding: number; added: number }>;
+  /** duetime with `--due-index` only: deletes the run's index keys, as a Redis that lost its data would. */
+  dropIndex?(): Promise<void>;
   /** Stops workers and servers, drops the database; must not throw if setup failed half-way. */
   teardown(): Promise<void>;
 }

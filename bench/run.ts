@@ -36,7 +36,7 @@ const USAGE = `usage: npm run bench -- <herd|cron-herd|steady|immediate|idle|all
        [--merge]   (keep the rows of contenders not run now from the last results of the same scenario, marked †)
        [--render-only]   (run nothing: rebuild <scenario>.md and .svg from <scenario>.json; rows of contenders not in --contenders are marked †)
        [--quiet-wait S]   (before each run, wait up to S s for the machine to be quiet; default 60, smoke 0)
-       [--recurring]   (idle: recurring jobs, each next due next week, instead of one-offs: what a due index holds)
+       [--recurring]   (idle: recurring jobs, each next due next week; steady: recurring jobs created up front, --rate of them firing each second; instead of one-offs: what a due index serves)
        npm run bench -- fairness [--rate R] [--seconds S] [--flood N] [--concurrency N] [--store sqlite|postgres://…] [--schema S]
                   (duetime alone: a steady tenant's start lag with and without another tenant's flood)
        npm run bench -- dashboard [--jobs N] [--store sqlite|postgres://…] [--schema S]
@@ -80,7 +80,8 @@ if (values.help) {
 }
 const command = positionals[0] ?? "herd";
 const smoke = command === "smoke";
-if (values.recurring && command !== "idle") usage("--recurring applies to idle only (cron-herd is the recurring herd)");
+if (values.recurring && command !== "idle" && command !== "steady")
+  usage("--recurring applies to idle and steady only (cron-herd is the recurring herd)");
 const num = (v: string | undefined, fallback: number) => {
   if (v === undefined) return fallback;
   const x = Number(v);
@@ -126,9 +127,17 @@ const herds = (sizes: number[], runs: number, recurring = false) =>
       ? herd({ jobs, leadBaseMs: num(values.lead, 1) * 1000, leadPerJobMs: 0, timeoutMs, runs, statsSettleMs, recurring })
       : herd({ jobs, leadBaseMs: smoke ? 2_000 : 3_000, leadPerJobMs: 0.15, timeoutMs, runs, statsSettleMs, recurring }),
   );
-const steadies = (rates: number[], runs: number) =>
+const steadies = (rates: number[], runs: number, recurring = false) =>
   rates.map((rate) =>
-    steady({ rate, durationMs: num(values.duration, smoke ? 3 : 30) * 1000, graceMs: smoke ? 30_000 : 60_000, runs, seed: 42, statsSettleMs }),
+    steady({
+      rate,
+      durationMs: num(values.duration, smoke ? 3 : 30) * 1000,
+      graceMs: smoke ? 30_000 : 60_000,
+      runs,
+      seed: 42,
+      statsSettleMs,
+      recurring,
+    }),
   );
 const immediates = (sizes: number[], runs: number) => sizes.map((jobs) => immediate({ jobs, timeoutMs, runs }));
 const idles = (sizes: number[], runs: number, recurring = false) =>
@@ -143,7 +152,7 @@ switch (command) {
     scenarios = herds(list(values.jobs, [20_000]), 3, true);
     break;
   case "steady":
-    scenarios = steadies(list(values.rate, [500, 2_000]), 1);
+    scenarios = steadies(list(values.rate, [500, 2_000]), 1, values.recurring === true);
     break;
   case "immediate":
     scenarios = immediates(list(values.jobs, [50_000]), 3);

@@ -273,6 +273,8 @@ export interface SteadyOptions {
   seed: number;
   /** As for the herd. */
   statsSettleMs: number;
+  /** Recurring jobs created up front, `rate` of them firing in each second, instead of one-offs created as they go. */
+  recurring?: boolean;
 }
 
 /** A small deterministic PRNG (mulberry32), so every contender gets the same due times. */
@@ -289,6 +291,7 @@ function prng(seed: number): () => number {
 
 /** Jobs created at a fixed rate, each due 1–5 s after its creation. */
 export function steady(o: SteadyOptions): Scenario {
+  if (o.recurring) return steadyRecurring(o);
   const total = Math.round((o.rate * o.durationMs) / 1000);
   return {
     id: `steady-${o.rate}`,
@@ -347,6 +350,60 @@ export function steady(o: SteadyOptions): Scenario {
         lagQuantiles: quantiles(lags),
         // Falling behind is a result, not a failure; a stall that starts nothing is.
         failure: tracker.seen === 0 ? "no job started" : undefined,
+        note: duplicates(tracker),
+      };
+    },
+  };
+}
+
+/** Recurring jobs created before the first fires, then `rate` of them firing in each whole second: what a due index serves. */
+function steadyRecurring(o: SteadyOptions): Scenario {
+  const seconds = Math.round(o.durationMs / 1000);
+  const total = o.rate * seconds;
+  return {
+    id: `steady-recurring-${o.rate}`,
+    title: `steady, recurring: ${n(o.rate)} recurring jobs firing in each second for ${seconds} s`,
+    notes: [
+      `${n(total)} recurring jobs (duetime: a six-field cron, UTC, firing once a year at its second) are created (bulk API, batches of 1,000) before the first second; then ${n(o.rate)} of them fire in each second, the workers running throughout. Contenders without cron support in this harness are not run.`,
+      "lag = handler start − the job's second; a job that had not started by the end (last second + grace) counts as ∞; started = share that started by then.",
+      "kept up = every job started, and the jobs of the last 5 s started with a median lag under 1 s (no backlog at the end).",
+      ...serviceNotes(o.statsSettleMs),
+    ],
+    columns: [
+      { key: "keptUp", label: "kept up", unit: "yesno" },
+      { key: "createRate", label: "create", unit: "rate" },
+      { key: "startedPct", label: "started", unit: "percent" },
+      ...LAG_COLUMNS,
+      ...SERVICE_COLUMNS,
+    ],
+    chart: true,
+    defaultRuns: o.runs,
+    needsCron: true,
+    async run(contender, progress): Promise<RunOutput> {
+      const tracker = new StartTracker(total);
+      await contender.startWorkers(tracker.started);
+      const service = await meterService(contender, o.statsSettleMs, progress, `steady recurring ${o.rate}/s`);
+      const first = Math.ceil((Date.now() + 3_000 + total * 0.25) / 1000) * 1000;
+      const due = (seq: number) => first + Math.floor(seq / o.rate) * 1000;
+      const createMs = await enqueueAll(contender, total, due, progress, "steady recurring", true);
+      if (Date.now() >= first) return { metrics: {}, failure: `creation took ${Math.round(createMs)} ms and overran the first second` };
+      const lastDue = due(total - 1);
+      const all = await awaitStarts(tracker, lastDue + o.graceMs, progress, `steady recurring ${o.rate}/s`);
+      const acked = all && !Number.isNaN(await awaitAcked(contender, Date.now() + 60_000));
+      const cost = await service(acked ? total : undefined);
+      const lags = tracker.lags(due, undefined, true);
+      const tail = tracker.lags(due, (seq) => due(seq) >= lastDue - 5_000, true);
+      const early = lags.filter((l) => l < 0).length;
+      return {
+        metrics: {
+          keptUp: all && pct(tail, 0.5) < 1_000 ? 1 : 0,
+          createRate: (total / createMs) * 1000,
+          startedPct: (tracker.seen / total) * 100,
+          ...lagMetrics(lags),
+          ...cost,
+        },
+        lagQuantiles: quantiles(lags),
+        failure: tracker.seen === 0 ? "no job started" : early ? `${early} jobs started before their second` : undefined,
         note: duplicates(tracker),
       };
     },
@@ -417,6 +474,41 @@ export interface IdleOptions {
 }
 
 /** N jobs due next week; what holding them costs while nothing is due. */
+const INDEX_WAIT_MS = 600_000;
+
+/** Polls the contender's due-index state until `done`; the time it took, or NaN after INDEX_WAIT_MS. */
+async function awaitIndex(
+  contender: Contender,
+  done: (s: { rebuilding: number; added: number }) => boolean,
+  progress: Progress,
+  what: string,
+): Promise<number> {
+  const t0 = Date.now();
+  while (Date.now() - t0 < INDEX_WAIT_MS) {
+    const state = await contender.indexState!();
+    if (done(state)) return Date.now() - t0;
+    progress.set(`${what}: ${state.rebuilding} shards waiting, ${n(state.added)} entries re-added`);
+    await sleep(100);
+  }
+  return NaN;
+}
+
+/** Deletes the index's keys and times its rebuild from the store, with the scheduler's and the store's CPU meanwhile. */
+async function rebuildAfterLoss(contender: Contender, jobs: number, progress: Progress): Promise<Record<string, number>> {
+  const before = await contender.indexState!();
+  const scheduler = cpuSampler(() => contender.schedulerPids());
+  const service = cpuSampler(() => contender.servicePids());
+  const t0 = Date.now();
+  await contender.dropIndex!();
+  const waited = await awaitIndex(contender, (s) => s.rebuilding === 0 && s.added - before.added >= jobs, progress, "idle: index lost, rebuilding");
+  const ms = Date.now() - t0;
+  return {
+    rebuildMs: Number.isNaN(waited) ? NaN : ms,
+    rebuildSchedulerCpu: (scheduler() / ms) * 100,
+    rebuildServiceCpu: contender.servicePids().length > 0 ? (service() / ms) * 100 : NaN,
+  };
+}
+
 export function idle(o: IdleOptions): Scenario {
   return {
     id: o.recurring ? `idle-recurring-${o.jobs}` : `idle-${o.jobs}`,
@@ -427,6 +519,7 @@ export function idle(o: IdleOptions): Scenario {
         ? [
             "Each job is recurring (duetime: a six-field cron, UTC, firing once a year at its due second), so each is a due entry, which a `--due-index` contender also holds in Redis; contenders without cron support in this harness are not run.",
             "Redis index = MEMORY USAGE (SAMPLES 0) summed over the run's due-index keys at the end of the window; Redis CPU idle = the Redis server over the window (not in DB/Redis CPU).",
+            "With `--due-index`, the settling waits first until every node's reconciler has covered its shards (index built = how long after the last create that took: a new index is hurried through while the jobs are created). After the window the index's keys are deleted, as a Redis that lost its data would have them: rebuild = time until every entry is back (the nodes' repaired counts) and no shard waits for its pass, with the scheduler's and the store's CPU over that time.",
           ]
         : []),
       `Then ${o.settleMs / 1000} s to settle, then ${o.windowMs / 1000} s of measurement while nothing is due.`,
@@ -444,6 +537,10 @@ export function idle(o: IdleOptions): Scenario {
       { key: "serviceCpu", label: "DB/Redis CPU idle", unit: "percent" },
       { key: "indexBytes", label: "Redis index", unit: "bytes", optional: true },
       { key: "indexCpu", label: "Redis CPU idle", unit: "percent", optional: true },
+      { key: "indexBuiltMs", label: "index built", unit: "ms", optional: true },
+      { key: "rebuildMs", label: "rebuild", unit: "ms", optional: true },
+      { key: "rebuildSchedulerCpu", label: "scheduler CPU rebuilding", unit: "percent", optional: true },
+      { key: "rebuildServiceCpu", label: "DB CPU rebuilding", unit: "percent", optional: true },
     ],
     chart: false,
     defaultRuns: o.runs,
@@ -454,6 +551,7 @@ export function idle(o: IdleOptions): Scenario {
       const base = Date.now() + 7 * 86_400_000;
       const dueAt = (seq: number) => base + ((seq * 7919) % 86_400) * 1000;
       const createMs = await enqueueAll(contender, o.jobs, dueAt, progress, "idle", o.recurring);
+      const indexBuiltMs = contender.indexState ? await awaitIndex(contender, (s) => s.rebuilding === 0, progress, "idle: index building") : NaN;
       progress.set(`idle: created ${n(o.jobs)}, settling`);
       await sleep(o.settleMs);
       const children = contender.schedulerPids();
@@ -469,7 +567,7 @@ export function idle(o: IdleOptions): Scenario {
       const elapsed = Date.now() - t0;
       const selfCpu = ((cpuMs(process.pid) - selfCpu0) / elapsed) * 100;
       const separate = children.length > 0;
-      const metrics = {
+      const metrics: Record<string, number> = {
         createMs,
         createRate: (o.jobs / createMs) * 1000,
         storeBytes: await contender.storeBytes(),
@@ -479,8 +577,17 @@ export function idle(o: IdleOptions): Scenario {
         workerCpu: separate ? selfCpu : NaN,
         serviceCpu: hasService ? (serviceCpu() / elapsed) * 100 : NaN,
         ...(indexCpu && contender.indexBytes ? { indexCpu: (indexCpu() / elapsed) * 100, indexBytes: await contender.indexBytes() } : {}),
+        ...(contender.indexState ? { indexBuiltMs, ...(await rebuildAfterLoss(contender, o.jobs, progress)) } : {}),
       };
-      return { metrics, failure: started ? `${started} jobs due next week started now` : undefined };
+      const unbuilt = Number.isNaN(metrics.indexBuiltMs ?? 0) || Number.isNaN(metrics.rebuildMs ?? 0);
+      return {
+        metrics,
+        failure: started
+          ? `${started} jobs due next week started now`
+          : unbuilt
+            ? `the due index was not whole within ${INDEX_WAIT_MS / 1000} s`
+            : undefined,
+      };
     },
   };
 }

@@ -115,7 +115,9 @@ export interface RedisPrefix {
   bytes(): Promise<number>;
   /** Redis's own used_memory (INFO memory), the whole server. */
   usedMemory(): Promise<number>;
-  /** Deletes the prefix's keys (SCAN MATCH + DEL) and closes the connection. */
+  /** Deletes the prefix's keys (SCAN MATCH + DEL), as a Redis that lost its data would have them. */
+  clear(): Promise<void>;
+  /** clear(), then closes the connection. */
   drop(): Promise<void>;
 }
 
@@ -137,6 +139,9 @@ export async function redisPrefix(prefix: string): Promise<RedisPrefix> {
       if (found.length > 0) yield found;
     } while (cursor !== "0");
   }
+  const clear = async () => {
+    for await (const batch of keys()) await redis.del(...batch);
+  };
   return {
     url: REDIS_URL,
     prefix,
@@ -146,8 +151,9 @@ export async function redisPrefix(prefix: string): Promise<RedisPrefix> {
       return total;
     },
     usedMemory: async () => Number(await redisInfo(redis, "used_memory")),
+    clear,
     async drop() {
-      for await (const batch of keys()) await redis.del(...batch);
+      await clear();
       redis.disconnect();
     },
   };

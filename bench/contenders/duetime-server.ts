@@ -56,6 +56,8 @@ export class DuetimeServers implements Contender {
   /** Set by setup() with a Redis due index. */
   indexBytes?: () => Promise<number>;
   indexPids?: () => number[];
+  indexState?: () => Promise<{ rebuilding: number; added: number }>;
+  dropIndex?: () => Promise<void>;
 
   constructor(private readonly options: DuetimeServerOptions) {
     this.name = options.name;
@@ -71,6 +73,8 @@ export class DuetimeServers implements Contender {
       const index = this.index;
       this.indexBytes = () => index.bytes();
       this.indexPids = () => pidsNamed(["redis-server"]);
+      this.indexState = () => this.reconcilerState();
+      this.dropIndex = () => index.clear();
     }
     const { nodes } = this.options;
     this.settings =
@@ -158,6 +162,14 @@ export class DuetimeServers implements Contender {
     return this.children.flatMap((c) => (c.pid !== undefined && c.exitCode === null ? [c.pid] : []));
   }
 
+  private async reconcilerState(): Promise<{ rebuilding: number; added: number }> {
+    const texts = await Promise.all(this.urls.map(async (url) => (await fetch(`${url}/metrics`)).text()));
+    return {
+      rebuilding: texts.reduce((sum, t) => sum + metricValue(t, "duetime_due_index_rebuilding_shards"), 0),
+      added: texts.reduce((sum, t) => sum + metricValue(t, 'duetime_due_index_repaired_total{repair="added"}'), 0),
+    };
+  }
+
   async teardown(): Promise<void> {
     await Promise.all(this.workers.map((w) => w.shutdown()));
     await Promise.all(this.clients.map((c) => c.close()));
@@ -221,6 +233,12 @@ export const duetimePgRedis = () => new DuetimeServers({ name: "duetime-pg-redis
 export const duetimePg3Redis = () => new DuetimeServers({ name: "duetime-pg-3-redis", nodes: 3, store: postgresStore, redisDueIndex: true });
 
 let redisProbe: Promise<string | undefined> | undefined;
+
+/** A gauge's or counter's value in a /metrics text (0 when absent). */
+function metricValue(text: string, series: string): number {
+  const line = text.split("\n").find((l) => l.startsWith(`${series} `));
+  return line ? Number(line.slice(series.length + 1)) : 0;
+}
 
 /** Why a Redis due index cannot work here (Redis unreachable), or undefined when it can; once per process. */
 export function redisDueIndexProblem(): Promise<string | undefined> {
