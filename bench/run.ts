@@ -3,12 +3,14 @@
 //
 // Scenarios: herd (20,000 and 100,000 jobs due in one second), cron-herd
 // (20,000 recurring jobs firing in one second), steady (500/s
-// and 2,000/s for 30 s, due 1–5 s later), immediate (50,000 due now), idle
+// and 2,000/s for 30 s, due 1–5 s later; --recurring: recurring jobs, --rate
+// of them firing each second), immediate (50,000 due now), idle
 // (1,000,000 due next week; --recurring: recurring jobs next due then), all
 // (every one of them, in one run), smoke (every scenario once at a tiny size,
 // for CI: exits non-zero when a contender breaks, asserts no speed), fairness
 // (duetime alone, in fairness.ts: the peers have no tenants), redis-claim
-// (the Redis due index alone, in redis-claim.ts). Contenders: see
+// (the Redis due index alone, in redis-claim.ts), dispatch-order (the store
+// alone, in dispatch-order.ts). Contenders: see
 // contenders/index.ts.
 //
 // Each run gets a fresh store (a new SQLite file, PostgreSQL database or
@@ -29,7 +31,7 @@ import { CONTENDERS, PRECONDITIONS } from "./contenders/index.js";
 import { NoiseGauge, Progress, waitForQuiet } from "./measure.js";
 import { herd, idle, immediate, STATS_SETTLE_MS, steady, type Column, type RunOutput, type Scenario } from "./scenarios.js";
 
-const USAGE = `usage: npm run bench -- <herd|cron-herd|steady|immediate|idle|all|smoke|fairness|dashboard|redis-claim> [--contenders ${Object.keys(CONTENDERS).join(",")}]
+const USAGE = `usage: npm run bench -- <herd|cron-herd|steady|immediate|idle|all|smoke|fairness|dashboard|redis-claim|dispatch-order> [--contenders ${Object.keys(CONTENDERS).join(",")}]
        [--runs N] [--concurrency N] [--jobs N[,N…]] [--rate R[,R…]] [--duration S] [--timeout S] [--window S] [--out DIR]
        [--runs-of NAME=N[,NAME=N…]]   (fewer runs for a slow contender, e.g. pg-boss=1)
        [--lead S]   (herd: seconds between the start of creation and the due second; default 3 + 0.15 ms per job)
@@ -42,10 +44,17 @@ const USAGE = `usage: npm run bench -- <herd|cron-herd|steady|immediate|idle|all
        npm run bench -- dashboard [--jobs N] [--store sqlite|postgres://…] [--schema S]
                   (duetime alone: the dashboard's page weight, first paint, and the Overview's refresh cost with N jobs)
        npm run bench -- redis-claim [--members N] [--claims N] [--max N]
-                  (the Redis due index alone: memory per member and the claim script's latency)`;
+                  (the Redis due index alone: memory per member and the claim script's latency)
+       npm run bench -- dispatch-order [--jobs N] [--batch N] [--rounds N] [--store sqlite|postgres]
+                  (the store alone: a dispatch in job id order, as the store's window gives it, against one grouped by shard, as Redis claims give it)`;
 
-// fairness, dashboard and redis-claim run duetime alone (the peers have no tenants, no dashboard, no due index): their own scripts, with their own flags.
-const alone = { fairness: "./fairness.js", dashboard: "./dashboard.js", "redis-claim": "./redis-claim.js" } as const;
+// fairness, dashboard, redis-claim and dispatch-order run duetime alone (the peers have no tenants, no dashboard, no due index): their own scripts, with their own flags.
+const alone = {
+  fairness: "./fairness.js",
+  dashboard: "./dashboard.js",
+  "redis-claim": "./redis-claim.js",
+  "dispatch-order": "./dispatch-order.js",
+} as const;
 const script = alone[process.argv[2] as keyof typeof alone];
 if (script) {
   process.argv.splice(2, 1);
