@@ -13,9 +13,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { newId, SHARD_COUNT, shardOf } from "../src/core/ids.js";
+import { SHARD_COUNT } from "../src/core/ids.js";
 import { openStore } from "../src/store/factory.js";
-import type { LoadedDueEntry, NewJob, Store } from "../src/store/store.js";
+import type { LoadedDueEntry, Store } from "../src/store/store.js";
+import { recurringJobs } from "../src/store/test-support.js";
 import { freshDatabase } from "./services.js";
 
 const { values } = parseArgs({
@@ -33,34 +34,10 @@ if (![JOBS, BATCH, ROUNDS].every((v) => Number.isInteger(v) && v > 0)) throw new
 if (values.store !== "sqlite" && values.store !== "postgres") throw new Error("--store is sqlite or postgres");
 const YEAR = 365 * 86_400_000;
 
-function recurringJobs(now: number): NewJob[] {
-  return Array.from({ length: JOBS }, (_, i) => {
-    const jobId = newId(now);
-    return {
-      job: {
-        tenantId: "default",
-        jobId,
-        shard: shardOf(jobId),
-        kind: "cron",
-        name: `order-${i}`,
-        state: "SCHEDULED",
-        target: { type: "queue", pool: "p" },
-        payload: { i },
-        schedule: { cron: "0 0 1 1 *", tz: "UTC", jitterSeconds: 0, misfire: "run_once", overlap: "allow" },
-        retry: { maxAttempts: 3, backoffSeconds: 10, maxBackoffSeconds: 3600 },
-        timeoutSeconds: 60,
-        priority: 0,
-        createdAt: now,
-      },
-      due: { scheduledFor: now - 1000, dueAt: now - 1000 },
-    };
-  });
-}
-
 /** A fresh store with the jobs created and every shard held; the entries in the order asked. */
 async function prepare(store: Store, order: "id" | "shard") {
   const now = Date.now();
-  const jobs = recurringJobs(now);
+  const jobs = recurringJobs(JOBS, { createdAt: now, dueAt: now - 1000 });
   for (let i = 0; i < jobs.length; i += 1000) await store.jobCreateMany({ nodeId: "bench", jobs: jobs.slice(i, i + 1000), now });
   const leases = await store.shardAcquire({ owner: "bench", shards: Array.from({ length: SHARD_COUNT }, (_, i) => i), leaseMs: 3_600_000, now });
   const epochs = new Map(leases.map((l) => [l.shard, l.epoch]));

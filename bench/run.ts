@@ -186,8 +186,10 @@ switch (command) {
       // Issue 13's regression guard: a herd of 2,000 through duetime's server finishes, every job started exactly once (no time is asserted).
       herd({ jobs: 2_000, leadBaseMs: 2_000, leadPerJobMs: 0.15, timeoutMs, runs: 1, statsSettleMs, exactlyOnce: true, only: ["duetime-server"] }),
       ...steadies([100], 1),
+      ...steadies([100], 1, true),
       ...immediates([300], 1),
       ...idles([2_000], 1),
+      ...idles([300], 1, true),
     ];
     break;
   default:

@@ -551,7 +551,9 @@ export function idle(o: IdleOptions): Scenario {
       const base = Date.now() + 7 * 86_400_000;
       const dueAt = (seq: number) => base + ((seq * 7919) % 86_400) * 1000;
       const createMs = await enqueueAll(contender, o.jobs, dueAt, progress, "idle", o.recurring);
-      const indexBuiltMs = contender.indexState ? await awaitIndex(contender, (s) => s.rebuilding === 0, progress, "idle: index building") : NaN;
+      // One-offs never touch a due index: only recurring jobs have it built, and rebuilt.
+      const indexed = o.recurring && contender.indexState !== undefined;
+      const indexBuiltMs = indexed ? await awaitIndex(contender, (s) => s.rebuilding === 0, progress, "idle: index building") : NaN;
       progress.set(`idle: created ${n(o.jobs)}, settling`);
       await sleep(o.settleMs);
       const children = contender.schedulerPids();
@@ -577,7 +579,7 @@ export function idle(o: IdleOptions): Scenario {
         workerCpu: separate ? selfCpu : NaN,
         serviceCpu: hasService ? (serviceCpu() / elapsed) * 100 : NaN,
         ...(indexCpu && contender.indexBytes ? { indexCpu: (indexCpu() / elapsed) * 100, indexBytes: await contender.indexBytes() } : {}),
-        ...(contender.indexState ? { indexBuiltMs, ...(await rebuildAfterLoss(contender, o.jobs, progress)) } : {}),
+        ...(indexed ? { indexBuiltMs, ...(await rebuildAfterLoss(contender, o.jobs, progress)) } : {}),
       };
       const unbuilt = Number.isNaN(metrics.indexBuiltMs ?? 0) || Number.isNaN(metrics.rebuildMs ?? 0);
       return {

@@ -11,11 +11,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after } from "node:test";
 import { systemClock } from "../core/clock.js";
-import { newId, shardOf } from "../core/ids.js";
 import { openStore } from "../store/factory.js";
 import { RedisDueKeys } from "../store/redis/due-keys.js";
 import { admin, deletePrefix, REDIS_URL, redisTest, testPrefix } from "../store/redis/test-support.js";
-import type { NewJob } from "../store/store.js";
+import { recurringJobs } from "../store/test-support.js";
 import { DueIndexReconciler } from "./due-index-reconciler.js";
 import { EngineEvents } from "./events.js";
 
@@ -23,33 +22,6 @@ const dir = mkdtempSync(join(tmpdir(), "duetime-reconciler-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
 const ALL_SHARDS = Array.from({ length: 256 }, (_, i) => i);
-
-/** `count` hourly recurring jobs in `shard`, next due in an hour. */
-function cronsIn(shard: number, count: number): NewJob[] {
-  const now = Date.now();
-  const jobs: NewJob[] = [];
-  while (jobs.length < count) {
-    const jobId = newId(now);
-    if (shardOf(jobId) !== shard) continue;
-    const job = {
-      tenantId: "default",
-      jobId,
-      shard,
-      kind: "cron" as const,
-      name: "hourly",
-      state: "SCHEDULED" as const,
-      target: { type: "queue" as const, pool: "p" },
-      payload: null,
-      schedule: { cron: "0 * * * *", tz: "UTC", jitterSeconds: 0, misfire: "run_once" as const, overlap: "allow" as const },
-      retry: { maxAttempts: 3, backoffSeconds: 10, maxBackoffSeconds: 3600 },
-      timeoutSeconds: 60,
-      priority: 0,
-      createdAt: now,
-    };
-    jobs.push({ job, due: { scheduledFor: now + 3_600_000, dueAt: now + 3_600_000 } });
-  }
-  return jobs;
-}
 
 redisTest("a restart against an intact index does not hurry; a shard that lost its mark, or an index that lost its generation, does", async (t) => {
   const prefix = testPrefix("hurry");
@@ -62,7 +34,8 @@ redisTest("a restart against an intact index does not hurry; a shard that lost i
     await deletePrefix(prefix);
   });
   // Shard 5 holds three entries, so with pages of one its pass takes several steps.
-  await store.jobCreateMany({ nodeId: "n", jobs: cronsIn(5, 3), now: Date.now() });
+  const now = Date.now();
+  await store.jobCreateMany({ nodeId: "n", jobs: recurringJobs(3, { createdAt: now, dueAt: now + 3_600_000, shard: 5 }), now });
   const node = () => new DueIndexReconciler({ keys, store, clock: systemClock, events: new EngineEvents(), shards: () => ALL_SHARDS, pageSize: 1 });
 
   const first = node();

@@ -14,7 +14,7 @@ import { after, type TestContext, test } from "node:test";
 import type { BatchCreateItem } from "@duetime/sdk/contract";
 import { newId, shardOf } from "../core/ids.js";
 import { openStore } from "../store/factory.js";
-import type { NewJob } from "../store/store.js";
+import { recurringJobs } from "../store/test-support.js";
 import { openEngine, type Engine } from "./engine.js";
 import { EngineEvents } from "./events.js";
 import { RedisDueIndex } from "./redis-due-index.js";
@@ -129,30 +129,9 @@ redisTest("two schedulers claiming one shard at once take disjoint sets, togethe
   const prefix = testPrefix("race");
   const store = await openStore(`sqlite:${join(dir, `race${n++}.db`)}`);
   const now = Date.now();
-  const jobs: NewJob[] = [];
-  let shard: number | undefined;
-  while (jobs.length < 2000) {
-    const jobId = newId(now);
-    shard ??= shardOf(jobId);
-    if (shardOf(jobId) !== shard) continue;
-    const job = {
-      tenantId: "default",
-      jobId,
-      shard,
-      kind: "cron" as const,
-      name: "race",
-      state: "SCHEDULED" as const,
-      target: { type: "queue" as const, pool: "p" },
-      payload: null,
-      schedule: { cron: "0 * * * *", tz: "UTC", jitterSeconds: 0, misfire: "run_once" as const, overlap: "allow" as const },
-      retry: { maxAttempts: 3, backoffSeconds: 10, maxBackoffSeconds: 3600 },
-      timeoutSeconds: 60,
-      priority: 0,
-      createdAt: now,
-    };
-    jobs.push({ job, due: { scheduledFor: now - 1000, dueAt: now - 1000 } });
-  }
-  const shards = [shard!];
+  const shard = shardOf(newId(now));
+  const jobs = recurringJobs(2000, { createdAt: now, dueAt: now - 1000, shard });
+  const shards = [shard];
   const indexes = [0, 1].map(() => new RedisDueIndex({ keys: RedisDueKeys.connect({ url: REDIS_URL, prefix }), store, events: new EngineEvents() }));
   try {
     await store.jobCreateMany({ jobs, nodeId: "n", now });
