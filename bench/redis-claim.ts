@@ -16,7 +16,8 @@
 
 import { parseArgs } from "node:util";
 import { newId, SHARD_COUNT, shardOf } from "../src/core/ids.js";
-import { type DueKeyEntry, RedisDueKeys } from "../src/store/redis/due-keys.js";
+import { RedisDueKeys } from "../src/store/redis/due-keys.js";
+import type { DueRef } from "../src/store/store.js";
 import { pct } from "./measure.js";
 import { redisPrefix } from "./services.js";
 
@@ -58,7 +59,7 @@ try {
   const now = Date.now();
   const t0 = performance.now();
   for (let i = 0; i < MEMBERS; i += LOAD_BATCH) {
-    const batch: DueKeyEntry[] = [];
+    const batch: DueRef[] = [];
     for (let k = i; k < Math.min(MEMBERS, i + LOAD_BATCH); k++) {
       const jobId = newId(now - 3_600_000 + k);
       batch.push({ jobId, shard: shardOf(jobId), dueAt: now - 3_600_000 + ((k * 7919) % 3_600_000) });

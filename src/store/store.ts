@@ -85,7 +85,7 @@ export interface DueEntry {
   kind: JobKind;
 }
 
-/** Where a job's next occurrence is due: what an external due index holds of it (engine/redis-due-index.ts). */
+/** Where a job's next occurrence is due: what an external due index holds of it (engine/redis-due-index.ts, store/redis/). */
 export interface DueRef {
   jobId: string;
   shard: number;

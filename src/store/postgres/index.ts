@@ -11,8 +11,8 @@ import { onStoreError } from "../faults.js";
 import type {
   ApiKeyRecord,
   ClusterSignal,
-  DueRef,
   CompleteInput,
+  DueRef,
   FailInput,
   JobRecord,
   LeaseParams,

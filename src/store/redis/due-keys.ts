@@ -9,6 +9,7 @@
 
 import { readFileSync } from "node:fs";
 import { Cluster, Redis } from "ioredis";
+import type { DueRef } from "../store.js";
 
 export interface RedisDueKeysOptions {
   url: string;
@@ -18,12 +19,6 @@ export interface RedisDueKeysOptions {
   cluster?: boolean;
   /** A call rejects when Redis has not answered it within this (ms; default 10 s). */
   timeoutMs?: number;
-}
-
-export interface DueKeyEntry {
-  jobId: string;
-  shard: number;
-  dueAt: number;
 }
 
 /** Shards are 0..255 (core/shards). */
@@ -93,7 +88,7 @@ function batches<T extends { shard: number }>(entries: readonly T[]): [number, T
 }
 
 /** ZADD arguments: score, member, score, member, ... */
-const scoreMembers = (entries: readonly DueKeyEntry[]): string[] => entries.flatMap((e) => [score(e.dueAt), e.jobId]);
+const scoreMembers = (entries: readonly DueRef[]): string[] => entries.flatMap((e) => [score(e.dueAt), e.jobId]);
 
 const sum = (ns: readonly number[]): number => ns.reduce((a, b) => a + b, 0);
 
@@ -138,12 +133,12 @@ export class RedisDueKeys {
   }
 
   /** Plain ZADD: the writer just committed these due times to the store. */
-  async add(entries: readonly DueKeyEntry[]): Promise<void> {
+  async add(entries: readonly DueRef[]): Promise<void> {
     await this.bounded(Promise.all(batches(entries).map(([shard, es]) => this.client.zadd(this.scheduled(shard), ...scoreMembers(es)))));
   }
 
   /** ZADD NX: keeps a score scheduled holds already. */
-  async addIfAbsent(entries: readonly DueKeyEntry[]): Promise<void> {
+  async addIfAbsent(entries: readonly DueRef[]): Promise<void> {
     await this.bounded(Promise.all(batches(entries).map(([shard, es]) => this.client.zadd(this.scheduled(shard), "NX", ...scoreMembers(es)))));
   }
 
@@ -157,7 +152,7 @@ export class RedisDueKeys {
   }
 
   /** Adds each entry missing from scheduled, or lowers a later score, unless claimed (repair.lua); answers how many it repaired. */
-  async repair(entries: readonly DueKeyEntry[]): Promise<number> {
+  async repair(entries: readonly DueRef[]): Promise<number> {
     const calls = batches(entries).map(([shard, es]) =>
       this.client.dueRepair(this.scheduled(shard), this.leased(shard), ...es.flatMap((e) => [e.jobId, score(e.dueAt)])),
     );
