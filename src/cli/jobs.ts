@@ -447,7 +447,16 @@ function printJob(out: Printer, job: Job): void {
 }
 
 function describeTarget(target: Target): string {
-  return target.type === "queue" ? `queue ${target.pool}` : `http ${target.method ?? "POST"} ${target.url}`;
+  switch (target.type) {
+    case "queue":
+      return `queue ${target.pool}`;
+    case "http":
+      return `http ${target.method ?? "POST"} ${target.url}`;
+    case "nats":
+      return `nats ${target.subject}`;
+    case "amqp":
+      return `amqp ${target.exchange || "(default)"} ${target.routingKey}`;
+  }
 }
 
 function describeSchedule(schedule: Job["schedule"]): string {

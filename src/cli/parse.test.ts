@@ -543,6 +543,42 @@ describe("CLI parsing: serve", () => {
     assert.deepEqual(parse(["serve"]), { command: "serve", options: { host: "127.0.0.1", port: 8080, store: "sqlite:./duetime.db" } });
   });
 
+  test("--broker NAME=URL names broker connections, --broker-rate NAME=N their drain rates, from flags or the environment", () => {
+    const cmd = parse([
+      "serve",
+      "--broker",
+      "nats=nats://127.0.0.1:4222",
+      "--broker",
+      "rabbit=amqp://guest:guest@mq:5672/vh",
+      "--broker-rate",
+      "rabbit=250",
+    ]);
+    assert.ok(cmd.command === "serve");
+    assert.deepEqual(cmd.options.brokers, {
+      nats: { url: "nats://127.0.0.1:4222" },
+      rabbit: { url: "amqp://guest:guest@mq:5672/vh", ratePerSecond: 250 },
+    });
+    const env = parse(["serve"], { DUETIME_BROKERS: " nats=tls://n:4222  amqp=amqps://mq ", DUETIME_BROKER_RATES: "nats=0.5" });
+    assert.ok(env.command === "serve");
+    assert.deepEqual(env.options.brokers, { nats: { url: "tls://n:4222", ratePerSecond: 0.5 }, amqp: { url: "amqps://mq" } });
+    const flagWins = parse(["serve", "--broker", "a=nats://x"], { DUETIME_BROKERS: "b=nats://y" });
+    assert.ok(flagWins.command === "serve");
+    assert.deepEqual(Object.keys(flagWins.options.brokers ?? {}), ["a"]);
+    usageError(["serve", "--broker", "nats://127.0.0.1:4222"], /--broker: expected NAME=URL/);
+    usageError(["serve", "--broker", "a b=nats://x"], /--broker: expected NAME=URL/);
+    usageError(["serve", "--broker", "q=redis://x:6379"], /--broker: q: a nats:\/\/, tls:\/\/, amqp:\/\/ or amqps:\/\/ URL, got redis:/);
+    usageError(["serve", "--broker", "q=not a url"], /--broker: q: "not a url" is not a URL/);
+    usageError(["serve", "--broker", "q=amqp://a,amqp://b"], /--broker: q: a list of URLs is for NATS seed servers only/);
+    const seeds = parse(["serve", "--broker", "nats=nats://a:4222,nats://b:4222"]);
+    assert.ok(seeds.command === "serve");
+    assert.deepEqual(seeds.options.brokers, { nats: { url: "nats://a:4222,nats://b:4222" } });
+    usageError(["serve", "--broker", "a=nats://x", "--broker", "a=nats://y"], /given twice/);
+    usageError(["serve", "--broker", "a=nats://x", "--broker-rate", "b=10"], /--broker-rate: expected NAME=N for a broker given with --broker/);
+    usageError(["serve", "--broker", "a=nats://x", "--broker-rate", "a=0"], /--broker-rate: a: expected messages a second/);
+    usageError(["serve", "--broker", "a=nats://x", "--broker-rate", "a=fast"], /--broker-rate: a: expected messages a second/);
+    usageError(["serve"], /DUETIME_BROKERS: expected NAME=URL/, { DUETIME_BROKERS: "nats://x" });
+  });
+
   test("--due-index takes a redis:// URL, with its cluster and prefix settings, from flags or the environment", () => {
     const cmd = parse(["serve", "--due-index", "redis://127.0.0.1:6379", "--due-index-prefix", "prod:", "--due-index-cluster"]);
     assert.ok(cmd.command === "serve");

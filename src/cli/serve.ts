@@ -12,6 +12,8 @@ import type { OriginLimit } from "../engine/origin-limits.js";
 import type { BackpressureOptions } from "../engine/backpressure.js";
 import type { RetentionOptions } from "../engine/retention.js";
 import type { RedisDueIndexSettings } from "../engine/engine.js";
+// Modules that import nothing at run time: checking the flags loads no broker client.
+import { brokerKind, type BrokerSettings } from "../engine/brokers/index.js";
 // A module without imports: checking the flags with it loads no engine.
 import { RETRY_BUDGET_BOUNDS, retryBudgetProblem, type RetryBudgetSettings } from "../engine/retry-budget.js";
 import { METRICS_MAX_TENANTS_BOUNDS } from "../engine/metrics-limits.js";
@@ -42,6 +44,11 @@ ${STORE_HELP}
                                                            store stays the truth (default: the store's own due table)
   --due-index-cluster         DUETIME_DUE_INDEX_CLUSTER    the --due-index URL is a seed node of a Redis Cluster
   --due-index-prefix P        DUETIME_DUE_INDEX_PREFIX     prefix of the index's Redis keys (default duetime:)
+  --broker NAME=URL           DUETIME_BROKERS              a broker for nats and amqp targets, by the name targets use
+                                                           (nats://… or amqp://…; repeat the flag, or separate the
+                                                           variable's entries by spaces); each gets an outbox relay
+  --broker-rate NAME=N        DUETIME_BROKER_RATES         messages a second this node publishes to that broker: how
+                                                           fast a backlog drains (default: as fast as it confirms)
   --node-id ID                DUETIME_NODE_ID              this node's id in a cluster, the same across its restarts:
                                                            letters, digits, . _ : - (at most 128; default HOSTNAME-PORT)
   --signing-secret S[,S2]     DUETIME_SIGNING_SECRET       the default tenant's callback signing secret; a second one
@@ -120,6 +127,8 @@ const SERVE_OPTIONS = {
   "due-index": { type: "string" },
   "due-index-cluster": { type: "boolean" },
   "due-index-prefix": { type: "string" },
+  broker: { type: "string", multiple: true },
+  "broker-rate": { type: "string", multiple: true },
   "history-retention": { type: "string" },
   "idempotency-retention": { type: "string" },
   "audit-retention": { type: "string" },
@@ -137,6 +146,7 @@ const SERVE_OPTIONS = {
   tracing: { type: "boolean" },
 } as const;
 
+const BROKER_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 const NODE_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 
@@ -224,6 +234,8 @@ export function parseServe(args: string[], env: Env): ServeCommand {
       throw new UsageError(`${maxLag.source}: expected a duration from 1s to 1h, got ${JSON.stringify(maxLag.value)}`, usage);
     options.readStoreMaxLagSeconds = seconds;
   }
+  const brokers = parseBrokers(v.broker, v["broker-rate"], env, usage);
+  if (brokers) options.brokers = brokers;
   const dueIndex = parseDueIndex(v["due-index-cluster"] === true, pick, env, usage);
   if (dueIndex) options.dueIndex = dueIndex;
   const retention = parseRetention(pick, usage);
@@ -240,7 +252,6 @@ export function parseServe(args: string[], env: Env): ServeCommand {
   return { command: "serve", options };
 }
 
-/** --no-dashboard (DUETIME_DASHBOARD=off) and --dashboard-path (DUETIME_DASHBOARD_PATH), into options. */
 /** --due-index and its companions; the prefix and cluster flags only apply with it. */
 function parseDueIndex(clusterFlag: boolean, pick: PickOption, env: Env, usage: string): RedisDueIndexSettings | undefined {
   const url = pick("due-index", "DUETIME_DUE_INDEX");
@@ -263,6 +274,47 @@ function parseDueIndex(clusterFlag: boolean, pick: PickOption, env: Env, usage: 
     settings.prefix = prefix.value;
   }
   return settings;
+}
+
+/** Repeated NAME=VALUE flags, else the variable's entries separated by whitespace; each with where it came from. */
+function namedEntries(flags: string[] | undefined, flag: string, env: Env, variable: string): { name: string; value: string; source: string }[] {
+  const given = flags && flags.length > 0 ? flags.map((entry) => ({ entry, source: `--${flag}` })) : [];
+  const fromEnv = given.length === 0 ? (env[variable] ?? "").split(/\s+/).filter((e) => e !== "") : [];
+  return [...given, ...fromEnv.map((entry) => ({ entry, source: variable }))].map(({ entry, source }) => {
+    const eq = entry.indexOf("=");
+    return { name: eq < 0 ? "" : entry.slice(0, eq), value: eq < 0 ? "" : entry.slice(eq + 1), source };
+  });
+}
+
+/** --broker NAME=URL (DUETIME_BROKERS) and --broker-rate NAME=N (DUETIME_BROKER_RATES). */
+function parseBrokers(
+  flags: string[] | undefined,
+  rateFlags: string[] | undefined,
+  env: Env,
+  usage: string,
+): Record<string, BrokerSettings> | undefined {
+  const brokers: Record<string, BrokerSettings> = {};
+  for (const { name, value, source } of namedEntries(flags, "broker", env, "DUETIME_BROKERS")) {
+    if (!BROKER_NAME.test(name))
+      throw new UsageError(
+        `${source}: expected NAME=URL, NAME of letters, digits, _ and - (at most 64), got ${JSON.stringify(`${name}=${value}`)}`,
+        usage,
+      );
+    if (brokers[name]) throw new UsageError(`${source}: broker ${JSON.stringify(name)} is given twice`, usage);
+    const kind = brokerKind(value);
+    if ("problem" in kind) throw new UsageError(`${source}: ${name}: ${kind.problem}`, usage);
+    brokers[name] = { url: value };
+  }
+  for (const { name, value, source } of namedEntries(rateFlags, "broker-rate", env, "DUETIME_BROKER_RATES")) {
+    const broker = brokers[name];
+    if (!broker)
+      throw new UsageError(`${source}: expected NAME=N for a broker given with --broker, got ${JSON.stringify(`${name}=${value}`)}`, usage);
+    const rate = Number(value);
+    if (value.trim() === "" || !(rate > 0 && rate <= 1_000_000))
+      throw new UsageError(`${source}: ${name}: expected messages a second, more than 0 and at most 1000000, got ${JSON.stringify(value)}`, usage);
+    broker.ratePerSecond = rate;
+  }
+  return Object.keys(brokers).length > 0 ? brokers : undefined;
 }
 
 function parseDashboard(noDashboard: boolean, pick: PickOption, env: Env, options: ServerOptions, usage: string): void {

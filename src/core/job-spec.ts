@@ -3,10 +3,12 @@
 // (cron syntax, IANA zone, RFC 3339 times, cross-field rules), and the first
 // occurrence planned. Errors name the field as a dotted path.
 
-import type { CronSchedule, Job, JobSpec, RetryPolicy, Target } from "@duetime/sdk/contract";
+import type { CronSchedule, HttpTarget, Job, JobSpec, RetryPolicy, Target } from "@duetime/sdk/contract";
 import { CronSyntaxError, isValidTimeZone, parseCron } from "./cron/index.js";
 import { invalidArgument } from "./errors.js";
 import { DEFAULT_RETRY } from "./retry.js";
+import { LIMITS } from "./schemas.js";
+import { brokerOf } from "./targets.js";
 import { firstOccurrence, type Occurrence } from "./schedule.js";
 import { msOfSeconds, parseRfc3339, toIso } from "./time.js";
 
@@ -80,7 +82,22 @@ function effectiveCron(spec: CronSchedule, jobId: string, prefix: string): Job["
 }
 
 function effectiveTarget(target: Target, prefix: string): Target {
-  if (target.type === "queue") return { type: "queue", pool: target.pool };
+  switch (target.type) {
+    case "queue":
+      return { type: "queue", pool: target.pool };
+    case "nats":
+      return { type: "nats", subject: target.subject, broker: brokerOf(target), headers: target.headers ?? {} };
+    case "amqp":
+      // AMQP short strings are counted in bytes; the schema counted characters.
+      if (new TextEncoder().encode(target.routingKey).length > LIMITS.amqpNameMaxLength)
+        throw invalidArgument(`${prefix}target.routingKey`, `must be at most ${LIMITS.amqpNameMaxLength} bytes in UTF-8`);
+      return { type: "amqp", exchange: target.exchange, routingKey: target.routingKey, broker: brokerOf(target), headers: target.headers ?? {} };
+    case "http":
+      return effectiveHttpTarget(target, prefix);
+  }
+}
+
+function effectiveHttpTarget(target: HttpTarget, prefix: string): HttpTarget {
   let url: URL;
   try {
     url = new URL(target.url);

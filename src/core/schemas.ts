@@ -66,6 +66,10 @@ export const LIMITS = {
   replayRateMax: 10_000,
   /** Ids a bulk dead-letter replay may list. */
   replayIdsMax: 1000,
+  brokerNameMaxLength: 64,
+  natsSubjectMaxLength: 256,
+  /** AMQP's short strings: 255 bytes (routing keys are checked in bytes in job-spec.ts). */
+  amqpNameMaxLength: 255,
 } as const;
 
 /** Ids are opaque and URL-safe. */
@@ -77,6 +81,14 @@ export const HEADER_NAME_PATTERN = "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$";
 /** No control characters other than horizontal tab (no CR/LF header injection). */
 export const HEADER_VALUE_PATTERN = "^[^\\u0000-\\u0008\\u000A-\\u001F\\u007F]+$";
 export const HTTP_URL_PATTERN = "^[Hh][Tt][Tt][Pp][Ss]?://";
+/** A name given to a broker connection with --broker NAME=URL: the characters of an id. */
+export const BROKER_NAME_PATTERN = ID_PATTERN;
+/** A JetStream subject to publish to: dot-separated tokens, none empty, no whitespace, no wildcards. */
+export const NATS_SUBJECT_PATTERN = "^[^\\s.*>]+(?:\\.[^\\s.*>]+)*$";
+/** RabbitMQ's rule for exchange names; "" is the default exchange. */
+export const AMQP_EXCHANGE_PATTERN = "^[A-Za-z0-9._:-]*$";
+/** No control characters. */
+export const AMQP_ROUTING_KEY_PATTERN = "^[^\\u0000-\\u001F\\u007F]*$";
 
 export const HTTP_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
 
@@ -103,6 +115,18 @@ const anyJson = {} as const;
 const limitQuery = { type: "integer", minimum: 1, maximum: LIMITS.listLimitMax, default: 50 } as const;
 const cursorQuery = { type: "string", minLength: 1, maxLength: LIMITS.cursorMaxLength } as const;
 
+const targetHeaders = {
+  type: "object",
+  maxProperties: LIMITS.headersMaxCount,
+  propertyNames: { type: "string", minLength: 1, maxLength: LIMITS.headerNameMaxLength, pattern: HEADER_NAME_PATTERN },
+  additionalProperties: {
+    type: "string",
+    minLength: 1,
+    maxLength: LIMITS.headerValueMaxLength,
+    pattern: HEADER_VALUE_PATTERN,
+  },
+} as const;
+
 export const httpTargetSchema = {
   type: "object",
   additionalProperties: false,
@@ -111,17 +135,40 @@ export const httpTargetSchema = {
     type: { type: "string", const: "http" },
     url: { type: "string", minLength: 1, maxLength: LIMITS.urlMaxLength, pattern: HTTP_URL_PATTERN, format: "uri" },
     method: { type: "string", enum: HTTP_METHODS, default: "POST" },
-    headers: {
-      type: "object",
-      maxProperties: LIMITS.headersMaxCount,
-      propertyNames: { type: "string", minLength: 1, maxLength: LIMITS.headerNameMaxLength, pattern: HEADER_NAME_PATTERN },
-      additionalProperties: {
-        type: "string",
-        minLength: 1,
-        maxLength: LIMITS.headerValueMaxLength,
-        pattern: HEADER_VALUE_PATTERN,
-      },
-    },
+    headers: targetHeaders,
+  },
+} as const;
+
+const brokerName = {
+  type: "string",
+  minLength: 1,
+  maxLength: LIMITS.brokerNameMaxLength,
+  pattern: BROKER_NAME_PATTERN,
+  description: "The server's broker connection (--broker NAME=URL); default: the target's type.",
+} as const;
+
+export const natsTargetSchema = {
+  type: "object",
+  additionalProperties: false,
+  required: ["type", "subject"],
+  properties: {
+    type: { type: "string", const: "nats" },
+    subject: { type: "string", minLength: 1, maxLength: LIMITS.natsSubjectMaxLength, pattern: NATS_SUBJECT_PATTERN },
+    broker: brokerName,
+    headers: targetHeaders,
+  },
+} as const;
+
+export const amqpTargetSchema = {
+  type: "object",
+  additionalProperties: false,
+  required: ["type", "exchange", "routingKey"],
+  properties: {
+    type: { type: "string", const: "amqp" },
+    exchange: { type: "string", maxLength: LIMITS.amqpNameMaxLength, pattern: AMQP_EXCHANGE_PATTERN, description: '"" is the default exchange.' },
+    routingKey: { type: "string", maxLength: LIMITS.amqpNameMaxLength, pattern: AMQP_ROUTING_KEY_PATTERN },
+    broker: brokerName,
+    headers: targetHeaders,
   },
 } as const;
 
@@ -135,11 +182,13 @@ export const queueTargetSchema = {
   },
 } as const;
 
+export const TARGET_TYPES = ["http", "queue", "nats", "amqp"] as const;
+
 /** OpenAPI-style discriminator: ajv picks the branch by `type`, so errors name the right fields. */
 export const targetSchema = {
   type: "object",
   discriminator: { propertyName: "type" },
-  oneOf: [httpTargetSchema, queueTargetSchema],
+  oneOf: [httpTargetSchema, queueTargetSchema, natsTargetSchema, amqpTargetSchema],
 } as const;
 
 export const dstSchema = {
@@ -692,7 +741,7 @@ export const jobResponse = {
     jobId: { type: "string" },
     name: { type: "string" },
     state: listJobsQuery.properties.state,
-    target: { type: "object", additionalProperties: true, required: ["type"], properties: { type: { type: "string", enum: ["http", "queue"] } } },
+    target: { type: "object", additionalProperties: true, required: ["type"], properties: { type: { type: "string", enum: TARGET_TYPES } } },
     payload: anyJson,
     schedule: { type: "object", additionalProperties: true },
     retry: {

@@ -15,8 +15,11 @@ import addFormatsModule from "ajv-formats";
 import type { BatchCreateItem, BatchCreateResult } from "@duetime/sdk/contract";
 import { DuetimeError, invalidArgument, notFound } from "./errors.js";
 import {
+  AMQP_EXCHANGE_PATTERN,
+  AMQP_ROUTING_KEY_PATTERN,
   HEADER_NAME_PATTERN,
   HEADER_VALUE_PATTERN,
+  NATS_SUBJECT_PATTERN,
   HTTP_URL_PATTERN,
   ID_PATTERN,
   YEAR_PATTERN,
@@ -225,6 +228,9 @@ const PATTERN_MESSAGES: Record<string, string> = {
   [HEADER_VALUE_PATTERN]: "must not contain control characters",
   [HTTP_URL_PATTERN]: "must be an http or https URL",
   [YEAR_PATTERN]: "must be a time in the years 1900 to 9999",
+  [NATS_SUBJECT_PATTERN]: "must be a NATS subject: tokens separated by '.', none empty, without spaces or the wildcards '*' and '>'",
+  [AMQP_EXCHANGE_PATTERN]: "must contain only letters, digits, '.', '_', ':' and '-'",
+  [AMQP_ROUTING_KEY_PATTERN]: "must not contain control characters",
 };
 
 const FORMAT_MESSAGES: Record<string, string> = {

@@ -34,6 +34,13 @@ import { Tracing } from "./tracing.js";
 import { StoreHealth } from "./store-health.js";
 import type { Service } from "./service.js";
 import { newSigningSecret, SigningSecretReader, STORED_SECRET_TENANT } from "./signing-secrets.js";
+import type { Registry } from "prom-client";
+import { BROKER_NAME_PATTERN, LIMITS } from "../core/schemas.js";
+import type { BrokerKind } from "../core/targets.js";
+import type { BrokerConnection, BrokerConnectOptions } from "./brokers/broker.js";
+import { brokerKind, openBroker, type BrokerSettings } from "./brokers/index.js";
+import { brokerMetrics } from "./brokers/metrics.js";
+import { BrokerRelay } from "./brokers/relay.js";
 
 export interface EngineOptions {
   /** "sqlite:./duetime.db", "sqlite::memory:", or "postgres://...". */
@@ -104,6 +111,15 @@ export interface EngineOptions {
   storeWrapper?: (store: Store) => Store;
   /** An external due index (redis-due-index.ts); absent: the store's due table, a window in memory. */
   dueIndex?: RedisDueIndexSettings;
+  /**
+   * Broker connections by name, for nats and amqp targets (engine/brokers/):
+   * each gets an outbox relay on this node. A target names its connection
+   * (default: its type), never a URL, so a tenant cannot point the server at
+   * a host of its choosing.
+   */
+  brokers?: Record<string, BrokerSettings>;
+  /** Tests only: opens the broker connections in place of the drivers (a scripted broker). */
+  openBrokerConnection?: (options: BrokerConnectOptions) => BrokerConnection;
 }
 
 export interface RedisDueIndexSettings {
@@ -144,6 +160,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   const retryBudget = options.retryBudget === false ? null : new RetryBudget(options.retryBudget ?? {});
   if (options.dueIndex && !/^rediss?:\/\//.test(options.dueIndex.url))
     throw new RangeError(`dueIndex.url: a redis:// or rediss:// URL, got ${JSON.stringify(options.dueIndex.url)}`);
+  const brokerKinds = brokerCatalog(options.brokers ?? {});
   const { cacheMs, ...labelCaps } = options.metrics ?? {};
   for (const [field, value] of Object.entries(labelCaps)) {
     const problem = value === undefined ? null : maxLabelsProblem(value);
@@ -237,6 +254,14 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   backpressure.register(registry);
   workload.register(registry, { clock, store });
   if (redis) registerReconcilerGauges(registry, redis.reconciler);
+  const relays = await openRelays(options.brokers ?? {}, {
+    executor,
+    events,
+    clock,
+    nodeId,
+    registry,
+    open: options.openBrokerConnection ?? openBroker,
+  });
   let http: HttpTargetRunner | null = null;
   if (options.httpTargets !== false) {
     const observer = httpTargetMetrics(registry, () => http);
@@ -270,6 +295,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     backpressure,
     events,
     replays,
+    brokers: brokerKinds,
     ...(runner ? { targets: (view) => runner.targets(view) } : {}),
   });
   let state: "open" | "running" | "stopped" = "open";
@@ -290,6 +316,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
       await scheduler.start();
       redis?.reconciler.start();
       http?.start();
+      for (const relay of relays) relay.start();
       retention.start();
       replays.start();
       counts.start();
@@ -310,6 +337,8 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
       await scheduler.stop();
       executor.stop();
       await http?.stop();
+      await Promise.all(relays.map((relay) => relay.stop()));
+      await Promise.all(relays.map((relay) => relay.connection.close()));
       await signals.stop();
       storeHealth.stop();
       await Promise.all([store.close(), replica?.close()]);
@@ -346,6 +375,62 @@ function openRedisDueIndex(
     ...settings.reconcile,
   });
   return { index, reconciler };
+}
+
+/** The configured brokers' kinds by name, checked before anything opens. */
+function brokerCatalog(brokers: Record<string, BrokerSettings>): Map<string, BrokerKind> {
+  const kinds = new Map<string, BrokerKind>();
+  for (const [name, settings] of Object.entries(brokers)) {
+    if (!new RegExp(BROKER_NAME_PATTERN).test(name) || name.length > LIMITS.brokerNameMaxLength)
+      throw new RangeError(`brokers: ${JSON.stringify(name)} is not a broker name (letters, digits, _ and -, at most ${LIMITS.brokerNameMaxLength})`);
+    const found = brokerKind(settings.url);
+    if ("problem" in found) throw new RangeError(`brokers.${name}.url: ${found.problem}`);
+    const rate = settings.ratePerSecond;
+    if (rate !== undefined && !(rate > 0 && Number.isFinite(rate)))
+      throw new RangeError(`brokers.${name}.ratePerSecond: a positive number, got ${rate}`);
+    kinds.set(name, found.kind);
+  }
+  return kinds;
+}
+
+/** A connection and its relay per configured broker; the connections dial in the background (a broker that is down delays nothing). */
+async function openRelays(
+  brokers: Record<string, BrokerSettings>,
+  deps: {
+    executor: Executor;
+    events: EngineEvents;
+    clock: Clock;
+    nodeId: string;
+    registry: Registry;
+    open: (options: BrokerConnectOptions) => BrokerConnection | Promise<BrokerConnection>;
+  },
+): Promise<BrokerRelay[]> {
+  const { registry, open, ...relayDeps } = deps;
+  const connections: BrokerConnection[] = [];
+  for (const [name, { url, confirmTimeoutMs }] of Object.entries(brokers)) {
+    connections.push(
+      await open({
+        name,
+        url,
+        ...(confirmTimeoutMs !== undefined ? { confirmTimeoutMs } : {}),
+        onStatus: ({ error }) => {
+          if (error !== undefined) deps.events.emit("error", { where: `broker ${name}`, error });
+        },
+      }),
+    );
+  }
+  if (connections.length === 0) return [];
+  const observer = brokerMetrics(registry, connections);
+  return connections.map((connection) => {
+    const { ratePerSecond, batchSize } = brokers[connection.name]!;
+    return new BrokerRelay({
+      connection,
+      ...relayDeps,
+      observer,
+      ...(ratePerSecond !== undefined ? { ratePerSecond } : {}),
+      ...(batchSize !== undefined ? { batchSize } : {}),
+    });
+  });
 }
 
 /** Each tenant's configured secrets, newest first; empty secrets and lists dropped (as SigningKeys does). */

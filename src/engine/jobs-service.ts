@@ -19,9 +19,10 @@ import type {
   OccurrencesQuery,
   Page,
   PageQuery,
+  Target,
 } from "@duetime/sdk/contract";
 import type { Clock } from "../core/clock.js";
-import { DuetimeError, notFound } from "../core/errors.js";
+import { DuetimeError, invalidArgument, notFound } from "../core/errors.js";
 import { executionIdFor, isJobId, newId, shardOf } from "../core/ids.js";
 import { canonicalJson, effectiveJob } from "../core/job-spec.js";
 import { RETENTION_DEFAULTS } from "../core/retention.js";
@@ -32,7 +33,8 @@ import { validateBatch } from "../core/validate.js";
 import type { JobCreateOutcome, JobRecord, LoadedDueEntry, NewJob, PendingChange, PendingReplace, Store } from "../store/store.js";
 import { decodeCursor, encodeCursor } from "./cursor.js";
 import { ScheduleLedger } from "./ledger.js";
-import { DEFAULT_LIMIT, invalidState, poolOf, toExecution, toJob } from "./wire.js";
+import { type BrokerKind, brokerRefusal, poolOf } from "../core/targets.js";
+import { DEFAULT_LIMIT, invalidState, toExecution, toJob } from "./wire.js";
 import type { Executor } from "./executor.js";
 import type { Backpressure } from "./backpressure.js";
 import type { TenantQuotas } from "./quotas.js";
@@ -60,7 +62,11 @@ export interface JobsServiceOptions {
   backpressure?: Pick<Backpressure, "checkCreate">;
   /** Warns of spiky schedules (spikes.ts); without it, creates warn of nothing. */
   spikes?: SpikeWatch;
+  /** The broker connections this server publishes through, by name (--broker NAME=URL); broker targets naming another are refused. */
+  brokers?: ReadonlyMap<string, BrokerKind>;
 }
+
+const NO_BROKERS: ReadonlyMap<string, BrokerKind> = new Map();
 
 /** The jobs: create, read, change, and their history (executions, the run ledger, backfill). */
 export class JobsService {
@@ -187,7 +193,7 @@ export class JobsService {
     const created = writes.filter((_, i) => outcomes[i]?.status === "created");
     const due = created.map(({ job }) => ({
       kind: job.job.kind,
-      pool: poolOf(job.job),
+      pool: poolOf(job.job.target),
       priority: job.job.priority,
       dueAt: job.execution?.dueAt ?? job.due?.dueAt ?? null,
     }));
@@ -198,9 +204,16 @@ export class JobsService {
     }
   }
 
+  /** The spec's own target: whether it named its broker decides the field the 400 names. */
+  private checkBroker(target: Target, prefix: string): void {
+    const refusal = brokerRefusal(target, this.o.brokers ?? NO_BROKERS);
+    if (refusal) throw invalidArgument(`${prefix}${refusal.field}`, refusal.message);
+  }
+
   private newJob(ctx: RequestContext, spec: JobSpec, idempotencyKey: string | undefined, now: number, prefix: string): NewJob {
     const jobId = newId(now);
     const { first, ...fields } = effectiveJob(spec, jobId, now, prefix);
+    this.checkBroker(spec.target, prefix);
     return {
       job: {
         tenantId: ctx.tenantId,
@@ -225,7 +238,7 @@ export class JobsService {
   private offer(job: JobRecord, traceParent?: string): void {
     if (job.state !== "SCHEDULED" || job.nextRunAt === null || occurrenceHome(job.kind) === "execution") {
       this.o.scheduler.forget(job);
-      if (job.state === "SCHEDULED" && job.nextDueAt !== null) this.o.executor.ready(job.tenantId, poolOf(job), job.nextDueAt);
+      if (job.state === "SCHEDULED" && job.nextDueAt !== null) this.o.executor.ready(job.tenantId, poolOf(job.target), job.nextDueAt);
       return;
     }
     const entry: LoadedDueEntry = {
@@ -334,7 +347,7 @@ export class JobsService {
         items: [{ scheduledFor: at, readyAt: now }],
       });
       if (row) {
-        this.o.executor.ready(ctx.tenantId, poolOf(job));
+        this.o.executor.ready(ctx.tenantId, poolOf(job.target));
         return toExecution(row, this.clock.now());
       }
     }
@@ -363,6 +376,7 @@ export class JobsService {
       ...(changes.retry ? { retry: { ...job.retry, ...changes.retry } } : {}),
     };
     const { first, ...fields } = effectiveJob(spec, jobId, now);
+    if (patch.target !== undefined) this.checkBroker(patch.target, "");
     const updated = await this.store.jobUpdate({
       tenantId: ctx.tenantId,
       jobId,

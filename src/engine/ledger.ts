@@ -11,7 +11,8 @@ import { parseRfc3339, toIso, toIsoOrNull } from "../core/time.js";
 import type { AttemptRow, JobRecord, Store } from "../store/store.js";
 import type { ReadStore } from "./read-routing.js";
 import type { Executor } from "./executor.js";
-import { invalidState, poolOf, toExecution } from "./wire.js";
+import { poolOf } from "../core/targets.js";
+import { invalidState, toExecution } from "./wire.js";
 
 export class ScheduleLedger {
   constructor(
@@ -43,7 +44,7 @@ export class ScheduleLedger {
       // a bounded rate: one occurrence per BACKFILL_SPACING_MS
       items: times.map((scheduledFor, i) => ({ scheduledFor, readyAt: now + i * BACKFILL_SPACING_MS })),
     });
-    const pool = poolOf(job);
+    const pool = poolOf(job.target);
     const items = times.map((scheduledFor, i) => {
       const row = rows[i];
       if (row) this.executor.ready(tenantId, pool, row.readyAt ?? now);

@@ -71,4 +71,13 @@ export class TokenBucket {
     }
     return { ok: false, at: now + Math.ceil(((1 - this.tokens) * 1000) / this.rate) };
   }
+
+  /** Takes up to max whole tokens; with none there, 0 and when the next one will be. */
+  takeUpTo(max: number, now: number): { granted: number; at: number } {
+    this.tokens = Math.min(this.burst, this.tokens + ((now - this.last) * this.rate) / 1000);
+    this.last = now;
+    const granted = Math.min(max, Math.floor(this.tokens));
+    this.tokens -= granted;
+    return { granted, at: granted > 0 ? now : now + Math.ceil(((1 - this.tokens) * 1000) / this.rate) };
+  }
 }

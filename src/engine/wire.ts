@@ -6,7 +6,6 @@ import { DuetimeError } from "../core/errors.js";
 import { isCron, localTime } from "../core/schedule.js";
 import { toIso, toIsoOrNull } from "../core/time.js";
 import type { AttemptRow, JobRecord } from "../store/store.js";
-import { HTTP_POOL } from "../store/store.js";
 
 /** A page's size when the request names none. */
 export const DEFAULT_LIMIT = 50;
@@ -48,10 +47,6 @@ export function toExecution(r: AttemptRow, now: number): ExecutionItem {
     ...(r.result !== undefined ? { result: r.result } : {}),
     ...(r.throttledMs !== undefined ? { throttledMs: r.throttledMs } : {}),
   };
-}
-
-export function poolOf(job: Pick<JobRecord, "target">): string {
-  return job.target.type === "queue" ? job.target.pool : HTTP_POOL;
 }
 
 export function invalidState(job: JobRecord, action: string): DuetimeError {

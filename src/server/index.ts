@@ -9,6 +9,7 @@ import type { AddressInfo } from "node:net";
 import type { FastifyBaseLogger, FastifyInstance } from "fastify";
 import { pino, type DestinationStream } from "pino";
 import type { Engine, EngineOptions, RedisDueIndexSettings } from "../engine/engine.js";
+import type { BrokerSettings } from "../engine/brokers/index.js";
 import { LOG_REDACT_PATHS, logEngineEvents } from "../engine/event-log.js";
 import type { HttpTargetSettings } from "../engine/http-target.js";
 import type { RetentionOptions } from "../engine/retention.js";
@@ -36,6 +37,8 @@ export interface ServerOptions {
   readStoreMaxLagSeconds?: number;
   /** The Redis due index (engine/redis-due-index.ts); absent: the store's due table. */
   dueIndex?: RedisDueIndexSettings;
+  /** Broker connections by name for nats and amqp targets, each with an outbox relay (engine/brokers/). */
+  brokers?: Record<string, BrokerSettings>;
   /** This node's id in a cluster, the same across restarts; defaults to HOSTNAME-PORT (random when the port is 0). */
   nodeId?: string;
   /** The default tenant's callback signing secret; several (newest first) during a rotation. */
@@ -106,6 +109,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   if (options.readStore !== undefined) engineOptions.readStore = options.readStore;
   if (options.readStoreMaxLagSeconds !== undefined) engineOptions.readStoreMaxLagMs = options.readStoreMaxLagSeconds * 1000;
   if (options.dueIndex !== undefined) engineOptions.dueIndex = options.dueIndex;
+  if (options.brokers !== undefined) engineOptions.brokers = options.brokers;
   const nodeId = options.nodeId ?? (options.port !== 0 ? `${hostname()}-${options.port}` : undefined);
   if (nodeId !== undefined) engineOptions.nodeId = nodeId;
   if (options.port !== 0) engineOptions.address = `${options.host}:${options.port}`;

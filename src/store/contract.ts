@@ -10,6 +10,7 @@
 // sentence of a doc comment there, or of docs/api.md where the port defers to
 // it. Time is never the wall clock: tests pass fixed `now` values around T0.
 
+import { poolOf } from "../core/targets.js";
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 
@@ -211,10 +212,6 @@ async function runningExecution(
   const leased = await leaseOne(store, T0, { pool: poolOf(ready.job.target), tenantId: ready.job.tenantId });
   assert.equal(leased.executionId, ready.executionId);
   return { ...ready, leased };
-}
-
-function poolOf(target: Target): string {
-  return target.type === "queue" ? target.pool : HTTP_POOL;
 }
 
 async function history(store: Store, tenantId: string, jobId: string): Promise<AttemptRow[]> {

@@ -3,7 +3,8 @@
 // PostgreSQL: jsonb, parsed by the client), which each passes in.
 
 import type { ErrorRecord, Role } from "@duetime/sdk/contract";
-import { type ApiKeyRecord, type AttemptRow, type DueRef, HTTP_POOL, type LeasedRow, type LoadedDueEntry, type TenantLimits } from "./store.js";
+import { isInternalPool } from "../core/targets.js";
+import { type ApiKeyRecord, type AttemptRow, type DueRef, type LeasedRow, type LoadedDueEntry, type TenantLimits } from "./store.js";
 
 export type Row = Record<string, unknown>;
 
@@ -65,8 +66,8 @@ export function toLeasedRows(granted: Row[], pool: string, json: JsonColumn): Le
         scheduledFor: r.scheduled_for as number,
         leaseUntil: r.lease_until as number,
         timeoutSeconds: (r.timeout_ms as number) / 1000,
-        // Only the HTTP runner needs the target; queue workers never see it.
-        target: pool === HTTP_POOL ? json(r.target) : { type: "queue", pool },
+        // Only the server's own runners (HTTP, broker relay) need the target; queue workers never see it.
+        target: isInternalPool(pool) ? json(r.target) : { type: "queue", pool },
       },
       r.trace_parent,
     ),

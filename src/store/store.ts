@@ -41,8 +41,7 @@
 import type { ErrorClass, ErrorRecord, Job, JobState, Overlap, RetryPolicy, Role, Target } from "@duetime/sdk/contract";
 import type { WorkloadMinute } from "./workload-minutes.js";
 
-/** Executions of http targets wait in this pool; user pool names cannot contain "$". */
-export const HTTP_POOL = "$http";
+export { HTTP_POOL } from "../core/targets.js";
 
 export type JobKind = "once" | "cron";
 

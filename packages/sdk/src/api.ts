@@ -29,7 +29,26 @@ export interface QueueTarget {
   type: "queue";
   pool: string;
 }
-export type Target = HttpTarget | QueueTarget;
+/** Published to a JetStream subject by the server's outbox relay (docs/brokers/nats.md). */
+export interface NatsTarget {
+  type: "nats";
+  subject: string;
+  /** The server's broker connection (--broker NAME=nats://…); default "nats". */
+  broker?: string;
+  headers?: Record<string, string>;
+}
+/** Published to a RabbitMQ exchange by the server's outbox relay (docs/brokers/rabbitmq.md). */
+export interface AmqpTarget {
+  type: "amqp";
+  /** "" is the default exchange, which routes to the queue named by routingKey. */
+  exchange: string;
+  routingKey: string;
+  /** The server's broker connection (--broker NAME=amqp://…); default "amqp". */
+  broker?: string;
+  headers?: Record<string, string>;
+}
+export type BrokerTarget = NatsTarget | AmqpTarget;
+export type Target = HttpTarget | QueueTarget | BrokerTarget;
 
 export interface DstOptions {
   gap?: "run_at_transition" | "skip";

@@ -9,7 +9,7 @@ import type pg from "pg";
 import type { JobState } from "@duetime/sdk/contract";
 import { NOT_STARTED } from "../../core/states.js";
 import type { JobCreateOutcome, JobRecord, NewJob, NextOccurrence, PendingChange, PendingReplace, StoreParams } from "../store.js";
-import { HTTP_POOL } from "../store.js";
+import { poolOf } from "../../core/targets.js";
 import { cancelInFlight, NOT_STARTED_SQL } from "./changes.js";
 import { KIND_FILTER } from "../rows.js";
 import { type Db, json, one, Rollback, type Row, rows } from "./db.js";
@@ -190,7 +190,6 @@ async function insertJobs(c: pg.PoolClient, created: NewJob[]): Promise<void> {
   }
 }
 
-const poolOf = (target: JobRecord["target"]): string => (target.type === "queue" ? target.pool : HTTP_POOL);
 
 /**
  * Locks the job's due row, if any, before anything else of the job: a

@@ -69,6 +69,7 @@ import type {
   TenantLimits,
 } from "../store.js";
 import { HTTP_POOL } from "../store.js";
+import { poolOf } from "../../core/targets.js";
 import { expiredRows, purgeBatch } from "./retention.js";
 import { onStoreError } from "../faults.js";
 import { rethrowSqliteError } from "./errors.js";
@@ -310,7 +311,7 @@ class SqliteStore implements Store {
         now,
       );
     }
-    const pool = job.target.type === "queue" ? job.target.pool : HTTP_POOL;
+    const pool = poolOf(job.target);
     const target = JSON.stringify(job.target);
     const payload = json(job.payload);
     // Positional parameters: named ones cost about 2 µs a row more to bind.
@@ -487,7 +488,7 @@ class SqliteStore implements Store {
         kind: f.kind,
         name: f.name,
         target: json(f.target),
-        pool: f.target.type === "queue" ? f.target.pool : HTTP_POOL,
+        pool: poolOf(f.target),
         payload: json(f.payload),
         schedule: json(f.schedule),
         retry: json(f.retry),
