@@ -1,0 +1,247 @@
+// The outbox relay of one broker connection. The outbox is the broker
+// pool's executions (core/targets.ts brokerPool): dispatch writes each in the
+// same transaction as any execution, so a due job is either in the outbox or
+// not due yet, never lost between the store and the broker. The relay is a
+// worker like the HTTP-target executor: it leases a batch (every tenant's,
+// by the store's lease, so two nodes never hold the same row), publishes it
+// in lease order, and completes each execution only after the broker
+// confirmed it. Every message carries the execution id as its id, so a
+// crash between the confirm and the completion republishes the same id, and
+// the broker (JetStream's duplicate window) or the consumer drops it.
+//
+// What the broker answers decides what the attempt becomes:
+// - published: completed, the broker's receipt kept as its result;
+// - rejected (no stream, unroutable, nack): failed, under the job's retry
+//   policy, ending in dead letters like any target;
+// - unavailable (the broker did not answer): handed back unspent (released),
+//   and the relay backs off. While the connection is down it leases nothing:
+//   the outbox grows (duetime_ready_depth of the pool) and nothing is dropped.
+// After an outage the backlog drains at ratePerSecond, if one is set.
+
+import type { ErrorRecord } from "@duetime/sdk/contract";
+import type { Clock, TimerHandle } from "../../core/clock.js";
+import { brokerPool } from "../../core/targets.js";
+import { toIso } from "../../core/time.js";
+import type { LeasedRow } from "../../store/store.js";
+import { AckBuffer } from "../ack-buffer.js";
+import type { EngineEvents } from "../events.js";
+import type { Executor } from "../executor.js";
+import { TokenBucket } from "../origin-limits.js";
+import type { BrokerConnection, BrokerDestination, BrokerMessage, PublishOutcome } from "./broker.js";
+
+export interface BrokerRelaySettings {
+  /** Messages a second this node publishes through the connection, how fast a backlog drains (default: as fast as the broker confirms). */
+  ratePerSecond?: number;
+  /** Executions leased and published per round (default 500). */
+  batchSize?: number;
+}
+
+export interface BrokerRelayOptions extends BrokerRelaySettings {
+  connection: BrokerConnection;
+  executor: Executor;
+  events: EngineEvents;
+  clock: Clock;
+  nodeId: string;
+  observer?: BrokerRelayObserver;
+}
+
+/** What the relay tells metrics (broker-metrics.ts). */
+export interface BrokerRelayObserver {
+  /** A batch's outcomes; lagsMs: confirmed − due, of each published message. */
+  published(broker: string, outcomes: readonly PublishOutcome[], lagsMs: readonly number[]): void;
+}
+
+/** Long enough for a batch's confirms (the drivers wait 10 s); the store cuts it to the job's timeoutSeconds + grace. */
+const LEASE_MS = 30_000;
+const GRACE_MS = 5_000;
+const WAIT_MS = 5_000;
+const MIN_BACKOFF_MS = 250;
+const MAX_BACKOFF_MS = 15_000;
+/** Outcomes wait this long for company before their commit (unless the next lease takes them along). */
+const ACK_DELAY_MS = 10;
+
+/** Headers duetime sets on every message; a job's own headers cannot override them. */
+const RESERVED_HEADERS = new Set([
+  "content-type",
+  "idempotency-key",
+  "traceparent",
+  "duetime-execution-id",
+  "duetime-job-id",
+  "duetime-attempt",
+  "duetime-scheduled-for",
+  "nats-msg-id",
+]);
+
+export class BrokerRelay {
+  private readonly o: BrokerRelayOptions;
+  private readonly pool: string;
+  private readonly acks: AckBuffer;
+  private readonly bucket: TokenBucket | null;
+  private readonly batchSize: number;
+  private readonly stopping = new AbortController();
+  /** Resolves at stop(): every wait of the loop races it. */
+  private readonly stopped = new Promise<void>((resolve) => this.stopping.signal.addEventListener("abort", () => resolve(), { once: true }));
+  private state: "idle" | "running" | "stopped" = "idle";
+  private loop: Promise<void> | null = null;
+  private backoffMs = 0;
+  private readonly encoder = new TextEncoder();
+
+  constructor(options: BrokerRelayOptions) {
+    this.o = options;
+    this.pool = brokerPool(options.connection.name);
+    this.batchSize = options.batchSize ?? 500;
+    const rate = options.ratePerSecond;
+    this.bucket = rate === undefined ? null : new TokenBucket(rate, Math.max(1, rate), options.clock.now());
+    const onError = (error: unknown) => options.events.emit("error", { where: "broker-relay", error });
+    this.acks = new AckBuffer(options.executor, options.clock, ACK_DELAY_MS, 500, onError);
+  }
+
+  get connection(): BrokerConnection {
+    return this.o.connection;
+  }
+
+  start(): void {
+    if (this.state !== "idle") return;
+    this.state = "running";
+    this.loop = this.run();
+  }
+
+  /** Stops leasing, lets the batch in hand finish (its confirms wait at most the driver's timeout), writes its outcomes. */
+  async stop(): Promise<void> {
+    if (this.state !== "running") {
+      this.state = "stopped";
+      return;
+    }
+    this.state = "stopped";
+    this.stopping.abort();
+    await this.loop;
+    await this.acks.flush();
+  }
+
+  private async run(): Promise<void> {
+    while (this.state === "running") {
+      try {
+        await this.round();
+      } catch (error) {
+        if (this.state !== "running") break;
+        this.o.events.emit("error", { where: "broker-relay", error });
+        await this.backOff();
+      }
+    }
+  }
+
+  /** One lease and its publish. */
+  private async round(): Promise<void> {
+    const { connection, executor, clock } = this.o;
+    if (!connection.connected()) {
+      await Promise.race([connection.waitConnected(WAIT_MS), this.stopped]);
+      return;
+    }
+    const max = await this.allowance();
+    if (max === 0) return;
+    const acks = this.acks.take();
+    let leased: LeasedRow[];
+    try {
+      ({ leased } = await executor.lease({
+        pool: this.pool,
+        workerId: this.o.nodeId,
+        max,
+        leaseMs: LEASE_MS,
+        graceMs: GRACE_MS,
+        waitMs: WAIT_MS,
+        signal: this.stopping.signal,
+        complete: acks.complete,
+        fail: acks.fail,
+        retryScopes: () => [`broker:${connection.name}`],
+      }));
+    } catch (error) {
+      this.acks.restore(acks);
+      throw error;
+    }
+    if (leased.length === 0) return;
+    // The store's RETURNING order is unspecified: publish in scheduled order, which a subject's consumer then sees.
+    leased.sort((a, b) => a.scheduledFor - b.scheduledFor);
+    const outcomes = await connection.publish(leased.map((row) => this.message(row)));
+    const confirmedAt = clock.now();
+    const lags: number[] = [];
+    const released: LeasedRow[] = [];
+    outcomes.forEach((outcome, i) => {
+      const row = leased[i]!;
+      const ids = { executionId: row.executionId, tenantId: row.tenantId, attempt: row.attempt };
+      if (outcome.status === "published") {
+        lags.push(confirmedAt - row.scheduledFor);
+        this.acks.complete({ ...ids, result: outcome.receipt });
+      } else if (outcome.status === "rejected") {
+        this.acks.fail({ ...ids, error: rejection(outcome.message) });
+      } else {
+        released.push(row);
+      }
+    });
+    this.o.observer?.published(connection.name, outcomes, lags);
+    if (released.length > 0) {
+      await executor.release(
+        released.map((row) => ({
+          executionId: row.executionId,
+          tenantId: row.tenantId,
+          attempt: row.attempt,
+          readyAt: clock.now(),
+          pool: this.pool,
+        })),
+      );
+      await this.backOff();
+    } else {
+      this.backoffMs = 0;
+    }
+  }
+
+  /** How many to lease now: the batch size, held to the drain rate (waiting for its next token when none is left). */
+  private async allowance(): Promise<number> {
+    if (!this.bucket) return this.batchSize;
+    const { granted, at } = this.bucket.takeUpTo(this.batchSize, this.o.clock.now());
+    if (granted === 0) await this.pause(at - this.o.clock.now());
+    return granted;
+  }
+
+  private message(row: LeasedRow): BrokerMessage {
+    const target = row.target;
+    if (target.type !== "nats" && target.type !== "amqp") throw new Error(`execution ${row.executionId}: not a broker target (${target.type})`);
+    const destination: BrokerDestination =
+      target.type === "nats" ? { kind: "nats", subject: target.subject } : { kind: "amqp", exchange: target.exchange, routingKey: target.routingKey };
+    const scheduledFor = toIso(row.scheduledFor);
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(target.headers ?? {})) {
+      if (!RESERVED_HEADERS.has(name.toLowerCase())) headers[name] = value;
+    }
+    headers["content-type"] = "application/json";
+    headers["idempotency-key"] = `${row.jobId}:${scheduledFor}`;
+    headers["duetime-execution-id"] = row.executionId;
+    headers["duetime-job-id"] = row.jobId;
+    headers["duetime-attempt"] = String(row.attempt);
+    headers["duetime-scheduled-for"] = scheduledFor;
+    if (row.traceParent) headers.traceparent = row.traceParent;
+    return {
+      id: row.executionId,
+      destination,
+      headers,
+      body: this.encoder.encode(JSON.stringify(row.payload ?? null)),
+      scheduledFor: row.scheduledFor,
+    };
+  }
+
+  /** The broker did not answer: wait longer each time (up to MAX_BACKOFF_MS) before the next lease. */
+  private async backOff(): Promise<void> {
+    this.backoffMs = Math.min(MAX_BACKOFF_MS, Math.max(MIN_BACKOFF_MS, this.backoffMs * 2));
+    await this.pause(this.backoffMs);
+  }
+
+  private pause(ms: number): Promise<void> {
+    let timer: TimerHandle | null = null;
+    return Promise.race([new Promise<void>((resolve) => (timer = this.o.clock.setTimer(resolve, Math.max(0, ms)))), this.stopped]).finally(() =>
+      (timer as TimerHandle | null)?.cancel(),
+    );
+  }
+}
+
+function rejection(message: string): ErrorRecord {
+  return { message, class: "transient", code: "BROKER_REJECTED" };
+}
