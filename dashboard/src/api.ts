@@ -102,7 +102,11 @@ export interface Job {
   jobId: string;
   name: string;
   state: string;
-  target: { type: "queue"; pool: string } | { type: "http"; url: string; method?: string };
+  target:
+    | { type: "queue"; pool: string }
+    | { type: "http"; url: string; method?: string }
+    | { type: "nats"; subject: string; broker?: string }
+    | { type: "amqp"; exchange: string; routingKey: string; broker?: string };
   payload?: unknown;
   schedule: { runAt?: string; delaySeconds?: number; cron?: string; tz?: string; [field: string]: unknown };
   retry?: { maxAttempts: number; backoffSeconds: number; maxBackoffSeconds: number };

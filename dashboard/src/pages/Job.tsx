@@ -294,7 +294,17 @@ function errorText(error: unknown): string {
   return JSON.stringify(error);
 }
 
-function History({ jobId }: { jobId: string }) {
+/** A broker target's receipt (its execution's result): where the broker stored the message. */
+function receiptText(target: Job["target"]["type"] | undefined, result: unknown): string {
+  if (typeof result !== "object" || result === null) return "";
+  const r = result as Record<string, unknown>;
+  if (target === "nats" && typeof r.stream === "string")
+    return `published: stream ${r.stream} seq ${String(r.seq)}${r.duplicate ? " (duplicate, dropped)" : ""}`;
+  if (target === "amqp" && typeof r.exchange === "string") return `published: exchange ${r.exchange || "(default)"} key ${String(r.routingKey)}`;
+  return "";
+}
+
+function History({ jobId, target }: { jobId: string; target: Job["target"]["type"] | undefined }) {
   const [pages, setPages] = useState(1);
   // The newest `pages` pages, reloaded together so a poll shows new attempts.
   const history = useLoad(
@@ -364,7 +374,14 @@ function History({ jobId }: { jobId: string }) {
                   <Time iso={e.finishedAt} />
                   {e.finishedAt ? <div class="muted small">took {duration(e.startedAt, e.finishedAt)}</div> : null}
                 </td>
-                <td class="mono small">{e.workerId ?? "—"}</td>
+                <td class="mono small">
+                  {e.workerId ?? "—"}
+                  {receiptText(target, e.result) ? (
+                    <div class="muted small" data-testid="receipt">
+                      {receiptText(target, e.result)}
+                    </div>
+                  ) : null}
+                </td>
                 <td class="small error-text">{errorText(e.error)}</td>
               </tr>
             ))}
@@ -468,7 +485,7 @@ export function JobPage({ jobId }: { jobId: string }) {
       ) : null}
       {j ? <SchedulePreview job={j} /> : null}
       {j ? <RunLedger jobId={jobId} /> : null}
-      <History jobId={jobId} />
+      <History jobId={jobId} target={j?.target.type} />
     </>
   );
 }

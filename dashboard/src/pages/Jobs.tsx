@@ -11,7 +11,17 @@ const STATES = ["SCHEDULED", "PAUSED", "CANCELLED", "COMPLETED", "DEAD"];
 const LIMIT = 50;
 
 export function describeTarget(job: Job): string {
-  return job.target.type === "queue" ? `queue ${job.target.pool}` : `${job.target.method ?? "POST"} ${job.target.url}`;
+  const t = job.target;
+  switch (t.type) {
+    case "queue":
+      return `queue ${t.pool}`;
+    case "http":
+      return `${t.method ?? "POST"} ${t.url}`;
+    case "nats":
+      return `nats ${t.subject}${t.broker && t.broker !== "nats" ? ` via ${t.broker}` : ""}`;
+    case "amqp":
+      return `amqp ${t.exchange || "(default exchange)"} → ${t.routingKey}${t.broker && t.broker !== "amqp" ? ` via ${t.broker}` : ""}`;
+  }
 }
 
 export function describeSchedule(job: Job): string {
