@@ -9,7 +9,9 @@
 // its own, N jobs created before the instant, then a consumer in this process
 // records each message's arrival. Reports per run, and the median of runs:
 // messages/s (first → last arrival), drain (due → last arrival), and start
-// lag (arrival − due) p50/p99/max, and duplicate ids. Arrival at a consumer
+// lag (arrival − due) p50/p99/max, and duplicate ids. Beside them, the
+// ceiling: the broker's client alone publishing as many messages with
+// confirms, 500 at a time, from this process. Arrival at a consumer
 // comes just after the broker's confirm, so it bounds "published − due"
 // from above by the consumer's own delivery hop. Writes
 // bench/results/broker-herd.md. Not part of `npm run bench`: peers have no
@@ -19,8 +21,8 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { jetstreamManager } from "@nats-io/jetstream";
-import { connect as natsConnect } from "@nats-io/transport-node";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { connect as natsConnect, headers as natsHeaders } from "@nats-io/transport-node";
 import { DuetimeClient } from "@duetime/sdk";
 import amqp from "amqplib";
 import { serveProcess } from "./serve-process.js";
@@ -102,6 +104,51 @@ async function amqpSink(name: string): Promise<Sink> {
   };
 }
 
+const BATCH = 500;
+const HEADERS = { "duetime-attempt": "1", "duetime-scheduled-for": new Date().toISOString(), "content-type": "application/json" };
+
+/** The ceiling: the client alone publishing JOBS messages with confirms, BATCH at a time, as the relay does; messages/s. */
+async function rawNats(name: string): Promise<number> {
+  const nc = await natsConnect({ servers: new URL(NATS_URL).host });
+  const jsm = await jetstreamManager(nc);
+  await jsm.streams.add({ name, subjects: [`raw.${name}.>`] });
+  const js = jetstream(nc);
+  const started = Date.now();
+  for (let i = 0; i < JOBS; i += BATCH) {
+    const acks = [];
+    for (let k = i; k < Math.min(JOBS, i + BATCH); k++) {
+      const h = natsHeaders();
+      for (const [key, value] of Object.entries(HEADERS)) h.set(key, value);
+      acks.push(js.publish(`raw.${name}.due`, JSON.stringify({ seq: k }), { msgID: `m${k}`, headers: h }));
+    }
+    await Promise.all(acks);
+  }
+  const perSecond = Math.round(JOBS / ((Date.now() - started) / 1000));
+  await jsm.streams.delete(name);
+  await nc.close();
+  return perSecond;
+}
+
+async function rawAmqp(name: string): Promise<number> {
+  const conn = await amqp.connect(AMQP_URL);
+  const ch = await conn.createConfirmChannel();
+  await ch.assertExchange(name, "direct", { durable: false });
+  await ch.assertQueue(name, { durable: false });
+  await ch.bindQueue(name, name, "due");
+  const started = Date.now();
+  for (let i = 0; i < JOBS; i += BATCH) {
+    for (let k = i; k < Math.min(JOBS, i + BATCH); k++) {
+      ch.publish(name, "due", Buffer.from(JSON.stringify({ seq: k })), { messageId: `m${k}`, headers: HEADERS, persistent: true, mandatory: true });
+    }
+    await ch.waitForConfirms();
+  }
+  const perSecond = Math.round(JOBS / ((Date.now() - started) / 1000));
+  await ch.deleteQueue(name);
+  await ch.deleteExchange(name);
+  await conn.close();
+  return perSecond;
+}
+
 function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 }
@@ -122,14 +169,17 @@ async function runOnce(broker: "nats" | "amqp", store: "sqlite" | "postgres", ru
   const dir = mkdtempSync(join(tmpdir(), "duetime-broker-herd-"));
   const db = store === "postgres" ? await freshDatabase(`broker_herd_${broker}`, `${process.pid}_${run}`) : null;
   const sink = broker === "nats" ? await natsSink(name) : await amqpSink(name);
-  const server = await serveProcess([
-    "--store",
-    db ? db.url : `sqlite:${join(dir, "duetime.db")}`,
-    "--broker",
-    `${broker}=${broker === "nats" ? NATS_URL : AMQP_URL}`,
-    "--log-level",
-    "warn",
-  ]);
+  const server = await serveProcess(
+    [
+      "--store",
+      db ? db.url : `sqlite:${join(dir, "duetime.db")}`,
+      "--broker",
+      `${broker}=${broker === "nats" ? NATS_URL : AMQP_URL}`,
+      "--log-level",
+      "warn",
+    ],
+    process.env.BENCH_SERVER_NODE_ARGS?.split(" ").filter((a) => a !== "") ?? [],
+  );
   const client = new DuetimeClient({ url: server.url });
   try {
     const due = Math.ceil((Date.now() + Math.max(5, Math.ceil(JOBS / 2000) + 3) * 1000) / 1000) * 1000;
@@ -184,6 +234,9 @@ async function main(): Promise<void> {
     "| --- | --- | --- | --- | --- | --- | --- |",
   ];
   for (const broker of values.brokers.split(",") as ("nats" | "amqp")[]) {
+    const raw: number[] = [];
+    for (let run = 1; run <= RUNS; run++) raw.push(await (broker === "nats" ? rawNats : rawAmqp)(`bh_raw_${broker}_${process.pid}_${run}`));
+    lines.push(`| ${broker} | the client alone, no duetime (the ceiling) | ${median(raw).toLocaleString("en")} | | | | ${raw.join(" · ")} |`);
     for (const store of values.stores.split(",") as ("sqlite" | "postgres")[]) {
       const results: Result[] = [];
       for (let run = 1; run <= RUNS; run++) {

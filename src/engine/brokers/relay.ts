@@ -57,6 +57,8 @@ const GRACE_MS = 5_000;
 const WAIT_MS = 5_000;
 const MIN_BACKOFF_MS = 250;
 const MAX_BACKOFF_MS = 15_000;
+/** Batches whose confirms may be awaited at once. */
+const MAX_IN_FLIGHT = 2;
 /** Outcomes wait this long for company before their commit (unless the next lease takes them along). */
 const ACK_DELAY_MS = 10;
 
@@ -84,6 +86,10 @@ export class BrokerRelay {
   private state: "idle" | "running" | "stopped" = "idle";
   private loop: Promise<void> | null = null;
   private backoffMs = 0;
+  /** No lease before this (epoch ms): the broker did not answer the last batch. */
+  private resumeAt = 0;
+  /** Batches published and not yet settled. */
+  private readonly inFlight = new Set<Promise<void>>();
   private readonly encoder = new TextEncoder();
 
   constructor(options: BrokerRelayOptions) {
@@ -106,7 +112,7 @@ export class BrokerRelay {
     this.loop = this.run();
   }
 
-  /** Stops leasing, lets the batch in hand finish (its confirms wait at most the driver's timeout), writes its outcomes. */
+  /** Stops leasing, lets the batches in hand finish (their confirms wait at most the driver's timeout), writes their outcomes. */
   async stop(): Promise<void> {
     if (this.state !== "running") {
       this.state = "stopped";
@@ -115,6 +121,7 @@ export class BrokerRelay {
     this.state = "stopped";
     this.stopping.abort();
     await this.loop;
+    await Promise.all(this.inFlight);
     await this.acks.flush();
   }
 
@@ -130,13 +137,19 @@ export class BrokerRelay {
     }
   }
 
-  /** One lease and its publish. */
+  /**
+   * One lease and the start of its publish. The next lease overlaps this
+   * batch's confirms (up to MAX_IN_FLIGHT batches); its publishes still go
+   * out after this batch's on the one connection, so the order holds.
+   */
   private async round(): Promise<void> {
-    const { connection, executor, clock } = this.o;
+    const { connection, executor } = this.o;
     if (!connection.connected()) {
       await Promise.race([connection.waitConnected(WAIT_MS), this.stopped]);
       return;
     }
+    const wait = this.resumeAt - this.o.clock.now();
+    if (wait > 0) return this.pause(wait);
     const max = await this.allowance();
     if (max === 0) return;
     const acks = this.acks.take();
@@ -161,7 +174,17 @@ export class BrokerRelay {
     if (leased.length === 0) return;
     // The store's RETURNING order is unspecified: publish in scheduled order, which a subject's consumer then sees.
     leased.sort((a, b) => a.scheduledFor - b.scheduledFor);
-    const outcomes = await connection.publish(leased.map((row) => this.message(row)));
+    const settled: Promise<void> = this.settle(leased, connection.publish(leased.map((row) => this.message(row))))
+      .catch((error: unknown) => this.o.events.emit("error", { where: "broker-relay", error }))
+      .finally(() => this.inFlight.delete(settled));
+    this.inFlight.add(settled);
+    if (this.inFlight.size >= MAX_IN_FLIGHT) await Promise.race(this.inFlight);
+  }
+
+  /** Turns a batch's outcomes into completions, failures and hand-backs; no answer sets the relay to back off. */
+  private async settle(leased: LeasedRow[], publishing: Promise<PublishOutcome[]>): Promise<void> {
+    const { connection, executor, clock } = this.o;
+    const outcomes = await publishing;
     const confirmedAt = clock.now();
     const lags: number[] = [];
     const released: LeasedRow[] = [];
@@ -188,7 +211,8 @@ export class BrokerRelay {
           pool: this.pool,
         })),
       );
-      await this.backOff();
+      this.backoffMs = nextBackoff(this.backoffMs);
+      this.resumeAt = clock.now() + this.backoffMs;
     } else {
       this.backoffMs = 0;
     }
@@ -228,9 +252,9 @@ export class BrokerRelay {
     };
   }
 
-  /** The broker did not answer: wait longer each time (up to MAX_BACKOFF_MS) before the next lease. */
+  /** After an error of the loop's own: wait longer each time before the next lease. */
   private async backOff(): Promise<void> {
-    this.backoffMs = Math.min(MAX_BACKOFF_MS, Math.max(MIN_BACKOFF_MS, this.backoffMs * 2));
+    this.backoffMs = nextBackoff(this.backoffMs);
     await this.pause(this.backoffMs);
   }
 
@@ -241,6 +265,8 @@ export class BrokerRelay {
     );
   }
 }
+
+const nextBackoff = (ms: number): number => Math.min(MAX_BACKOFF_MS, Math.max(MIN_BACKOFF_MS, ms * 2));
 
 function rejection(message: string): ErrorRecord {
   return { message, class: "transient", code: "BROKER_REJECTED" };
