@@ -1524,6 +1524,10 @@ describe("/openapi.json", () => {
     assert.ok(create?.requestBody, "createJob has a request body");
     assert.ok(create?.parameters?.some((p) => p.in === "header" && p.name.toLowerCase() === "idempotency-key"));
     assert.ok(create?.responses["201"] && create.responses["200"]);
+    // The target schema lists every target type, broker targets with their fields.
+    const text = JSON.stringify(doc);
+    for (const field of ['"enum":["nats"]', '"subject":', '"enum":["amqp"]', '"exchange":', '"routingKey":', '"broker":'])
+      assert.ok(text.includes(field), `the document has ${field}`);
     const list = doc.paths["/v1/jobs"]?.get;
     assert.deepEqual(
       list?.parameters
