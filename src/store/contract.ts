@@ -3436,6 +3436,27 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
           ["lost"],
         );
       });
+      storeTest(
+        "a released execution stays in its job's history, READY at the attempt it was handed back from, until its next grant",
+        async (store) => {
+          const epochs = await acquireAll(store, "n1");
+          const { nj, executionId } = await readyExecution(store, epochs);
+          await leaseOne(store, T0);
+          await store.executionRelease({ items: [{ executionId, tenantId: "t1", attempt: 1, readyAt: T0 + MINUTE }], now: T0 + SECOND });
+          const waiting = await history(store, "t1", nj.job.jobId);
+          assert.deepEqual(
+            waiting.map((r) => [r.executionId, r.attempt, r.state, r.readyAt]),
+            [[executionId, 1, "READY", T0 + MINUTE]],
+          );
+          await leaseOne(store, T0 + MINUTE);
+          const running = await history(store, "t1", nj.job.jobId);
+          assert.deepEqual(
+            running.map((r) => [r.attempt, r.state]),
+            [[2, "RUNNING"]],
+            "the handed-back grant left no attempt of its own",
+          );
+        },
+      );
       storeTest("releasing the lease of a job cancelled meanwhile ends the execution CANCELLED; it is never leased again", async (store) => {
         const epochs = await acquireAll(store, "n1");
         const { nj } = await readyExecution(store, epochs);

@@ -130,6 +130,8 @@ test("no answer hands the message back unspent; while the broker is down nothing
   await new Promise((r) => setTimeout(r, 1_500));
   assert.equal(broker.messages.length, tried, "nothing published while the broker is down");
   assert.deepEqual(await engine.service.poolStats(ctx, "$broker:nats"), { pending: 0, queued: 1, running: 0 }, "waiting in the outbox");
+  const [waiting] = await executions(engine, job.jobId);
+  assert.equal(waiting?.state, "QUEUED", "its history shows it waiting");
   broker.up = true;
   await waitFor(async () => (await executions(engine, job.jobId))[0]?.state === "SUCCEEDED", "published after the broker came back", 20_000);
   assert.match(await engine.metricsText(), /duetime_broker_messages_total\{broker="nats",outcome="unavailable"\} [1-9]/);

@@ -11,6 +11,10 @@ import { jsonb, toAttemptRow } from "../rows.js";
 import { type Db, executionKey, json, one, type Row, rows } from "./db.js";
 
 /** A history row; jsonb columns arrive parsed. */
+/** An execution waiting for a grant whose last one left no attempt (handed back unused): history shows it as it waits. */
+const WAITING_UNRECORDED = `e.state IN ('READY', 'PENDING', 'PAUSED') AND NOT EXISTS
+  (SELECT 1 FROM attempts a WHERE a.job_id = e.job_id AND a.scheduled_for = e.scheduled_for AND a.attempt = e.attempt)`;
+
 const historyRow = (r: Row): AttemptRow => toAttemptRow(r, jsonb);
 
 /** Executions as they wait for their next attempt (trigger, backfill, replay), by id. */
@@ -46,9 +50,9 @@ export async function history(
               e.started_at, e.finished_at, NULL, e.worker_id, e.result, e.throttled_ms
        FROM executions e WHERE e.job_id = $1 AND e.tenant_id = $2 AND e.state IN ('RUNNING', 'SUCCEEDED')
        UNION ALL
-       SELECT e.id, e.job_id, e.scheduled_for, 0, e.state, e.ready_at, e.dispatched_at, e.dispatched_by,
+       SELECT e.id, e.job_id, e.scheduled_for, e.attempt, e.state, e.ready_at, e.dispatched_at, e.dispatched_by,
               NULL, e.finished_at, CASE WHEN e.state IN ('SKIPPED', 'CANCELLED') THEN e.last_error END, NULL, NULL, NULL::bigint
-       FROM executions e WHERE e.job_id = $1 AND e.tenant_id = $2 AND e.attempt = 0
+       FROM executions e WHERE e.job_id = $1 AND e.tenant_id = $2 AND (e.attempt = 0 OR (${WAITING_UNRECORDED}))
      ) h ${cursor}
      ORDER BY scheduled_for DESC, attempt DESC LIMIT $3`,
     [p.jobId, p.tenantId, p.limit, ...(p.after ? [p.after.scheduledFor, p.after.attempt] : [])],

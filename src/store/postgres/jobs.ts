@@ -190,7 +190,6 @@ async function insertJobs(c: pg.PoolClient, created: NewJob[]): Promise<void> {
   }
 }
 
-
 /**
  * Locks the job's due row, if any, before anything else of the job: a
  * dispatch consuming it meanwhile commits first (and what it inserted is seen

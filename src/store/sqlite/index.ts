@@ -108,6 +108,9 @@ type Row = Record<string, unknown>;
 /** A job's executions: ids "<jobId>-…" sort between "<jobId>-" and "<jobId>." ("." follows "-"). */
 const OF_JOB = "id > ? AND id < ?";
 const OF_JOB_NAMED = "e.id > @from AND e.id < @to";
+/** An execution waiting for a grant whose last one left no attempt (handed back unused): history shows it as it waits. */
+const WAITING_UNRECORDED =
+  "e.state IN ('READY', 'PENDING', 'PAUSED') AND NOT EXISTS (SELECT 1 FROM attempts a WHERE a.execution_id = e.id AND a.attempt = e.attempt)";
 const jobRange = (jobId: string): [string, string] => [`${jobId}-`, `${jobId}.`];
 
 /**
@@ -1235,9 +1238,9 @@ class SqliteStore implements Store {
                 e.started_at, e.finished_at, NULL, e.worker_id, e.result, e.throttled_ms
          FROM executions e WHERE ${OF_JOB_NAMED} AND e.tenant_id = @tenant AND e.state IN ('RUNNING', 'SUCCEEDED')
          UNION ALL
-         SELECT e.id, e.job_id, e.scheduled_for, 0, e.state, e.ready_at, e.dispatched_at, e.dispatched_by,
+         SELECT e.id, e.job_id, e.scheduled_for, e.attempt, e.state, e.ready_at, e.dispatched_at, e.dispatched_by,
                 NULL, e.finished_at, CASE WHEN e.state IN ('SKIPPED', 'CANCELLED') THEN e.last_error END, NULL, NULL, NULL
-         FROM executions e WHERE ${OF_JOB_NAMED} AND e.tenant_id = @tenant AND e.attempt = 0
+         FROM executions e WHERE ${OF_JOB_NAMED} AND e.tenant_id = @tenant AND (e.attempt = 0 OR (${WAITING_UNRECORDED}))
        ) WHERE 1 = 1 ${cursor}
        ORDER BY scheduled_for DESC, attempt DESC LIMIT @limit`,
     ).all({
