@@ -130,10 +130,7 @@ class AmqpBroker implements BrokerConnection {
   private send(lane: Lane, m: BrokerMessage): { outcome: Promise<PublishOutcome>; wrote: boolean } {
     if (m.destination.kind !== "amqp")
       return { outcome: Promise.resolve(rejected(`the AMQP broker "${this.name}" cannot publish to a NATS destination`)), wrote: true };
-    // Messages after the one that killed the channel (a missing exchange)
-    // were never sent, or were sent and dropped by the broker with the
-    // channel: unavailable, so the relay resends them without spending an
-    // attempt, on the next channel.
+    // The channel died earlier in this batch (see confirmed): not sent.
     if (lane.dead) return { outcome: Promise.resolve(unavailable(`the RabbitMQ channel closed before this message was sent`)), wrote: true };
     const { exchange, routingKey } = m.destination;
     let wrote = true;
@@ -179,9 +176,13 @@ class AmqpBroker implements BrokerConnection {
     }
     // amqplib's two errors here: "message nacked", and "channel closed" for each one in flight when it closed.
     if (messageOf(error) === "message nacked") return rejected(`RabbitMQ refused (nacked) the message for ${exchangeName(p.exchange)}`);
-    // The broker handles a channel's publishes in order and drops the rest
-    // once it closes the channel: the first one in flight naming the refused
-    // exchange caused it. The others may or may not have been routed.
+    // The broker handles a channel's publishes in order and, once it closes
+    // the channel, drops what follows: the first one in flight naming the
+    // refused exchange caused the close, and is rejected. The others answer
+    // unavailable: those before it may have been routed (their confirm was on
+    // its way); those after it were dropped, and could be resent on a new
+    // channel at once, but as unavailable the relay resends them without
+    // spending an attempt, which keeps this simple.
     if (lane.refused?.exchange === p.exchange) {
       const { message } = lane.refused;
       lane.refused = undefined;
@@ -251,12 +252,12 @@ class AmqpBroker implements BrokerConnection {
       this.again();
       return;
     }
-    if (this.closing) {
-      await model.close().catch(() => {});
-      return;
-    }
     // Without an 'error' listener an emitted error would crash the process; the 'close' after it reconnects.
     model.on("error", (error: unknown) => this.tell({ connected: this.up, error }));
+    if (this.closing) {
+      await this.end(model);
+      return;
+    }
     model.on("close", () => this.lost(model));
     // RabbitMQ stops reading from publishers under a memory or disk alarm: no confirm would come.
     model.on("blocked", (reason: string) => this.setUp(false, new Error(`RabbitMQ blocked publishing: ${reason}`)));
@@ -302,7 +303,23 @@ class AmqpBroker implements BrokerConnection {
     this.model = undefined;
     this.setUp(false);
     // Closing the connection closes its channel: a publish in flight answers unavailable.
-    await model?.close().catch(() => {});
+    if (model) await this.end(model);
+  }
+
+  /**
+   * Closes the connection, ended by its 'close' event: amqplib's close()
+   * never settles when the socket dies before the broker's CloseOk. A
+   * broker that does not answer in time gets its socket destroyed.
+   */
+  private async end(model: ChannelModel): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const closed = new Promise<boolean>((resolve) => {
+      model.once("close", () => resolve(true));
+      model.close().catch(() => resolve(true));
+      timer = setTimeout(resolve, this.timeoutMs, false);
+    });
+    if (!(await closed)) (model.connection as unknown as { stream?: { destroy(): void } }).stream?.destroy();
+    clearTimeout(timer);
   }
 }
 

@@ -143,7 +143,7 @@ class NatsBroker implements BrokerConnection {
         return rejected(`no JetStream stream takes subject "${subject}" (create a stream whose subjects include it)`);
       return unavailable(`NATS (${this.name}) had no responder for "${subject}" across a reconnect`);
     }
-    if (error instanceof TimeoutError) return unavailable(`JetStream did not acknowledge within ${this.timeoutMs} ms`);
+    if (has(error, TimeoutError)) return unavailable(`JetStream did not acknowledge within ${this.timeoutMs} ms`);
     const api = has(error, JetStreamApiError) ?? has(error, JetStreamError);
     if (api) return rejected(`JetStream refused the message on "${subject}": ${api.message}`);
     const invalid = has(error, InvalidSubjectError) ?? has(error, InvalidArgumentError);
@@ -159,7 +159,17 @@ class NatsBroker implements BrokerConnection {
   private async attempt(): Promise<void> {
     let nc: NatsConnection;
     try {
-      nc = await connect({ ...natsOptions(this.options.url), name: this.name, maxReconnectAttempts: -1, reconnectTimeWait: 1_000, timeout: 5_000, noAsyncTraces: true });
+      nc = await connect({
+        ...natsOptions(this.options.url),
+        name: this.name,
+        maxReconnectAttempts: -1,
+        reconnectTimeWait: 1_000,
+        timeout: 5_000,
+        // A silent server is noticed within about a minute, not the default four.
+        pingInterval: 30_000,
+        // Else every request captures a stack trace up front, in case it fails: a good part of a large batch's cost.
+        noAsyncTraces: true,
+      });
     } catch (error) {
       if (this.closing) return;
       this.tell({ connected: false, error });
@@ -173,7 +183,7 @@ class NatsBroker implements BrokerConnection {
     }
     this.retryMs = MIN_RETRY_MS;
     this.nc = nc;
-    this.js = jetstream(nc, { timeout: this.timeoutMs });
+    this.js = jetstream(nc);
     void this.watch(nc);
     this.setUp(true);
   }

@@ -127,7 +127,12 @@ export async function natsStream(t: TestContext, label: string, url = NATS_URL):
   await withNats(url, async (nc) => {
     await (await jetstreamManager(nc)).streams.add({ name: stream, subjects: [`${prefix}.>`] });
   });
-  if (url === NATS_URL) t.after(() => withNats(url, async (nc) => void (await (await jetstreamManager(nc)).streams.delete(stream))));
+  if (url === NATS_URL)
+    t.after(() =>
+      withNats(url, async (nc) => {
+        await (await jetstreamManager(nc)).streams.delete(stream);
+      }),
+    );
   return { stream, prefix };
 }
 
@@ -286,10 +291,10 @@ export interface TcpProxy {
   restore(): void;
 }
 
-/** One direction of the proxy: how many more bytes it forwards, and what it holds back. */
+/** One direction of the proxy: how many more bytes it forwards; past that it stops reading (TCP backpressure). */
 interface Flow {
   budget: number;
-  held: { to: Socket; chunk: Buffer }[];
+  held: { from: Socket; to: Socket; chunk: Buffer }[];
 }
 
 function forward(flow: Flow, from: Socket, to: Socket): void {
@@ -297,7 +302,9 @@ function forward(flow: Flow, from: Socket, to: Socket): void {
     const n = Math.min(flow.budget, chunk.length);
     if (n > 0) to.write(chunk.subarray(0, n));
     flow.budget -= n;
-    if (n < chunk.length) flow.held.push({ to, chunk: chunk.subarray(n) });
+    if (n === chunk.length) return;
+    from.pause();
+    flow.held.push({ from, to, chunk: chunk.subarray(n) });
   });
 }
 
@@ -347,7 +354,10 @@ export async function tcpProxy(t: TestContext, targetPort: number): Promise<TcpP
       isCut = false;
       for (const flow of [toBroker, toClient]) {
         flow.budget = Number.POSITIVE_INFINITY;
-        for (const { to, chunk } of flow.held.splice(0)) if (!to.destroyed) to.write(chunk);
+        for (const { from, to, chunk } of flow.held.splice(0)) {
+          if (!to.destroyed) to.write(chunk);
+          from.resume();
+        }
       }
     },
   };
@@ -390,6 +400,17 @@ export const DRIVERS = {
   nats: new URL("./nats.ts", import.meta.url).href,
   amqp: new URL("./amqp.ts", import.meta.url).href,
 };
+
+/** `work`, or a failure after `ms` naming `what`: a hang fails fast instead of at the test's timeout. */
+export async function within<T>(ms: number, work: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms)));
+  try {
+    return await Promise.race([work, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 /** Polls `check` every few ms until it is true, failing after `ms`. */
 export async function until(check: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
