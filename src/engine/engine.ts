@@ -34,13 +34,9 @@ import { Tracing } from "./tracing.js";
 import { StoreHealth } from "./store-health.js";
 import type { Service } from "./service.js";
 import { newSigningSecret, SigningSecretReader, STORED_SECRET_TENANT } from "./signing-secrets.js";
-import type { Registry } from "prom-client";
-import { BROKER_NAME_PATTERN, LIMITS } from "../core/schemas.js";
-import type { BrokerKind } from "../core/targets.js";
 import type { BrokerConnection, BrokerConnectOptions } from "./brokers/broker.js";
-import { brokerKind, openBroker, type BrokerSettings } from "./brokers/index.js";
-import { brokerMetrics } from "./brokers/metrics.js";
-import { BrokerRelay } from "./brokers/relay.js";
+import { openBroker, type BrokerSettings } from "./brokers/index.js";
+import { brokerCatalog, openRelays } from "./brokers/relays.js";
 
 export interface EngineOptions {
   /** "sqlite:./duetime.db", "sqlite::memory:", or "postgres://...". */
@@ -375,62 +371,6 @@ function openRedisDueIndex(
     ...settings.reconcile,
   });
   return { index, reconciler };
-}
-
-/** The configured brokers' kinds by name, checked before anything opens. */
-function brokerCatalog(brokers: Record<string, BrokerSettings>): Map<string, BrokerKind> {
-  const kinds = new Map<string, BrokerKind>();
-  for (const [name, settings] of Object.entries(brokers)) {
-    if (!new RegExp(BROKER_NAME_PATTERN).test(name) || name.length > LIMITS.brokerNameMaxLength)
-      throw new RangeError(`brokers: ${JSON.stringify(name)} is not a broker name (letters, digits, _ and -, at most ${LIMITS.brokerNameMaxLength})`);
-    const found = brokerKind(settings.url);
-    if ("problem" in found) throw new RangeError(`brokers.${name}.url: ${found.problem}`);
-    const rate = settings.ratePerSecond;
-    if (rate !== undefined && !(rate > 0 && Number.isFinite(rate)))
-      throw new RangeError(`brokers.${name}.ratePerSecond: a positive number, got ${rate}`);
-    kinds.set(name, found.kind);
-  }
-  return kinds;
-}
-
-/** A connection and its relay per configured broker; the connections dial in the background (a broker that is down delays nothing). */
-async function openRelays(
-  brokers: Record<string, BrokerSettings>,
-  deps: {
-    executor: Executor;
-    events: EngineEvents;
-    clock: Clock;
-    nodeId: string;
-    registry: Registry;
-    open: (options: BrokerConnectOptions) => BrokerConnection | Promise<BrokerConnection>;
-  },
-): Promise<BrokerRelay[]> {
-  const { registry, open, ...relayDeps } = deps;
-  const connections: BrokerConnection[] = [];
-  for (const [name, { url, confirmTimeoutMs }] of Object.entries(brokers)) {
-    connections.push(
-      await open({
-        name,
-        url,
-        ...(confirmTimeoutMs !== undefined ? { confirmTimeoutMs } : {}),
-        onStatus: ({ error }) => {
-          if (error !== undefined) deps.events.emit("error", { where: `broker ${name}`, error });
-        },
-      }),
-    );
-  }
-  if (connections.length === 0) return [];
-  const observer = brokerMetrics(registry, connections);
-  return connections.map((connection) => {
-    const { ratePerSecond, batchSize } = brokers[connection.name]!;
-    return new BrokerRelay({
-      connection,
-      ...relayDeps,
-      observer,
-      ...(ratePerSecond !== undefined ? { ratePerSecond } : {}),
-      ...(batchSize !== undefined ? { batchSize } : {}),
-    });
-  });
 }
 
 /** Each tenant's configured secrets, newest first; empty secrets and lists dropped (as SigningKeys does). */
