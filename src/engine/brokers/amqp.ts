@@ -12,11 +12,9 @@
 
 import amqp, { type ChannelModel, type ConfirmChannel, type Message } from "amqplib";
 import type { BrokerConnection, BrokerConnectOptions, BrokerMessage, PublishOutcome } from "./broker.js";
+import { Link } from "./link.js";
 
 const CONFIRM_TIMEOUT_MS = 10_000;
-/** Connect retries: doubling from MIN to MAX, from MIN again after a connection that came up. */
-const MIN_RETRY_MS = 250;
-const MAX_RETRY_MS = 15_000;
 /** Proposed when the URL names none: amqplib's default is no heartbeat, so a silent peer would go unnoticed. */
 const HEARTBEAT_S = 30;
 
@@ -71,27 +69,25 @@ class AmqpBroker implements BrokerConnection {
   private model: ChannelModel | undefined;
   private lane: Lane | undefined;
   private opening: Promise<Lane> | undefined;
-  private up = false;
-  private readonly waiters = new Set<() => void>();
-  private retryMs = MIN_RETRY_MS;
-  private retry: NodeJS.Timeout | undefined;
+  private readonly link: Link;
   private dialing: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
 
-  constructor(private readonly options: BrokerConnectOptions) {
+  constructor(options: BrokerConnectOptions) {
     this.name = options.name;
     this.url = withHeartbeat(options.url);
     this.timeoutMs = options.confirmTimeoutMs ?? CONFIRM_TIMEOUT_MS;
+    this.link = new Link(options.onStatus);
     this.dial();
   }
 
   connected(): boolean {
-    return this.up;
+    return this.link.up;
   }
 
   async publish(messages: readonly BrokerMessage[]): Promise<PublishOutcome[]> {
     const model = this.model;
-    if (!this.up || model === undefined) return messages.map(() => unavailable(`not connected to RabbitMQ (${this.name})`));
+    if (!this.link.up || model === undefined) return messages.map(() => unavailable(`not connected to RabbitMQ (${this.name})`));
     let lane: Lane;
     try {
       lane = await this.channel(model);
@@ -109,16 +105,7 @@ class AmqpBroker implements BrokerConnection {
   }
 
   waitConnected(ms: number): Promise<void> {
-    if (this.up || this.closing) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.waiters.delete(done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.waiters.add(done);
-    });
+    return this.link.wait(ms);
   }
 
   close(): Promise<void> {
@@ -204,7 +191,7 @@ class AmqpBroker implements BrokerConnection {
     ch.on("error", (error: unknown) => {
       const exchange = refusedExchange(error);
       if (exchange !== undefined) lane.refused = { exchange, message: `${exchangeName(exchange)} refused the message: ${messageOf(error)}` };
-      this.tell({ connected: this.up, error });
+      this.link.tell({ connected: this.link.up, error });
     });
     // amqplib's own 'close' listener, added first, has called back every message in flight by now.
     ch.on("close", () => this.discard(lane));
@@ -248,12 +235,12 @@ class AmqpBroker implements BrokerConnection {
       model = await amqp.connect(this.url, { timeout: 10_000, clientProperties: { connection_name: this.name } });
     } catch (error) {
       if (this.closing) return;
-      this.tell({ connected: false, error });
-      this.again();
+      this.link.tell({ connected: false, error });
+      this.link.redial(() => this.dial());
       return;
     }
     // Without an 'error' listener an emitted error would crash the process; the 'close' after it reconnects.
-    model.on("error", (error: unknown) => this.tell({ connected: this.up, error }));
+    model.on("error", (error: unknown) => this.link.tell({ connected: this.link.up, error }));
     if (this.closing) {
       await this.end(model);
       return;
@@ -263,7 +250,6 @@ class AmqpBroker implements BrokerConnection {
     model.on("blocked", (reason: string) => this.setUp(false, new Error(`RabbitMQ blocked publishing: ${reason}`)));
     model.on("unblocked", () => this.setUp(this.model === model));
     this.model = model;
-    this.retryMs = MIN_RETRY_MS;
     this.setUp(true);
   }
 
@@ -272,32 +258,15 @@ class AmqpBroker implements BrokerConnection {
     this.model = undefined;
     this.lane = undefined;
     this.setUp(false);
-    if (!this.closing) this.again();
-  }
-
-  private again(): void {
-    this.retry = setTimeout(() => this.dial(), this.retryMs);
-    this.retryMs = Math.min(this.retryMs * 2, MAX_RETRY_MS);
+    if (!this.closing) this.link.redial(() => this.dial());
   }
 
   private setUp(up: boolean, error?: unknown): void {
-    if (up === this.up) return;
-    this.up = up;
-    this.tell(error === undefined ? { connected: up } : { connected: up, error });
-    if (up) for (const done of [...this.waiters]) done();
-  }
-
-  private tell(event: { connected: boolean; error?: unknown }): void {
-    try {
-      this.options.onStatus?.(event);
-    } catch {
-      // A throwing listener must not break the connection's bookkeeping.
-    }
+    this.link.set(up, error);
   }
 
   private async shutdown(): Promise<void> {
-    clearTimeout(this.retry);
-    for (const done of [...this.waiters]) done();
+    this.link.close();
     await this.dialing;
     const model = this.model;
     this.model = undefined;

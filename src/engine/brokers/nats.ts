@@ -20,11 +20,9 @@ import {
   TimeoutError,
 } from "@nats-io/transport-node";
 import type { BrokerConnection, BrokerConnectOptions, BrokerMessage, PublishOutcome } from "./broker.js";
+import { Link } from "./link.js";
 
 const CONFIRM_TIMEOUT_MS = 10_000;
-/** First-connect retries: doubling from MIN to MAX. */
-const MIN_RETRY_MS = 250;
-const MAX_RETRY_MS = 15_000;
 
 /** Resolved when the connection a publish went out on is lost: its pending acks will not come. */
 const LOST = Symbol("lost");
@@ -67,30 +65,28 @@ class NatsBroker implements BrokerConnection {
   private readonly timeoutMs: number;
   private nc: NatsConnection | undefined;
   private js: JetStreamClient | undefined;
-  private up = false;
+  private readonly link: Link;
   /** Bumped on every disconnect: an answer is trusted only from the connection its request went out on. */
   private session = 0;
   /** One per publish call in flight, told when the connection drops. */
   private readonly onLost = new Set<(value: typeof LOST) => void>();
-  private readonly waiters = new Set<() => void>();
-  private retryMs = MIN_RETRY_MS;
-  private retry: NodeJS.Timeout | undefined;
   private dialing: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
 
   constructor(private readonly options: BrokerConnectOptions) {
     this.name = options.name;
     this.timeoutMs = options.confirmTimeoutMs ?? CONFIRM_TIMEOUT_MS;
+    this.link = new Link(options.onStatus);
     this.dial();
   }
 
   connected(): boolean {
-    return this.up;
+    return this.link.up;
   }
 
   async publish(messages: readonly BrokerMessage[]): Promise<PublishOutcome[]> {
     const js = this.js;
-    if (!this.up || js === undefined) return messages.map(() => unavailable(`not connected to NATS (${this.name})`));
+    if (!this.link.up || js === undefined) return messages.map(() => unavailable(`not connected to NATS (${this.name})`));
     let resolveLost!: (value: typeof LOST) => void;
     const lost = new Promise<typeof LOST>((resolve) => (resolveLost = resolve));
     this.onLost.add(resolveLost);
@@ -104,16 +100,7 @@ class NatsBroker implements BrokerConnection {
   }
 
   waitConnected(ms: number): Promise<void> {
-    if (this.up || this.closing) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.waiters.delete(done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.waiters.add(done);
-    });
+    return this.link.wait(ms);
   }
 
   close(): Promise<void> {
@@ -139,7 +126,7 @@ class NatsBroker implements BrokerConnection {
     if (has(error, NoRespondersError)) {
       // The server's 503 is an answer only from a connection that stayed up:
       // one that went down since may have reached a server not yet ready.
-      if (this.up && this.session === session)
+      if (this.link.up && this.session === session)
         return rejected(`no JetStream stream takes subject "${subject}" (create a stream whose subjects include it)`);
       return unavailable(`NATS (${this.name}) had no responder for "${subject}" across a reconnect`);
     }
@@ -172,16 +159,14 @@ class NatsBroker implements BrokerConnection {
       });
     } catch (error) {
       if (this.closing) return;
-      this.tell({ connected: false, error });
-      this.retry = setTimeout(() => this.dial(), this.retryMs);
-      this.retryMs = Math.min(this.retryMs * 2, MAX_RETRY_MS);
+      this.link.tell({ connected: false, error });
+      this.link.redial(() => this.dial());
       return;
     }
     if (this.closing) {
       await nc.close();
       return;
     }
-    this.retryMs = MIN_RETRY_MS;
     this.nc = nc;
     this.js = jetstream(nc);
     void this.watch(nc);
@@ -193,7 +178,7 @@ class NatsBroker implements BrokerConnection {
     for await (const s of nc.status()) {
       if (s.type === "disconnect") this.setUp(false);
       else if (s.type === "reconnect") this.setUp(true);
-      else if (s.type === "error") this.tell({ connected: this.up, error: s.error });
+      else if (s.type === "error") this.link.tell({ connected: this.link.up, error: s.error });
     }
     const error = await nc.closed();
     if (this.nc !== nc) return;
@@ -209,23 +194,11 @@ class NatsBroker implements BrokerConnection {
       for (const resolve of this.onLost) resolve(LOST);
       this.onLost.clear();
     }
-    if (up === this.up) return;
-    this.up = up;
-    this.tell(error === undefined ? { connected: up } : { connected: up, error });
-    if (up) for (const done of [...this.waiters]) done();
-  }
-
-  private tell(event: { connected: boolean; error?: unknown }): void {
-    try {
-      this.options.onStatus?.(event);
-    } catch {
-      // A throwing listener must not break the connection's bookkeeping.
-    }
+    this.link.set(up, error);
   }
 
   private async shutdown(): Promise<void> {
-    clearTimeout(this.retry);
-    for (const done of [...this.waiters]) done();
+    this.link.close();
     await this.dialing;
     const nc = this.nc;
     this.nc = undefined;
