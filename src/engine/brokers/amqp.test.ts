@@ -4,19 +4,21 @@
 // the test controls.
 
 import assert from "node:assert/strict";
-import type { TestContext } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { openAmqp } from "./amqp.js";
-import type { BrokerConnection, BrokerConnectOptions, BrokerMessage, PublishOutcome } from "./broker.js";
+import type { BrokerMessage } from "./broker.js";
 import {
   AMQP_URL,
   amqpQueue,
   amqpTest,
   DRIVERS,
+  driverHarness,
   drainQueue,
   freePort,
   lifeAfterClose,
   portOf,
+  said,
+  statuses,
   queueDepth,
   tcpProxy,
   until,
@@ -39,29 +41,7 @@ function message(id: string, exchange: string, routingKey: string, n = 0): Broke
 const batch = (prefix: string, count: number, exchange: string, routingKey: string): BrokerMessage[] =>
   Array.from({ length: count }, (_, n) => message(`${prefix}-${String(n).padStart(6, "0")}`, exchange, routingKey, n));
 
-/** A driver closed after the test, and the status events it told. */
-function open(t: TestContext, url: string, o: Partial<BrokerConnectOptions> = {}): { broker: BrokerConnection; events: { connected: boolean }[] } {
-  const events: { connected: boolean }[] = [];
-  const broker = openAmqp({ name: "test", url, onStatus: (e) => events.push(e), ...o });
-  t.after(() => broker.close());
-  return { broker, events };
-}
-
-async function connected(t: TestContext, url: string, o: Partial<BrokerConnectOptions> = {}): Promise<BrokerConnection> {
-  const { broker } = open(t, url, o);
-  await broker.waitConnected(5_000);
-  assert.equal(broker.connected(), true, "connected within 5 s");
-  return broker;
-}
-
-/** An outcome's message ("" when published). */
-const said = (o: PublishOutcome | undefined): string => (o === undefined || o.status === "published" ? "" : o.message);
-
-const statuses = (outcomes: PublishOutcome[]): Record<string, number> => {
-  const counts: Record<string, number> = {};
-  for (const o of outcomes) counts[o.status] = (counts[o.status] ?? 0) + 1;
-  return counts;
-};
+const { open, connected } = driverHarness(openAmqp);
 
 const AMQP_PORT = portOf(AMQP_URL, 5672);
 

@@ -4,18 +4,20 @@
 // that stops answering.
 
 import assert from "node:assert/strict";
-import type { TestContext } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { BrokerConnection, BrokerConnectOptions, BrokerMessage, PublishOutcome } from "./broker.js";
+import type { BrokerMessage } from "./broker.js";
 import { openNats } from "./nats.js";
 import {
   DRIVERS,
+  driverHarness,
   freePort,
   lifeAfterClose,
   NATS_URL,
   natsStream,
   natsTest,
   portOf,
+  said,
+  statuses,
   privateNats,
   privateNatsTest,
   readStream,
@@ -40,29 +42,7 @@ function message(id: string, subject: string, n = 0): BrokerMessage {
 const batch = (prefix: string, count: number, subject: string): BrokerMessage[] =>
   Array.from({ length: count }, (_, n) => message(`${prefix}-${String(n).padStart(6, "0")}`, subject, n));
 
-/** A driver closed after the test, and the status events it told. */
-function open(t: TestContext, url: string, o: Partial<BrokerConnectOptions> = {}): { broker: BrokerConnection; events: { connected: boolean }[] } {
-  const events: { connected: boolean }[] = [];
-  const broker = openNats({ name: "test", url, onStatus: (e) => events.push(e), ...o });
-  t.after(() => broker.close());
-  return { broker, events };
-}
-
-async function connected(t: TestContext, url: string, o: Partial<BrokerConnectOptions> = {}): Promise<BrokerConnection> {
-  const { broker } = open(t, url, o);
-  await broker.waitConnected(5_000);
-  assert.equal(broker.connected(), true, "connected within 5 s");
-  return broker;
-}
-
-/** An outcome's message ("" when published). */
-const said = (o: PublishOutcome | undefined): string => (o === undefined || o.status === "published" ? "" : o.message);
-
-const statuses = (outcomes: PublishOutcome[]): Record<string, number> => {
-  const counts: Record<string, number> = {};
-  for (const o of outcomes) counts[o.status] = (counts[o.status] ?? 0) + 1;
-  return counts;
-};
+const { open, connected } = driverHarness(openNats);
 
 natsTest("a batch of 1,000: each acked in order, and a consumer sees each id once, in order, headers and body intact", async (t) => {
   const { stream, prefix } = await natsStream(t, "batch");

@@ -6,6 +6,7 @@
 // What takes a broker away runs on a private nats-server (its own port and
 // store directory) or behind a TCP proxy the test cuts.
 
+import assert from "node:assert/strict";
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer, connect as netConnect, type Socket } from "node:net";
@@ -17,6 +18,7 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect as natsConnect, type NatsConnection } from "@nats-io/transport-node";
 import amqp, { type Channel, type ChannelModel } from "amqplib";
 import { freePort } from "../../store/redis/test-support.js";
+import type { BrokerConnection, BrokerConnectOptions, PublishOutcome } from "./broker.js";
 
 export { freePort };
 
@@ -420,3 +422,36 @@ export async function until(check: () => boolean | Promise<boolean>, ms: number,
     await sleep(5);
   }
 }
+
+// ---------------------------------------------------------------- drivers
+
+/** Opening a driver in a test: closed after it, with the status events it told; `connected` waits until it is up. */
+export function driverHarness(openDriver: (o: BrokerConnectOptions) => BrokerConnection) {
+  const open = (
+    t: TestContext,
+    url: string,
+    o: Partial<BrokerConnectOptions> = {},
+  ): { broker: BrokerConnection; events: { connected: boolean }[] } => {
+    const events: { connected: boolean }[] = [];
+    const broker = openDriver({ name: "test", url, onStatus: (e) => events.push(e), ...o });
+    t.after(() => broker.close());
+    return { broker, events };
+  };
+  const connected = async (t: TestContext, url: string, o: Partial<BrokerConnectOptions> = {}): Promise<BrokerConnection> => {
+    const { broker } = open(t, url, o);
+    await broker.waitConnected(5_000);
+    assert.equal(broker.connected(), true, "connected within 5 s");
+    return broker;
+  };
+  return { open, connected };
+}
+
+/** An outcome's message ("" when published). */
+export const said = (o: PublishOutcome | undefined): string => (o === undefined || o.status === "published" ? "" : o.message);
+
+/** How many outcomes of each status. */
+export const statuses = (outcomes: PublishOutcome[]): Record<string, number> => {
+  const counts: Record<string, number> = {};
+  for (const o of outcomes) counts[o.status] = (counts[o.status] ?? 0) + 1;
+  return counts;
+};
