@@ -34,6 +34,7 @@ import { HTTP_POOL } from "../store/store.js";
 import { Agent } from "undici";
 import { setMaxListeners } from "node:events";
 import { AckBuffer } from "./ack-buffer.js";
+import { DELIVERY_HEADERS, deliveryHeaders } from "./delivery-headers.js";
 import { CircuitBreaker, type BreakerSettings, type BreakerState } from "./circuit-breaker.js";
 import { EgressAllowList, guardedConnector, originOf, urlRefusal } from "./egress.js";
 import type { EngineEvents } from "./events.js";
@@ -684,17 +685,8 @@ export class HttpTargetRunner {
   }
 
   private headers(row: LeasedRow, target: HttpTarget, body: string): Record<string, string> {
-    const scheduledFor = toIso(row.scheduledFor);
     const timestamp = String(Math.floor(this.clock.now() / 1000));
-    const headers: Record<string, string> = {};
-    for (const [name, value] of Object.entries(target.headers ?? {})) {
-      if (!RESERVED_HEADERS.has(name.toLowerCase())) headers[name] = value;
-    }
-    headers["content-type"] = "application/json";
-    headers["idempotency-key"] = `${row.jobId}:${scheduledFor}`;
-    headers["duetime-execution-id"] = row.executionId;
-    headers["duetime-attempt"] = String(row.attempt);
-    headers["duetime-scheduled-for"] = scheduledFor;
+    const headers = deliveryHeaders(row, target.headers, RESERVED_HEADERS);
     headers["duetime-timestamp"] = timestamp;
     const secrets = this.keys.forTenant(row.tenantId);
     if (secrets.length > 0) headers["duetime-signature"] = signatureHeader(secrets, timestamp, body);
@@ -733,15 +725,11 @@ const isWaiting = (slot: Slot): boolean => slot.phase === "waiting";
 
 /** Headers the contract sets; a job's own headers cannot override them. */
 const RESERVED_HEADERS = new Set([
-  "content-type",
+  ...DELIVERY_HEADERS,
   "content-length",
   "transfer-encoding",
   "connection",
   "host",
-  "idempotency-key",
-  "duetime-execution-id",
-  "duetime-attempt",
-  "duetime-scheduled-for",
   "duetime-timestamp",
   "duetime-signature",
 ]);

@@ -21,9 +21,9 @@
 import type { ErrorRecord } from "@duetime/sdk/contract";
 import type { Clock, TimerHandle } from "../../core/clock.js";
 import { brokerPool } from "../../core/targets.js";
-import { toIso } from "../../core/time.js";
 import type { LeasedRow } from "../../store/store.js";
 import { AckBuffer } from "../ack-buffer.js";
+import { DELIVERY_HEADERS, deliveryHeaders } from "../delivery-headers.js";
 import type { EngineEvents } from "../events.js";
 import type { Executor } from "../executor.js";
 import { TokenBucket } from "../origin-limits.js";
@@ -63,16 +63,7 @@ const MAX_IN_FLIGHT = 2;
 const ACK_DELAY_MS = 10;
 
 /** Headers duetime sets on every message; a job's own headers cannot override them. */
-const RESERVED_HEADERS = new Set([
-  "content-type",
-  "idempotency-key",
-  "traceparent",
-  "duetime-execution-id",
-  "duetime-job-id",
-  "duetime-attempt",
-  "duetime-scheduled-for",
-  "nats-msg-id",
-]);
+const RESERVED_HEADERS = new Set([...DELIVERY_HEADERS, "duetime-job-id", "traceparent", "nats-msg-id"]);
 
 export class BrokerRelay {
   private readonly o: BrokerRelayOptions;
@@ -231,17 +222,8 @@ export class BrokerRelay {
     if (target.type !== "nats" && target.type !== "amqp") throw new Error(`execution ${row.executionId}: not a broker target (${target.type})`);
     const destination: BrokerDestination =
       target.type === "nats" ? { kind: "nats", subject: target.subject } : { kind: "amqp", exchange: target.exchange, routingKey: target.routingKey };
-    const scheduledFor = toIso(row.scheduledFor);
-    const headers: Record<string, string> = {};
-    for (const [name, value] of Object.entries(target.headers ?? {})) {
-      if (!RESERVED_HEADERS.has(name.toLowerCase())) headers[name] = value;
-    }
-    headers["content-type"] = "application/json";
-    headers["idempotency-key"] = `${row.jobId}:${scheduledFor}`;
-    headers["duetime-execution-id"] = row.executionId;
+    const headers = deliveryHeaders(row, target.headers, RESERVED_HEADERS);
     headers["duetime-job-id"] = row.jobId;
-    headers["duetime-attempt"] = String(row.attempt);
-    headers["duetime-scheduled-for"] = scheduledFor;
     if (row.traceParent) headers.traceparent = row.traceParent;
     return {
       id: row.executionId,
