@@ -12,8 +12,8 @@ import type { OriginLimit } from "../engine/origin-limits.js";
 import type { BackpressureOptions } from "../engine/backpressure.js";
 import type { RetentionOptions } from "../engine/retention.js";
 import type { RedisDueIndexSettings } from "../engine/engine.js";
-// Modules that import nothing at run time: checking the flags loads no broker client.
-import { brokerKind, type BrokerSettings } from "../engine/brokers/index.js";
+// Loads no broker client: the drivers are imported only when a server opens them.
+import { brokerKind, brokerNameProblem, type BrokerSettings } from "../engine/brokers/index.js";
 // A module without imports: checking the flags with it loads no engine.
 import { RETRY_BUDGET_BOUNDS, retryBudgetProblem, type RetryBudgetSettings } from "../engine/retry-budget.js";
 import { METRICS_MAX_TENANTS_BOUNDS } from "../engine/metrics-limits.js";
@@ -146,7 +146,6 @@ const SERVE_OPTIONS = {
   tracing: { type: "boolean" },
 } as const;
 
-const BROKER_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 const NODE_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 
@@ -295,7 +294,7 @@ function parseBrokers(
 ): Record<string, BrokerSettings> | undefined {
   const brokers: Record<string, BrokerSettings> = {};
   for (const { name, value, source } of namedEntries(flags, "broker", env, "DUETIME_BROKERS")) {
-    if (!BROKER_NAME.test(name))
+    if (brokerNameProblem(name) !== null)
       throw new UsageError(
         `${source}: expected NAME=URL, NAME of letters, digits, _ and - (at most 64), got ${JSON.stringify(`${name}=${value}`)}`,
         usage,
@@ -317,6 +316,7 @@ function parseBrokers(
   return Object.keys(brokers).length > 0 ? brokers : undefined;
 }
 
+/** --no-dashboard (DUETIME_DASHBOARD=off) and --dashboard-path (DUETIME_DASHBOARD_PATH), into options. */
 function parseDashboard(noDashboard: boolean, pick: PickOption, env: Env, options: ServerOptions, usage: string): void {
   const toggle = env.DUETIME_DASHBOARD;
   if (toggle !== undefined && toggle !== "" && toggle !== "on" && toggle !== "off")

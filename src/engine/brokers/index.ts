@@ -3,6 +3,7 @@
 // when a connection of its kind is configured, so a server without brokers
 // never loads the NATS or AMQP client.
 
+import { BROKER_NAME_PATTERN, LIMITS } from "../../core/schemas.js";
 import type { BrokerKind } from "../../core/targets.js";
 import type { BrokerConnection, BrokerConnectOptions } from "./broker.js";
 import type { BrokerRelaySettings } from "./relay.js";
@@ -15,6 +16,12 @@ export interface BrokerSettings extends BrokerRelaySettings {
 }
 
 const SCHEMES: Record<string, BrokerKind> = { "nats:": "nats", "tls:": "nats", "amqp:": "amqp", "amqps:": "amqp" };
+
+/** Why a name cannot name a broker connection, or null. */
+export function brokerNameProblem(name: string): string | null {
+  const ok = new RegExp(BROKER_NAME_PATTERN).test(name) && name.length <= LIMITS.brokerNameMaxLength;
+  return ok ? null : `a broker name is 1 to ${LIMITS.brokerNameMaxLength} letters, digits, _ and -, got ${JSON.stringify(name)}`;
+}
 
 /** The kind of broker a URL names (NATS takes a comma-separated list of seed servers), or why it names none. */
 export function brokerKind(url: string): { kind: BrokerKind } | { problem: string } {

@@ -164,3 +164,14 @@ test("a target naming a broker this server was not given is refused at create, t
     },
   });
 });
+
+test("an engine given a bad broker name, URL or rate refuses to open, naming what is wrong", async () => {
+  const store = `sqlite:${join(dir, `bad${n++}.db`)}`;
+  const cases: [Record<string, { url: string; ratePerSecond?: number }>, RegExp][] = [
+    [{ "a b": { url: "nats://127.0.0.1:4222" } }, /brokers: a broker name is 1 to 64 letters, digits, _ and -, got "a b"/],
+    [{ q: { url: "redis://127.0.0.1:6379" } }, /brokers\.q\.url: a nats:\/\/, tls:\/\/, amqp:\/\/ or amqps:\/\/ URL, got redis:/],
+    [{ q: { url: "amqp://a,amqp://b" } }, /brokers\.q\.url: a list of URLs is for NATS seed servers only/],
+    [{ q: { url: "nats://127.0.0.1:4222", ratePerSecond: 0 } }, /brokers\.q\.ratePerSecond: a positive number, got 0/],
+  ];
+  for (const [brokers, message] of cases) await assert.rejects(openEngine({ store, httpTargets: false, brokers }), message);
+});

@@ -4,12 +4,11 @@
 
 import type { Registry } from "prom-client";
 import type { Clock } from "../../core/clock.js";
-import { BROKER_NAME_PATTERN, LIMITS } from "../../core/schemas.js";
 import type { BrokerKind } from "../../core/targets.js";
 import type { EngineEvents } from "../events.js";
 import type { Executor } from "../executor.js";
 import type { BrokerConnection, BrokerConnectOptions } from "./broker.js";
-import { brokerKind, type BrokerSettings } from "./index.js";
+import { brokerKind, brokerNameProblem, type BrokerSettings } from "./index.js";
 import { brokerMetrics } from "./metrics.js";
 import { BrokerRelay } from "./relay.js";
 
@@ -17,8 +16,8 @@ import { BrokerRelay } from "./relay.js";
 export function brokerCatalog(brokers: Record<string, BrokerSettings>): Map<string, BrokerKind> {
   const kinds = new Map<string, BrokerKind>();
   for (const [name, settings] of Object.entries(brokers)) {
-    if (!new RegExp(BROKER_NAME_PATTERN).test(name) || name.length > LIMITS.brokerNameMaxLength)
-      throw new RangeError(`brokers: ${JSON.stringify(name)} is not a broker name (letters, digits, _ and -, at most ${LIMITS.brokerNameMaxLength})`);
+    const problem = brokerNameProblem(name);
+    if (problem !== null) throw new RangeError(`brokers: ${problem}`);
     const found = brokerKind(settings.url);
     if ("problem" in found) throw new RangeError(`brokers.${name}.url: ${found.problem}`);
     const rate = settings.ratePerSecond;
