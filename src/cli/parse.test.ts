@@ -543,6 +543,18 @@ describe("CLI parsing: serve", () => {
     assert.deepEqual(parse(["serve"]), { command: "serve", options: { host: "127.0.0.1", port: 8080, store: "sqlite:./duetime.db" } });
   });
 
+  test("--grpc-port serves the worker protocol over gRPC too, from the flag or DUETIME_GRPC_PORT", () => {
+    const cmd = parse(["serve", "--grpc-port", "9090"]);
+    assert.ok(cmd.command === "serve");
+    assert.equal(cmd.options.grpcPort, 9090);
+    const env = parse(["serve"], { DUETIME_GRPC_PORT: "0" });
+    assert.ok(env.command === "serve");
+    assert.equal(env.options.grpcPort, 0);
+    assert.equal((parse(["serve"]) as { options: { grpcPort?: number } }).options.grpcPort, undefined);
+    usageError(["serve", "--grpc-port", "65536"], /--grpc-port/);
+    usageError(["serve", "--grpc-port", "x"], /--grpc-port/);
+  });
+
   test("--broker NAME=URL names broker connections, --broker-rate NAME=N their drain rates, from flags or the environment", () => {
     const cmd = parse([
       "serve",

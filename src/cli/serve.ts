@@ -36,6 +36,9 @@ set from the environment variable shown; a flag wins over the environment.
 
   --host HOST                 DUETIME_HOST                 (default 127.0.0.1)
   --port PORT                 DUETIME_PORT                 0..65535, 0 picks a free port (default 8080)
+  --grpc-port PORT            DUETIME_GRPC_PORT            also serve the worker protocol over gRPC on this port
+                                                           (proto/duetime/v1/worker.proto; 0 picks a free port;
+                                                           default off)
 ${STORE_HELP}
   --read-store URL            DUETIME_READ_STORE           a PostgreSQL read replica for list and history reads; the
                                                            store serves them while it lags or fails
@@ -108,6 +111,7 @@ SIGTERM or SIGINT stops accepting work, drains, and exits within 10 seconds.`;
 const SERVE_OPTIONS = {
   host: { type: "string" },
   port: { type: "string" },
+  "grpc-port": { type: "string" },
   ...STORE_OPTIONS,
   "node-id": { type: "string" },
   "signing-secret": { type: "string" },
@@ -171,6 +175,8 @@ export function parseServe(args: string[], env: Env): ServeCommand {
     store: store.url,
   };
   if (Object.keys(store.options).length > 0) options.storeOptions = store.options;
+  const grpcPort = pick("grpc-port", "DUETIME_GRPC_PORT");
+  if (grpcPort) options.grpcPort = integerOption(grpcPort.source.replace(/^--/, ""), grpcPort.value, 0, 65535, usage)!;
   const nodeId = pick("node-id", "DUETIME_NODE_ID");
   if (nodeId) {
     if (!NODE_ID.test(nodeId.value))
@@ -540,6 +546,7 @@ export async function runServe(cmd: ServeCommand, io: Io, deps: ServeDeps = {}):
     return 1;
   }
   io.stdout(`duetime listening on ${server.url}\n`);
+  if (server.grpcAddress) io.stdout(`duetime serving gRPC workers on ${server.grpcAddress}\n`);
 
   const signals = deps.signals ?? process;
   const signal = await new Promise<string>((resolve) => {

@@ -65,6 +65,8 @@ export interface AppOptions {
   apiKeys?: readonly ApiKey[];
   /** Caching of stored keys' lookups (tests shorten it); see auth.ts. */
   keyCache?: KeyRingOptions;
+  /** A key ring shared with another listener (the gRPC server); wins over apiKeys and keyCache. */
+  keyRing?: KeyRing;
   /** Fastify's logger option: false (default), true, or pino options such as { level }. */
   logger?: FastifyServerOptions["logger"];
   /** A pino logger to use instead (startServer's, with nodeId bound and credentials redacted); wins over logger. */
@@ -85,7 +87,7 @@ export interface AppOptions {
 
 export function buildApp(options: AppOptions): FastifyInstance {
   const bodyLimitBytes = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
-  const keyRing = new KeyRing(options.apiKeys ?? [], options.service, options.keyCache ?? {});
+  const keyRing = options.keyRing ?? new KeyRing(options.apiKeys ?? [], options.service, options.keyCache ?? {});
   const inflight = new Set<AbortController>();
   const metrics = new HttpMetrics();
   const ready = options.ready ?? (() => options.service.ready());

@@ -18,6 +18,8 @@ import type { RetryBudgetSettings } from "../engine/retry-budget.js";
 import type { StoreOptions } from "../store/factory.js";
 import { redactStoreUrl } from "../store/names.js";
 import { buildApp, type ApiKey } from "./app.js";
+import { KeyRing } from "./auth.js";
+import type { RunningGrpcServer } from "./grpc.js";
 
 export { buildApp, DEFAULT_BODY_LIMIT_BYTES, HTTP_TIMEOUTS, type AppOptions } from "./app.js";
 export { parseApiKeys, type ApiKey } from "./auth.js";
@@ -52,6 +54,8 @@ export interface ServerOptions {
   apiKeys?: ApiKey[];
   /** Request body limit in bytes (default 1 MiB). */
   bodyLimitBytes?: number;
+  /** Serve the worker protocol over gRPC on this port too (grpc.ts; 0 picks a free one); absent: no gRPC. */
+  grpcPort?: number;
   /** pino level: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent" (default "info"). */
   logLevel?: string;
   /** Where the JSON log lines go (default standard output); tests capture them here. */
@@ -85,6 +89,8 @@ export interface RunningServer {
   readonly url: string;
   readonly engine: Engine;
   readonly app: FastifyInstance;
+  /** host:port of the gRPC listener; null without grpcPort. */
+  readonly grpcAddress: string | null;
   /** Stops accepting requests, drains, stops the engine (used for SIGTERM). Safe to call twice. */
   close(): Promise<void>;
 }
@@ -93,6 +99,9 @@ async function defaultOpenEngine(options: EngineOptions): Promise<Engine> {
   const { openEngine } = await import("../engine/engine.js");
   return openEngine(options);
 }
+
+/** A host as it goes before ":port": an IPv6 address in brackets. */
+const hostForUrl = (host: string): string => (host.includes(":") && !host.startsWith("[") ? `[${host}]` : host);
 
 function urlOf(address: AddressInfo | string | null, host: string): string {
   if (address === null || typeof address === "string") throw new Error("the server is not listening on a TCP port");
@@ -132,12 +141,15 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   // Before start: the shards taken at start are logged too.
   const unsubscribe = logEngineEvents(engine.events, log);
   let app: FastifyInstance | undefined;
+  let grpcServer: RunningGrpcServer | undefined;
+  // One key ring for both listeners: a key created or revoked through either is seen by both.
+  const keyRing = new KeyRing(options.apiKeys ?? [], engine.service);
   try {
     await engine.start();
     app = buildApp({
       service: engine.service,
       ...(options.bodyLimitBytes !== undefined ? { bodyLimitBytes: options.bodyLimitBytes } : {}),
-      ...(options.apiKeys !== undefined ? { apiKeys: options.apiKeys } : {}),
+      keyRing,
       loggerInstance: log as FastifyBaseLogger,
       metricsText: () => engine.metricsText(),
       ready: () => engine.service.ready(),
@@ -146,7 +158,18 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         : {}),
     });
     await app.listen({ host: options.host, port: options.port });
+    if (options.grpcPort !== undefined) {
+      const { startGrpcServer } = await import("./grpc.js");
+      grpcServer = await startGrpcServer({
+        service: engine.service,
+        keyRing,
+        host: options.host,
+        port: options.grpcPort,
+        onInternalError: (error, rpc) => log.error({ err: error, rpc }, "internal error serving a gRPC call"),
+      });
+    }
   } catch (err) {
+    await grpcServer?.close().catch(() => undefined);
     await app?.close().catch(() => undefined);
     await engine.stop();
     unsubscribe();
@@ -154,19 +177,22 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   }
 
   const started = app;
+  const grpc = grpcServer;
   const url = urlOf(started.server.address(), options.host);
-  started.log.info({ url, store: redactStoreUrl(options.store) }, "duetime listening");
+  const grpcAddress = grpc ? `${hostForUrl(options.host)}:${grpc.port}` : null;
+  started.log.info({ url, ...(grpcAddress ? { grpc: grpcAddress } : {}), store: redactStoreUrl(options.store) }, "duetime listening");
 
   let closing: Promise<void> | undefined;
   return {
     url,
     engine,
     app: started,
+    grpcAddress,
     close() {
       closing ??= (async () => {
         started.log.info("duetime closing");
         try {
-          await started.close();
+          await Promise.all([started.close(), grpc?.close()]);
         } finally {
           await engine.stop();
           started.log.info("duetime stopped");

@@ -53,7 +53,7 @@ export function displayPath(url: string): string {
   );
 }
 
-const DEFAULT_REQUEST_DEADLINE_MS = 10_000;
+export const DEFAULT_REQUEST_DEADLINE_MS = 10_000;
 
 export interface RouteRuntime {
   keyRing: KeyRing;
@@ -72,7 +72,7 @@ export interface RouteRuntime {
  * (core/schemas.ts LIMITS, the cron search's horizon); the deadline is for
  * work that waits.
  */
-async function withDeadline<T>(work: () => Promise<T>, ms: number, controller: AbortController): Promise<T> {
+export async function withDeadline<T>(work: () => Promise<T>, ms: number, controller: AbortController): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const expired = new Promise<never>((_resolve, reject) => {
     timer = setTimeout(() => {

@@ -1,0 +1,256 @@
+// The worker protocol over gRPC, from a worker written against
+// proto/duetime/v1/worker.proto alone: its client is built by
+// @grpc/proto-loader from the .proto file, and it imports no duetime code
+// (the test sets the server up and reads history over the HTTP API, as an
+// operator would). Fencing, auth and validation are the HTTP ones; errors
+// carry their duetime code as a google.rpc.ErrorInfo in the status details.
+
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import * as grpc from "@grpc/grpc-js";
+import * as protoLoader from "@grpc/proto-loader";
+import protobuf from "protobufjs";
+import { DuetimeClient } from "@duetime/sdk";
+import { queueJob, startTestServer, type TestServer, waitFor } from "./helpers.js";
+
+const PROTO = fileURLToPath(new URL("../proto/duetime/v1/worker.proto", import.meta.url));
+const definition = protoLoader.loadSync(PROTO, { keepCase: true, longs: Number, enums: String, defaults: true });
+const proto = grpc.loadPackageDefinition(definition) as unknown as {
+  duetime: { v1: { WorkerService: grpc.ServiceClientConstructor } };
+};
+
+type Message = Record<string, unknown>;
+type Call = (request: Message) => Promise<Message>;
+
+/** A WorkerService client whose calls are promises, with the key as its authorization metadata. */
+function worker(address: string, key?: string): Record<string, Call> & { close(): void } {
+  const client = new proto.duetime.v1.WorkerService(address, grpc.credentials.createInsecure());
+  const metadata = new grpc.Metadata();
+  if (key) metadata.set("authorization", `Bearer ${key}`);
+  const call =
+    (name: string): Call =>
+    (request) =>
+      new Promise((resolve, reject) =>
+        (client[name] as grpc.UntypedHandleCall & ((...args: unknown[]) => void))(
+          request,
+          metadata,
+          (error: grpc.ServiceError | null, answer: Message) => (error ? reject(error) : resolve(answer)),
+        ),
+      );
+  const rpcs = Object.fromEntries(["Lease", "Heartbeat", "Complete", "Fail", "CompleteBatch", "FailBatch"].map((n) => [n, call(n)]));
+  return Object.assign(rpcs, { close: () => client.close() }) as Record<string, Call> & { close(): void };
+}
+
+// google.rpc.Status / ErrorInfo, from their .proto definitions in googleapis (not duetime's).
+const rich = protobuf.parse(
+  `
+syntax = "proto3";
+package google.rpc;
+message Any { string type_url = 1; bytes value = 2; }
+message Status { int32 code = 1; string message = 2; repeated Any details = 3; }
+message ErrorInfo { string reason = 1; string domain = 2; map<string, string> metadata = 3; }
+`,
+  { keepCase: true },
+).root;
+
+/** The gRPC status, and the duetime error code and field from the status details. */
+async function refusal(promise: Promise<unknown>): Promise<{ code: grpc.status; reason: string; field: string | undefined; message: string }> {
+  const error = await promise.then(
+    () => assert.fail("expected the call to fail"),
+    (e: grpc.ServiceError) => e,
+  );
+  const bin = error.metadata.get("grpc-status-details-bin")[0] as Buffer;
+  const status = rich.lookupType("google.rpc.Status").decode(bin) as unknown as { code: number; details: { type_url: string; value: Uint8Array }[] };
+  assert.equal(status.code, error.code, "the details' code is the call's");
+  const detail = status.details.find((d) => d.type_url === "type.googleapis.com/google.rpc.ErrorInfo");
+  assert.ok(detail, "an ErrorInfo in the status details");
+  const info = rich.lookupType("google.rpc.ErrorInfo").decode(detail.value) as unknown as {
+    reason: string;
+    domain: string;
+    metadata: Record<string, string>;
+  };
+  assert.equal(info.domain, "duetime.dev");
+  assert.equal(error.metadata.get("duetime-error-code")[0], info.reason);
+  return { code: error.code, reason: info.reason, field: info.metadata.field, message: error.details };
+}
+
+const KEYS = [
+  { key: "admin-a", tenantId: "a", role: "admin" as const },
+  { key: "worker-a", tenantId: "a", role: "worker" as const },
+  { key: "client-a", tenantId: "a", role: "client" as const },
+  { key: "worker-b", tenantId: "b", role: "worker" as const },
+];
+
+describe("the worker protocol over gRPC", () => {
+  let t: TestServer;
+  let address: string;
+  let admin: DuetimeClient;
+  const clients: { close(): void }[] = [];
+  const as = (key?: string) => {
+    const w = worker(address, key);
+    clients.push(w);
+    return w;
+  };
+
+  before(async () => {
+    t = await startTestServer({ grpcPort: 0, apiKeys: KEYS });
+    address = t.server.grpcAddress!;
+    admin = new DuetimeClient({ url: t.url, token: "admin-a", retries: 0 });
+  });
+  after(async () => {
+    for (const c of clients) c.close();
+    await admin.close();
+    await t.close();
+  });
+
+  const history = async (jobId: string) => (await admin.listExecutions(jobId)).items.map((e) => [e.attempt, e.state]);
+
+  test("a worker built from the .proto alone leases, heartbeats, completes and fails; history shows each attempt", async () => {
+    const done = await admin.createJob(queueJob("grpc-a", { payload: { n: 1 } }));
+    const failed = await admin.createJob(queueJob("grpc-a", { payload: { n: 2 } }));
+    const w = as("worker-a");
+    const leased = await w.Lease!({ pool: "grpc-a", worker_id: "w1", max: 10, wait_seconds: 5 });
+    const executions = leased.executions as Message[];
+    assert.equal(executions.length, 2);
+    const byJob = new Map(executions.map((e) => [e.job_id, e]));
+    const first = byJob.get(done.jobId)!;
+    assert.deepEqual(JSON.parse(first.payload_json as string), { n: 1 });
+    assert.equal(first.tenant_id, "a");
+    assert.equal(first.attempt, 1);
+    assert.match(first.lease_until as string, /^\d{4}-\d\d-\d\dT.*Z$/);
+
+    const beat = await w.Heartbeat!({ execution_id: first.execution_id, attempt: 1, lease_seconds: 60 });
+    assert.equal(beat.cancel_requested, false);
+    assert.ok(Date.parse(beat.lease_until as string) > Date.now() + 50_000);
+    assert.deepEqual(await w.Complete!({ execution_id: first.execution_id, attempt: 1, result_json: '{"ok":true}' }), { state: "SUCCEEDED" });
+    assert.deepEqual(
+      await w.Complete!({ execution_id: first.execution_id, attempt: 1, result_json: '{"ok":true}' }),
+      { state: "SUCCEEDED" },
+      "a repeat answers the same",
+    );
+
+    const second = byJob.get(failed.jobId)!;
+    const fail = await w.Fail!({ execution_id: second.execution_id, attempt: 1, error: { message: "bad input", class: "ERROR_CLASS_PERMANENT" } });
+    assert.equal(fail.state, "DEAD");
+    assert.equal(fail.dead, true);
+    assert.deepEqual(await history(done.jobId), [[1, "SUCCEEDED"]]);
+    assert.deepEqual(await history(failed.jobId), [[1, "DEAD"]]);
+    assert.deepEqual((await admin.listExecutions(done.jobId)).items[0]?.result, { ok: true });
+  });
+
+  test("fencing: a stale attempt is refused with LEASE_LOST and changes nothing; an expired lease is leased again as the next attempt", async () => {
+    const job = await admin.createJob(queueJob("grpc-fence", { retry: { maxAttempts: 5, backoffSeconds: 0, maxBackoffSeconds: 0 } }));
+    const w = as("worker-a");
+    const [first] = (await w.Lease!({ pool: "grpc-fence", worker_id: "w1", lease_seconds: 1, wait_seconds: 5 })).executions as Message[];
+    assert.equal(first?.attempt, 1);
+    // The lease ends; the reaper hands the execution on, and the next lease is attempt 2.
+    const second = await waitFor(async () => {
+      const [e] = (await w.Lease!({ pool: "grpc-fence", worker_id: "w2", wait_seconds: 1 })).executions as Message[];
+      return e;
+    }, "re-leased after expiry");
+    assert.equal(second.execution_id, first!.execution_id);
+    assert.equal(second.attempt, 2);
+    for (const stale of [
+      w.Complete!({ execution_id: first!.execution_id, attempt: 1 }),
+      w.Heartbeat!({ execution_id: first!.execution_id, attempt: 1 }),
+      w.Fail!({ execution_id: first!.execution_id, attempt: 1, error: { message: "late" } }),
+    ]) {
+      const r = await refusal(stale);
+      assert.equal(r.code, grpc.status.FAILED_PRECONDITION);
+      assert.equal(r.reason, "LEASE_LOST");
+    }
+    assert.deepEqual(
+      (await admin.listExecutions(job.jobId)).items.map((e) => e.state),
+      ["RUNNING", "TIMED_OUT"],
+      "the stale calls changed nothing",
+    );
+    const [ack] = (
+      await w.CompleteBatch!({
+        items: [
+          { execution_id: second.execution_id, attempt: 2 },
+          { execution_id: first!.execution_id, attempt: 1 },
+        ],
+      })
+    ).items as Message[];
+    assert.equal(ack?.status, 200);
+  });
+
+  test("batches and acks in a lease call: one answer per item, in order, a stale one 409 with its code", async () => {
+    for (let i = 0; i < 3; i++) await admin.createJob(queueJob("grpc-batch"));
+    const w = as("worker-a");
+    const leased = (await w.Lease!({ pool: "grpc-batch", worker_id: "w1", max: 3, wait_seconds: 5 })).executions as Message[];
+    assert.equal(leased.length, 3);
+    const [a, b, c] = leased as [Message, Message, Message];
+    const next = await w.Lease!({
+      pool: "grpc-batch",
+      worker_id: "w1",
+      complete: [{ execution_id: a.execution_id, attempt: 1 }],
+      fail: [{ execution_id: b.execution_id, attempt: 7, error: { message: "x" } }],
+    });
+    assert.deepEqual(
+      (next.acks as Message[]).map((k) => [k.execution_id, k.status, k.state || k.error_code]),
+      [
+        [a.execution_id, 200, "SUCCEEDED"],
+        [b.execution_id, 409, "LEASE_LOST"],
+      ],
+    );
+    const failed = (
+      await w.FailBatch!({ items: [{ execution_id: c.execution_id, attempt: 1, error: { message: "again", class: "ERROR_CLASS_TRANSIENT" } }] })
+    ).items as Message[];
+    assert.equal(failed[0]?.status, 200);
+    assert.equal(failed[0]?.state, "FAILED");
+    assert.ok(Date.parse(failed[0]?.retry_at as string) > 0);
+  });
+
+  test("auth on every method: no key, a client's key, another tenant's execution", async () => {
+    await admin.createJob(queueJob("grpc-auth"));
+    const [leased] = (await as("worker-a").Lease!({ pool: "grpc-auth", worker_id: "w", wait_seconds: 5 })).executions as Message[];
+    const calls: [string, Message][] = [
+      ["Lease", { pool: "grpc-auth", worker_id: "w" }],
+      ["Heartbeat", { execution_id: leased!.execution_id, attempt: 1 }],
+      ["Complete", { execution_id: leased!.execution_id, attempt: 1 }],
+      ["Fail", { execution_id: leased!.execution_id, attempt: 1, error: { message: "m" } }],
+      ["CompleteBatch", { items: [{ execution_id: leased!.execution_id, attempt: 1 }] }],
+      ["FailBatch", { items: [{ execution_id: leased!.execution_id, attempt: 1, error: { message: "m" } }] }],
+    ];
+    for (const [name, request] of calls) {
+      const none = await refusal(as()[name]!(request));
+      assert.deepEqual([none.code, none.reason, none.field], [grpc.status.UNAUTHENTICATED, "UNAUTHENTICATED", "authorization"], name);
+      const bad = await refusal(as("nope")[name]!(request));
+      assert.equal(bad.code, grpc.status.UNAUTHENTICATED, name);
+      const client = await refusal(as("client-a")[name]!(request));
+      assert.deepEqual([client.code, client.reason], [grpc.status.PERMISSION_DENIED, "PERMISSION_DENIED"], name);
+    }
+    // Tenant b cannot see tenant a's execution: not found, as over HTTP.
+    const other = await refusal(as("worker-b").Heartbeat!({ execution_id: leased!.execution_id, attempt: 1 }));
+    assert.deepEqual([other.code, other.reason], [grpc.status.NOT_FOUND, "NOT_FOUND"]);
+    const [otherAck] = (await as("worker-b").CompleteBatch!({ items: [{ execution_id: leased!.execution_id, attempt: 1 }] })).items as Message[];
+    assert.equal(otherAck?.status, 404);
+    assert.deepEqual((await as("worker-a").Complete!({ execution_id: leased!.execution_id, attempt: 1 })).state, "SUCCEEDED", "still held by a");
+  });
+
+  test("bad input is INVALID_ARGUMENT naming the field as the .proto does", async () => {
+    const w = as("worker-a");
+    const cases: [string, Message, string][] = [
+      ["Lease", { pool: "p" }, "worker_id"],
+      ["Lease", { pool: "a/b", worker_id: "w" }, "pool"],
+      ["Lease", { pool: "p", worker_id: "w", max: 5000 }, "max"],
+      ["Lease", { pool: "p", worker_id: "w", wait_seconds: 61 }, "wait_seconds"],
+      ["Lease", { pool: "p", worker_id: "w", lease_seconds: 0 }, "lease_seconds"],
+      ["Lease", { pool: "p", worker_id: "w", complete: [{ execution_id: "e-1", attempt: 1, result_json: "{nope" }] }, "complete.0.result_json"],
+      ["Complete", { execution_id: "e-1", attempt: 0 }, "attempt"],
+      ["Complete", { execution_id: "e-1", attempt: 1, result_json: "not json" }, "result_json"],
+      ["Fail", { execution_id: "e-1", attempt: 1 }, "error"],
+      ["Fail", { execution_id: "e-1", attempt: 1, error: { message: "m".repeat(16_385) } }, "error.message"],
+      ["Fail", { execution_id: "e-1", attempt: 1, error: { message: "m", retry_after_seconds: -1 } }, "error.retry_after_seconds"],
+      ["Heartbeat", { execution_id: "e-1", attempt: 1, lease_seconds: 3601 }, "lease_seconds"],
+      ["CompleteBatch", { items: [] }, "items"],
+    ];
+    for (const [name, request, field] of cases) {
+      const r = await refusal(w[name]!(request));
+      assert.deepEqual([r.code, r.reason, r.field], [grpc.status.INVALID_ARGUMENT, "INVALID_ARGUMENT", field], `${name} ${JSON.stringify(request)}`);
+      assert.ok(r.message.startsWith(`${field}:`), r.message);
+    }
+  });
+});
