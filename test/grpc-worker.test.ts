@@ -15,7 +15,7 @@ import { DuetimeClient } from "@duetime/sdk";
 import { queueJob, startTestServer, type TestServer, waitFor } from "./helpers.js";
 
 const PROTO = fileURLToPath(new URL("../proto/duetime/v1/worker.proto", import.meta.url));
-const definition = protoLoader.loadSync(PROTO, { keepCase: true, longs: Number, enums: String, defaults: true });
+const definition = protoLoader.loadSync(PROTO, { keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true });
 const proto = grpc.loadPackageDefinition(definition) as unknown as {
   duetime: { v1: { WorkerService: grpc.ServiceClientConstructor } };
 };
@@ -252,5 +252,187 @@ describe("the worker protocol over gRPC", () => {
       assert.deepEqual([r.code, r.reason, r.field], [grpc.status.INVALID_ARGUMENT, "INVALID_ARGUMENT", field], `${name} ${JSON.stringify(request)}`);
       assert.ok(r.message.startsWith(`${field}:`), r.message);
     }
+  });
+});
+
+// ---- the Work stream
+
+/** A Work stream of a proto-loader client: what the server sent, in order, and how the stream ended. */
+function workStream(address: string, key?: string) {
+  const client = new proto.duetime.v1.WorkerService(address, grpc.credentials.createInsecure());
+  const metadata = new grpc.Metadata();
+  if (key) metadata.set("authorization", `Bearer ${key}`);
+  const call = (client.Work as unknown as (m: grpc.Metadata) => grpc.ClientDuplexStream<Message, Message>)(metadata);
+  const received: Message[] = [];
+  let ended: { code: grpc.status; error?: grpc.ServiceError } | undefined;
+  call.on("data", (m: Message) => received.push(m));
+  call.on("error", (error: grpc.ServiceError) => (ended = { code: error.code, error }));
+  call.on("status", (s: grpc.StatusObject) => (ended ??= { code: s.code }));
+  const of = (kind: string) => received.filter((m) => m.kind === kind).map((m) => m[kind] as Message);
+  return {
+    send: (m: Message) => call.write(m),
+    of,
+    /** Waits until `count` messages of this kind arrived; returns them. */
+    until: (kind: string, count: number, timeoutMs = 20_000) =>
+      waitFor(() => (of(kind).length >= count ? of(kind) : null), `${count} ${kind}`, timeoutMs),
+    ended: () => ended,
+    cancel: () => call.cancel(),
+    close: () => {
+      call.end();
+      client.close();
+    },
+  };
+}
+
+describe("the Work stream", () => {
+  let t: TestServer;
+  let address: string;
+  let admin: DuetimeClient;
+  const streams: { close(): void }[] = [];
+  const clients: { close(): void }[] = [];
+  const open = (key?: string) => {
+    const s = workStream(address, key);
+    streams.push(s);
+    return s;
+  };
+
+  before(async () => {
+    t = await startTestServer({ grpcPort: 0, apiKeys: KEYS });
+    address = t.server.grpcAddress!;
+    admin = new DuetimeClient({ url: t.url, token: "admin-a", retries: 0 });
+  });
+  after(async () => {
+    for (const s of streams) s.close();
+    for (const c of clients) c.close();
+    await admin.close();
+    await t.close();
+  });
+
+  test("credit is flow control: never more executions than granted, the rest pushed as credit comes", async () => {
+    for (let i = 0; i < 5; i++) await admin.createJob(queueJob("work-credit", { payload: { i } }));
+    const s = open("worker-a");
+    s.send({ start: { pool: "work-credit", worker_id: "w1" } });
+    s.send({ credit: { executions: 2 } });
+    await s.until("execution", 2);
+    assert.deepEqual(await admin.poolStats("work-credit"), { pending: 0, queued: 3, running: 2 }, "no more leased than the credit");
+    s.send({ credit: { executions: 10 } });
+    const all = await s.until("execution", 5);
+    assert.equal(new Set(all.map((e) => e.execution_id)).size, 5);
+    assert.deepEqual(JSON.parse(all[0]!.payload_json as string), { i: 0 });
+    // Credit left (7) and nothing ready: a job created now is pushed as soon as it is due.
+    const late = await admin.createJob(queueJob("work-credit"));
+    const [, , , , , pushed] = await s.until("execution", 6);
+    assert.equal(pushed?.job_id, late.jobId);
+  });
+
+  test("acknowledgements and heartbeats on the stream: answered one by one, fenced by the attempt; a cancel reaches the running attempt", async () => {
+    const done = await admin.createJob(queueJob("work-ack"));
+    const cancelled = await admin.createJob(queueJob("work-ack"));
+    const s = open("worker-a");
+    s.send({ start: { pool: "work-ack", worker_id: "w1", lease_seconds: 30 } });
+    s.send({ credit: { executions: 2 } });
+    const executions = await s.until("execution", 2);
+    const a = executions.find((e) => e.job_id === done.jobId)!;
+    const c = executions.find((e) => e.job_id === cancelled.jobId)!;
+
+    s.send({ complete: { execution_id: a.execution_id, attempt: 1, result_json: '{"ok":1}' } });
+    s.send({ complete: { execution_id: c.execution_id, attempt: 9 } });
+    s.send({ fail: { execution_id: a.execution_id, attempt: 0, error: { message: "x" } } });
+    const acks = await s.until("ack", 3);
+    const byAttempt = new Map(acks.map((k) => [k.attempt, k]));
+    assert.deepEqual([byAttempt.get(1)?.status, byAttempt.get(1)?.state], [200, "SUCCEEDED"]);
+    assert.deepEqual([byAttempt.get(9)?.status, byAttempt.get(9)?.error_code], [409, "LEASE_LOST"]);
+    assert.deepEqual([byAttempt.get(0)?.status, byAttempt.get(0)?.error_code], [400, "INVALID_ARGUMENT"]);
+
+    s.send({ heartbeat: { execution_id: c.execution_id, attempt: 1, lease_seconds: 60 } });
+    const [beat] = await s.until("heartbeat", 1);
+    assert.equal(beat?.lease_lost, false);
+    assert.ok(Date.parse(beat?.lease_until as string) > Date.now() + 50_000);
+    assert.equal(s.of("cancel").length, 0);
+    await admin.cancelJob(cancelled.jobId);
+    s.send({ heartbeat: { execution_id: c.execution_id, attempt: 1 } });
+    const [cancel] = await s.until("cancel", 1);
+    assert.deepEqual(cancel, { execution_id: c.execution_id, attempt: 1 });
+    s.send({ heartbeat: { execution_id: a.execution_id, attempt: 9 } });
+    const beats = await s.until("heartbeat", 3);
+    assert.deepEqual([beats[2]?.lease_lost, beats[2]?.lease_until], [true, ""]);
+    assert.equal(s.ended(), undefined, "the stream is still open");
+  });
+
+  test("a worker that disconnects mid-stream keeps its lease until it expires; then the execution is leased again once, as the next attempt", async () => {
+    const job = await admin.createJob(queueJob("work-gone", { retry: { maxAttempts: 3, backoffSeconds: 0, maxBackoffSeconds: 0 } }));
+    const s = open("worker-a");
+    s.send({ start: { pool: "work-gone", worker_id: "w1", lease_seconds: 2 } });
+    s.send({ credit: { executions: 5 } });
+    const [first] = await s.until("execution", 1);
+    s.cancel();
+    const w = worker(address, "worker-a");
+    clients.push(w);
+    assert.deepEqual((await w.Lease!({ pool: "work-gone", worker_id: "w2" })).executions, [], "still leased to the gone worker");
+    const again = await waitFor(
+      async () => ((await w.Lease!({ pool: "work-gone", worker_id: "w2", wait_seconds: 1 })).executions as Message[])[0],
+      "leased again after expiry",
+    );
+    assert.deepEqual([again.execution_id, again.attempt], [first!.execution_id, 2]);
+    assert.deepEqual(
+      (await admin.listExecutions(job.jobId)).items.map((e) => [e.attempt, e.state]),
+      [
+        [2, "RUNNING"],
+        [1, "TIMED_OUT"],
+      ],
+    );
+  });
+
+  test("bad input and auth end the stream with the status and the field named", async () => {
+    const cases: [string | undefined, Message[], grpc.status, string, string | undefined][] = [
+      [undefined, [{ start: { pool: "p", worker_id: "w" } }], grpc.status.UNAUTHENTICATED, "UNAUTHENTICATED", "authorization"],
+      ["client-a", [{ start: { pool: "p", worker_id: "w" } }], grpc.status.PERMISSION_DENIED, "PERMISSION_DENIED", undefined],
+      ["worker-a", [{ credit: { executions: 1 } }], grpc.status.INVALID_ARGUMENT, "INVALID_ARGUMENT", "start"],
+      ["worker-a", [{ start: { pool: "a/b", worker_id: "w" } }], grpc.status.INVALID_ARGUMENT, "INVALID_ARGUMENT", "pool"],
+      ["worker-a", [{ start: { pool: "p" } }], grpc.status.INVALID_ARGUMENT, "INVALID_ARGUMENT", "worker_id"],
+      [
+        "worker-a",
+        [{ start: { pool: "p", worker_id: "w" } }, { credit: { executions: 1001 } }],
+        grpc.status.INVALID_ARGUMENT,
+        "INVALID_ARGUMENT",
+        "credit.executions",
+      ],
+      [
+        "worker-a",
+        [{ start: { pool: "p", worker_id: "w" } }, { credit: { executions: 0 } }],
+        grpc.status.INVALID_ARGUMENT,
+        "INVALID_ARGUMENT",
+        "credit.executions",
+      ],
+      [
+        "worker-b",
+        [{ start: { pool: "p", worker_id: "w" } }, { heartbeat: { execution_id: "x-1", attempt: 1 } }],
+        grpc.status.NOT_FOUND,
+        "NOT_FOUND",
+        undefined,
+      ],
+    ];
+    for (const [key, messages, code, reason, field] of cases) {
+      const s = open(key);
+      for (const m of messages) s.send(m);
+      const ended = await waitFor(() => s.ended(), `the stream ends (${JSON.stringify(messages)})`);
+      assert.equal(ended.code, code, JSON.stringify(messages));
+      const r = await refusal(Promise.reject(ended.error));
+      assert.deepEqual([r.reason, r.field], [reason, field], JSON.stringify(messages));
+    }
+  });
+
+  test("the server's graceful stop ends open streams with OK, long polls and all", async () => {
+    const own = await startTestServer({ grpcPort: 0 });
+    const s = workStream(own.server.grpcAddress!);
+    s.send({ start: { pool: "work-stop", worker_id: "w1" } });
+    s.send({ credit: { executions: 1 } });
+    await new Promise((resolve) => setTimeout(resolve, 200)); // its lease call is now waiting for work
+    const started = Date.now();
+    await own.close();
+    const ended = await waitFor(() => s.ended(), "the stream ended");
+    assert.equal(ended.code, grpc.status.OK);
+    assert.ok(Date.now() - started < 10_000, "within the stop's grace, not after the 20 s long poll");
+    s.close();
   });
 });
