@@ -2233,6 +2233,24 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
     });
 
     describe("executionCompleteMany", () => {
+      storeTest(
+        "one batch naming the same execution twice answers each item by its own attempt: the holder succeeds, a stale one is lost",
+        async (store) => {
+          const epochs = await acquireAll(store, "n1");
+          const r = await runningExecution(store, epochs);
+          const outcomes = await store.executionCompleteMany({
+            items: [
+              { executionId: r.executionId, tenantId: "t1", attempt: 1 },
+              { executionId: r.executionId, tenantId: "t1", attempt: 9 },
+            ],
+            now: T0 + SECOND,
+          });
+          assert.deepEqual(
+            unmarked(outcomes).map((o) => (o.status === "ok" ? o.state : o.status)),
+            ["SUCCEEDED", "lost"],
+          );
+        },
+      );
       storeTest("succeeds a running attempt; a one-off job becomes COMPLETED with its version bumped", async (store) => {
         const epochs = await acquireAll(store, "n1");
         const r = await runningExecution(store, epochs);
@@ -2367,6 +2385,18 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
     });
 
     describe("executionFailMany", () => {
+      storeTest("one batch naming the same execution twice answers each item by its own attempt", async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await runningExecution(store, epochs);
+        const outcomes = await store.executionFailMany({
+          items: [fail({ executionId: r.executionId, tenantId: "t1", attempt: 1 }), fail({ executionId: r.executionId, tenantId: "t1", attempt: 9 })],
+          now: T0 + SECOND,
+        });
+        assert.deepEqual(
+          unmarked(outcomes).map((o) => o.status),
+          ["ok", "lost"],
+        );
+      });
       storeTest("asks the planner with the attempt, the job's retry policy and the item", async (store) => {
         const epochs = await acquireAll(store, "n1");
         const retry = { maxAttempts: 5, backoffSeconds: 7, maxBackoffSeconds: 70 };

@@ -1020,20 +1020,29 @@ class SqliteStore implements Store {
        FROM (SELECT value ->> 0 AS id, value ->> 1 AS tenant, value ->> 2 AS attempt, value ->> 3 AS result FROM json_each(@input)) AS x
        WHERE executions.id = x.id AND (x.tenant IS NULL OR executions.tenant_id = x.tenant) AND executions.attempt = x.attempt
          AND executions.state = 'RUNNING' AND executions.lease_until >= @now
-       RETURNING executions.id AS id, executions.job_id AS job_id, executions.tenant_id AS tenant_id, executions.pool AS pool,
-         (SELECT kind FROM jobs WHERE jobs.id = executions.job_id) AS kind,
+       RETURNING executions.id AS id, executions.attempt AS attempt, executions.job_id AS job_id, executions.tenant_id AS tenant_id,
+         executions.pool AS pool, (SELECT kind FROM jobs WHERE jobs.id = executions.job_id) AS kind,
          CASE WHEN executions.dup_reason = 'expired_then_succeeded' AND executions.dup_at = @now
            AND executions.dup_attempt = executions.expired_attempt THEN executions.dup_attempt END AS dup_new`,
-    ).all({ now, input }) as { id: string; job_id: string; tenant_id: string; pool: string; kind: "once" | "cron"; dup_new: number | null }[];
+    ).all({ now, input }) as {
+      id: string;
+      attempt: number;
+      job_id: string;
+      tenant_id: string;
+      pool: string;
+      kind: "once" | "cron";
+      dup_new: number | null;
+    }[];
     // The succeeding attempt stays on the execution row (history reads it there).
     this.changeJobs(
       done.map((d) => ({ jobId: d.job_id, change: jobChangeAfterExecution(d.kind, "SUCCEEDED") })),
       now,
     );
-    const succeeded = new Map(done.map((d) => [d.id, d]));
+    // By execution and attempt: a batch naming one execution twice answers a stale attempt lost, not with the holder's success.
+    const succeeded = new Map(done.map((d) => [`${d.id}\u0000${d.attempt}`, d]));
     const duplicates = new Map(done.flatMap((d) => (d.dup_new !== null ? [[d.id, d.dup_new] as const] : [])));
     return items.map((item): AckOutcome => {
-      const row = succeeded.get(item.executionId);
+      const row = succeeded.get(`${item.executionId}\u0000${item.attempt}`);
       const dup = duplicates.get(item.executionId);
       if (row !== undefined && dup !== undefined) duplicates.delete(item.executionId);
       if (row !== undefined) {
