@@ -230,6 +230,14 @@ describe("the worker protocol over gRPC", () => {
     assert.deepEqual((await as("worker-a").Complete!({ execution_id: leased!.execution_id, attempt: 1 })).state, "SUCCEEDED", "still held by a");
   });
 
+  test("a message over the body limit (1 MiB by default) is refused with RESOURCE_EXHAUSTED", async () => {
+    const error = await as("worker-a").Complete!({ execution_id: "e-1", attempt: 1, result_json: JSON.stringify("x".repeat(1_100_000)) }).then(
+      () => assert.fail("expected a refusal"),
+      (e: grpc.ServiceError) => e,
+    );
+    assert.equal(error.code, grpc.status.RESOURCE_EXHAUSTED);
+  });
+
   test("bad input is INVALID_ARGUMENT naming the field as the .proto does", async () => {
     const w = as("worker-a");
     const cases: [string, Message, string][] = [

@@ -18,6 +18,7 @@ import { authorize, type KeyRing } from "./auth.js";
 import { ackResult, attemptError, completeItem, defined, executionMessage, failItem, type Json, list, parseJson, toGrpcError } from "./grpc-wire.js";
 import { WorkStream } from "./grpc-work.js";
 import { DEFAULT_REQUEST_DEADLINE_MS, withDeadline } from "./routes.js";
+import { DEFAULT_BODY_LIMIT_BYTES } from "./app.js";
 
 export const WORKER_PROTO = fileURLToPath(new URL("../../proto/duetime/v1/worker.proto", import.meta.url));
 
@@ -93,6 +94,8 @@ export interface GrpcServerOptions {
   host: string;
   /** 0 picks a free port. */
   port: number;
+  /** The largest request message, as the HTTP body limit (default 1 MiB); larger ones are refused with RESOURCE_EXHAUSTED. */
+  maxMessageBytes?: number;
   /** A call's deadline in ms (default 10 s; a long poll's is its wait_seconds more); past it, UNAVAILABLE. */
   requestDeadlineMs?: number;
   /** Told of internal errors (a bug: the client got INTERNAL and nothing else). */
@@ -108,7 +111,7 @@ export interface RunningGrpcServer {
 export async function startGrpcServer(o: GrpcServerOptions): Promise<RunningGrpcServer> {
   const definition = protoLoader.loadSync(WORKER_PROTO, { keepCase: false, longs: Number, enums: String, defaults: false, oneofs: false });
   const worker = definition["duetime.v1.WorkerService"] as grpc.ServiceDefinition;
-  const server = new grpc.Server();
+  const server = new grpc.Server({ "grpc.max_receive_message_length": o.maxMessageBytes ?? DEFAULT_BODY_LIMIT_BYTES });
   const inflight = new Set<AbortController>();
   const handlers: grpc.UntypedServiceImplementation = {};
   for (const [name, rpc] of Object.entries(RPCS)) handlers[name] = unaryHandler(o, name, rpc, inflight);

@@ -165,6 +165,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         keyRing,
         host: options.host,
         port: options.grpcPort,
+        ...(options.bodyLimitBytes !== undefined ? { maxMessageBytes: options.bodyLimitBytes } : {}),
         onInternalError: (error, rpc) => log.error({ err: error, rpc }, "internal error serving a gRPC call"),
       });
     }
