@@ -18,7 +18,7 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import type { Role } from "@duetime/sdk/contract";
 import type { ApiKey } from "../core/api-keys.js";
 import { DuetimeError } from "../core/errors.js";
-import { ALL_ROLES, DEFAULT_CONTEXT, type StoredKey } from "../engine/service.js";
+import { ALL_ROLES, DEFAULT_CONTEXT, type RequestContext, type StoredKey } from "../engine/service.js";
 
 export { parseApiKeys, type ApiKey } from "../core/api-keys.js";
 
@@ -175,6 +175,17 @@ async function unavailableOnError<T>(fn: () => Promise<T>): Promise<T> {
     if (err instanceof DuetimeError) throw err;
     throw new DuetimeError("UNAVAILABLE", "API keys cannot be checked: the store is unreachable", undefined, 1);
   }
+}
+
+/** The service's view of an authenticated caller: its tenant, roles and actor, and the signal that ends its call. */
+export function requestContext(principal: Principal, signal: AbortSignal): RequestContext {
+  return {
+    tenantId: principal.tenantId,
+    roles: principal.roles,
+    actor: principal.actor,
+    signal,
+    ...(principal.bootstrap ? { bootstrap: true } : {}),
+  };
 }
 
 /** Throws PERMISSION_DENIED unless the principal holds admin or one of the allowed roles. */

@@ -12,7 +12,7 @@ import type * as grpc from "@grpc/grpc-js";
 import { DuetimeError, invalidArgument } from "../core/errors.js";
 import { callService, checkRequest } from "../engine/operations.js";
 import type { RequestContext, Service } from "../engine/service.js";
-import { authorize, type KeyRing } from "./auth.js";
+import { authorize, type KeyRing, requestContext } from "./auth.js";
 import { ackResult, completeItem, defined, executionMessage, failItem, type Json, toGrpcError } from "./grpc-wire.js";
 
 /** The most credit a stream may hold at once: a lease's max. */
@@ -105,13 +105,7 @@ export class WorkStream {
     const body = defined({ workerId: start.workerId, leaseSeconds: start.leaseSeconds });
     checkRequest(operationNamed("lease"), { params: { pool: String(start.pool ?? "") }, body });
     this.start = defined({ pool: start.pool, workerId: start.workerId, leaseSeconds: start.leaseSeconds }) as NonNullable<typeof this.start>;
-    this.ctx = {
-      tenantId: principal.tenantId,
-      roles: principal.roles,
-      actor: principal.actor,
-      signal: this.lifetime.signal,
-      ...(principal.bootstrap ? { bootstrap: true } : {}),
-    };
+    this.ctx = requestContext(principal, this.lifetime.signal);
   }
 
   private grant(credit: Json): void {

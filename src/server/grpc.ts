@@ -13,8 +13,8 @@ import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { DuetimeError } from "../core/errors.js";
 import { callService, checkRequest } from "../engine/operations.js";
-import type { RequestContext, Service } from "../engine/service.js";
-import { authorize, type KeyRing } from "./auth.js";
+import type { Service } from "../engine/service.js";
+import { authorize, type KeyRing, requestContext } from "./auth.js";
 import { ackResult, attemptError, completeItem, defined, executionMessage, failItem, type Json, list, parseJson, toGrpcError } from "./grpc-wire.js";
 import { WorkStream } from "./grpc-work.js";
 import { DEFAULT_REQUEST_DEADLINE_MS, withDeadline } from "./routes.js";
@@ -158,13 +158,7 @@ function unaryHandler(o: GrpcServerOptions, name: string, rpc: Rpc, inflight: Se
         const authorization = call.metadata.get("authorization")[0];
         const principal = await o.keyRing.authenticate(typeof authorization === "string" ? authorization : undefined);
         authorize(principal, op.roles, label);
-        const ctx: RequestContext = {
-          tenantId: principal.tenantId,
-          roles: principal.roles,
-          actor: principal.actor,
-          signal: controller.signal,
-          ...(principal.bootstrap ? { bootstrap: true } : {}),
-        };
+        const ctx = requestContext(principal, controller.signal);
         const checked = checkRequest(op, rpc.request(call.request));
         const deadlineMs = (o.requestDeadlineMs ?? DEFAULT_REQUEST_DEADLINE_MS) + 1000 * (op.waitSeconds?.(checked) ?? 0);
         const answer = await withDeadline(() => callService(o.service, rpc.op, ctx, checked), deadlineMs, controller);

@@ -32,8 +32,8 @@ import { OPERATION_NAMES, operationNamed, type AnyOperation, type OperationName,
 import { DuetimeError } from "../core/errors.js";
 import { REQUEST_SCHEMAS, RESPONSE_SCHEMAS, errorEnvelopeSchema } from "../core/schemas.js";
 import { callService, checkRequest } from "../engine/operations.js";
-import type { RequestContext, Service } from "../engine/service.js";
-import { authorize, type KeyRing, type Principal } from "./auth.js";
+import type { Service } from "../engine/service.js";
+import { authorize, type KeyRing, type Principal, requestContext } from "./auth.js";
 
 const ID = "([A-Za-z0-9_-]+)";
 
@@ -147,13 +147,7 @@ export function registerRoutes(app: FastifyInstance, service: Service, runtime: 
           if (!finished && !reply.raw.writableFinished) gone();
         });
         if (request.raw.socket?.destroyed === true) gone(); // went away while the body was read
-        const ctx: RequestContext = {
-          tenantId: principal.tenantId,
-          roles: principal.roles,
-          actor: principal.actor,
-          signal: controller.signal,
-          ...(principal.bootstrap ? { bootstrap: true } : {}),
-        };
+        const ctx = requestContext(principal, controller.signal);
 
         const checked = checkRequest(op, {
           params: request.params as Record<string, string>,
