@@ -6,6 +6,7 @@
 // carry their duetime code as a google.rpc.ErrorInfo in the status details.
 
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import * as grpc from "@grpc/grpc-js";
@@ -261,6 +262,29 @@ describe("the worker protocol over gRPC", () => {
       assert.ok(r.message.startsWith(`${field}:`), r.message);
     }
   });
+});
+
+test("with --grpc-tls-cert and --grpc-tls-key the gRPC port serves TLS: a client trusting the certificate works, a plaintext one does not", async () => {
+  const fixture = (name: string) => fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url));
+  const t = await startTestServer({ grpcPort: 0, grpcTls: { certFile: fixture("grpc-tls.crt"), keyFile: fixture("grpc-tls.key") } });
+  const secure = new proto.duetime.v1.WorkerService(t.server.grpcAddress!, grpc.credentials.createSsl(readFileSync(fixture("grpc-tls.crt"))));
+  const plain = new proto.duetime.v1.WorkerService(t.server.grpcAddress!, grpc.credentials.createInsecure());
+  const lease = (client: grpc.Client) =>
+    new Promise<Message>((resolve, reject) =>
+      (client as unknown as Record<string, (r: Message, o: grpc.CallOptions, cb: (e: grpc.ServiceError | null, m: Message) => void) => void>).Lease!(
+        { pool: "tls", worker_id: "w" },
+        { deadline: Date.now() + 5_000 },
+        (error, answer) => (error ? reject(error) : resolve(answer)),
+      ),
+    );
+  try {
+    assert.deepEqual((await lease(secure)).executions, []);
+    await assert.rejects(lease(plain), (e: grpc.ServiceError) => e.code === grpc.status.UNAVAILABLE || e.code === grpc.status.DEADLINE_EXCEEDED);
+  } finally {
+    secure.close();
+    plain.close();
+    await t.close();
+  }
 });
 
 // ---- the Work stream

@@ -1,3 +1,4 @@
+import { fileURLToPath } from "node:url";
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { UsageError, parseDuration } from "./args.js";
@@ -553,6 +554,14 @@ describe("CLI parsing: serve", () => {
     assert.equal((parse(["serve"]) as { options: { grpcPort?: number } }).options.grpcPort, undefined);
     usageError(["serve", "--grpc-port", "65536"], /--grpc-port/);
     usageError(["serve", "--grpc-port", "x"], /--grpc-port/);
+    const cert = fileURLToPath(new URL("../../test/fixtures/grpc-tls.crt", import.meta.url));
+    const key = fileURLToPath(new URL("../../test/fixtures/grpc-tls.key", import.meta.url));
+    const tls = parse(["serve", "--grpc-port", "0", "--grpc-tls-cert", cert, "--grpc-tls-key", key]);
+    assert.ok(tls.command === "serve");
+    assert.deepEqual(tls.options.grpcTls, { certFile: cert, keyFile: key });
+    usageError(["serve", "--grpc-tls-cert", cert, "--grpc-tls-key", key], /--grpc-tls-cert: only applies with --grpc-port/);
+    usageError(["serve", "--grpc-port", "0", "--grpc-tls-cert", cert], /give both --grpc-tls-cert and --grpc-tls-key/);
+    usageError(["serve", "--grpc-port", "0", "--grpc-tls-cert", cert, "--grpc-tls-key", "/nonexistent/key.pem"], /--grpc-tls-key: cannot read/);
   });
 
   test("--broker NAME=URL names broker connections, --broker-rate NAME=N their drain rates, from flags or the environment", () => {

@@ -39,6 +39,8 @@ set from the environment variable shown; a flag wins over the environment.
   --grpc-port PORT            DUETIME_GRPC_PORT            also serve the worker protocol over gRPC on this port
                                                            (proto/duetime/v1/worker.proto; 0 picks a free port;
                                                            default off)
+  --grpc-tls-cert FILE        DUETIME_GRPC_TLS_CERT        serve gRPC over TLS with this certificate chain (PEM) ...
+  --grpc-tls-key FILE         DUETIME_GRPC_TLS_KEY         ... and this private key (PEM); both or neither
 ${STORE_HELP}
   --read-store URL            DUETIME_READ_STORE           a PostgreSQL read replica for list and history reads; the
                                                            store serves them while it lags or fails
@@ -112,6 +114,8 @@ const SERVE_OPTIONS = {
   host: { type: "string" },
   port: { type: "string" },
   "grpc-port": { type: "string" },
+  "grpc-tls-cert": { type: "string" },
+  "grpc-tls-key": { type: "string" },
   ...STORE_OPTIONS,
   "node-id": { type: "string" },
   "signing-secret": { type: "string" },
@@ -177,6 +181,8 @@ export function parseServe(args: string[], env: Env): ServeCommand {
   if (Object.keys(store.options).length > 0) options.storeOptions = store.options;
   const grpcPort = pick("grpc-port", "DUETIME_GRPC_PORT");
   if (grpcPort) options.grpcPort = integerOption(grpcPort.source.replace(/^--/, ""), grpcPort.value, 0, 65535, usage)!;
+  const grpcTls = parseGrpcTls(pick, grpcPort !== undefined, usage);
+  if (grpcTls) options.grpcTls = grpcTls;
   const nodeId = pick("node-id", "DUETIME_NODE_ID");
   if (nodeId) {
     if (!NODE_ID.test(nodeId.value))
@@ -255,6 +261,23 @@ export function parseServe(args: string[], env: Env): ServeCommand {
     throw new UsageError(`DUETIME_TRACING: expected on or off, got ${JSON.stringify(tracing)}`, usage);
   if (v.tracing === true || tracing === "on") options.tracing = true;
   return { command: "serve", options };
+}
+
+/** --grpc-tls-cert and --grpc-tls-key: both or neither, readable files, and only with --grpc-port. */
+function parseGrpcTls(pick: PickOption, grpc: boolean, usage: string): { certFile: string; keyFile: string } | undefined {
+  const cert = pick("grpc-tls-cert", "DUETIME_GRPC_TLS_CERT");
+  const key = pick("grpc-tls-key", "DUETIME_GRPC_TLS_KEY");
+  if (!cert && !key) return undefined;
+  if (!grpc) throw new UsageError(`${(cert ?? key)!.source}: only applies with --grpc-port`, usage);
+  if (!cert || !key) throw new UsageError(`${(cert ?? key)!.source}: give both --grpc-tls-cert and --grpc-tls-key`, usage);
+  for (const file of [cert, key]) {
+    try {
+      accessSync(file.value, constants.R_OK);
+    } catch {
+      throw new UsageError(`${file.source}: cannot read ${JSON.stringify(file.value)}`, usage);
+    }
+  }
+  return { certFile: resolve(cert.value), keyFile: resolve(key.value) };
 }
 
 /** --due-index and its companions; the prefix and cluster flags only apply with it. */

@@ -94,6 +94,8 @@ export interface GrpcServerOptions {
   host: string;
   /** 0 picks a free port. */
   port: number;
+  /** Serve TLS with this certificate chain and key (PEM); absent: plaintext. */
+  tls?: { certChain: Buffer; privateKey: Buffer };
   /** The largest request message, as the HTTP body limit (default 1 MiB); larger ones are refused with RESOURCE_EXHAUSTED. */
   maxMessageBytes?: number;
   /** A call's deadline in ms (default 10 s; a long poll's is its wait_seconds more); past it, UNAVAILABLE. */
@@ -124,7 +126,7 @@ export async function startGrpcServer(o: GrpcServerOptions): Promise<RunningGrpc
   };
   server.addService(worker, handlers);
   const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(`${o.host}:${o.port}`, grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound))),
+    server.bindAsync(`${o.host}:${o.port}`, credentials(o.tls), (error, bound) => (error ? reject(error) : resolve(bound))),
   );
   return {
     port,
@@ -144,6 +146,11 @@ export async function startGrpcServer(o: GrpcServerOptions): Promise<RunningGrpc
       });
     },
   };
+}
+
+function credentials(tls: GrpcServerOptions["tls"]): grpc.ServerCredentials {
+  if (!tls) return grpc.ServerCredentials.createInsecure();
+  return grpc.ServerCredentials.createSsl(null, [{ cert_chain: tls.certChain, private_key: tls.privateKey }], false);
 }
 
 function unaryHandler(o: GrpcServerOptions, name: string, rpc: Rpc, inflight: Set<AbortController>): grpc.handleUnaryCall<Json, Json> {

@@ -4,6 +4,7 @@
 // (in-flight long polls are aborted and answer at once), then stops the
 // engine.
 
+import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import type { AddressInfo } from "node:net";
 import type { FastifyBaseLogger, FastifyInstance } from "fastify";
@@ -56,6 +57,8 @@ export interface ServerOptions {
   bodyLimitBytes?: number;
   /** Serve the worker protocol over gRPC on this port too (grpc.ts; 0 picks a free one); absent: no gRPC. */
   grpcPort?: number;
+  /** The gRPC port serves TLS with this certificate chain and key (PEM files); absent: plaintext. */
+  grpcTls?: { certFile: string; keyFile: string };
   /** pino level: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent" (default "info"). */
   logLevel?: string;
   /** Where the JSON log lines go (default standard output); tests capture them here. */
@@ -166,6 +169,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         host: options.host,
         port: options.grpcPort,
         ...(options.bodyLimitBytes !== undefined ? { maxMessageBytes: options.bodyLimitBytes } : {}),
+        ...(options.grpcTls ? { tls: { certChain: readFileSync(options.grpcTls.certFile), privateKey: readFileSync(options.grpcTls.keyFile) } } : {}),
         onInternalError: (error, rpc) => log.error({ err: error, rpc }, "internal error serving a gRPC call"),
       });
     }
