@@ -178,16 +178,16 @@ natsTest(
     const first = await serve(t, { nats: proxy.url(NATS_URL) });
     await warmUp(first.client, { type: "nats", subject: `${prefix}.warm` });
     proxy.stall(); // JetStream stores what the relay sends, but its acks never reach the relay
-    const planned = await createJobs(first.client, 200, () => ({ type: "nats", subject: `${prefix}.x` }), Date.now() - 1_000, 1, {
+    const planned = await createJobs(first.client, 100, () => ({ type: "nats", subject: `${prefix}.x` }), Date.now() - 1_000, 1, {
       timeoutSeconds: 1,
       retry: { maxAttempts: 5, backoffSeconds: 0.2, maxBackoffSeconds: 0.2 },
     });
-    await waitFor(async () => (await streamCount(stream)) >= planned.length + 1, "all 200 stored, none confirmed", 30_000);
+    await waitFor(async () => (await streamCount(stream)) >= planned.length + 1, "all 100 stored, none confirmed", 30_000);
     await first.server.stop("SIGKILL");
     const second = await serve(t, { nats: NATS_URL }, first.store);
     // The dead server's leases expire (timeoutSeconds + grace), then its attempts are republished
     // (retries at the retry budget's pace: 10 a second beyond a share of first attempts).
-    await waitFor(async () => (await published(second.server, "nats")) >= planned.length, "all 200 republished and confirmed", 90_000);
+    await waitFor(async () => (await published(second.server, "nats")) >= planned.length, "all 100 republished and confirmed", 90_000);
     const messages = (await readStream(stream)).filter((m) => !m.subject.endsWith(".warm"));
     assertEveryIdOnce(
       messages.map((m) => m.id),
@@ -207,14 +207,14 @@ amqpTest(
     const first = await serve(t, { amqp: proxy.url(AMQP_URL) });
     await warmUp(first.client, { type: "amqp", exchange, routingKey });
     proxy.stall(); // RabbitMQ queues what the relay sends, but its confirms never reach the relay
-    const planned = await createJobs(first.client, 300, () => ({ type: "amqp", exchange, routingKey }), Date.now() - 1_000, 1, {
+    const planned = await createJobs(first.client, 100, () => ({ type: "amqp", exchange, routingKey }), Date.now() - 1_000, 1, {
       timeoutSeconds: 1,
       retry: { maxAttempts: 5, backoffSeconds: 0.2, maxBackoffSeconds: 0.2 },
     });
-    await waitFor(async () => (await queueDepth(queue)) >= planned.length + 1, "all 300 queued, none confirmed", 30_000);
+    await waitFor(async () => (await queueDepth(queue)) >= planned.length + 1, "all 100 queued, none confirmed", 30_000);
     await first.server.stop("SIGKILL");
     const second = await serve(t, { amqp: AMQP_URL }, first.store);
-    await waitFor(async () => (await published(second.server, "amqp")) >= planned.length, "all 300 republished and confirmed", 90_000);
+    await waitFor(async () => (await published(second.server, "amqp")) >= planned.length, "all 100 republished and confirmed", 90_000);
     const messages = (await drainQueue(queue)).filter((m) => m.body.toString() !== "null"); // not the warm-up
     const byId = new Map<string, string[]>();
     for (const m of messages) byId.set(m.messageId!, [...(byId.get(m.messageId!) ?? []), header(m.headers, "duetime-attempt")!]);

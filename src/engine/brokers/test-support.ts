@@ -27,7 +27,7 @@ export const AMQP_URL = process.env.DUETIME_TEST_AMQP_URL ?? "amqp://guest:guest
 const CI = process.env.CI === "true";
 
 /** Longer than the Redis tests': a broker test may wait out a restart or a reconnect. */
-export const TEST_TIMEOUT_MS = 60_000;
+export const TEST_TIMEOUT_MS = 120_000;
 
 const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
