@@ -11,11 +11,12 @@
 // messages/s (first → last arrival), drain (due → last arrival), and start
 // lag (arrival − due) p50/p99/max, and duplicate ids. Beside them, the
 // ceiling: the broker's client alone publishing as many messages with
-// confirms, 500 at a time, from this process. Arrival at a consumer
-// comes just after the broker's confirm, so it bounds "published − due"
-// from above by the consumer's own delivery hop. Writes
-// bench/results/broker-herd.md. Not part of `npm run bench`: peers have no
-// broker targets to compare.
+// confirms, 500 at a time, from this process. A consumer's arrival is
+// within a local hop of the broker storing the message (and of its confirm
+// to the relay), so it stands in for "published − due". Writes
+// bench/results/broker-herd.md. BENCH_SERVER_NODE_ARGS="--cpu-prof …" goes
+// to the server process. Not part of `npm run bench`: peers have no broker
+// targets to compare.
 
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
