@@ -19,10 +19,7 @@ import { connect } from "node:net";
 import { join } from "node:path";
 
 /** End-to-end files that are about SQLite itself (a full disk on a file, the embedded file store). */
-// The gRPC files: their servers on PostgreSQL fail with "relation does not
-// exist" (a schema per server, dropped early?), not yet understood; the gRPC
-// layer calls the same service as HTTP, whose PostgreSQL pass runs. To fix.
-const SQLITE_ONLY = new Set(["test/store-full.test.ts", "test/embedded.test.ts", "test/grpc-worker.test.ts", "test/python-worker.test.ts"]);
+const SQLITE_ONLY = new Set(["test/store-full.test.ts", "test/embedded.test.ts"]);
 
 function find(dir, deep = true) {
   let out = [];

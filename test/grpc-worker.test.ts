@@ -153,11 +153,11 @@ describe("the worker protocol over gRPC", () => {
     assert.equal(second.execution_id, first!.execution_id);
     assert.equal(second.attempt, 2);
     for (const stale of [
-      w.Complete!({ execution_id: first!.execution_id, attempt: 1 }),
-      w.Heartbeat!({ execution_id: first!.execution_id, attempt: 1 }),
-      w.Fail!({ execution_id: first!.execution_id, attempt: 1, error: { message: "late" } }),
+      () => w.Complete!({ execution_id: first!.execution_id, attempt: 1 }),
+      () => w.Heartbeat!({ execution_id: first!.execution_id, attempt: 1 }),
+      () => w.Fail!({ execution_id: first!.execution_id, attempt: 1, error: { message: "late" } }),
     ]) {
-      const r = await refusal(stale);
+      const r = await refusal(stale());
       assert.equal(r.code, grpc.status.FAILED_PRECONDITION);
       assert.equal(r.reason, "LEASE_LOST");
     }

@@ -36,6 +36,8 @@ export interface WorkStreamDeps {
 /** Serves one Work stream; close() ends it cleanly (the server's graceful stop). */
 export class WorkStream {
   private ctx: RequestContext | undefined;
+  /** The WorkStart being handled: its authentication may be a store call, and what follows waits for it. */
+  private starting: Promise<void> | undefined;
   private start: { pool: string; workerId: string; leaseSeconds?: number } | undefined;
   private credit = 0;
   private leasing = false;
@@ -74,7 +76,14 @@ export class WorkStream {
   private async receive(message: Json): Promise<void> {
     if (this.ended) return;
     try {
-      if (message.start) return await this.begin(message.start as Json);
+      if (message.start) {
+        if (this.starting) throw invalidArgument("start", "a Work stream has one WorkStart, its first message");
+        this.starting = this.begin(message.start as Json);
+        return await this.starting;
+      }
+      // A credit sent right behind the start is not refused for arriving during its authentication.
+      await this.starting?.catch(() => {});
+      if (this.ended) return;
       if (!this.ctx) throw invalidArgument("start", "the first message of a Work stream must be a WorkStart");
       if (message.credit) return this.grant(message.credit as Json);
       if (message.complete) return this.acknowledge("complete", message.complete as Json);
@@ -97,7 +106,6 @@ export class WorkStream {
   }
 
   private async begin(start: Json): Promise<void> {
-    if (this.ctx) throw invalidArgument("start", "a Work stream has one WorkStart, its first message");
     const authorization = this.stream.metadata.get("authorization")[0];
     const principal = await this.deps.keyRing.authenticate(typeof authorization === "string" ? authorization : undefined);
     authorize(principal, operationNamed("lease").roles, "gRPC duetime.v1.WorkerService/Work");

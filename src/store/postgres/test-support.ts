@@ -64,17 +64,22 @@ export async function postgresAvailable(what: string): Promise<boolean> {
 let admin: pg.Pool | undefined;
 const schemas: string[] = [];
 
+// Registered when this module loads, so at the file's root: an after() called
+// from inside a before() hook would run as soon as that hook ends, dropping
+// the schema a suite's server is about to use.
+after(async () => {
+  const pool = admin;
+  admin = undefined;
+  if (!pool) return;
+  for (const schema of schemas.splice(0)) await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  await pool.end();
+});
+
 /** A pool of the test process's own, for setup and checks beside the store under test. */
 export function adminPool(): pg.Pool {
   if (!admin) {
     admin = new pg.Pool({ connectionString: TEST_PG_URL, max: 2, allowExitOnIdle: true });
     admin.on("error", () => {});
-    after(async () => {
-      const pool = admin!;
-      admin = undefined;
-      for (const schema of schemas.splice(0)) await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-      await pool.end();
-    });
   }
   return admin;
 }
@@ -84,7 +89,7 @@ export function adminPool(): pg.Pool {
  * migrates into it); dropped with everything in it when the file's tests end.
  */
 export function freshPostgresSchema(): { url: string; schema: string } {
-  adminPool(); // registers the drop
+  adminPool(); // the drop at the file's end uses it
   const schema = `duetime_test_${randomBytes(6).toString("hex")}`;
   schemas.push(schema);
   return { url: TEST_PG_URL, schema };
