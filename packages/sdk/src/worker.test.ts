@@ -399,6 +399,13 @@ describe("Worker: construction", () => {
     assert.throws(() => new Worker({ api: fake, pool: "", handler }), /pool/);
     assert.throws(() => new Worker({ api: fake, pool: "p", handler, concurency: 3 } as never), /did you mean "concurrency"/);
     assert.throws(() => new Worker({ api: fake, pool: "p", handler, waitSeconds: 61 }), RangeError);
+    // The gRPC transport: a grpc:// or grpcs:// address and nothing of the HTTP client's.
+    assert.throws(() => new Worker({ url: "http://x:80", transport: "grpc", pool: "p", handler }), /grpc:\/\/host:port/);
+    assert.throws(() => new Worker({ api: fake, transport: "grpc", pool: "p", handler }), /grpc:\/\/host:port/);
+    assert.throws(() => new Worker({ url: "grpc://x:1", transport: "grpc", pool: "p", handler, client: { retries: 1 } }), /client options/);
+    assert.throws(() => new Worker({ url: "http://x:1", pool: "p", handler, ca: "pem" }), /ca is for transport "grpc"/);
+    assert.throws(() => new Worker({ url: "grpc://x:1", transport: "carrier-pigeon" as never, pool: "p", handler }), /transport must be/);
+    await new Worker({ url: "grpcs://x:1", transport: "grpc", pool: "p", handler, handleSignals: false }).shutdown();
   });
 
   test("Symbol.asyncDispose shuts the worker down", async () => {

@@ -16,6 +16,14 @@
 // leaves them leased to nobody until their lease expires (they then run again
 // as a new attempt); acks carried by an aborted lease are sent again (they
 // are idempotent).
+//
+// With transport "grpc" the lease calls give way to one Work stream
+// (grpc-work.ts): the worker grants the stream credit for its room (free
+// slots plus prefetch) and the server pushes executions as they become
+// ready; acks and heartbeats go on the same stream. Slots, prefetch,
+// handlers, heartbeats and the drain are the same. A stream that ends (the
+// server stopping, a broken connection) is opened again after a backoff;
+// what was leased through it runs on and is acknowledged on the next one.
 
 import type { AckItem, ErrorRecord, LeaseRequest, LeaseResponse, LeasedExecution } from "./api.js";
 import type { WorkerApi } from "./operations.js";
@@ -23,6 +31,7 @@ import { AckBuffer, MAX_ACKS_PER_CALL, type PendingAcks } from "./acks.js";
 import { backoffDelay, later, pause, realClock, type SdkClock } from "./backoff.js";
 import { instanceId } from "./instance-id.js";
 import { DuetimeClient, type ClientOptions } from "./client.js";
+import { WorkStream, type WorkStreamOptions } from "./grpc-work.js";
 import { AttemptAbortedError, DuetimeApiError, coerceError, hasErrorCode, type AbortReason } from "./errors.js";
 import type { WorkerEvent, WorkerState } from "./events.js";
 import { rejectUnknownOptions, requireInteger } from "./options.js";
@@ -42,13 +51,24 @@ export interface HandlerContext {
 export type Handler = (job: LeasedExecution, ctx: HandlerContext) => Promise<unknown>;
 
 export interface WorkerOptions {
-  /** Server URL (HTTP mode). Exactly one of url and api. */
+  /**
+   * Server URL: http(s)://host:port of its HTTP API, or with transport "grpc"
+   * grpc://host:port (grpcs:// for TLS) of its gRPC port. Exactly one of url and api.
+   */
   url?: string;
+  /**
+   * "http" (default): lease calls with long polls. "grpc": one Work stream that
+   * pushes executions as they become ready (the server's --grpc-port; needs
+   * @grpc/grpc-js and @grpc/proto-loader installed).
+   */
+  transport?: "http" | "grpc";
+  /** PEM of the CA that signed a grpcs:// server's certificate (default: the system's roots). */
+  ca?: string | Buffer;
   /** Any API with the worker protocol's calls, e.g. the embedded engine's client (in-process mode). Exactly one of url and api. */
   api?: WorkerApi;
   /** API key (HTTP mode). */
   token?: string;
-  /** More options for the HTTP client the worker creates (HTTP mode). */
+  /** More options for the HTTP client the worker creates (HTTP transport). */
   client?: Omit<ClientOptions, "url" | "token">;
   pool: string;
   handler: Handler;
@@ -69,7 +89,7 @@ export interface WorkerOptions {
   workerId?: string;
   /** Lease length asked for each attempt (default 30); heartbeats go every leaseSeconds/3. */
   leaseSeconds?: number;
-  /** Long-poll wait of a lease call (default 20). */
+  /** Long-poll wait of a lease call (default 20; the HTTP transport's). */
   waitSeconds?: number;
   /** Acks pending before a batch call goes out at once (default 1,000, the most one call carries; ackDelayMs bounds the wait). */
   maxAckBatch?: number;
@@ -88,6 +108,8 @@ export interface WorkerOptions {
 
 const WORKER_OPTIONS = [
   "url",
+  "transport",
+  "ca",
   "api",
   "token",
   "client",
@@ -128,6 +150,9 @@ const AUTO_PREFETCH_MAX_PER_SLOT = 4;
 /** Weight of the newest handler duration in the running average that sizes "auto" prefetch. */
 const HANDLER_PACE_WEIGHT = 0.1;
 
+/** What a leased attempt needs of the server: heartbeats and acknowledgements. */
+type AttemptApi = Pick<WorkerApi, "heartbeat" | "completeMany" | "failMany">;
+
 interface Running {
   job: LeasedExecution;
   /** Made when the handler reads ctx.signal or the attempt is aborted: most handlers never look, and one per job shows in a herd's profile. */
@@ -143,7 +168,12 @@ interface Running {
 export class Worker {
   readonly workerId: string;
   readonly pool: string;
-  private readonly api: WorkerApi;
+  private readonly api: AttemptApi;
+  /** The lease call of the HTTP and in-process transports; undefined with gRPC. */
+  private readonly leaseCall: WorkerApi["lease"] | undefined;
+  /** Where the gRPC transport opens its Work streams; undefined over HTTP. */
+  private readonly streamAt: Pick<WorkStreamOptions, "url" | "token" | "ca"> | undefined;
+  private stream: WorkStream | undefined;
   private readonly ownedClient: DuetimeClient | undefined;
   private readonly handler: Handler;
   private readonly concurrency: number;
@@ -172,6 +202,13 @@ export class Worker {
   constructor(options: WorkerOptions) {
     rejectUnknownOptions("Worker", options, WORKER_OPTIONS);
     if ((options.url === undefined) === (options.api === undefined)) throw new TypeError("Worker: give exactly one of url and api");
+    const transport = options.transport ?? "http";
+    if (transport !== "http" && transport !== "grpc") throw new TypeError(`Worker: transport must be "http" or "grpc", got ${String(transport)}`);
+    if (transport === "grpc" && !/^grpcs?:\/\/[^/]+\/?$/.test(options.url ?? ""))
+      throw new TypeError('Worker: transport "grpc" needs url grpc://host:port (or grpcs:// for TLS), and no api');
+    if (transport === "grpc" && options.client !== undefined) throw new TypeError('Worker: client options are for the HTTP transport, not "grpc"');
+    if (transport === "http" && options.ca !== undefined)
+      throw new TypeError('Worker: ca is for transport "grpc"; give the HTTP client a dispatcher');
     if (typeof options.pool !== "string" || options.pool === "") throw new TypeError("Worker: pool must be a non-empty string");
     if (typeof options.handler !== "function") throw new TypeError("Worker: handler must be a function");
     this.pool = options.pool;
@@ -190,12 +227,24 @@ export class Worker {
     this.onEvent = options.onEvent;
     this.logger = options.logger !== undefined ? options.logger : options.onEvent ? null : console;
     this.clock = options.clock ?? realClock;
-    if (options.url !== undefined) {
-      this.ownedClient = new DuetimeClient({ ...options.client, url: options.url, ...(options.token ? { token: options.token } : {}) });
-      this.api = this.ownedClient;
+    this.ownedClient = undefined;
+    if (transport === "grpc") {
+      this.streamAt = { url: options.url!, ...(options.token ? { token: options.token } : {}), ...(options.ca ? { ca: options.ca } : {}) };
+      this.leaseCall = undefined;
+      const closed = () => Promise.reject(new DuetimeApiError("UNAVAILABLE", "no work stream is open", { status: 503 }));
+      this.api = {
+        heartbeat: (executionId, request) => this.stream?.heartbeat(executionId, request) ?? closed(),
+        completeMany: (items) => this.stream?.completeMany(items) ?? closed(),
+        failMany: (items) => this.stream?.failMany(items) ?? closed(),
+      };
     } else {
-      this.ownedClient = undefined;
-      this.api = options.api!;
+      this.streamAt = undefined;
+      const api =
+        options.url !== undefined
+          ? (this.ownedClient = new DuetimeClient({ ...options.client, url: options.url, ...(options.token ? { token: options.token } : {}) }))
+          : options.api!;
+      this.api = api;
+      this.leaseCall = (pool, request, callOptions) => api.lease(pool, request, callOptions);
     }
     this.acks = new AckBuffer({
       sink: this.api,
@@ -246,7 +295,7 @@ export class Worker {
 
   private async main(): Promise<void> {
     try {
-      await this.leaseLoop();
+      await (this.streamAt ? this.streamLoop() : this.leaseLoop());
     } finally {
       await this.drainHandlers();
       if (!(await this.acks.drain())) {
@@ -258,6 +307,7 @@ export class Worker {
       }
       this.removeSignalHandlers?.();
       await this.ownedClient?.close();
+      await this.stream?.close();
       this.setState("stopped");
     }
   }
@@ -295,10 +345,7 @@ export class Worker {
       this.acks.hold();
       failures = 0;
       if (acks.complete.length + acks.fail.length > 0) this.onAckAnswers("lease", acks, response.acks ?? []);
-      // Items granted after shutdown began still run: they are leased to this worker.
-      const leasedAt = this.clock.now();
-      for (const job of response.items) this.buffer.push({ job, leasedAt });
-      this.pump();
+      this.receive(response.items);
       const elapsed = this.clock.now() - sentAt;
       if (response.items.length === 0 && elapsed < MIN_EMPTY_POLL_MS) await pause(MIN_EMPTY_POLL_MS - elapsed, this.stopping.signal, this.clock);
     }
@@ -315,7 +362,60 @@ export class Worker {
     if (acks.complete.length > 0) request.complete = acks.complete;
     if (acks.fail.length > 0) request.fail = acks.fail;
     // The signal ends the long poll at shutdown.
-    return this.api.lease(this.pool, request, { signal: this.stopping.signal });
+    return this.leaseCall!(this.pool, request, { signal: this.stopping.signal });
+  }
+
+  /**
+   * The gRPC transport's loop: keeps a Work stream open and its credit at the
+   * room the worker has. Executions arrive through receive(); at shutdown the
+   * stream stays open for the drain's acks and is closed after them (main).
+   */
+  private async streamLoop(): Promise<void> {
+    let failures = 0;
+    while (this.current === "running") {
+      const stream = await WorkStream.open({
+        ...this.streamAt!,
+        pool: this.pool,
+        workerId: this.workerId,
+        leaseSeconds: this.leaseSeconds,
+        onExecution: (job) => this.receive([job]),
+        onCancel: (executionId, attempt) => this.cancelled(executionId, attempt),
+      });
+      this.stream = stream;
+      let ended: Error | undefined | null = null;
+      void stream.ended.then((error) => {
+        ended = error ?? new DuetimeApiError("UNAVAILABLE", "the server ended the work stream", { status: 503 });
+        this.changed.notify();
+      });
+      const want = () => this.room() - stream.outstanding;
+      while (this.current === "running" && ended === null) {
+        if (want() > 0) stream.grant(want());
+        await this.waitFor(() => this.current !== "running" || ended !== null || want() > 0);
+      }
+      if (ended === null) return; // shutting down: main() closes the stream after the drain
+      if (stream.heard) failures = 0;
+      stream.abandon();
+      if (this.current !== "running") return;
+      const retryInMs = this.loopDelay(failures++, ended);
+      this.emit({ type: "error", during: "lease", error: ended, retryInMs });
+      await pause(retryInMs, this.stopping.signal, this.clock);
+    }
+  }
+
+  /** Leased attempts, from a lease call or the stream: run now or held as prefetch. */
+  private receive(jobs: LeasedExecution[]): void {
+    // Items granted after shutdown began still run: they are leased to this worker.
+    const leasedAt = this.clock.now();
+    for (const job of jobs) this.buffer.push({ job, leasedAt });
+    this.pump();
+  }
+
+  /** A cancel request pushed by the stream for a running attempt. */
+  private cancelled(executionId: string, attempt: number): void {
+    const run = this.running.get(`${executionId}#${attempt}`);
+    if (!run || run.dropped) return;
+    this.abort(run, "cancelled", "the job was cancelled");
+    this.emit({ type: "job:cancel", job: run.job });
   }
 
   private loopDelay(failures: number, error: unknown): number {
