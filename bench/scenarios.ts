@@ -125,6 +125,20 @@ interface ServiceCost {
   rowsPerJob: number;
   /** CPU of the Redis server holding the contender's due index, % of one core (only with one). */
   indexCpu?: number;
+  /** CPU ms per job of every process the contender uses (see contenderCpu; NaN unless every job was acknowledged). */
+  cpuPerJob: number;
+}
+
+/**
+ * CPU ms used since this call by every process a contender's jobs go through:
+ * this benchmark process (it creates the jobs and runs the workers, and is
+ * the scheduler of an in-process contender), the scheduler processes, and the
+ * store's (PostgreSQL backends, Redis, a Redis due index). Read creation
+ * through the last acknowledgement and divided by the jobs, it compares
+ * contenders whose work sits in different processes.
+ */
+function contenderCpu(contender: Contender): () => number {
+  return cpuSampler(() => [process.pid, ...contender.schedulerPids(), ...contender.servicePids(), ...(contender.indexPids?.() ?? [])]);
 }
 
 /**
@@ -143,13 +157,15 @@ async function meterService(
   const hasService = contender.servicePids().length > 0;
   const cpu = cpuSampler(() => contender.servicePids());
   const indexCpu = indexCpuSampler(contender);
+  const everything = contenderCpu(contender);
   const t0 = Date.now();
   return async (jobs) => {
     const elapsed = Math.max(1, Date.now() - t0);
+    const cpuPerJob = jobs === undefined ? NaN : everything() / jobs;
     const dbCpu = hasService ? (cpu() / elapsed) * 100 : NaN;
     const index = indexCpu ? { indexCpu: (indexCpu() / elapsed) * 100 } : {};
-    if (jobs === undefined || Number.isNaN(rows0)) return { dbCpu, rowsPerJob: NaN, ...index };
-    return { dbCpu, rowsPerJob: ((await settledRows(contender, settleMs, progress, what)) - rows0) / jobs, ...index };
+    if (jobs === undefined || Number.isNaN(rows0)) return { dbCpu, rowsPerJob: NaN, cpuPerJob, ...index };
+    return { dbCpu, rowsPerJob: ((await settledRows(contender, settleMs, progress, what)) - rows0) / jobs, cpuPerJob, ...index };
   };
 }
 
@@ -159,7 +175,12 @@ function indexCpuSampler(contender: Contender): (() => number) | undefined {
   return pids ? cpuSampler(pids) : undefined;
 }
 
+const CPU_PER_JOB: Column = { key: "cpuPerJob", label: "CPU ms/job", unit: "decimal" };
+const CPU_PER_JOB_NOTE =
+  "CPU ms/job = CPU time of every process the jobs go through (this benchmark process, which creates them and runs the workers; the scheduler processes; PostgreSQL's backends or Redis) from the first create until every job is acknowledged, ÷ jobs.";
+
 const SERVICE_COLUMNS: Column[] = [
+  CPU_PER_JOB,
   { key: "dbCpu", label: "DB/Redis CPU", unit: "percent" },
   { key: "rowsPerJob", label: "rows/job", unit: "decimal" },
   { key: "indexCpu", label: "Redis index CPU", unit: "percent", optional: true },
@@ -167,6 +188,7 @@ const SERVICE_COLUMNS: Column[] = [
 
 function serviceNotes(settleMs: number): string[] {
   return [
+    CPU_PER_JOB_NOTE,
     "DB/Redis CPU = CPU time of the PostgreSQL backends connected to the run's database (or of the Redis server) from the first enqueue until every job is acknowledged, as a share of one core (100% = one core busy throughout); — for SQLite.",
     `rows/job = growth of tup_inserted + tup_updated + tup_deleted in pg_stat_database for the run's database (every table, catalogs too) over the same window, ÷ jobs; PostgreSQL only. Each end is read ${settleMs / 1000} s after the moment it stands for, because PostgreSQL flushes a backend's counts up to 10 s late; so it may include that many seconds of the contender's background writes.` +
       (settleMs < STATS_SETTLE_MS ? ` (${settleMs / 1000} s is too short to trust: a quick check only.)` : ""),
@@ -425,6 +447,7 @@ export function immediate(o: ImmediateOptions): Scenario {
       "All jobs are created due now (bulk API, batches of 1,000) before any worker runs; then the workers start.",
       "completions/s = jobs ÷ (time from worker start until the store holds no unfinished job: every completion acknowledged); end-to-end/s = jobs ÷ (creation time + that).",
       "lag = handler start − worker start.",
+      CPU_PER_JOB_NOTE,
     ],
     columns: [
       { key: "createRate", label: "create", unit: "rate" },
@@ -433,11 +456,13 @@ export function immediate(o: ImmediateOptions): Scenario {
       { key: "drainMs", label: "all acked after", unit: "ms" },
       { key: "p50", label: "lag p50", unit: "ms" },
       { key: "p99", label: "lag p99", unit: "ms" },
+      CPU_PER_JOB,
     ],
     chart: true,
     defaultRuns: o.runs,
     async run(contender, progress): Promise<RunOutput> {
       const tracker = new StartTracker(o.jobs);
+      const cpu = contenderCpu(contender);
       const createMs = await enqueueAll(contender, o.jobs, () => Date.now(), progress, "immediate");
       const w0 = Date.now();
       await contender.startWorkers(tracker.started);
@@ -456,6 +481,7 @@ export function immediate(o: ImmediateOptions): Scenario {
           drainMs,
           p50: pct(lags, 0.5),
           p99: pct(lags, 0.99),
+          cpuPerJob: cpu() / o.jobs,
         },
         lagQuantiles: quantiles(lags),
         note: duplicates(tracker),

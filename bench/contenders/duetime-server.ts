@@ -4,6 +4,8 @@
 // is one node on SQLite, duetime-pg-1 and duetime-pg-3 are one and three nodes
 // on PostgreSQL, and the -redis contenders add `--due-index` (the
 // due entries of recurring jobs in Redis sorted sets; one-offs never use it).
+// duetime-grpc is duetime-server with its workers on the gRPC Work stream
+// (`--grpc-port`, SDK transport "grpc") instead of HTTP long polls.
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -36,6 +38,8 @@ export interface DuetimeServerOptions {
   store(ctx: ContenderContext, name: string): Promise<ServerStore>;
   /** `--due-index` on BENCH_REDIS_URL under a key prefix of this run's own, deleted afterwards. */
   redisDueIndex?: boolean;
+  /** Serve gRPC too (`--grpc-port 0`) and run the workers on its Work stream. */
+  grpc?: boolean;
 }
 
 export class DuetimeServers implements Contender {
@@ -47,6 +51,8 @@ export class DuetimeServers implements Contender {
   private clients: DuetimeClient[] = [];
   private workers: Worker[] = [];
   private urls: string[] = [];
+  /** Each node's gRPC address, with options.grpc. */
+  private grpcAddresses: string[] = [];
   private store: ServerStore | null = null;
   private index: RedisPrefix | null = null;
   private ctx!: ContenderContext;
@@ -83,13 +89,20 @@ export class DuetimeServers implements Contender {
         ? `due index of recurring jobs in Redis (--due-index ${this.index.url} --due-index-prefix bench-${this.name}-<run>:, keys deleted after the run), the store holding the due entries as ever; `
         : "") +
       `POST /v1/jobs:batch of 1,000${nodes > 1 ? " round-robin over the nodes" : ""}; ` +
-      `${nodes > 1 ? `${nodes} SDK Workers (one per node), ` : "SDK Worker, "}concurrency ${ctx.concurrency} in total, keep-alive HTTP, ` +
-      `lease long poll waitSeconds 5, SDK defaults (prefetch "auto", batched acks: ackDelayMs 20, maxAckBatch 1,000); engine defaults${WORKER_TUNING.label}`;
-    for (let i = 0; i < nodes; i++) this.urls.push(await this.spawnNode(i));
+      `${nodes > 1 ? `${nodes} SDK Workers (one per node), ` : "SDK Worker, "}concurrency ${ctx.concurrency} in total, ` +
+      (this.options.grpc
+        ? `one gRPC Work stream per Worker (SDK transport "grpc", plaintext on loopback; credit = free slots + prefetch), jobs created over keep-alive HTTP, `
+        : `keep-alive HTTP, lease long poll waitSeconds 5, `) +
+      `SDK defaults (prefetch "auto", batched acks: ackDelayMs 20, maxAckBatch 1,000); engine defaults${WORKER_TUNING.label}`;
+    for (let i = 0; i < nodes; i++) {
+      const { url, grpc } = await this.spawnNode(i);
+      this.urls.push(url);
+      if (grpc) this.grpcAddresses.push(grpc);
+    }
     this.clients = this.urls.map((url) => new DuetimeClient({ url }));
   }
 
-  private spawnNode(i: number): Promise<string> {
+  private spawnNode(i: number): Promise<{ url: string; grpc?: string }> {
     const child = spawn(
       process.execPath,
       // Every node gets its own id: the default (host and port) would be the same for all with --port 0.
@@ -106,16 +119,18 @@ export class DuetimeServers implements Contender {
         "--log-level",
         "warn",
         ...(this.index ? ["--due-index", this.index.url, "--due-index-prefix", this.index.prefix] : []),
+        ...(this.options.grpc ? ["--grpc-port", "0"] : []),
       ],
       { stdio: ["ignore", "pipe", "inherit"] },
     );
     this.children.push(child);
-    return new Promise<string>((resolve, reject) => {
+    return new Promise((resolve, reject) => {
       let out = "";
       child.stdout!.on("data", (chunk: Buffer) => {
         out += chunk.toString();
-        const m = /http:\/\/[^\s]+/.exec(out);
-        if (m) resolve(m[0]);
+        const url = /http:\/\/[^\s]+/.exec(out)?.[0];
+        const grpc = /serving gRPC workers on (\S+)/.exec(out)?.[1];
+        if (url && (grpc || !this.options.grpc)) resolve(grpc ? { url, grpc } : { url });
       });
       child.once("exit", (code) => reject(new Error(`duetime serve (node ${i}) exited with ${code}`)));
     });
@@ -131,7 +146,7 @@ export class DuetimeServers implements Contender {
     this.workers = this.urls.map(
       (url, i) =>
         new Worker({
-          url,
+          ...(this.options.grpc ? { url: `grpc://${this.grpcAddresses[i]}`, transport: "grpc" as const } : { url }),
           pool: BENCH_POOL,
           concurrency: Math.min(per, this.ctx.concurrency - per * i),
           waitSeconds: 5,
@@ -226,6 +241,7 @@ export function postgresStoreProblem(): Promise<string | undefined> {
 }
 
 export const duetimeServer = () => new DuetimeServers({ name: "duetime-server", nodes: 1, store: sqliteStore });
+export const duetimeGrpc = () => new DuetimeServers({ name: "duetime-grpc", nodes: 1, store: sqliteStore, grpc: true });
 export const duetimePg1 = () => new DuetimeServers({ name: "duetime-pg-1", nodes: 1, store: postgresStore });
 export const duetimePg3 = () => new DuetimeServers({ name: "duetime-pg-3", nodes: 3, store: postgresStore });
 export const duetimeServerRedis = () => new DuetimeServers({ name: "duetime-server-redis", nodes: 1, store: sqliteStore, redisDueIndex: true });

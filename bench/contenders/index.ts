@@ -3,6 +3,7 @@ import type { Contender } from "../contender.js";
 import { BullMQ } from "./bullmq.js";
 import { DuetimeEmbedded } from "./duetime-embedded.js";
 import {
+  duetimeGrpc,
   duetimePg1,
   duetimePg3,
   duetimePg3Redis,
@@ -18,6 +19,7 @@ import { PgBossContender } from "./pg-boss.js";
 export const CONTENDERS: Record<string, () => Contender> = {
   "duetime-embedded": () => new DuetimeEmbedded(),
   "duetime-server": duetimeServer,
+  "duetime-grpc": duetimeGrpc,
   "duetime-server-redis": duetimeServerRedis,
   "duetime-pg-1": duetimePg1,
   "duetime-pg-redis": duetimePgRedis,
