@@ -300,7 +300,11 @@ function workStream(address: string, key?: string) {
   call.on("data", (m: Message) => received.push(m));
   call.on("error", (error: grpc.ServiceError) => (ended = { code: error.code, error }));
   call.on("status", (s: grpc.StatusObject) => (ended ??= { code: s.code }));
-  const of = (kind: string) => received.filter((m) => m.kind === kind).map((m) => m[kind] as Message);
+  /** What came of a kind; the items of batches (executions, acks) one by one. */
+  const of = (kind: string) =>
+    received
+      .filter((m) => m.kind === kind)
+      .flatMap((m) => (kind === "executions" || kind === "acks" ? ((m[kind] as Message).items as Message[]) : [m[kind] as Message]));
   return {
     send: (m: Message) => call.write(m),
     of,
@@ -345,15 +349,15 @@ describe("the Work stream", () => {
     const s = open("worker-a");
     s.send({ start: { pool: "work-credit", worker_id: "w1" } });
     s.send({ credit: { executions: 2 } });
-    await s.until("execution", 2);
+    await s.until("executions", 2);
     assert.deepEqual(await admin.poolStats("work-credit"), { pending: 0, queued: 3, running: 2 }, "no more leased than the credit");
     s.send({ credit: { executions: 10 } });
-    const all = await s.until("execution", 5);
+    const all = await s.until("executions", 5);
     assert.equal(new Set(all.map((e) => e.execution_id)).size, 5);
     assert.deepEqual(JSON.parse(all[0]!.payload_json as string), { i: 0 });
     // Credit left (7) and nothing ready: a job created now is pushed as soon as it is due.
     const late = await admin.createJob(queueJob("work-credit"));
-    const [, , , , , pushed] = await s.until("execution", 6);
+    const [, , , , , pushed] = await s.until("executions", 6);
     assert.equal(pushed?.job_id, late.jobId);
   });
 
@@ -363,14 +367,20 @@ describe("the Work stream", () => {
     const s = open("worker-a");
     s.send({ start: { pool: "work-ack", worker_id: "w1", lease_seconds: 30 } });
     s.send({ credit: { executions: 2 } });
-    const executions = await s.until("execution", 2);
+    const executions = await s.until("executions", 2);
     const a = executions.find((e) => e.job_id === done.jobId)!;
     const c = executions.find((e) => e.job_id === cancelled.jobId)!;
 
-    s.send({ complete: { execution_id: a.execution_id, attempt: 1, result_json: '{"ok":1}' } });
-    s.send({ complete: { execution_id: c.execution_id, attempt: 9 } });
-    s.send({ fail: { execution_id: a.execution_id, attempt: 0, error: { message: "x" } } });
-    const acks = await s.until("ack", 3);
+    s.send({
+      acks: {
+        complete: [
+          { execution_id: a.execution_id, attempt: 1, result_json: '{"ok":1}' },
+          { execution_id: c.execution_id, attempt: 9 },
+        ],
+        fail: [{ execution_id: a.execution_id, attempt: 0, error: { message: "x" } }],
+      },
+    });
+    const acks = await s.until("acks", 3);
     const byAttempt = new Map(acks.map((k) => [k.attempt, k]));
     assert.deepEqual([byAttempt.get(1)?.status, byAttempt.get(1)?.state], [200, "SUCCEEDED"]);
     assert.deepEqual([byAttempt.get(9)?.status, byAttempt.get(9)?.error_code], [409, "LEASE_LOST"]);
@@ -396,7 +406,7 @@ describe("the Work stream", () => {
     const s = open("worker-a");
     s.send({ start: { pool: "work-gone", worker_id: "w1", lease_seconds: 2 } });
     s.send({ credit: { executions: 5 } });
-    const [first] = await s.until("execution", 1);
+    const [first] = await s.until("executions", 1);
     s.cancel();
     const w = worker(address, "worker-a");
     clients.push(w);
@@ -435,6 +445,17 @@ describe("the Work stream", () => {
         grpc.status.INVALID_ARGUMENT,
         "INVALID_ARGUMENT",
         "credit.executions",
+      ],
+      ["worker-a", [{ start: { pool: "p", worker_id: "w" } }, { acks: {} }], grpc.status.INVALID_ARGUMENT, "INVALID_ARGUMENT", "acks"],
+      [
+        "worker-a",
+        [
+          { start: { pool: "p", worker_id: "w" } },
+          { acks: { complete: Array.from({ length: 1001 }, (_, i) => ({ execution_id: `e-${i}`, attempt: 1 })) } },
+        ],
+        grpc.status.INVALID_ARGUMENT,
+        "INVALID_ARGUMENT",
+        "acks",
       ],
       [
         "worker-b",

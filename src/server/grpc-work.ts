@@ -1,30 +1,58 @@
 // The Work stream of proto/duetime/v1/worker.proto: one worker, one pool,
-// executions pushed as they become ready, never more than the credit the
-// worker granted. Under the stream are the HTTP protocol's operations:
-// leases are long polls (lease) of at most the credit left, acknowledgements
-// go in batches (completeMany, failMany) as they come, heartbeats one by one
+// executions pushed in batches as they become ready, never more than the
+// credit the worker granted. Under the stream are the HTTP protocol's
+// operations: leases are long polls (lease) of at most the credit left;
+// acknowledgements ride on the next lease or go in batches (completeMany,
+// failMany) by the project's one Batcher; heartbeats go one by one
 // (heartbeat). So the keys, roles, tenants, validation and fencing are the
 // HTTP ones, and a worker that goes away keeps what it was given until the
 // leases expire, as over HTTP.
 
-import { operationNamed, type OperationName } from "@duetime/sdk/contract";
+import { Batcher, operationNamed, type OperationName } from "@duetime/sdk/contract";
 import type * as grpc from "@grpc/grpc-js";
 import { DuetimeError, invalidArgument } from "../core/errors.js";
 import { callService, checkRequest } from "../engine/operations.js";
 import type { RequestContext, Service } from "../engine/service.js";
 import { authorize, type KeyRing, requestContext } from "./auth.js";
-import { ackResult, completeItem, defined, executionMessage, failItem, type Json, toGrpcError } from "./grpc-wire.js";
+import { ackResult, completeItem, defined, executionMessage, failItem, type Json, list, toGrpcError } from "./grpc-wire.js";
 
 /** The most credit a stream may hold at once: a lease's max. */
 export const MAX_CREDIT = 1000;
 /** A lease's long poll on the stream; ended early when the stream closes. */
 const LEASE_WAIT_SECONDS = 20;
-/** Acknowledgements wait this long for company before their batch goes out. */
+/** Acknowledgements wait this long for company before their batch goes out; a batch in flight holds the next back. */
 const ACK_DELAY_MS = 10;
+/** The most acknowledgements one store call carries (the batch calls' limit). */
+const ACK_BATCH = 1000;
 /** After a failed lease, this long before the next (the store is having trouble). */
 const RETRY_MS = 1_000;
 
 type Stream = grpc.ServerDuplexStream<Json, Json>;
+type Ack = { kind: "complete" | "fail"; item: Json };
+
+/** Executions per WorkExecutions message stop growing at about this many bytes (a client takes 4 MiB by default). */
+const MESSAGE_BYTES = 1 << 20;
+
+/** The executions in messages of about MESSAGE_BYTES at most (one larger execution goes alone). */
+function bySize(executions: Json[]): Json[][] {
+  const out: Json[][] = [];
+  let bytes = Infinity;
+  for (const e of executions) {
+    const size = 256 + String(e.payloadJson).length;
+    if (bytes + size > MESSAGE_BYTES) {
+      out.push([]);
+      bytes = 0;
+    }
+    out.at(-1)!.push(e);
+    bytes += size;
+  }
+  return out;
+}
+
+const byKind = (acks: Ack[]) => ({
+  complete: acks.filter((a) => a.kind === "complete").map((a) => a.item),
+  fail: acks.filter((a) => a.kind === "fail").map((a) => a.item),
+});
 
 export interface WorkStreamDeps {
   service: Service;
@@ -41,8 +69,12 @@ export class WorkStream {
   private start: { pool: string; workerId: string; leaseSeconds?: number } | undefined;
   private credit = 0;
   private leasing = false;
-  private readonly pending: { complete: Json[]; fail: Json[] } = { complete: [], fail: [] };
-  private ackTimer: NodeJS.Timeout | undefined;
+  private readonly acks = new Batcher<Ack>({
+    send: async (batch) => void (await this.writeAcks(byKind(batch))),
+    delayMs: ACK_DELAY_MS,
+    maxBatch: ACK_BATCH,
+    keep: () => false,
+  });
   private readonly lifetime = new AbortController();
   private ended = false;
 
@@ -61,8 +93,7 @@ export class WorkStream {
     if (this.ended) return;
     this.ended = true;
     this.lifetime.abort(new DuetimeError("UNAVAILABLE", "the work stream closed"));
-    clearTimeout(this.ackTimer);
-    await this.flushAcks();
+    await this.acks.drain(1);
     this.stream.end();
   }
 
@@ -70,7 +101,7 @@ export class WorkStream {
   private abandon(): void {
     this.ended = true;
     this.lifetime.abort(new DuetimeError("UNAVAILABLE", "client went away"));
-    clearTimeout(this.ackTimer);
+    this.acks.close();
   }
 
   private async receive(message: Json): Promise<void> {
@@ -86,10 +117,9 @@ export class WorkStream {
       if (this.ended) return;
       if (!this.ctx) throw invalidArgument("start", "the first message of a Work stream must be a WorkStart");
       if (message.credit) return this.grant(message.credit as Json);
-      if (message.complete) return this.acknowledge("complete", message.complete as Json);
-      if (message.fail) return this.acknowledge("fail", message.fail as Json);
+      if (message.acks) return this.acknowledge(message.acks as Json);
       if (message.heartbeat) return await this.heartbeat(message.heartbeat as Json);
-      throw invalidArgument("kind", "a WorkRequest must set one of start, credit, complete, fail or heartbeat");
+      throw invalidArgument("kind", "a WorkRequest must set one of start, credit, acks or heartbeat");
     } catch (thrown) {
       this.fatal(thrown);
     }
@@ -124,65 +154,90 @@ export class WorkStream {
         `must be a whole number from 1 that keeps the credit left at most ${MAX_CREDIT} (${this.credit} left now), got ${String(n)}`,
       );
     this.credit += n;
-    if (!this.leasing) void this.leaseLoop();
+    // Begun after the messages that came with the credit (its worker sends its
+    // acknowledgements first), so the first lease carries them.
+    if (!this.leasing) {
+      this.leasing = true;
+      setImmediate(() => void this.leaseLoop());
+    }
   }
 
-  /** Leases while there is credit: each lease asks for at most what is left, and waits for work up to LEASE_WAIT_SECONDS. */
+  /**
+   * Leases while there is credit: each lease asks for at most what is left,
+   * and waits for work up to LEASE_WAIT_SECONDS. Acknowledgements in hand
+   * ride on it, as on an HTTP lease call (one store transaction for both);
+   * it then does not wait, so their answers are not held by a long poll.
+   */
   private async leaseLoop(): Promise<void> {
     this.leasing = true;
     try {
       while (!this.ended && this.credit > 0) {
+        const taken = this.acks.take();
+        const acks = byKind(taken);
+        const carrying = taken.length > 0;
+        // A lease that carries acknowledgements is quick: those that come meanwhile
+        // wait for the next one. A long poll leaves them to the batcher's timer.
+        if (carrying) this.acks.hold();
+        else this.acks.release();
         const answer = await this.call("lease", {
           params: { pool: this.start!.pool },
           body: defined({
             workerId: this.start!.workerId,
             max: this.credit,
             leaseSeconds: this.start!.leaseSeconds,
-            waitSeconds: LEASE_WAIT_SECONDS,
+            waitSeconds: carrying ? 0 : LEASE_WAIT_SECONDS,
+            complete: acks.complete.length > 0 ? acks.complete : undefined,
+            fail: acks.fail.length > 0 ? acks.fail : undefined,
           }),
         }).then(
-          (answer) => answer as { items: Json[] },
+          (answer) => answer as { items: Json[]; acks?: Json[] },
           (error: unknown) => ({ error }),
         );
         if ("error" in answer) {
+          // They go again in a batch of their own (acks are idempotent).
+          this.acks.restore(taken);
           if (this.ended) break;
           this.deps.onInternalError(answer.error, "Work lease");
           await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
           continue;
         }
-        for (const item of answer.items) {
-          // Granted after the worker went away: leased to nobody, it runs again once its lease expires.
-          if (this.ended) break;
-          this.credit--;
-          this.stream.write({ execution: executionMessage(item) });
-        }
+        if (answer.acks?.length) this.send({ acks: { items: answer.acks.map(ackResult) } });
+        // Granted after the worker went away: leased to nobody, each runs again once its lease expires.
+        if (this.ended) break;
+        this.credit -= answer.items.length;
+        for (const items of bySize(answer.items.map(executionMessage))) this.stream.write({ executions: { items } });
       }
     } finally {
       this.leasing = false;
+      this.acks.release();
     }
   }
 
-  /** One acknowledgement: checked at once (a bad one is answered 400 alone), then sent in a batch. */
-  private acknowledge(kind: "complete" | "fail", message: Json): void {
-    const item = kind === "complete" ? completeItem(message, "complete") : failItem(message);
-    try {
-      checkRequest(operationNamed(kind === "complete" ? "completeMany" : "failMany"), { body: { items: [item] } });
-    } catch (thrown) {
-      const { error } = toGrpcError(thrown);
-      const code = String(error.metadata.get("duetime-error-code")[0]);
-      this.stream.write({
-        ack: ackResult({ executionId: message.executionId, attempt: message.attempt, status: 400, error: { code, message: error.details } }),
-      });
-      return;
-    }
-    this.pending[kind].push(item);
-    this.ackTimer ??= setTimeout(() => void this.flushAcks(), ACK_DELAY_MS);
+  /** A WorkAcks: each item checked on its own (a bad one is answered 400 at once), the rest written in batches. */
+  private acknowledge(message: Json): void {
+    const complete = list(message.complete);
+    const fail = list(message.fail);
+    const count = complete.length + fail.length;
+    if (count < 1 || count > ACK_BATCH) throw invalidArgument("acks", `must hold 1 to ${ACK_BATCH} items in all, got ${count}`);
+    const refused: Json[] = [];
+    const take = (kind: Ack["kind"], sent: Json, index: number) => {
+      try {
+        const item = kind === "complete" ? completeItem(sent, `acks.complete.${index}`) : failItem(sent);
+        checkRequest(operationNamed(kind === "complete" ? "completeMany" : "failMany"), { body: { items: [item] } });
+        this.acks.add({ kind, item });
+      } catch (thrown) {
+        const { error } = toGrpcError(thrown);
+        const code = String(error.metadata.get("duetime-error-code")[0]);
+        refused.push(ackResult({ executionId: sent.executionId, attempt: sent.attempt, status: 400, error: { code, message: error.details } }));
+      }
+    };
+    complete.forEach((sent, i) => take("complete", sent, i));
+    fail.forEach((sent, i) => take("fail", sent, i));
+    if (refused.length > 0) this.send({ acks: { items: refused } });
   }
 
-  private async flushAcks(): Promise<void> {
-    this.ackTimer = undefined;
-    const complete = this.pending.complete.splice(0);
-    const fail = this.pending.fail.splice(0);
+  /** One batch of acknowledgements, answered one by one; when the store fails them, each is answered 503 (the worker sends it again). */
+  private async writeAcks({ complete, fail }: { complete: Json[]; fail: Json[] }): Promise<void> {
     const batches: [OperationName, Json[]][] = [
       ["completeMany", complete],
       ["failMany", fail],
@@ -192,12 +247,12 @@ export class WorkStream {
       try {
         // Not the stream's lifetime: acknowledgements in hand are written even as the stream closes.
         const answers = (await this.call(op, { body: { items } }, new AbortController().signal)) as Json[];
-        for (const answer of answers) this.send({ ack: ackResult(answer) });
+        this.send({ acks: { items: answers.map(ackResult) } });
       } catch (thrown) {
         const { error, internal } = toGrpcError(thrown);
         if (internal) this.deps.onInternalError(thrown, `Work ${op}`);
         const code = String(error.metadata.get("duetime-error-code")[0]);
-        for (const item of items) this.send({ ack: ackResult({ ...item, status: 503, error: { code, message: error.details } }) });
+        this.send({ acks: { items: items.map((item) => ackResult({ ...item, status: 503, error: { code, message: error.details } })) } });
       }
     }
   }

@@ -23,7 +23,7 @@ export interface WorkStreamOptions {
   pool: string;
   workerId: string;
   leaseSeconds: number;
-  onExecution(job: LeasedExecution): void;
+  onExecutions(jobs: LeasedExecution[]): void;
   onCancel(executionId: string, attempt: number): void;
 }
 
@@ -166,33 +166,26 @@ export class WorkStream {
   }
 
   heartbeat(executionId: string, request: HeartbeatRequest): Promise<HeartbeatResponse> {
-    return this.ask(this.beats, keyOf(executionId, request.attempt), {
+    const [answer] = this.ask(this.beats, [keyOf(executionId, request.attempt)], {
       heartbeat: { executionId, attempt: request.attempt, leaseSeconds: request.leaseSeconds },
     });
+    return answer!;
   }
 
+  /** Up to 1000 completions in one WorkAcks; resolves to their answers, in order. */
   completeMany(items: CompleteItem[]): Promise<AckItem[]> {
-    return this.answers(
-      items.map((item) =>
-        this.ask(this.acks, keyOf(item.executionId, item.attempt), {
-          complete: {
-            executionId: item.executionId,
-            attempt: item.attempt,
-            ...(item.result === undefined ? {} : { resultJson: JSON.stringify(item.result) }),
-          },
-        }),
-      ),
-    );
+    const complete = items.map((item) => ({
+      executionId: item.executionId,
+      attempt: item.attempt,
+      ...(item.result === undefined ? {} : { resultJson: JSON.stringify(item.result) }),
+    }));
+    return this.acknowledge(items, { acks: { complete } });
   }
 
+  /** Up to 1000 failures in one WorkAcks; resolves to their answers, in order. */
   failMany(items: FailItem[]): Promise<AckItem[]> {
-    return this.answers(
-      items.map((item) =>
-        this.ask(this.acks, keyOf(item.executionId, item.attempt), {
-          fail: { executionId: item.executionId, attempt: item.attempt, error: attemptError(item.error) },
-        }),
-      ),
-    );
+    const fail = items.map((item) => ({ executionId: item.executionId, attempt: item.attempt, error: attemptError(item.error) }));
+    return this.acknowledge(items, { acks: { fail } });
   }
 
   /** Half-closes the stream (nothing more to send) and waits for the server to end it. */
@@ -212,33 +205,42 @@ export class WorkStream {
     if (!this.over) this.call.write(message);
   }
 
-  private ask<T>(waiters: Map<string, Waiter<T>[]>, key: string, message: Json): Promise<T> {
-    if (this.over) return Promise.reject(new DuetimeApiError("UNAVAILABLE", "the work stream has ended", { status: 503 }));
-    return new Promise<T>((resolve, reject) => {
-      const queue = waiters.get(key);
-      if (queue) queue.push({ resolve, reject });
-      else waiters.set(key, [{ resolve, reject }]);
-      this.call.write(message);
-    });
+  /** Sends one message; each key's answer settles the promise queued for it. */
+  private ask<T>(waiters: Map<string, Waiter<T>[]>, keys: string[], message: Json): Promise<T>[] {
+    if (this.over) return keys.map(() => Promise.reject(new DuetimeApiError("UNAVAILABLE", "the work stream has ended", { status: 503 })));
+    const answers = keys.map(
+      (key) =>
+        new Promise<T>((resolve, reject) => {
+          const queue = waiters.get(key);
+          if (queue) queue.push({ resolve, reject });
+          else waiters.set(key, [{ resolve, reject }]);
+        }),
+    );
+    this.call.write(message);
+    return answers;
   }
 
-  /** The answers of a batch; a 5xx answer (the server's store failed) fails the batch, so the acks go again. */
-  private async answers(pending: Promise<AckItem>[]): Promise<AckItem[]> {
-    const items = await Promise.all(pending);
-    const failed = items.find((a) => a.status >= 500) as (AckItem & { error: { code: string; message: string } }) | undefined;
+  /** The answers of a WorkAcks; a 5xx answer (the server's store failed) fails the batch, so the acks go again. */
+  private async acknowledge(items: { executionId: string; attempt: number }[], message: Json): Promise<AckItem[]> {
+    const keys = items.map((item) => keyOf(item.executionId, item.attempt));
+    const answers = await Promise.allSettled(this.ask(this.acks, keys, message));
+    const rejected = answers.find((a) => a.status === "rejected");
+    if (rejected) throw rejected.reason;
+    const results = answers.map((a) => (a as PromiseFulfilledResult<AckItem>).value);
+    const failed = results.find((a) => a.status >= 500) as (AckItem & { error: { code: string; message: string } }) | undefined;
     if (failed) throw new DuetimeApiError(failed.error.code, failed.error.message, { status: failed.status });
-    return items;
+    return results;
   }
 
   private receive(message: Json): void {
     this.heard = true;
     const kind = message.kind;
-    if (kind === "execution") {
-      this.outstanding = Math.max(0, this.outstanding - 1);
-      this.options.onExecution(leasedExecution(message.execution as Json));
-    } else if (kind === "ack") {
-      const ack = message.ack as Json;
-      settle(this.acks, keyOf(ack.executionId, ack.attempt))?.resolve(ackItem(ack));
+    if (kind === "executions") {
+      const items = (message.executions as { items: Json[] }).items;
+      this.outstanding = Math.max(0, this.outstanding - items.length);
+      this.options.onExecutions(items.map(leasedExecution));
+    } else if (kind === "acks") {
+      for (const ack of (message.acks as { items: Json[] }).items) settle(this.acks, keyOf(ack.executionId, ack.attempt))?.resolve(ackItem(ack));
     } else if (kind === "heartbeat") {
       const beat = message.heartbeat as Json;
       const waiter = settle(this.beats, keyOf(beat.executionId, beat.attempt));

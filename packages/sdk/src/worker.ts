@@ -378,7 +378,7 @@ export class Worker {
         pool: this.pool,
         workerId: this.workerId,
         leaseSeconds: this.leaseSeconds,
-        onExecution: (job) => this.receive([job]),
+        onExecutions: (jobs) => this.receive(jobs),
         onCancel: (executionId, attempt) => this.cancelled(executionId, attempt),
       });
       this.stream = stream;
@@ -388,9 +388,20 @@ export class Worker {
         this.changed.notify();
       });
       const want = () => this.room() - stream.outstanding;
-      while (this.current === "running" && ended === null) {
-        if (want() > 0) stream.grant(want());
-        await this.waitFor(() => this.current !== "running" || ended !== null || want() > 0);
+      const over = () => this.current !== "running" || ended !== null;
+      // Credit goes in batches, as HTTP/2 updates a flow-control window: at
+      // once when half the room is free or the worker would otherwise idle,
+      // else after ackDelayMs. A grant per freed slot made the server lease
+      // one execution per store call.
+      const enough = () => want() >= Math.ceil(this.room() / 2) || (stream.outstanding === 0 && this.buffer.length === 0 && this.running.size === 0);
+      while (!over()) {
+        await this.waitFor(() => over() || want() > 0);
+        if (!enough()) await this.waitFor(() => over() || enough(), this.ackDelayMs);
+        if (want() > 0 && !over()) {
+          // The acks go first, so the server's next lease carries them (one store transaction, as over HTTP).
+          void this.acks.flush();
+          stream.grant(want());
+        }
       }
       if (ended === null) return; // shutting down: main() closes the stream after the drain
       if (stream.heard) failures = 0;
