@@ -311,6 +311,7 @@ function workStream(address: string, key?: string) {
     /** Waits until `count` messages of this kind arrived; returns them. */
     until: (kind: string, count: number, timeoutMs = 20_000) =>
       waitFor(() => (of(kind).length >= count ? of(kind) : null), `${count} ${kind}`, timeoutMs),
+    received: () => received,
     ended: () => ended,
     cancel: () => call.cancel(),
     close: () => {
@@ -359,6 +360,19 @@ describe("the Work stream", () => {
     const late = await admin.createJob(queueJob("work-credit"));
     const [, , , , , pushed] = await s.until("executions", 6);
     assert.equal(pushed?.job_id, late.jobId);
+  });
+
+  test("executions come in batches of about 1 MiB, so a lease larger than a client takes (4 MiB by default) still arrives", async () => {
+    const big = "x".repeat(700_000);
+    for (let i = 0; i < 8; i++) await admin.createJob(queueJob("work-big", { payload: { i, big } }));
+    const s = open("worker-a");
+    s.send({ start: { pool: "work-big", worker_id: "w1" } });
+    s.send({ credit: { executions: 8 } });
+    const all = await s.until("executions", 8);
+    assert.deepEqual(all.map((e) => (JSON.parse(e.payload_json as string) as { i: number }).i).sort(), [0, 1, 2, 3, 4, 5, 6, 7]);
+    const messages = s.received().filter((m) => m.kind === "executions").length;
+    assert.ok(messages >= 5, `8 executions of 700 KB in ${messages} messages`);
+    assert.equal(s.ended(), undefined, "the stream is still open");
   });
 
   test("acknowledgements and heartbeats on the stream: answered one by one, fenced by the attempt; a cancel reaches the running attempt", async () => {
