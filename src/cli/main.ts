@@ -7,6 +7,7 @@ import { text } from "node:stream/consumers";
 import { DuetimeClient, DuetimeApiError } from "@duetime/sdk";
 import { ARCHIVE_HELP, ARCHIVE_READ_HELP, parseArchiveRead, runArchive, type ArchiveCommand } from "./archive.js";
 import { GLOBAL_HELP, UsageError, type Env } from "./args.js";
+import { COMPARE_HELP, parseCompare, runCompare, type CompareCommand } from "./compare.js";
 import {
   CREATE_HELP,
   JOBS_HELP,
@@ -74,7 +75,8 @@ export type Command =
   | KeysCommand
   | TenantsCommand
   | SecretsCommand
-  | ArchiveCommand;
+  | ArchiveCommand
+  | CompareCommand;
 
 export const TOP_HELP = `Usage: duetime <command> [options]
 
@@ -88,6 +90,8 @@ Commands:
   jobs backfill|occurrences <jobId> --from T --to T
                                          Backfill a past window; what became
                                          of each fire time (the run ledger)
+  compare --job ID --log FILE            An old scheduler's runs beside a job's
+                                         run ledger (before flipping a dry run)
   executions <jobId>                     List a job's executions
   dlq list|replay|replays                Dead letters, replayed one by one or in bulk at a rate
   cron "<expr>" [--tz Z] [--from T] [--count N]
@@ -107,7 +111,8 @@ Run "duetime <command> --help" for a command's options.
 
 ${GLOBAL_HELP}
 
-Exit codes: 0 success, 1 API or network error, 2 usage error.`;
+Exit codes: 0 success, 1 API or network error, 2 usage error (compare:
+3 when the runs disagree).`;
 
 interface Leaf {
   help: string;
@@ -159,6 +164,7 @@ const COMMANDS: Record<string, Leaf | { help: string; group: Record<string, Leaf
   migrate: { help: MIGRATE_HELP, parse: parseMigrate },
   jobs: { help: JOBS_HELP, group: JOBS },
   executions: { help: EXECUTIONS_HELP, parse: parseExecutions },
+  compare: { help: COMPARE_HELP, parse: parseCompare },
   dlq: { help: DLQ_HELP, group: DLQ },
   cron: { help: CRON_HELP, parse: parseCron },
   cluster: { help: CLUSTER_HELP, parse: parseCluster },
@@ -237,6 +243,7 @@ export async function execute(cmd: Command, io: Io, deps: MainDeps = {}): Promis
   const client = new DuetimeClient({ url: cmd.global.url, ...(cmd.global.token ? { token: cmd.global.token } : {}) });
   const out = new Printer(io, cmd.global.json);
   try {
+    if (cmd.command === "compare") return await runCompare(cmd, client, out, io.readFile);
     if (cmd.command === "jobs backfill" || cmd.command === "jobs occurrences") await runLedger(cmd, client, out);
     else if (cmd.command.startsWith("jobs ")) await runJobs(cmd as JobsCommand, client, out, io.readFile);
     else if (cmd.command.startsWith("keys ")) await runKeys(cmd as KeysCommand, client, out);

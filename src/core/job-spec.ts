@@ -3,7 +3,7 @@
 // (cron syntax, IANA zone, RFC 3339 times, cross-field rules), and the first
 // occurrence planned. Errors name the field as a dotted path.
 
-import type { CronSchedule, HttpTarget, Job, JobSpec, RetryPolicy, Target } from "@duetime/sdk/contract";
+import type { CronSchedule, HttpTarget, Job, JobMode, JobSpec, RetryPolicy, Target } from "@duetime/sdk/contract";
 import { CronSyntaxError, isValidTimeZone, parseCron } from "./cron/index.js";
 import { invalidArgument } from "./errors.js";
 import { DEFAULT_RETRY } from "./retry.js";
@@ -24,6 +24,7 @@ export interface EffectiveJob {
   retry: RetryPolicy;
   timeoutSeconds: number;
   priority: number;
+  mode: JobMode;
   /** The first occurrence, or null when the schedule has none (a cron window already over). */
   first: Occurrence | null;
 }
@@ -32,6 +33,10 @@ export interface EffectiveJob {
 export function effectiveJob(spec: JobSpec, jobId: string, now: number, prefix = ""): EffectiveJob {
   const schedule = effectiveSchedule(spec.schedule, jobId, now, prefix);
   const kind = "cron" in schedule ? "cron" : "once";
+  const mode = spec.mode ?? "live";
+  if (mode === "dry_run" && kind !== "cron") {
+    throw invalidArgument(`${prefix}mode`, "dry_run applies to recurring (cron) jobs: a one-off has no schedule to compare");
+  }
   return {
     kind,
     name: spec.name,
@@ -41,6 +46,7 @@ export function effectiveJob(spec: JobSpec, jobId: string, now: number, prefix =
     retry: effectiveRetry(spec.retry, prefix),
     timeoutSeconds: spec.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS,
     priority: spec.priority ?? DEFAULT_PRIORITY,
+    mode,
     first: firstOccurrence(schedule, jobId, now),
   };
 }
@@ -74,6 +80,7 @@ function effectiveCron(spec: CronSchedule, jobId: string, prefix: string): Job["
     tz,
     jitterSeconds: spec.jitterSeconds ?? 0,
     misfire: spec.misfire ?? "run_once",
+    ...(spec.misfireThresholdSeconds !== undefined ? { misfireThresholdSeconds: spec.misfireThresholdSeconds } : {}),
     overlap: spec.overlap ?? "allow",
     ...(startAt !== undefined ? { startAt: toIso(startAt) } : {}),
     ...(endAt !== undefined ? { endAt: toIso(endAt) } : {}),

@@ -88,6 +88,7 @@ export function overlapAction(policy: Overlap, inFlight: boolean): "run" | "skip
 const SKIP_MESSAGES: Record<string, string> = {
   misfire: "missed: the scheduler was down or the job was paused at this time (misfire policy)",
   overlap: "skipped: the previous occurrence was still running (overlap: forbid)",
+  dry_run: "would run: the job is in dry run (mode dry_run); recorded, not dispatched",
 };
 
 /** The error a SKIPPED execution records: why it did not run. */

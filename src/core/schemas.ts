@@ -37,6 +37,8 @@ export const LIMITS = {
   /** Not in the contract: a sanity cap of one year so retry arithmetic stays finite. */
   maxBackoffSecondsMax: 31_536_000,
   timeoutSecondsMax: 86_400,
+  /** A year: Kubernetes' startingDeadlineSeconds has no upper bound, and a year covers any real one. */
+  misfireThresholdSecondsMax: 31_536_000,
   priorityMin: -100,
   priorityMax: 100,
   jitterSecondsMax: 86_400,
@@ -203,7 +205,8 @@ export const dstSchema = {
 /** The union of the three schedule variants; validate.ts enforces "exactly one of". */
 export const scheduleSchema = {
   type: "object",
-  description: "Exactly one of runAt, delaySeconds or cron. tz, jitterSeconds, misfire, overlap, startAt, endAt and dst are allowed only with cron.",
+  description:
+    "Exactly one of runAt, delaySeconds or cron. tz, jitterSeconds, misfire, misfireThresholdSeconds, overlap, startAt, endAt and dst are allowed only with cron.",
   additionalProperties: false,
   properties: {
     runAt: { ...dateTime, description: "RFC 3339; a time in the past runs at once." },
@@ -212,6 +215,12 @@ export const scheduleSchema = {
     tz: { type: "string", minLength: 1, maxLength: LIMITS.tzMaxLength, default: "UTC", description: "IANA zone." },
     jitterSeconds: { type: "number", minimum: 0, maximum: LIMITS.jitterSecondsMax, default: 0 },
     misfire: { type: "string", enum: ["run_once", "skip", "catch_up"], default: "run_once" },
+    misfireThresholdSeconds: {
+      type: "integer",
+      minimum: 1,
+      maximum: LIMITS.misfireThresholdSecondsMax,
+      description: "An occurrence dispatched more than this after its time is a misfire; default: the server's (--misfire-threshold, 60 s).",
+    },
     overlap: { type: "string", enum: ["allow", "forbid", "replace"], default: "allow" },
     startAt: dateTime,
     endAt: dateTime,
@@ -249,6 +258,12 @@ const jobSpecProperties = {
   retry: retrySchema,
   timeoutSeconds: { type: "number", minimum: 1, maximum: LIMITS.timeoutSecondsMax, default: 300 },
   priority: { type: "integer", minimum: LIMITS.priorityMin, maximum: LIMITS.priorityMax, default: 0 },
+  mode: {
+    type: "string",
+    enum: ["live", "dry_run"],
+    default: "live",
+    description: "dry_run (recurring jobs only): each occurrence is recorded in the run ledger as would_run, never dispatched.",
+  },
 } as const;
 
 const idempotencyKey = { type: "string", minLength: 1, maxLength: LIMITS.idempotencyKeyMaxLength } as const;
@@ -276,6 +291,7 @@ export const batchCreateBody = {
   required: ["jobs"],
   properties: {
     jobs: { type: "array", minItems: 1, maxItems: LIMITS.batchMax, items: batchItemSchema },
+    atomic: { type: "boolean", default: false, description: "All or nothing: when any job is invalid, none is created (400, details.errors)." },
   },
 } as const;
 
@@ -284,7 +300,7 @@ export const batchCreateEnvelope = {
   type: "object",
   additionalProperties: false,
   required: ["jobs"],
-  properties: { jobs: { type: "array", minItems: 1, maxItems: LIMITS.batchMax } },
+  properties: { jobs: { type: "array", minItems: 1, maxItems: LIMITS.batchMax }, atomic: { type: "boolean" } },
 } as const;
 
 /**

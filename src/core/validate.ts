@@ -349,7 +349,7 @@ function isPlainRecord(value: unknown): value is Record<string, unknown> {
 // ---------------------------------------------------------------- refinements
 
 const SCHEDULE_KINDS = ["runAt", "delaySeconds", "cron"] as const;
-const CRON_ONLY = ["tz", "jitterSeconds", "misfire", "overlap", "startAt", "endAt", "dst"] as const;
+const CRON_ONLY = ["tz", "jitterSeconds", "misfire", "misfireThresholdSeconds", "overlap", "startAt", "endAt", "dst"] as const;
 
 /** The rules of a job spec that are not plain shape: one schedule variant, backoff order. */
 function checkJobSpec(value: unknown, path: string): void {
@@ -384,7 +384,7 @@ function checkRetry(retry: Record<string, unknown> | undefined, retryPath: strin
 }
 
 /** The fields a PATCH may change (every field of updateJobBody but `version`). */
-const PATCH_FIELDS = ["name", "target", "payload", "schedule", "retry", "timeoutSeconds", "priority"] as const;
+const PATCH_FIELDS = ["name", "target", "payload", "schedule", "retry", "timeoutSeconds", "priority", "mode"] as const;
 
 /**
  * A PATCH changes at least one field; a schedule it gives is a whole schedule

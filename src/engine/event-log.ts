@@ -65,6 +65,10 @@ export function logEngineEvents(events: EngineEvents, log: BaseLogger, options: 
       if (enabled("debug"))
         log.debug({ jobId: e.jobId, executionId: e.executionId, tenantId: e.tenantId, pool: e.pool, lagMs: e.lagMs }, "execution dispatched");
     }),
+    events.on("execution:would_run", (e) => {
+      if (enabled("debug"))
+        log.debug({ jobId: e.jobId, executionId: e.executionId, tenantId: e.tenantId, pool: e.pool, lagMs: e.lagMs }, "dry run: would run");
+    }),
     events.on("execution:leased", (e) => {
       if (enabled("debug"))
         log.debug(

@@ -7,6 +7,8 @@ import type { StoreFaultKind, StoreUnavailableError } from "../core/errors.js";
 
 export interface EngineEventMap {
   "execution:dispatched": { jobId: string; executionId: string; tenantId: string; pool: string; lagMs: number };
+  /** A dry-run job's occurrence, recorded would_run at its dispatch instead of running (mode dry_run). */
+  "execution:would_run": { jobId: string; executionId: string; tenantId: string; pool: string; lagMs: number };
   /** retry: an attempt after a failed or timed-out one (not a first attempt granted again after a hand-back). */
   "execution:leased": { jobId: string; executionId: string; tenantId: string; pool: string; attempt: number; retry: boolean; startLagMs: number };
   /** A retry over its budget (retry-budget.ts) was handed back unused, ready again at readyAt; scope: the budget that refused ("tenant", "origin"). */

@@ -10,6 +10,7 @@ import type {
   BatchCreateItem,
   BatchCreateResult,
   CreatedJob,
+  CreateJobsOptions,
   ExecutionItem,
   Job,
   JobPatch,
@@ -34,7 +35,7 @@ import type { JobCreateOutcome, JobRecord, LoadedDueEntry, NewJob, PendingChange
 import { decodeCursor, encodeCursor } from "./cursor.js";
 import { ScheduleLedger } from "./ledger.js";
 import { type BrokerKind, brokerRefusal, poolOf } from "../core/targets.js";
-import { DEFAULT_LIMIT, invalidState, toExecution, toJob } from "./wire.js";
+import { DEFAULT_LIMIT, dryRunRefusal, invalidState, toExecution, toJob } from "./wire.js";
 import type { Executor } from "./executor.js";
 import type { Backpressure } from "./backpressure.js";
 import type { TenantQuotas } from "./quotas.js";
@@ -86,18 +87,27 @@ export class JobsService {
   // ---- jobs ---------------------------------------------------------------------
 
   async createJob(ctx: RequestContext, spec: JobSpec, idempotencyKey?: string): Promise<CreatedJob> {
-    const [result] = await this.createMany(ctx, [{ spec, idempotencyKey, prefix: "" }], true);
+    const [result] = await this.createMany(ctx, [{ spec, idempotencyKey, prefix: "" }], { throwFirst: true });
     return result as CreatedJob;
   }
 
   /** `items` as they came: each is checked on its own, so a bad job fails alone (answering its error in its place). */
-  async createJobs(ctx: RequestContext, items: BatchCreateItem[]): Promise<BatchCreateResult[]> {
+  async createJobs(ctx: RequestContext, items: BatchCreateItem[], options: CreateJobsOptions = {}): Promise<BatchCreateResult[]> {
     const batch = validateBatch({ jobs: items });
+    if (options.atomic && batch.errors.size > 0) throw atomicRefusal(items.length, [...batch.errors]);
     if (batch.valid.length === 0) return batch.merge([]);
     const results = await this.createMany(
       ctx,
       batch.valid.map(({ idempotencyKey, ...spec }, i) => ({ spec, idempotencyKey, prefix: `jobs.${batch.indexes[i]}.` })),
-      false,
+      options.atomic
+        ? {
+            atomic: (errors) =>
+              atomicRefusal(
+                items.length,
+                errors.map(([i, e]) => [batch.indexes[i]!, e]),
+              ),
+          }
+        : {},
     );
     return batch.merge(
       results.map((r) =>
@@ -112,14 +122,14 @@ export class JobsService {
   private async createMany(
     ctx: RequestContext,
     specs: { spec: JobSpec; idempotencyKey: string | undefined; prefix: string }[],
-    throwFirst: boolean,
+    how: WriteHow,
   ): Promise<(CreatedJob | DuetimeError)[]> {
     const tracing = this.o.executor.tracing;
-    if (!tracing) return this.writeMany(ctx, specs, throwFirst);
+    if (!tracing) return this.writeMany(ctx, specs, how);
     const { span, traceparent } = tracing.createStarted(ctx.tenantId, specs.length);
     const trace: CreateTrace = { traceparent, created: [] };
     try {
-      const results = await this.writeMany(ctx, specs, throwFirst, trace);
+      const results = await this.writeMany(ctx, specs, how, trace);
       tracing.createEnded(span, trace.created);
       return results;
     } catch (err) {
@@ -131,12 +141,11 @@ export class JobsService {
   /**
    * Validates each spec, admits the valid ones under the tenant's quotas
    * (all or none: 429 for the call), then writes them in one transaction.
-   * `throwFirst` makes a single create throw instead of answering an error item.
    */
   private async writeMany(
     ctx: RequestContext,
     specs: { spec: JobSpec; idempotencyKey: string | undefined; prefix: string }[],
-    throwFirst: boolean,
+    { throwFirst = false, atomic }: WriteHow,
     trace?: CreateTrace,
   ): Promise<(CreatedJob | DuetimeError)[]> {
     this.o.backpressure?.checkCreate();
@@ -156,6 +165,10 @@ export class JobsService {
         results.push(err);
       }
     });
+    if (atomic) {
+      const refused = results.flatMap((r, i): [number, DuetimeError][] => (r instanceof DuetimeError ? [[i, r]] : []));
+      if (refused.length > 0) throw atomic(refused);
+    }
     // A repeat answered from its Idempotency-Key counts too: the quota cannot know before the write.
     if (writes.length > 0) await this.o.quotas.admit(ctx.tenantId, limits, writes.length);
     const outcomes = writes.length ? await this.store.jobCreateMany({ jobs: writes.map((w) => w.job), nodeId: this.o.nodeId, now }) : [];
@@ -337,6 +350,7 @@ export class JobsService {
   async triggerJob(ctx: RequestContext, jobId: string): Promise<ExecutionItem> {
     const job = await this.requireJob(ctx, jobId);
     if (jobVerdict(job.state, "trigger").kind === "invalid") throw invalidState(job, "trigger");
+    if (job.mode === "dry_run") throw dryRunRefusal("trigger");
     const now = this.clock.now();
     for (let at = now; at < now + 100; at++) {
       const [row] = await this.store.executionCreateMany({
@@ -371,6 +385,7 @@ export class JobsService {
       retry: job.retry,
       timeoutSeconds: job.timeoutSeconds,
       priority: job.priority,
+      mode: job.mode,
       ...changes,
       // retry changes only the fields it names
       ...(changes.retry ? { retry: { ...job.retry, ...changes.retry } } : {}),
@@ -415,6 +430,29 @@ export class JobsService {
       nextCursor: rows.length === limit && last ? encodeCursor({ s: last.scheduledFor, a: last.attempt }) : null,
     };
   }
+}
+
+/**
+ * How a create treats an invalid job: answered as an error item (default),
+ * thrown (throwFirst: a single create), or thrown for the whole batch
+ * before anything is written (atomic: the refusal naming every invalid job).
+ */
+interface WriteHow {
+  throwFirst?: boolean;
+  atomic?: (errors: [index: number, error: DuetimeError][]) => DuetimeError;
+}
+
+/** An atomic batch with invalid jobs: 400 naming the first one's field, every one in details.errors; nothing was created. */
+function atomicRefusal(total: number, errors: [index: number, error: DuetimeError][]): DuetimeError {
+  const [index, error] = errors[0]!;
+  return new DuetimeError(
+    "INVALID_ARGUMENT",
+    `${errors.length} of ${total} jobs are invalid, so none was created (atomic); first, ${error.message}`,
+    {
+      field: String(error.details?.field ?? `jobs.${index}`),
+      errors: errors.map(([i, e]) => ({ index: i, ...e.toJSON().error })),
+    },
+  );
 }
 
 /** The create span's traceparent, and the jobs the request created (with a one-off's execution), for its events. */

@@ -12,7 +12,7 @@ import type { AttemptRow, JobRecord, Store } from "../store/store.js";
 import type { ReadStore } from "./read-routing.js";
 import type { Executor } from "./executor.js";
 import { poolOf } from "../core/targets.js";
-import { invalidState, toExecution } from "./wire.js";
+import { dryRunRefusal, invalidState, toExecution } from "./wire.js";
 
 export class ScheduleLedger {
   constructor(
@@ -30,6 +30,7 @@ export class ScheduleLedger {
     const { tenantId, jobId } = job;
     if (!isCron(job.schedule)) throw new DuetimeError("INVALID_STATE", "backfill applies to recurring (cron) jobs");
     if (job.state === "CANCELLED") throw invalidState(job, "backfill");
+    if (job.mode === "dry_run") throw dryRunRefusal("backfill");
     const now = this.clock.now();
     const { from, to } = window(request, now);
     const times = fireTimesBetween(job.schedule, jobId, from, to, BACKFILL_MAX + 1).map((f) => f.at);
@@ -91,11 +92,13 @@ export class ScheduleLedger {
   /**
    * What became of an occurrence that has an execution. One never attempted
    * and not yet due (a one-off's, created at submit) is still to come; one
-   * held by a pause is not run while the job is paused.
+   * held by a pause is not run while the job is paused; one a dry run
+   * recorded at its dispatch would have run then.
    */
   private entryOf(e: AttemptRow): Partial<OccurrenceItem> {
     const executionState = toExecution({ ...e, attempt: 0 }, this.clock.now()).state;
     const execution = { executionId: e.executionId, executionState };
+    if (e.state === "SKIPPED" && e.error?.reason === "dry_run") return { status: "would_run", ...execution };
     if (e.state === "SKIPPED") {
       const reason = (e.error?.reason as OccurrenceItem["reason"]) ?? "misfire";
       return { status: "skipped", reason, ...execution };

@@ -90,6 +90,13 @@ export function createMetrics(events: EngineEvents, loadedDue: () => number, gua
   events.on("due:spike", (e) => spikes.inc({ window: e.window }));
   const labels = (tenantId: string, pool: string) => ({ tenant: guards.tenant.label(tenantId), pool: guards.pool.label(pool) });
   events.on("execution:dispatched", (e) => dispatchLag.observe(labels(e.tenantId, e.pool), Math.max(0, e.lagMs) / 1000));
+  const wouldRun = new Counter({
+    name: "duetime_dry_run_occurrences_total",
+    help: "Occurrences of dry-run jobs recorded would_run in the run ledger instead of running",
+    labelNames: ["tenant", "pool"],
+    registers: [registry],
+  });
+  events.on("execution:would_run", (e) => wouldRun.inc(labels(e.tenantId, e.pool)));
   events.on("execution:leased", (e) => {
     if (e.attempt === 1) startLag.observe(labels(e.tenantId, e.pool), Math.max(0, e.startLagMs) / 1000);
   });

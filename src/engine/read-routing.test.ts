@@ -38,6 +38,7 @@ async function storeWithJob(file: string, name: string): Promise<Store> {
           name,
           state: "SCHEDULED",
           target: { type: "queue", pool: "p1" },
+          mode: "live",
           payload: null,
           schedule: { runAt: new Date(T0 + 60_000).toISOString() },
           retry: { maxAttempts: 3, backoffSeconds: 10, maxBackoffSeconds: 3600 },

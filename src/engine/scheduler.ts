@@ -211,6 +211,7 @@ export class Scheduler {
     for (const d of result.dispatched) {
       this.options.events.emit("execution:dispatched", { ...d, lagMs: now - ran.get(d.jobId)! });
     }
+    for (const d of result.wouldRun) this.options.events.emit("execution:would_run", { ...d, lagMs: now - ran.get(d.jobId)! });
     if (this.options.tracing && result.dispatched.length > 0) {
       const parents = new Map(batch.map((e) => [e.jobId, e.traceParent]));
       this.options.tracing.dispatched(
@@ -253,7 +254,14 @@ function planDispatch(entry: LoadedDueEntry, now: number, misfireThresholdMs: nu
 
 function planOccurrence(entry: LoadedDueEntry, now: number, misfireThresholdMs: number): DispatchItem {
   if (entry.kind !== "cron" || !isCron(entry.schedule)) return { entry, next: null };
-  const plan = planCronDispatch(entry.schedule, entry.jobId, entry.scheduledFor, now, misfireThresholdMs);
+  const threshold = entry.schedule.misfireThresholdSeconds;
+  const plan = planCronDispatch(
+    entry.schedule,
+    entry.jobId,
+    entry.scheduledFor,
+    now,
+    threshold === undefined ? misfireThresholdMs : threshold * 1000,
+  );
   return { entry, next: plan.next, run: plan.run, skipped: plan.skipped, overlap: entry.schedule.overlap };
 }
 

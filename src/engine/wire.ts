@@ -21,6 +21,7 @@ export function toJob(r: JobRecord): Job {
     retry: r.retry,
     timeoutSeconds: r.timeoutSeconds,
     priority: r.priority,
+    mode: r.mode,
     nextRunAt: toIsoOrNull(r.nextRunAt),
     ...(isCron(r.schedule) ? { nextRunAtLocal: r.nextRunAt === null ? null : localTime(r.nextRunAt, r.schedule.tz) } : {}),
     version: r.version,
@@ -51,4 +52,11 @@ export function toExecution(r: AttemptRow, now: number): ExecutionItem {
 
 export function invalidState(job: JobRecord, action: string): DuetimeError {
   return new DuetimeError("INVALID_STATE", `cannot ${action} a ${job.state} job`, { state: job.state });
+}
+
+/** A trigger or backfill would run a dry-run job for real: refused, so that a dry run never dispatches. */
+export function dryRunRefusal(action: string): DuetimeError {
+  return new DuetimeError("INVALID_STATE", `cannot ${action} a job in dry run (mode dry_run): PATCH it to {"mode": "live"} first`, {
+    mode: "dry_run",
+  });
 }

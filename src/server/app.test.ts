@@ -581,7 +581,11 @@ const badCases: BadCase[] = [
     field: "jobs",
   },
   { name: "batch jobs not an array", request: { method: "POST", url: "/v1/jobs:batch", payload: { jobs: QUEUE_JOB } }, field: "jobs" },
-  { name: "batch unknown field", request: { method: "POST", url: "/v1/jobs:batch", payload: { jobs: [QUEUE_JOB], atomic: true } }, field: "atomic" },
+  {
+    name: "batch unknown field",
+    request: { method: "POST", url: "/v1/jobs:batch", payload: { jobs: [QUEUE_JOB], transactional: true } },
+    field: "transactional",
+  },
   // list jobs
   { name: "limit=0", request: { method: "GET", url: "/v1/jobs?limit=0" }, field: "limit" },
   { name: "limit=501", request: { method: "GET", url: "/v1/jobs?limit=501" }, field: "limit" },

@@ -66,6 +66,7 @@ export const SAMPLE_JOB: Job = {
   retry: { maxAttempts: 3, backoffSeconds: 10, maxBackoffSeconds: 3600 },
   timeoutSeconds: 300,
   priority: 0,
+  mode: "live",
   nextRunAt: "2026-10-16T09:00:00.000Z",
   version: 1,
   createdAt: "2026-01-01T00:00:00.000Z",

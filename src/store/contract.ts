@@ -94,9 +94,10 @@ function newJob(overrides: JobOverrides = {}): NewJob {
     retry: RETRY,
     timeoutSeconds: 300,
     priority: 0,
+    mode: "live",
     createdAt,
     ...fields,
-  };
+  } as JobFields;
   const first = { scheduledFor: at, dueAt: at };
   const result: NewJob =
     job.kind === "once"
@@ -1041,6 +1042,42 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         assert.equal(leased.executionId, executionId);
       });
 
+      storeTest(
+        "a dry-run job's run is recorded SKIPPED (reason dry_run) in wouldRun, never leased; after a flip to live the next is READY",
+        async (store) => {
+          const epochs = await acquireAll(store, "n1");
+          const nj = cronJob({ mode: "dry_run" });
+          await createOne(store, nj);
+          const next = { scheduledFor: T0 + HOUR, dueAt: T0 + HOUR };
+          const first = await store.dispatchMany({ nodeId: "n1", epochs, now: T0, items: [{ entry: entryOf(nj), next }] });
+          const would = executionIdFor(nj.job.jobId, T0);
+          assert.deepEqual(first.dispatched, []);
+          assert.deepEqual(first.wouldRun, [{ jobId: nj.job.jobId, executionId: would, tenantId: "t1", pool: "p1" }]);
+          const skipped = attemptOf(await history(store, "t1", nj.job.jobId), would, 0);
+          assert.deepEqual([skipped.state, skipped.error?.reason, skipped.finishedAt], ["SKIPPED", "dry_run", T0]);
+          assert.deepEqual(await lease(store, T0 + MINUTE), []);
+
+          const job = await getJob(store, nj);
+          const { kind, name, target, payload, schedule, retry, timeoutSeconds, priority } = job;
+          const fields = { kind, name, target, payload, schedule, retry, timeoutSeconds, priority, mode: "live" as const };
+          assert.ok(
+            await store.jobUpdate({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: job.version, fields, due: "keep", nodeId: "n1", now: T0 }),
+          );
+          const second = await store.dispatchMany({
+            nodeId: "n1",
+            epochs,
+            now: T0 + HOUR,
+            items: [{ entry: { ...entryOf(nj), ...next }, next: null }],
+          });
+          assert.deepEqual(second.wouldRun, []);
+          assert.deepEqual(
+            second.dispatched.map((d) => d.executionId),
+            [executionIdFor(nj.job.jobId, T0 + HOUR)],
+          );
+          assert.equal((await leaseOne(store, T0 + HOUR)).executionId, executionIdFor(nj.job.jobId, T0 + HOUR));
+        },
+      );
+
       storeTest("records dispatchedBy = nodeId and dispatchedAt = now", async (store) => {
         const epochs = await acquireAll(store, "node-a");
         const nj = cronJob();
@@ -1408,6 +1445,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
           retry: RETRY,
           timeoutSeconds: 60,
           priority: 5,
+          mode: "live" as const,
         };
         assert.equal(
           await store.jobUpdate({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: 7, fields, due: "keep", nodeId: "n1", now: T0 }),
@@ -1471,12 +1509,12 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         now = T0 - MINUTE,
       ) {
         const job = await getJob(store, nj);
-        const { kind, name, target, payload, schedule, retry, timeoutSeconds, priority } = { ...job, ...fields };
+        const { kind, name, target, payload, schedule, retry, timeoutSeconds, priority, mode } = { ...job, ...fields };
         return store.jobUpdate({
           tenantId: "t1",
           jobId: nj.job.jobId,
           fromVersion: job.version,
-          fields: { kind, name, target, payload, schedule, retry, timeoutSeconds, priority },
+          fields: { kind, name, target, payload, schedule, retry, timeoutSeconds, priority, mode },
           due: kind === "cron" ? null : "keep",
           pending,
           nodeId: "n2",
@@ -4533,10 +4571,10 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
           assert.equal(rows.length, 1, `round ${round}: one execution: ${JSON.stringify(rows)}`);
           if (aWon) {
             assert.equal(byB.seen.length, 1, `round ${round}: node-a dispatched after node-b had taken the shard`);
-            assert.deepEqual(byB.dispatched, { dispatched: [], stale: [nj.job.jobId], fenced: [] });
+            assert.deepEqual(byB.dispatched, { dispatched: [], wouldRun: [], stale: [nj.job.jobId], fenced: [] });
             assert.equal(rows[0]!.dispatchedBy, "node-a");
           } else {
-            assert.deepEqual(byA, { dispatched: [], stale: [], fenced: [nj.job.jobId] }, `round ${round}`);
+            assert.deepEqual(byA, { dispatched: [], wouldRun: [], stale: [], fenced: [nj.job.jobId] }, `round ${round}`);
             assert.deepEqual(
               byB.dispatched.dispatched.map((d) => d.executionId),
               [rows[0]!.executionId],
@@ -4545,7 +4583,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
           }
           // After the takeover, node-a's old epoch dispatches nothing.
           const stale = await a.dispatchMany({ nodeId: "node-a", epochs: oldEpochs, now, items: [{ entry: entryOf(later), next: null }] });
-          assert.deepEqual(stale, { dispatched: [], stale: [], fenced: [later.job.jobId] });
+          assert.deepEqual(stale, { dispatched: [], wouldRun: [], stale: [], fenced: [later.job.jobId] });
           assert.deepEqual(await history(a, "t1", later.job.jobId), []);
         }
       });

@@ -38,7 +38,7 @@
 //   facts in the statement or transaction that writes, and the write is a
 //   compare-and-set on them.
 
-import type { ErrorClass, ErrorRecord, Job, JobState, Overlap, RetryPolicy, Role, Target } from "@duetime/sdk/contract";
+import type { ErrorClass, ErrorRecord, Job, JobMode, JobState, Overlap, RetryPolicy, Role, Target } from "@duetime/sdk/contract";
 import type { WorkloadMinute } from "./workload-minutes.js";
 
 export { HTTP_POOL } from "../core/targets.js";
@@ -59,6 +59,8 @@ export interface JobRecord {
   retry: RetryPolicy;
   timeoutSeconds: number;
   priority: number;
+  /** dry_run: dispatch records each occurrence SKIPPED (reason dry_run) instead of running it; read in the dispatch's own statement. */
+  mode: JobMode;
   version: number;
   createdAt: number;
   updatedAt: number;
@@ -542,7 +544,9 @@ export interface Store {
    * cancels the in-flight ones first (inFlightOnCancel); "skip" inserts the
    * run only where that same INSERT finds none in flight (INSERT … SELECT …
    * WHERE NOT EXISTS, never a read before it), and records it SKIPPED
-   * otherwise. Fence: consuming the due entry is a compare-and-set on
+   * otherwise. A job whose mode is dry_run (read by that same INSERT, so a
+   * flip applies from the next dispatch) gets the run recorded SKIPPED with
+   * reason dry_run instead: answered in wouldRun, never made ready. Fence: consuming the due entry is a compare-and-set on
    * (jobId, scheduledFor) and on the shard's (owner = nodeId, epoch) in one
    * statement; nothing else of the item is written when it misses. Items
    * whose entry moved are "stale"; items of shards whose epoch moved, or
@@ -551,6 +555,8 @@ export interface Store {
    */
   dispatchMany(params: { nodeId: string; epochs: ReadonlyMap<number, number>; now: number; items: DispatchItem[] }): Promise<{
     dispatched: { jobId: string; executionId: string; tenantId: string; pool: string }[];
+    /** Runs of dry-run jobs, recorded SKIPPED (reason dry_run). */
+    wouldRun: { jobId: string; executionId: string; tenantId: string; pool: string }[];
     stale: string[];
     fenced: string[];
   }>;
@@ -580,7 +586,7 @@ export interface Store {
     tenantId: string;
     jobId: string;
     fromVersion: number;
-    fields: Pick<JobRecord, "kind" | "name" | "target" | "payload" | "schedule" | "retry" | "timeoutSeconds" | "priority">;
+    fields: Pick<JobRecord, "kind" | "name" | "target" | "payload" | "schedule" | "retry" | "timeoutSeconds" | "priority" | "mode">;
     due: NextOccurrence | null | "keep";
     pending?: PendingReplace;
     nodeId: string;

@@ -28,6 +28,7 @@ export function recurringJobs(count: number, { createdAt, dueAt, shard }: { crea
         retry: { maxAttempts: 3, backoffSeconds: 10, maxBackoffSeconds: 3600 },
         timeoutSeconds: 60,
         priority: 0,
+        mode: "live",
         createdAt,
       },
       due: { scheduledFor: dueAt, dueAt },

@@ -66,6 +66,8 @@ export interface CronSchedule {
   tz?: string;
   jitterSeconds?: number;
   misfire?: Misfire;
+  /** An occurrence dispatched more than this many seconds after its time is a misfire (default: the server's, 60). */
+  misfireThresholdSeconds?: number;
   overlap?: Overlap;
   startAt?: string;
   endAt?: string;
@@ -81,6 +83,13 @@ export interface RetryPolicy {
   deadlineSeconds?: number;
 }
 
+/**
+ * live: occurrences run. dry_run (recurring jobs only): each occurrence is
+ * recorded in the run ledger as would_run at its exact instant and never
+ * dispatched; PATCH it to live when it fires as the system it replaces did.
+ */
+export type JobMode = "live" | "dry_run";
+
 /** What a client sends to create a job (POST /v1/jobs). */
 export interface JobSpec {
   name: string;
@@ -90,6 +99,8 @@ export interface JobSpec {
   retry?: Partial<RetryPolicy>;
   timeoutSeconds?: number;
   priority?: number;
+  /** Default live. */
+  mode?: JobMode;
 }
 
 /** A job as GET shows it: every default filled in. */
@@ -104,6 +115,7 @@ export interface Job {
   retry: RetryPolicy;
   timeoutSeconds: number;
   priority: number;
+  mode: JobMode;
   nextRunAt: string | null;
   /** For a cron job: nextRunAt as wall time in its zone, "YYYY-MM-DDTHH:mm:ss±hh:mm[Zone/Name]". */
   nextRunAtLocal?: string | null;
@@ -121,6 +133,7 @@ export interface JobPatch {
   retry?: Partial<RetryPolicy>;
   timeoutSeconds?: number;
   priority?: number;
+  mode?: JobMode;
   version?: number;
 }
 
@@ -139,10 +152,11 @@ export interface OccurrenceItem {
   /** Wall time in the job's zone, "YYYY-MM-DDTHH:mm:ss". */
   local: string;
   /**
-   * dispatched: an execution ran or runs; skipped: recorded SKIPPED (reason says why); due: still to come; not_run: none was
+   * dispatched: an execution ran or runs; would_run: a dry-run job's occurrence, recorded at the instant it would have
+   * been dispatched, never run; skipped: recorded SKIPPED (reason says why); due: still to come; not_run: none was
    * created (reason says why); unknown: older than the history retention, its record is gone (reason expired).
    */
-  status: "dispatched" | "skipped" | "due" | "not_run" | "unknown";
+  status: "dispatched" | "would_run" | "skipped" | "due" | "not_run" | "unknown";
   reason?: "misfire" | "overlap" | "paused" | "cancelled" | "before_creation" | "outside_window" | "schedule_changed" | "expired";
   /** The fire was moved by a spring-forward gap, or is one of two in a fall-back overlap. */
   dst?: "gap" | "overlap";

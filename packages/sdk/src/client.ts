@@ -32,7 +32,7 @@ import { apiOver, fillPath, type AnyOperation, type DuetimeApi, type WireRequest
 import { rejectUnknownOptions, requireInteger } from "./options.js";
 
 export type { CallOptions, RetryInfo } from "./http.js";
-export type { CreateJobOptions, UpdateJobOptions } from "./operations.js";
+export type { CreateJobOptions, CreateJobsOptions, UpdateJobOptions } from "./operations.js";
 
 export interface ClientOptions {
   /** Base URL of the server, e.g. "http://127.0.0.1:8080". */

@@ -85,6 +85,11 @@ export interface CreateJobOptions extends CallOptions {
   idempotencyKey?: string;
 }
 
+export interface CreateJobsOptions extends CallOptions {
+  /** All or nothing: when any job is invalid, none is created and the call fails with 400 (details.errors lists each). */
+  atomic?: boolean;
+}
+
 export interface UpdateJobOptions extends CallOptions {
   /**
    * The version the change applies to, sent as If-Match: a number, or the
@@ -326,7 +331,10 @@ export const OPERATIONS = {
     read: (reply) => ({ ...(reply.body as Job), created: reply.status === 201 }),
   }),
 
-  /** POST /v1/jobs:batch: 1..1000 jobs; the valid ones are committed together, and each answers on its own, in order. Retried only when every item has an idempotencyKey. */
+  /**
+   * POST /v1/jobs:batch: 1..1000 jobs; the valid ones are committed together, and each answers on its own, in order
+   * (with atomic, none when any is invalid: 400). Retried only when every item has an idempotencyKey.
+   */
   createJobs: operation({
     method: "POST",
     path: "/v1/jobs:batch",
@@ -345,8 +353,14 @@ export const OPERATIONS = {
       const jobs = (request.body as { jobs: BatchCreateItem[] }).jobs;
       return jobs.length > 0 && jobs.every((job) => job.idempotencyKey !== undefined);
     },
-    encode: (jobs: BatchCreateItem[], options?: CallOptions) => ({ body: { jobs }, options }),
-    decode: (request): [jobs: BatchCreateItem[], options?: CallOptions] => [(request.body as { jobs: BatchCreateItem[] }).jobs],
+    encode: (jobs: BatchCreateItem[], options?: CreateJobsOptions) => {
+      const { atomic, ...call } = options ?? {};
+      return { body: atomic ? { jobs, atomic } : { jobs }, options: call };
+    },
+    decode: (request): [jobs: BatchCreateItem[], options?: CreateJobsOptions] => {
+      const { jobs, atomic } = request.body as { jobs: BatchCreateItem[]; atomic?: boolean };
+      return atomic ? [jobs, { atomic }] : [jobs];
+    },
   }),
 
   /** GET /v1/jobs: newest first. */

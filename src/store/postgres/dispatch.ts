@@ -13,6 +13,12 @@ import { cancelInFlight, changeJobs } from "./changes.js";
 import { json, rows } from "./db.js";
 import { attemptZeros } from "./history.js";
 
+type Dispatched = { jobId: string; executionId: string; tenantId: string; pool: string };
+
+/** A READY row of insertExecutions that its job's dry run (jobs.mode, read in the statement) records SKIPPED. */
+const DRY_RUN = "(NOT $13 AND x.state = 'READY' AND j.mode = 'dry_run')";
+const DRY_RUN_ERROR = JSON.stringify(skippedError("dry_run"));
+
 /** An execution to insert; whenIdle inserts it only while its job has none in flight (overlap: forbid). */
 export interface NewExecution {
   jobId: string;
@@ -64,8 +70,8 @@ UNION ALL SELECT job_id, false FROM held`;
 export async function dispatch(
   c: pg.PoolClient,
   p: { nodeId: string; epochs: ReadonlyMap<number, number>; now: number; items: DispatchItem[] },
-): Promise<{ dispatched: { jobId: string; executionId: string; tenantId: string; pool: string }[]; stale: string[]; fenced: string[] }> {
-  if (p.items.length === 0) return { dispatched: [], stale: [], fenced: [] };
+): Promise<{ dispatched: Dispatched[]; wouldRun: Dispatched[]; stale: string[]; fenced: string[] }> {
+  if (p.items.length === 0) return { dispatched: [], wouldRun: [], stale: [], fenced: [] };
   const entries = p.items.map((i) => i.entry);
   const answered = await rows<{ job_id: string; consumed: boolean }>(
     c,
@@ -115,8 +121,9 @@ export async function dispatch(
     finished.map((jobId) => ({ jobId, change: LAST_DISPATCH_JOB_CHANGE })),
     p.now,
   );
-  const dispatched = inserted.filter((r) => r.state === "READY").map(({ state: _, ...r }) => r);
-  return { dispatched, stale, fenced };
+  const dispatched = inserted.filter((r) => r.state === "READY").map(({ state: _, dryRun: _d, ...r }) => r);
+  const wouldRun = inserted.filter((r) => r.dryRun).map(({ state: _, dryRun: _d, ...r }) => r);
+  return { dispatched, wouldRun, stale, fenced };
 }
 
 /**
@@ -138,7 +145,9 @@ function runOf(entry: DueEntry, run: number, overlap: Overlap, now: number, repl
  * the statement). Without a tenant (dispatch), only jobs in core/states.ts
  * DISPATCHING_STATES get executions; with one (trigger, backfill), any state
  * of that tenant's job does; with anyJobState (a one-off's own execution,
- * written with its job), any job. Answers those inserted, in the order given.
+ * written with its job), any job. A READY row of a job in dry run is written
+ * SKIPPED (reason dry_run), the job's mode read by this statement (store.ts
+ * dispatchMany). Answers those inserted, in the order given.
  */
 export async function insertExecutions(
   c: pg.PoolClient,
@@ -148,16 +157,17 @@ export async function insertExecutions(
   only: { tenantId?: string; anyJobState?: boolean } = {},
 ) {
   if (executions.length === 0) return [];
-  const inserted = await rows<{ id: string; job_id: string; tenant_id: string; pool: string; state: string }>(
+  const inserted = await rows<{ id: string; job_id: string; tenant_id: string; pool: string; state: string; dry_run: boolean }>(
     c,
     `INSERT INTO executions (id, tenant_id, job_id, scheduled_for, pool, name, priority, state, max_attempts,
        backoff_seconds, max_backoff_seconds, retry_deadline_seconds, timeout_ms, ready_at, payload, target, dispatched_at, dispatched_by,
        last_error, finished_at, trace_parent)
-     SELECT x.id, j.tenant_id, j.id, x.scheduled_for, j.pool, j.name, j.priority, x.state,
+     SELECT x.id, j.tenant_id, j.id, x.scheduled_for, j.pool, j.name, j.priority, CASE WHEN ${DRY_RUN} THEN 'SKIPPED' ELSE x.state END,
        (j.retry ->> 'maxAttempts')::int, (j.retry ->> 'backoffSeconds')::float8, (j.retry ->> 'maxBackoffSeconds')::float8,
        (j.retry ->> 'deadlineSeconds')::float8,
        round(j.timeout_seconds * 1000)::bigint, x.ready_at, j.payload, j.target, $8, $9,
-       x.last_error::jsonb, CASE WHEN x.state = 'SKIPPED' THEN $8::bigint END, j.trace_parent
+       CASE WHEN ${DRY_RUN} THEN $14::jsonb ELSE x.last_error::jsonb END,
+       CASE WHEN ${DRY_RUN} OR x.state = 'SKIPPED' THEN $8::bigint END, j.trace_parent
      FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::bool[])
        AS x(id, job_id, scheduled_for, ready_at, state, last_error, when_idle)
      JOIN jobs j ON j.id = x.job_id
@@ -165,7 +175,7 @@ export async function insertExecutions(
        AND (NOT x.when_idle OR NOT EXISTS (
          SELECT 1 FROM executions f WHERE f.job_id = j.id AND f.state = ANY($12::text[])))
      ON CONFLICT (job_id, scheduled_for) DO NOTHING
-     RETURNING id, job_id, tenant_id, pool, state`,
+     RETURNING id, job_id, tenant_id, pool, state, coalesce(last_error ->> 'reason' = 'dry_run', false) AS dry_run`,
     [
       executions.map((e) => executionIdFor(e.jobId, e.scheduledFor)),
       executions.map((e) => e.jobId),
@@ -180,13 +190,14 @@ export async function insertExecutions(
       DISPATCHING_STATES,
       IN_FLIGHT_STATES,
       only.anyJobState ?? false,
+      DRY_RUN_ERROR,
     ],
     "executions_insert",
   );
   const byId = new Map(inserted.map((r) => [r.id, r]));
   return executions.flatMap((e) => {
     const r = byId.get(executionIdFor(e.jobId, e.scheduledFor));
-    return r ? [{ jobId: r.job_id, executionId: r.id, tenantId: r.tenant_id, pool: r.pool, state: r.state }] : [];
+    return r ? [{ jobId: r.job_id, executionId: r.id, tenantId: r.tenant_id, pool: r.pool, state: r.state, dryRun: r.dry_run }] : [];
   });
 }
 

@@ -88,6 +88,7 @@ if (await postgresAvailable("PostgreSQL store faults")) {
         retry: { maxAttempts: 3, backoffSeconds: 1, maxBackoffSeconds: 1 },
         timeoutSeconds: 30,
         priority: 0,
+        mode: "live" as const,
         createdAt: Date.now(),
       },
       due: null,

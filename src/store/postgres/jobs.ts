@@ -149,12 +149,12 @@ async function insertJobs(c: pg.PoolClient, created: NewJob[]): Promise<void> {
   await c.query({
     name: "jobs_insert",
     text: `INSERT INTO jobs (id, tenant_id, shard, kind, name, state, target, pool, payload, schedule, retry,
-       timeout_seconds, priority, version, created_at, updated_at, trace_parent)
+       timeout_seconds, priority, version, created_at, updated_at, trace_parent, mode)
      SELECT id, tenant_id, shard, kind, name, state, target::jsonb, pool, payload::jsonb, schedule::jsonb, retry::jsonb,
-       timeout_seconds, priority, 1, created_at, created_at, trace_parent
+       timeout_seconds, priority, 1, created_at, created_at, trace_parent, mode
      FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
-       $10::text[], $11::text[], $12::float8[], $13::int[], $14::bigint[], $15::text[])
-       AS x(id, tenant_id, shard, kind, name, state, target, pool, payload, schedule, retry, timeout_seconds, priority, created_at, trace_parent)`,
+       $10::text[], $11::text[], $12::float8[], $13::int[], $14::bigint[], $15::text[], $16::text[])
+       AS x(id, tenant_id, shard, kind, name, state, target, pool, payload, schedule, retry, timeout_seconds, priority, created_at, trace_parent, mode)`,
     values: [
       col((nj) => nj.job.jobId),
       col((nj) => nj.job.tenantId),
@@ -171,6 +171,7 @@ async function insertJobs(c: pg.PoolClient, created: NewJob[]): Promise<void> {
       col((nj) => nj.job.priority),
       col((nj) => nj.job.createdAt),
       col((nj) => nj.traceParent ?? null),
+      col((nj) => nj.job.mode),
     ],
   });
   const due = created.filter((nj) => nj.due !== null);
@@ -223,7 +224,7 @@ export async function updateJob(c: pg.PoolClient, p: StoreParams<"jobUpdate">): 
   const row = await one<{ shard: number; state: JobState }>(
     c,
     `UPDATE jobs SET kind = $1, name = $2, target = $3::jsonb, pool = $4, payload = $5::jsonb, schedule = $6::jsonb,
-       retry = $7::jsonb, timeout_seconds = $8, priority = $9, version = version + 1, updated_at = $10
+       retry = $7::jsonb, timeout_seconds = $8, priority = $9, version = version + 1, updated_at = $10, mode = $14
      WHERE id = $11 AND tenant_id = $12 AND version = $13 RETURNING shard, state`,
     [
       f.kind,
@@ -239,6 +240,7 @@ export async function updateJob(c: pg.PoolClient, p: StoreParams<"jobUpdate">): 
       p.jobId,
       p.tenantId,
       p.fromVersion,
+      f.mode,
     ],
   );
   if (!row) return null;
@@ -311,6 +313,7 @@ export function toJob(r: Row): JobRecord {
     retry: r.retry as JobRecord["retry"],
     timeoutSeconds: r.timeout_seconds as number,
     priority: r.priority as number,
+    mode: r.mode as JobRecord["mode"],
     version: r.version as number,
     createdAt: r.created_at as number,
     updatedAt: r.updated_at as number,

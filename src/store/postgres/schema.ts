@@ -408,6 +408,14 @@ CREATE INDEX jobs_cron_by_tenant_created ON jobs (tenant_id, created_at DESC, id
 CREATE INDEX due_by_shard ON due (shard, job_id);
 `,
   },
+  {
+    version: 9,
+    sql: `
+-- A recurring job in dry run (mode dry_run) has each occurrence recorded
+-- SKIPPED (reason dry_run) by dispatch, never run. A constant default: no rewrite.
+ALTER TABLE jobs ADD COLUMN mode text NOT NULL DEFAULT 'live';
+`,
+  },
 ];
 
 /** Classid of the migration lock (pg_advisory_xact_lock(classid, objid)): "duet". */

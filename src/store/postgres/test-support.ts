@@ -112,6 +112,7 @@ export function oneOffJob(createdAt: number, at: number, priority = 0): NewJob {
       retry: { maxAttempts: 3, backoffSeconds: 1, maxBackoffSeconds: 1 },
       timeoutSeconds: 30,
       priority,
+      mode: "live",
       createdAt,
     },
     due: null,

@@ -320,8 +320,8 @@ class SqliteStore implements Store {
     // Positional parameters: named ones cost about 2 µs a row more to bind.
     this.q(
       `INSERT INTO jobs (id, tenant_id, shard, kind, name, state, target, pool, payload, schedule, retry,
-         timeout_seconds, priority, version, created_at, updated_at, trace_parent)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)`,
+         timeout_seconds, priority, mode, version, created_at, updated_at, trace_parent)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)`,
     ).run(
       job.jobId,
       job.tenantId,
@@ -336,6 +336,7 @@ class SqliteStore implements Store {
       JSON.stringify(job.retry),
       job.timeoutSeconds,
       job.priority,
+      job.mode,
       job.createdAt,
       job.createdAt,
       traceParent ?? null,
@@ -485,7 +486,7 @@ class SqliteStore implements Store {
       const f = p.fields;
       const row = this.q(
         `UPDATE jobs SET kind = @kind, name = @name, target = @target, pool = @pool, payload = @payload, schedule = @schedule,
-           retry = @retry, timeout_seconds = @timeout, priority = @priority, version = version + 1, updated_at = @now
+           retry = @retry, timeout_seconds = @timeout, priority = @priority, mode = @mode, version = version + 1, updated_at = @now
          WHERE id = @id AND tenant_id = @tenant AND version = @version RETURNING shard, state`,
       ).get({
         kind: f.kind,
@@ -497,6 +498,7 @@ class SqliteStore implements Store {
         retry: json(f.retry),
         timeout: f.timeoutSeconds,
         priority: f.priority,
+        mode: f.mode,
         now: p.now,
         id: p.jobId,
         tenant: p.tenantId,
@@ -580,8 +582,9 @@ class SqliteStore implements Store {
         finished.map((jobId) => ({ jobId, change: LAST_DISPATCH_JOB_CHANGE })),
         p.now,
       );
-      const dispatched = inserted.filter((r) => r.state === "READY").map(({ state: _, ...r }) => r);
-      return { dispatched, stale, fenced };
+      const dispatched = inserted.filter((r) => r.state === "READY").map(({ state: _, dryRun: _d, ...r }) => r);
+      const wouldRun = inserted.filter((r) => r.dryRun).map(({ state: _, dryRun: _d, ...r }) => r);
+      return { dispatched, wouldRun, stale, fenced };
     });
   }
 
@@ -651,7 +654,9 @@ class SqliteStore implements Store {
    * (checked in the statement). Without a tenant (dispatch), only jobs in
    * core/states.ts DISPATCHING_STATES get executions; with one (trigger,
    * backfill), any state of that tenant's job does; with anyJobState (a
-   * one-off's own execution, written with its job), any job. Answers those inserted.
+   * one-off's own execution, written with its job), any job. A READY row
+   * of a job in dry run is written SKIPPED (reason dry_run), the job's mode
+   * read by this statement (store.ts dispatchMany). Answers those inserted.
    */
   private insertExecutions(rows: NewExecution[], now: number, nodeId: string, only: { tenantId?: string; anyJobState?: boolean } = {}) {
     if (rows.length === 0) return [];
@@ -659,19 +664,20 @@ class SqliteStore implements Store {
       `INSERT INTO executions (id, tenant_id, job_id, pool, name, scheduled_for, priority, state, max_attempts,
            backoff_seconds, max_backoff_seconds, retry_deadline_seconds, timeout_ms, ready_at, payload, target, dispatched_at, dispatched_by,
            last_error, finished_at, trace_parent)
-         SELECT x.value ->> 0, j.tenant_id, j.id, j.pool, j.name, x.value ->> 2, j.priority, x.value ->> 4,
+         SELECT x.value ->> 0, j.tenant_id, j.id, j.pool, j.name, x.value ->> 2, j.priority, CASE WHEN ${DRY_RUN} THEN 'SKIPPED' ELSE x.value ->> 4 END,
            j.retry ->> '$.maxAttempts', j.retry ->> '$.backoffSeconds', j.retry ->> '$.maxBackoffSeconds', j.retry ->> '$.deadlineSeconds',
            CAST(round(j.timeout_seconds * 1000) AS INTEGER), x.value ->> 3, j.payload, j.target, @now, @node,
-           x.value ->> 5, CASE WHEN x.value ->> 4 = 'SKIPPED' THEN @now END, j.trace_parent
+           CASE WHEN ${DRY_RUN} THEN @dryRun ELSE x.value ->> 5 END, CASE WHEN ${DRY_RUN} OR x.value ->> 4 = 'SKIPPED' THEN @now END, j.trace_parent
          FROM json_each(@items) x JOIN jobs j ON j.id = x.value ->> 1
          WHERE (@any = 1 OR (@tenant IS NULL AND j.state IN (SELECT value FROM json_each(@dispatching))) OR j.tenant_id = @tenant)
            AND (coalesce(x.value ->> 6, 0) = 0 OR NOT EXISTS (
              SELECT 1 FROM executions f WHERE f.id > j.id || '-' AND f.id < j.id || '.'
                AND f.state IN (SELECT value FROM json_each(@inFlight))))
          ON CONFLICT (id) DO NOTHING
-         RETURNING id, job_id, tenant_id, pool, state, priority, ready_at`,
+         RETURNING id, job_id, tenant_id, pool, state, priority, ready_at, last_error ->> '$.reason' = 'dry_run' AS dry_run`,
     ).all({
       items: JSON.stringify(rows),
+      dryRun: DRY_RUN_ERROR,
       now,
       node: nodeId,
       tenant: only.tenantId ?? null,
@@ -686,6 +692,7 @@ class SqliteStore implements Store {
       tenantId: r.tenant_id as string,
       pool: r.pool as string,
       state: r.state as string,
+      dryRun: r.dry_run === 1,
     }));
   }
 
@@ -1716,6 +1723,10 @@ function scopeParams(p: { pool: string; tenantId?: string }): { pool: string; te
   return { pool: p.pool, tenant: p.tenantId ?? null };
 }
 
+/** A READY row of insertExecutions that its job's dry run (jobs.mode, read in the statement) records SKIPPED. */
+const DRY_RUN = "(@any = 0 AND x.value ->> 4 = 'READY' AND j.mode = 'dry_run')";
+const DRY_RUN_ERROR = JSON.stringify(skippedError("dry_run"));
+
 function toJob(r: Row): JobRecord {
   return {
     tenantId: r.tenant_id as string,
@@ -1730,6 +1741,7 @@ function toJob(r: Row): JobRecord {
     retry: parse(r.retry),
     timeoutSeconds: r.timeout_seconds as number,
     priority: r.priority as number,
+    mode: r.mode as JobRecord["mode"],
     version: r.version as number,
     createdAt: r.created_at as number,
     updatedAt: r.updated_at as number,

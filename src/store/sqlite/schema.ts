@@ -407,6 +407,14 @@ DROP TRIGGER executions_ready_count_insert;
 CREATE INDEX due_by_shard ON due (shard, job_id);
 `,
   },
+  {
+    version: 15,
+    sql: `
+-- A recurring job in dry run (mode dry_run) has each occurrence recorded
+-- SKIPPED (reason dry_run) by dispatch, never run.
+ALTER TABLE jobs ADD COLUMN mode TEXT NOT NULL DEFAULT 'live';
+`,
+  },
 ];
 
 /**
