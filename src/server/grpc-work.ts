@@ -231,8 +231,8 @@ export class WorkStream {
         refused.push(ackResult({ executionId: sent.executionId, attempt: sent.attempt, status: 400, error: { code, message: error.details } }));
       }
     };
-    complete.forEach((sent, i) => take("complete", sent, i));
-    fail.forEach((sent, i) => take("fail", sent, i));
+    for (const [i, sent] of complete.entries()) take("complete", sent, i);
+    for (const [i, sent] of fail.entries()) take("fail", sent, i);
     if (refused.length > 0) this.send({ acks: { items: refused } });
   }
 
