@@ -83,6 +83,8 @@ Options:
   --max-backoff D         Longest retry delay (default 1h)
   --timeout D             Per-attempt timeout (default 300s)
   --priority N            -100..100, higher first (default 0; negative: --priority=-5)
+  --mode M                live (default) | dry_run: record each occurrence as
+                          would_run in the run ledger, never run it (--cron)
   --idempotency-key K     Repeating the call with K answers the same job
   --file PATH             The job as JSON (API.md's POST /v1/jobs body; "-" reads stdin)
   --data JSON             The job as inline JSON
@@ -108,6 +110,7 @@ moves the next occurrence.
   --max-backoff D         Longest retry delay
   --timeout D             Per-attempt timeout
   --priority N            -100..100 (negative: --priority=-5)
+  --mode M                live | dry_run (flips a dry run from its next occurrence)
   --file PATH             The changes as JSON (API.md's PATCH /v1/jobs/{jobId} body; "-" reads stdin)
   --data JSON             The changes as inline JSON
 
@@ -158,6 +161,7 @@ const CREATE_OPTIONS = {
   "max-backoff": { type: "string" },
   timeout: { type: "string" },
   priority: { type: "string" },
+  mode: { type: "string" },
   "idempotency-key": { type: "string" },
   file: { type: "string" },
   data: { type: "string" },
@@ -191,9 +195,9 @@ export function parseJobsCreate(args: string[], env: Env): JobsCommand {
 
 type CreateValues = ReturnType<typeof strictParse<typeof CREATE_OPTIONS>>["values"];
 
-/** payload, retry, timeoutSeconds and priority from their flags, when given. */
-function optionalFields(v: CreateValues, usage: string): Pick<JobSpec, "payload" | "retry" | "timeoutSeconds" | "priority"> {
-  const fields: Pick<JobSpec, "payload" | "retry" | "timeoutSeconds" | "priority"> = {};
+/** payload, retry, timeoutSeconds, priority and mode from their flags, when given. */
+function optionalFields(v: CreateValues, usage: string): Pick<JobSpec, "payload" | "retry" | "timeoutSeconds" | "priority" | "mode"> {
+  const fields: Pick<JobSpec, "payload" | "retry" | "timeoutSeconds" | "priority" | "mode"> = {};
   const payload = jsonOption("payload", v.payload, usage);
   if (payload !== undefined) fields.payload = payload;
   const retry = {
@@ -207,6 +211,8 @@ function optionalFields(v: CreateValues, usage: string): Pick<JobSpec, "payload"
   if (timeoutSeconds !== undefined) fields.timeoutSeconds = timeoutSeconds;
   const priority = integerOption("priority", v.priority, -100, 100, usage);
   if (priority !== undefined) fields.priority = priority;
+  const mode = choiceOption("mode", v.mode, ["live", "dry_run"] as const, usage);
+  if (mode !== undefined) fields.mode = mode;
   return fields;
 }
 
@@ -239,7 +245,7 @@ export function parseJobsUpdate(args: string[], env: Env): JobsCommand {
   Object.assign(patch, optionalFields(v, usage));
   if (Object.keys(patch).length === 0) {
     throw new UsageError(
-      "nothing to change: give at least one of --name, a target, a schedule, --payload, --max-attempts, --backoff, --max-backoff, --timeout, --priority, or --data/--file",
+      "nothing to change: give at least one of --name, a target, a schedule, --payload, --max-attempts, --backoff, --max-backoff, --timeout, --priority, --mode, or --data/--file",
       usage,
     );
   }
@@ -439,6 +445,7 @@ function printJob(out: Printer, job: Job): void {
     ["retry", `${job.retry.maxAttempts} attempts, backoff ${job.retry.backoffSeconds}s up to ${job.retry.maxBackoffSeconds}s`],
     ["timeout", `${job.timeoutSeconds}s`],
     ["priority", String(job.priority)],
+    ["mode", job.mode],
     ["payload", job.payload === undefined ? "-" : oneLine(JSON.stringify(job.payload), 100)],
     ["version", String(job.version)],
     ["createdAt", utc(job.createdAt)],

@@ -8,6 +8,7 @@ import { DuetimeClient, DuetimeApiError } from "@duetime/sdk";
 import { ARCHIVE_HELP, ARCHIVE_READ_HELP, parseArchiveRead, runArchive, type ArchiveCommand } from "./archive.js";
 import { GLOBAL_HELP, UsageError, type Env } from "./args.js";
 import { COMPARE_HELP, parseCompare, runCompare, type CompareCommand } from "./compare.js";
+import { IMPORT_CRONTAB_HELP, IMPORT_HELP, IMPORT_K8S_HELP, parseImportCrontab, parseImportK8s, runImport, type ImportCommand } from "./import.js";
 import {
   CREATE_HELP,
   JOBS_HELP,
@@ -76,7 +77,8 @@ export type Command =
   | TenantsCommand
   | SecretsCommand
   | ArchiveCommand
-  | CompareCommand;
+  | CompareCommand
+  | ImportCommand;
 
 export const TOP_HELP = `Usage: duetime <command> [options]
 
@@ -90,6 +92,8 @@ Commands:
   jobs backfill|occurrences <jobId> --from T --to T
                                          Backfill a past window; what became
                                          of each fire time (the run ledger)
+  import crontab|k8s-cronjob FILE        Move jobs in from cron or Kubernetes,
+                                         in dry run beside the old system
   compare --job ID --log FILE            An old scheduler's runs beside a job's
                                          run ledger (before flipping a dry run)
   executions <jobId>                     List a job's executions
@@ -112,7 +116,7 @@ Run "duetime <command> --help" for a command's options.
 ${GLOBAL_HELP}
 
 Exit codes: 0 success, 1 API or network error, 2 usage error (compare:
-3 when the runs disagree).`;
+3 when the runs disagree; import: 3 when something could not be mapped).`;
 
 interface Leaf {
   help: string;
@@ -154,6 +158,11 @@ const SECRETS: Record<string, Leaf> = {
   show: { help: SECRETS_SHOW_HELP, parse: parseSecretsShow },
 };
 
+const IMPORT: Record<string, Leaf> = {
+  crontab: { help: IMPORT_CRONTAB_HELP, parse: parseImportCrontab },
+  "k8s-cronjob": { help: IMPORT_K8S_HELP, parse: parseImportK8s },
+};
+
 const ARCHIVE: Record<string, Leaf> = {
   read: { help: ARCHIVE_READ_HELP, parse: parseArchiveRead },
 };
@@ -165,6 +174,7 @@ const COMMANDS: Record<string, Leaf | { help: string; group: Record<string, Leaf
   jobs: { help: JOBS_HELP, group: JOBS },
   executions: { help: EXECUTIONS_HELP, parse: parseExecutions },
   compare: { help: COMPARE_HELP, parse: parseCompare },
+  import: { help: IMPORT_HELP, group: IMPORT },
   dlq: { help: DLQ_HELP, group: DLQ },
   cron: { help: CRON_HELP, parse: parseCron },
   cluster: { help: CLUSTER_HELP, parse: parseCluster },
@@ -244,6 +254,7 @@ export async function execute(cmd: Command, io: Io, deps: MainDeps = {}): Promis
   const out = new Printer(io, cmd.global.json);
   try {
     if (cmd.command === "compare") return await runCompare(cmd, client, out, io.readFile);
+    if (cmd.command === "import crontab" || cmd.command === "import k8s-cronjob") return await runImport(cmd, client, out, io.readFile);
     if (cmd.command === "jobs backfill" || cmd.command === "jobs occurrences") await runLedger(cmd, client, out);
     else if (cmd.command.startsWith("jobs ")) await runJobs(cmd as JobsCommand, client, out, io.readFile);
     else if (cmd.command.startsWith("keys ")) await runKeys(cmd as KeysCommand, client, out);

@@ -59,7 +59,7 @@ export function createService(o: ServiceOptions): Service {
   const cluster = new ClusterService({ store: o.store, clock: o.clock, storeHealth: o.storeHealth, ...(o.targets ? { targets: o.targets } : {}) });
   return {
     createJob: (ctx, spec, options) => jobs.createJob(ctx, spec, options?.idempotencyKey),
-    createJobs: (ctx, items) => jobs.createJobs(ctx, items),
+    createJobs: (ctx, items, options) => jobs.createJobs(ctx, items, options),
     getJob: (ctx, jobId) => jobs.getJob(ctx, jobId),
     listJobs: (ctx, query = {}) => jobs.listJobs(ctx, query),
     cancelJob: (ctx, jobId) => jobs.cancelJob(ctx, jobId),

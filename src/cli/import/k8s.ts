@@ -71,17 +71,6 @@ export function planK8sCronJobs(text: string, options: ImportOptions): ImportPla
     }
     const payload = result.job.payload as K8sPayload;
     const id = `${payload.namespace ?? "default"}/${payload.name}`;
-    const { file: _file, document: _document, item: _item, ...keyed } = payload;
-    result.job.idempotencyKey = nextKey({
-      kind: "k8s-cronjob",
-      file: fileBasename(file),
-      identity: id,
-      schedule: result.job.schedule as CronSchedule,
-      payload: keyed,
-      target: result.job.target,
-      retry: result.job.retry,
-      timeoutSeconds: result.job.timeoutSeconds,
-    });
     plan.jobs.push(result);
     ids.push(id);
   };
@@ -126,6 +115,21 @@ export function planK8sCronJobs(text: string, options: ImportOptions): ImportPla
       plan.refused.push({ source: job.source, reason: `replaced by ${winner.source}: the same CronJob (${ids[i]}); kubectl apply keeps the last` });
   });
   plan.jobs = kept;
+
+  // After the duplicates are gone, so that a CronJob's key is the same whatever else the file holds.
+  for (const { job } of kept) {
+    const { file: _file, document: _document, item: _item, ...keyed } = job.payload as K8sPayload;
+    job.idempotencyKey = nextKey({
+      kind: "k8s-cronjob",
+      file: fileBasename(file),
+      identity: `${keyed.namespace ?? "default"}/${keyed.name}`,
+      schedule: job.schedule as CronSchedule,
+      payload: keyed,
+      target: job.target,
+      retry: job.retry,
+      timeoutSeconds: job.timeoutSeconds,
+    });
+  }
   return plan;
 }
 
