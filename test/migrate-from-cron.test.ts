@@ -236,7 +236,7 @@ spec:
         assert.equal(e.status, 400);
         assert.equal(e.details?.field, "jobs.1.schedule.tz");
         assert.deepEqual(
-          (e.details?.errors as { index: number }[]).map((x) => x.index),
+          (e.details!.errors as { index: number }[]).map((x) => x.index),
           [1, 3],
         );
         return true;
