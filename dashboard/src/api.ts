@@ -112,6 +112,7 @@ export interface Job {
   retry?: { maxAttempts: number; backoffSeconds: number; maxBackoffSeconds: number };
   timeoutSeconds?: number;
   priority?: number;
+  mode?: "live" | "dry_run";
   nextRunAt: string | null;
   nextRunAtLocal?: string;
   version: number;
@@ -203,7 +204,7 @@ export interface WhoAmI {
 export interface Occurrence {
   scheduledFor: string;
   local: string;
-  status: "dispatched" | "skipped" | "due" | "not_run" | "unknown";
+  status: "dispatched" | "would_run" | "skipped" | "due" | "not_run" | "unknown";
   reason?: string;
   dst?: "gap" | "overlap";
   executionId?: string;

@@ -197,6 +197,7 @@ const REASONS: Record<string, string> = {
 
 const STATUS_LABEL: Record<Occurrence["status"], string> = {
   dispatched: "dispatched",
+  would_run: "would run (dry run)",
   skipped: "skipped",
   not_run: "missed",
   due: "due",
@@ -468,6 +469,8 @@ export function JobPage({ jobId }: { jobId: string }) {
             <dd>{j.timeoutSeconds !== undefined ? `${j.timeoutSeconds} s` : "—"}</dd>
             <dt>Priority</dt>
             <dd>{j.priority ?? 0}</dd>
+            <dt>Mode</dt>
+            <dd>{j.mode === "dry_run" ? "dry run: occurrences recorded, never run" : "live"}</dd>
             <dt>Created</dt>
             <dd>
               <Time iso={j.createdAt} />
