@@ -78,9 +78,34 @@ const RETRYABLE = new Set(["40P01", "40001"]);
 const TX_ATTEMPTS = 3;
 
 /**
+ * A statement or transaction that failed without doing anything and may run
+ * again: a deadlock, a serialization failure, or PostgreSQL's internal
+ * "ModifyTable should not be called during EvalPlanQual" (XX000, seen on 15
+ * in the contract suite's two-leaser race): a lease's UPDATE CTEs (lanes,
+ * tenants) met a row another lease had just changed, and the READ COMMITTED
+ * recheck of that row reached a data-modifying CTE.
+ */
+function mayRunAgain(error: unknown): boolean {
+  const { code, message } = error as { code?: string; message?: string };
+  return RETRYABLE.has(code ?? "") || (code === "XX000" && /during EvalPlanQual/.test(message ?? ""));
+}
+
+/** One statement (outside a transaction) that runs again, up to TX_ATTEMPTS in all, when mayRunAgain says it did nothing. */
+export async function statementAgain<T>(run: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await run();
+    } catch (error) {
+      if (attempt >= TX_ATTEMPTS || !mayRunAgain(error)) throw error;
+    }
+  }
+}
+
+/**
  * Runs fn in one transaction (READ COMMITTED) on a client of its own, and
  * releases the client whatever happens: destroyed when its connection broke.
- * A deadlock (two batches locking rows in different orders) runs it again.
+ * A deadlock (two batches locking rows in different orders), or another
+ * failure mayRunAgain names, runs it again.
  */
 export async function transaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
@@ -108,7 +133,7 @@ export async function transaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) => Pr
       if (error instanceof Rollback) return error.value as T;
       // A pooled connection the server ended while idle fails at BEGIN, before anything of fn ran: another client may serve.
       const deadAtBegin = !begun && postgresFaultKind(error) === "connection";
-      if (attempt < TX_ATTEMPTS && (deadAtBegin || RETRYABLE.has((error as { code?: string }).code ?? ""))) continue;
+      if (attempt < TX_ATTEMPTS && (deadAtBegin || mayRunAgain(error))) continue;
       throw error;
     } finally {
       client.removeListener("error", onError);

@@ -29,7 +29,7 @@ import { checkSchemaName } from "../names.js";
 import { countHour, type CountRow, countsSql, toPoolCounts, toUpcoming, upcomingSql, upcomingWindow } from "../ready-counts.js";
 import { fromWorkloadRow, WORKLOAD_COLUMNS, workloadJson, workloadUpsertSql } from "../workload-minutes.js";
 import { DUE_COLUMNS, DUE_REF_COLUMNS, jsonb, TENANT_LIMIT_COLUMNS, toApiKey, toDueRef, toLoadedDue, toTenantLimits } from "../rows.js";
-import { clientConfig, createPool, executionKey, one, type PoolOptions, rows, transaction } from "./db.js";
+import { clientConfig, createPool, executionKey, one, type PoolOptions, rows, statementAgain, transaction } from "./db.js";
 import { createExecutions, dispatch } from "./dispatch.js";
 import { rethrowPostgresError } from "./errors.js";
 import { appendAudit, deadLetters, history, inWindow, replay } from "./history.js";
@@ -278,7 +278,7 @@ class PostgresStore implements Store {
   }
 
   async executionLease(p: LeaseParams) {
-    return leases.lease(this.pool, p);
+    return statementAgain(() => leases.lease(this.pool, p));
   }
 
   async executionAckAndLease(p: LeaseParams & { complete: CompleteInput[]; fail: FailInput[] }) {
