@@ -4614,6 +4614,40 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
         },
       );
 
+      pairTest(
+        "a flip to live against a dispatch: the occurrence is recorded once, as the mode the dispatch read; the next one runs",
+        async (a, b) => {
+          const epochs = await acquireAll(a, "n1");
+          for (let round = 0; round < RACE_ROUNDS; round++) {
+            const nj = cronJob({ mode: "dry_run", target: { type: "queue", pool: `flip-${round}` } });
+            await createOne(a, nj);
+            const job = await getJob(b, nj);
+            const { kind, name, target, payload, schedule, retry, timeoutSeconds, priority } = job;
+            const live = { kind, name, target, payload, schedule, retry, timeoutSeconds, priority, mode: "live" as const };
+            const next = { scheduledFor: T0 + HOUR, dueAt: T0 + HOUR };
+            const [dispatch, flipped] = await race(
+              round,
+              () => a.dispatchMany({ nodeId: "n1", epochs, now: T0, items: [{ entry: entryOf(nj), next }] }),
+              () => b.jobUpdate({ tenantId: "t1", jobId: nj.job.jobId, fromVersion: job.version, fields: live, due: "keep", nodeId: "n2", now: T0 }),
+            );
+            assert.equal(flipped?.mode, "live", `round ${round}: the flip applies either way`);
+            const executionId = executionIdFor(nj.job.jobId, T0);
+            const row = attemptOf(await history(a, "t1", nj.job.jobId), executionId, 0);
+            if (dispatch.wouldRun.length === 1) {
+              assert.deepEqual([dispatch.dispatched, row.state, row.error?.reason], [[], "SKIPPED", "dry_run"], `round ${round}: dispatched first`);
+            } else {
+              assert.deepEqual(
+                [dispatch.dispatched.map((d) => d.executionId), row.state],
+                [[executionId], "READY"],
+                `round ${round}: flipped first, it runs`,
+              );
+            }
+            const after = await a.dispatchMany({ nodeId: "n1", epochs, now: T0 + HOUR, items: [{ entry: { ...entryOf(nj), ...next }, next: null }] });
+            assert.deepEqual([after.dispatched.length, after.wouldRun.length], [1, 0], `round ${round}: the next occurrence runs`);
+          }
+        },
+      );
+
       pairTest("create with one idempotency key from two handles: one job, and both answers name it", async (a, b) => {
         for (let round = 0; round < RACE_ROUNDS; round++) {
           const idempotency = { key: `k-${round}`, requestHash: "h" };
