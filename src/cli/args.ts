@@ -130,6 +130,13 @@ export function timeOption(flag: string, text: string | undefined, usage: string
   return text;
 }
 
+/** An http or https URL (an HTTP target's). */
+export function httpUrlOption(flag: string, text: string, usage: string): string {
+  if (!/^https?:\/\//i.test(text) || !URL.canParse(text))
+    throw new UsageError(`--${flag}: expected an http or https URL, got ${JSON.stringify(text)}`, usage);
+  return text;
+}
+
 export function jsonOption(flag: string, text: string | undefined, usage: string): unknown {
   if (text === undefined) return undefined;
   try {

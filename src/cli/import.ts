@@ -17,6 +17,7 @@ import {
   durationOption,
   expectPositionals,
   globalOptions,
+  httpUrlOption,
   strictParse,
   type Env,
   type GlobalOptions,
@@ -150,9 +151,7 @@ function targetOf(values: Values, usage: string): Target {
     if (pool === "") throw new UsageError("--pool: the pool name must not be empty", usage);
     return { type: "queue", pool };
   }
-  if (!/^https?:\/\//i.test(url!) || !URL.canParse(url!))
-    throw new UsageError(`--target-url: expected an http or https URL, got ${JSON.stringify(url)}`, usage);
-  return { type: "http", url: url! };
+  return { type: "http", url: httpUrlOption("target-url", url!, usage) };
 }
 
 /** Plans the file, shows the plan, and creates it unless --dry-run; answers the exit code. */

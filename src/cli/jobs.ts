@@ -25,6 +25,7 @@ import {
   durationOption,
   expectPositionals,
   globalOptions,
+  httpUrlOption,
   integerOption,
   jsonOption,
   strictParse,
@@ -260,10 +261,7 @@ function target(v: CreateValues, usage: string): Target {
     if (v.queue === "") throw new UsageError("--queue: the pool name must not be empty", usage);
     return { type: "queue", pool: v.queue };
   }
-  const url = v["target-url"]!;
-  if (!/^https?:\/\//i.test(url) || !URL.canParse(url))
-    throw new UsageError(`--target-url: expected an http or https URL, got ${JSON.stringify(url)}`, usage);
-  const http: Target = { type: "http", url };
+  const http: Target = { type: "http", url: httpUrlOption("target-url", v["target-url"]!, usage) };
   if (v.method !== undefined) http.method = v.method.toUpperCase();
   if (v.header !== undefined) {
     http.headers = {};

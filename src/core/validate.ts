@@ -178,9 +178,16 @@ function checkStorable(value: unknown, path: string, part: RequestPart): void {
 /** A surrogate half without its other half. */
 const UNPAIRED_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
+/** Why PostgreSQL's text and jsonb would refuse this text, or null: U+0000, or a surrogate half without its other half. */
+export function unstorableText(text: string): "nul" | "unpaired_surrogate" | null {
+  if (text.includes("\u0000")) return "nul";
+  return UNPAIRED_SURROGATE.test(text) ? "unpaired_surrogate" : null;
+}
+
 function checkText(text: string, field: string, what: string): void {
-  if (text.includes("\u0000")) throw invalidArgument(field, `${what} must not contain U+0000 (NUL)`);
-  if (UNPAIRED_SURROGATE.test(text)) throw invalidArgument(field, `${what} must be valid Unicode (it has an unpaired surrogate such as \\ud800)`);
+  const problem = unstorableText(text);
+  if (problem === "nul") throw invalidArgument(field, `${what} must not contain U+0000 (NUL)`);
+  if (problem) throw invalidArgument(field, `${what} must be valid Unicode (it has an unpaired surrogate such as \\ud800)`);
 }
 
 // ---------------------------------------------------------------- error mapping

@@ -169,7 +169,6 @@ export class WorkStream {
    * it then does not wait, so their answers are not held by a long poll.
    */
   private async leaseLoop(): Promise<void> {
-    this.leasing = true;
     try {
       while (!this.ended && this.credit > 0) {
         const taken = this.acks.take();

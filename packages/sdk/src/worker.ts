@@ -379,7 +379,7 @@ export class Worker {
         workerId: this.workerId,
         leaseSeconds: this.leaseSeconds,
         onExecutions: (jobs) => this.receive(jobs),
-        onCancel: (executionId, attempt) => this.cancelled(executionId, attempt),
+        onCancel: (executionId, attempt) => this.cancel(this.running.get(keyOf({ executionId, attempt }))),
       });
       this.stream = stream;
       let ended: Error | undefined | null = null;
@@ -421,9 +421,8 @@ export class Worker {
     this.pump();
   }
 
-  /** A cancel request pushed by the stream for a running attempt. */
-  private cancelled(executionId: string, attempt: number): void {
-    const run = this.running.get(`${executionId}#${attempt}`);
+  /** The job of a running attempt was cancelled (a heartbeat's answer, or the stream's push): its signal aborts. */
+  private cancel(run: Running | undefined): void {
     if (!run || run.dropped) return;
     this.abort(run, "cancelled", "the job was cancelled");
     this.emit({ type: "job:cancel", job: run.job });
@@ -554,10 +553,7 @@ export class Worker {
     run.cancelHeartbeat?.();
     try {
       const answer = await this.api.heartbeat(job.executionId, { attempt: job.attempt, leaseSeconds: this.leaseSeconds });
-      if (answer.cancelRequested) {
-        this.abort(run, "cancelled", "the job was cancelled");
-        this.emit({ type: "job:cancel", job });
-      }
+      if (answer.cancelRequested) this.cancel(run);
     } catch (error) {
       if (hasErrorCode(error, "LEASE_LOST") || hasErrorCode(error, "NOT_FOUND")) {
         this.abort(run, "lease_lost", "the attempt's lease was lost");
@@ -671,7 +667,7 @@ function controllerOf(run: Running): AbortController {
   return run.controller;
 }
 
-function keyOf(job: LeasedExecution): string {
+function keyOf(job: Pick<LeasedExecution, "executionId" | "attempt">): string {
   return `${job.executionId}#${job.attempt}`;
 }
 

@@ -3,7 +3,6 @@
 // way cronie reads it (man 5 crontab). Pure: see plan.ts.
 
 import type { CronSchedule } from "@duetime/sdk/contract";
-import { parseCron } from "../../core/cron/index.js";
 import { LIMITS } from "../../core/schemas.js";
 import {
   compact,
@@ -176,7 +175,7 @@ function splitEntry(body: string, system: boolean): Entry {
       .join(" ");
     used = 5;
     const sixth = tokenText(5);
-    if (sixth !== undefined && TIME_FIELD.test(sixth) && tokens.length > 6 && isCron(`${cron} ${sixth}`)) {
+    if (sixth !== undefined && TIME_FIELD.test(sixth) && tokens.length > 6 && cronProblem(`${cron} ${sixth}`) === null) {
       const six = `${cron} ${sixth}`;
       const rest = body.slice(tokens[6]!.index);
       warnings.push(
@@ -199,15 +198,6 @@ function splitEntry(body: string, system: boolean): Entry {
   }
   const next = tokens[used];
   return { cron, rest: next === undefined ? "" : body.slice(next.index), user, warnings };
-}
-
-function isCron(expression: string): boolean {
-  try {
-    parseCron(expression);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /**

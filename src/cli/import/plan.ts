@@ -11,6 +11,7 @@ import type { BatchCreateItem, CronSchedule, JobMode, RetryPolicy, Target } from
 import { CronSyntaxError, isValidTimeZone, parseCron } from "../../core/cron/index.js";
 import { canonicalJson } from "../../core/job-spec.js";
 import { LIMITS } from "../../core/schemas.js";
+import { unstorableText } from "../../core/validate.js";
 
 export interface ImportOptions {
   /** The file's name as the user gave it (for sources and names). */
@@ -84,16 +85,15 @@ export function zoneProblem(tz: string, where: string): string | null {
   return null;
 }
 
-const UNPAIRED_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-
 /**
  * Why the server could not store this value (core/validate.ts refuses text with
  * U+0000 or an unpaired surrogate anywhere in a body), or null. `path` names it.
  */
 export function storableProblem(value: unknown, path: string): string | null {
   if (typeof value === "string") {
-    if (value.includes("\u0000")) return `${path} contains a NUL character (U+0000), which duetime cannot store`;
-    if (UNPAIRED_SURROGATE.test(value)) return `${path} is not valid Unicode (an unpaired surrogate), which duetime cannot store`;
+    const problem = unstorableText(value);
+    if (problem === "nul") return `${path} contains a NUL character (U+0000), which duetime cannot store`;
+    if (problem) return `${path} is not valid Unicode (an unpaired surrogate), which duetime cannot store`;
     return null;
   }
   if (typeof value !== "object" || value === null) return null;
