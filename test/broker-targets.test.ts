@@ -193,9 +193,13 @@ natsTest(
       messages.map((m) => m.id),
       planned,
     );
-    const [done] = (await second.client.listExecutions(planned[0]!.jobId)).items;
-    assert.equal((done?.result as { duplicate?: boolean } | undefined)?.duplicate, true, "JetStream answered the republish as a duplicate");
-    assert.ok((done?.attempt ?? 0) >= 2, "republished by a later attempt");
+    // The publish is counted when JetStream confirms it; its outcome is written a moment later (batched).
+    const done = await waitFor(async () => {
+      const [newest] = (await second.client.listExecutions(planned[0]!.jobId)).items;
+      return newest?.state === "SUCCEEDED" ? newest : null;
+    }, "the republished execution recorded SUCCEEDED");
+    assert.equal((done.result as { duplicate?: boolean } | undefined)?.duplicate, true, "JetStream answered the republish as a duplicate");
+    assert.ok(done.attempt >= 2, "republished by a later attempt");
   },
 );
 
