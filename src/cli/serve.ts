@@ -20,7 +20,8 @@ import { METRICS_MAX_TENANTS_BOUNDS } from "../engine/metrics-limits.js";
 import type { RunningServer, ServerOptions } from "../server/index.js";
 // Loads no framework: only the path rule.
 import { dashboardPathProblem, normalizeDashboardPath } from "../server/dashboard.js";
-import { UsageError, expectPositionals, integerOption, parseDuration, strictParse, type Env } from "./args.js";
+import { DURABILITIES } from "../store/store.js";
+import { UsageError, choiceOption, expectPositionals, integerOption, parseDuration, strictParse, type Env } from "./args.js";
 import type { Io } from "./output.js";
 import { parseStoreOptions, STORE_HELP, STORE_OPTIONS } from "./store-options.js";
 
@@ -42,6 +43,10 @@ set from the environment variable shown; a flag wins over the environment.
   --grpc-tls-cert FILE        DUETIME_GRPC_TLS_CERT        serve gRPC over TLS with this certificate chain (PEM) ...
   --grpc-tls-key FILE         DUETIME_GRPC_TLS_KEY         ... and this private key (PEM); both or neither
 ${STORE_HELP}
+  --durability MODE           DUETIME_DURABILITY           accepted: creates, updates, cancels and pauses are on disk
+                                                           before they answer; leases, heartbeats and acks within
+                                                           200 ms (a power loss may run an attempt again); strict:
+                                                           every write on disk before it answers (default accepted)
   --read-store URL            DUETIME_READ_STORE           a PostgreSQL read replica for list and history reads; the
                                                            store serves them while it lags or fails
   --read-store-max-lag D      DUETIME_READ_STORE_MAX_LAG   the most the replica may trail and still serve (default 10s)
@@ -117,6 +122,7 @@ const SERVE_OPTIONS = {
   "grpc-tls-cert": { type: "string" },
   "grpc-tls-key": { type: "string" },
   ...STORE_OPTIONS,
+  durability: { type: "string" },
   "node-id": { type: "string" },
   "signing-secret": { type: "string" },
   "signing-secrets-file": { type: "string" },
@@ -178,6 +184,8 @@ export function parseServe(args: string[], env: Env): ServeCommand {
     port: port ? integerOption(port.source.replace(/^--/, ""), port.value, 0, 65535, usage)! : 8080,
     store: store.url,
   };
+  const durability = pick("durability", "DUETIME_DURABILITY");
+  if (durability) store.options.durability = choiceOption(durability.source.replace(/^--/, ""), durability.value, DURABILITIES, usage)!;
   if (Object.keys(store.options).length > 0) options.storeOptions = store.options;
   const grpcPort = pick("grpc-port", "DUETIME_GRPC_PORT");
   if (grpcPort) options.grpcPort = integerOption(grpcPort.source.replace(/^--/, ""), grpcPort.value, 0, 65535, usage)!;

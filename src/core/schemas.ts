@@ -112,6 +112,14 @@ const keyTenantString = { ...tenantString, pattern: "^(?:[*]|[A-Za-z0-9._~-]+)$"
 const roleString = { type: "string", enum: ["admin", "client", "worker"] } as const;
 const poolString = { type: "string", minLength: 1, maxLength: LIMITS.poolMaxLength, pattern: POOL_PATTERN } as const;
 const attempt = { type: "integer", minimum: 1, maximum: LIMITS.attemptMax } as const;
+/** The lease's token (LeasedExecution.leaseToken), opaque to the worker: with the attempt, the fence. */
+const leaseToken = {
+  type: "string",
+  minLength: 1,
+  maxLength: 64,
+  pattern: "^[0-9A-Za-z._~-]+$",
+  description: "The leaseToken the lease answered with, sent back as given; absent when the lease gave none.",
+} as const;
 /** Free-form JSON: any value. */
 const anyJson = {} as const;
 const limitQuery = { type: "integer", minimum: 1, maximum: LIMITS.listLimitMax, default: 50 } as const;
@@ -392,14 +400,14 @@ export const completeItemSchema = {
   type: "object",
   additionalProperties: false,
   required: ["executionId", "attempt"],
-  properties: { executionId: idString, attempt, result: anyJson },
+  properties: { executionId: idString, attempt, leaseToken, result: anyJson },
 } as const;
 
 export const failItemSchema = {
   type: "object",
   additionalProperties: false,
   required: ["executionId", "attempt", "error"],
-  properties: { executionId: idString, attempt, error: errorRecordSchema },
+  properties: { executionId: idString, attempt, leaseToken, error: errorRecordSchema },
 } as const;
 
 /** POST /v1/pools/{pool}/lease */
@@ -424,6 +432,7 @@ export const heartbeatBody = {
   required: ["attempt"],
   properties: {
     attempt,
+    leaseToken,
     leaseSeconds: { type: "number", minimum: 1, maximum: LIMITS.leaseSecondsMax },
   },
 } as const;
@@ -433,7 +442,7 @@ export const completeBody = {
   type: "object",
   additionalProperties: false,
   required: ["attempt"],
-  properties: { attempt, result: anyJson },
+  properties: { attempt, leaseToken, result: anyJson },
 } as const;
 
 /** POST /v1/executions/{executionId}/fail */
@@ -441,7 +450,7 @@ export const failBody = {
   type: "object",
   additionalProperties: false,
   required: ["attempt", "error"],
-  properties: { attempt, error: errorRecordSchema },
+  properties: { attempt, leaseToken, error: errorRecordSchema },
 } as const;
 
 /** POST /v1/executions:complete */
@@ -958,6 +967,7 @@ export const leaseResponse = {
           jobId: { type: "string" },
           name: { type: "string" },
           attempt: { type: "integer" },
+          leaseToken: { type: "string", description: "With the attempt, the fencing token: send it back on heartbeat, complete and fail." },
           payload: anyJson,
           scheduledFor: dateTime,
           leaseUntil: dateTime,

@@ -41,8 +41,8 @@ export class WorkerProtocol {
       leaseMs: msOfSeconds(request.leaseSeconds ?? 30),
       waitMs: msOfSeconds(request.waitSeconds ?? 0),
       ...(ctx.signal ? { signal: ctx.signal } : {}),
-      complete: complete.map((i) => ({ executionId: i.executionId, tenantId, attempt: i.attempt, result: i.result })),
-      fail: fail.map((i) => ({ executionId: i.executionId, tenantId, attempt: i.attempt, error: i.error })),
+      complete: complete.map((i) => ({ ...fence(i), tenantId, result: i.result })),
+      fail: fail.map((i) => ({ ...fence(i), tenantId, error: i.error })),
     });
     const items: LeasedExecution[] = result.leased.map((r) => ({
       executionId: r.executionId,
@@ -50,6 +50,7 @@ export class WorkerProtocol {
       jobId: r.jobId,
       name: r.name,
       attempt: r.attempt,
+      ...(r.leaseToken !== undefined ? { leaseToken: r.leaseToken } : {}),
       payload: r.payload,
       scheduledFor: toIso(r.scheduledFor),
       leaseUntil: toIso(r.leaseUntil),
@@ -72,8 +73,7 @@ export class WorkerProtocol {
     const res = isExecutionId(executionId)
       ? await this.store.executionHeartbeat({
           tenantId: ackTenant(ctx),
-          executionId,
-          attempt: request.attempt,
+          ...fence({ executionId, ...request }),
           ...(request.leaseSeconds !== undefined ? { leaseMs: msOfSeconds(request.leaseSeconds) } : {}),
           now: this.clock.storeNow(),
         })
@@ -87,14 +87,14 @@ export class WorkerProtocol {
     return { leaseUntil: toIso(res.leaseUntil), cancelRequested: res.cancelRequested };
   }
 
-  async complete(ctx: RequestContext, executionId: string, attempt: number, result?: unknown) {
-    const [ack] = await this.completeMany(ctx, [{ executionId, attempt, result }]);
+  async complete(ctx: RequestContext, executionId: string, attempt: number, result?: unknown, leaseToken?: string) {
+    const [ack] = await this.completeMany(ctx, [{ executionId, attempt, result, ...(leaseToken !== undefined ? { leaseToken } : {}) }]);
     throwIfRejected(ack!);
     return { state: "SUCCEEDED" as const };
   }
 
-  async fail(ctx: RequestContext, executionId: string, attempt: number, error: ErrorRecord): Promise<FailResponse> {
-    const [ack] = await this.failMany(ctx, [{ executionId, attempt, error }]);
+  async fail(ctx: RequestContext, executionId: string, attempt: number, error: ErrorRecord, leaseToken?: string): Promise<FailResponse> {
+    const [ack] = await this.failMany(ctx, [{ executionId, attempt, error, ...(leaseToken !== undefined ? { leaseToken } : {}) }]);
     throwIfRejected(ack!);
     const ok = ack as Extract<AckItem, { status: 200 }>;
     if (ok.state === "DEAD") return { state: "DEAD", dead: true };
@@ -104,17 +104,13 @@ export class WorkerProtocol {
 
   async completeMany(ctx: RequestContext, items: CompleteItem[]): Promise<AckItem[]> {
     const known = items.filter((i) => isExecutionId(i.executionId));
-    const outcomes = await this.executor.complete(
-      known.map((i) => ({ executionId: i.executionId, tenantId: ackTenant(ctx), attempt: i.attempt, result: i.result })),
-    );
+    const outcomes = await this.executor.complete(known.map((i) => ({ ...fence(i), tenantId: ackTenant(ctx), result: i.result })));
     return mergeAcks(items, known, outcomes);
   }
 
   async failMany(ctx: RequestContext, items: FailItem[]): Promise<AckItem[]> {
     const known = items.filter((i) => isExecutionId(i.executionId));
-    const outcomes = await this.executor.fail(
-      known.map((i) => ({ executionId: i.executionId, tenantId: ackTenant(ctx), attempt: i.attempt, error: i.error })),
-    );
+    const outcomes = await this.executor.fail(known.map((i) => ({ ...fence(i), tenantId: ackTenant(ctx), error: i.error })));
     return mergeAcks(items, known, outcomes);
   }
 }
@@ -146,6 +142,13 @@ function mergeAcks(items: { executionId: string; attempt: number }[], known: unk
     if (o.state === "READY") return { executionId, attempt, status: 200, state: "FAILED", retryAt: toIso(o.readyAt!) };
     return { executionId, attempt, status: 200, state: "SUCCEEDED" };
   });
+}
+
+/** What fences a worker's call: the execution, its attempt, and the lease's token when the lease gave one. */
+function fence(i: { executionId: string; attempt: number; leaseToken?: string }): { executionId: string; attempt: number; leaseToken?: string } {
+  return i.leaseToken !== undefined
+    ? { executionId: i.executionId, attempt: i.attempt, leaseToken: i.leaseToken }
+    : { executionId: i.executionId, attempt: i.attempt };
 }
 
 /** The tenant a worker's call may reach: its own, or any (null) for a platform key (tenant "*"). */

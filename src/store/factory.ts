@@ -6,7 +6,7 @@
 import { resolve } from "node:path";
 import { invalidArgument } from "../core/errors.js";
 import { checkSchemaName } from "./names.js";
-import type { Store } from "./store.js";
+import type { Durability, Store } from "./store.js";
 
 export interface StoreOptions {
   /** PostgreSQL only: the schema duetime's tables live in (default "duetime"). */
@@ -15,6 +15,8 @@ export interface StoreOptions {
   poolSize?: number;
   /** Apply missing migrations on open (default true); `duetime migrate` opens without and migrates itself. */
   migrate?: boolean;
+  /** What a commit must survive before it answers (store.ts Durability; default "accepted"). */
+  durability?: Durability;
 }
 
 export async function openStore(url: string, options: StoreOptions = {}): Promise<Store> {
@@ -24,7 +26,11 @@ export async function openStore(url: string, options: StoreOptions = {}): Promis
     if (options.schema !== undefined) throw invalidArgument("schema", "only a PostgreSQL store has schemas; a SQLite store is one file");
     if (options.poolSize !== undefined) throw invalidArgument("poolSize", "only a PostgreSQL store has a connection pool");
     const { openSqliteStore } = await import("./sqlite/index.js");
-    return openSqliteStore({ path: path === ":memory:" ? path : resolve(path), migrate: options.migrate ?? true });
+    return openSqliteStore({
+      path: path === ":memory:" ? path : resolve(path),
+      migrate: options.migrate ?? true,
+      ...(options.durability !== undefined ? { durability: options.durability } : {}),
+    });
   }
   if (url.startsWith("postgres:") || url.startsWith("postgresql:")) {
     if (options.schema !== undefined) checkSchemaName(options.schema);
@@ -34,6 +40,7 @@ export async function openStore(url: string, options: StoreOptions = {}): Promis
       ...(options.schema !== undefined ? { schema: options.schema } : {}),
       ...(options.poolSize !== undefined ? { poolSize: options.poolSize } : {}),
       ...(options.migrate !== undefined ? { migrate: options.migrate } : {}),
+      ...(options.durability !== undefined ? { durability: options.durability } : {}),
     });
   }
   throw invalidArgument("store", `unknown store ${JSON.stringify(url)}; use sqlite:PATH or postgres://USER@HOST:PORT/DATABASE`);

@@ -4,7 +4,7 @@
 
 import type { ErrorRecord, Role } from "@duetime/sdk/contract";
 import { isInternalPool } from "../core/targets.js";
-import { type ApiKeyRecord, type AttemptRow, type DueRef, type LeasedRow, type LoadedDueEntry, type TenantLimits } from "./store.js";
+import type { ApiKeyRecord, AttemptRow, DueRef, LeasedRow, LoadedDueEntry, TenantLimits } from "./store.js";
 
 export type Row = Record<string, unknown>;
 
@@ -61,6 +61,7 @@ export function toLeasedRows(granted: Row[], pool: string, json: JsonColumn): Le
         jobId: r.job_id as string,
         name: r.name as string,
         attempt: r.attempt as number,
+        ...(r.lease_incarnation != null ? { leaseToken: String(r.lease_incarnation) } : {}),
         retry: (r.attempt as number) - (r.attempt_base as number) > 1,
         payload: json(r.payload) ?? null,
         scheduledFor: r.scheduled_for as number,

@@ -43,6 +43,21 @@ import type { WorkloadMinute } from "./workload-minutes.js";
 
 export { HTTP_POOL } from "../core/targets.js";
 
+/**
+ * What a commit must survive before it answers (docs/operations.md,
+ * "Durability"). "accepted" (the default): accepted writes (create, update,
+ * cancel, pause, keys, limits) are flushed to disk before they answer;
+ * transitions after acceptance (lease grants, heartbeats, completions,
+ * failures, retry plans, reaps, hand-backs) commit without their own flush,
+ * durable across a process crash at once and across a power loss within
+ * FLUSH_BOUND_MS. "strict": every commit is flushed before it answers.
+ */
+export type Durability = "accepted" | "strict";
+export const DURABILITIES: readonly Durability[] = ["accepted", "strict"];
+
+/** The longest a transition stays unflushed under "accepted" durability: the next flush comes no later. */
+export const FLUSH_BOUND_MS = 200;
+
 export type JobKind = "once" | "cron";
 
 export interface JobRecord {
@@ -148,6 +163,13 @@ export interface LeasedRow {
   jobId: string;
   name: string;
   attempt: number;
+  /**
+   * Names the grant when the store may lose one (a relaxed commit lost in a
+   * power loss): with the attempt, the fence a later call must match, so a
+   * grant lost and made again never matches a token from before. Absent: the
+   * store's grants are durable before they answer, and the attempt alone fences.
+   */
+  leaseToken?: string;
   /**
    * An attempt after a failed or timed-out one since the last replay (the
    * retry budgets hold these back). Not a first attempt granted again after
@@ -275,6 +297,8 @@ export interface FailInput {
   /** The caller's tenant; null: any tenant's (a platform worker's key, tenant "*"). The fence is the attempt and its lease either way. */
   tenantId: string | null;
   attempt: number;
+  /** LeasedRow.leaseToken as the grant gave it; absent, the attempt alone fences. */
+  leaseToken?: string;
   error: ErrorRecord;
   /** The attempt ran out of time (http target timeout): recorded as TIMED_OUT. */
   timedOut?: boolean;
@@ -287,6 +311,8 @@ export interface CompleteInput {
   /** As FailInput's. */
   tenantId: string | null;
   attempt: number;
+  /** As FailInput's. */
+  leaseToken?: string;
   result?: unknown;
 }
 
@@ -624,6 +650,8 @@ export interface Store {
     tenantId: string | null;
     executionId: string;
     attempt: number;
+    /** As FailInput's. */
+    leaseToken?: string;
     leaseMs?: number;
     now?: number;
   }): Promise<

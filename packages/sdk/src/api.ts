@@ -236,11 +236,15 @@ export interface DeadLetter {
 export interface CompleteItem {
   executionId: string;
   attempt: number;
+  /** The lease's token as the lease gave it (LeasedExecution.leaseToken): send it back with the attempt. */
+  leaseToken?: string;
   result?: unknown;
 }
 export interface FailItem {
   executionId: string;
   attempt: number;
+  /** As CompleteItem's. */
+  leaseToken?: string;
   error: ErrorRecord;
 }
 
@@ -260,6 +264,13 @@ export interface LeasedExecution {
   jobId: string;
   name: string;
   attempt: number;
+  /**
+   * With the attempt, the fencing token: a store that may lose a lease grant
+   * in a power loss (SQLite's default durability) names the grant here, so a
+   * grant lost and made again never matches a token from before. Send it back
+   * on heartbeat, complete and fail; absent when the store never loses a grant.
+   */
+  leaseToken?: string;
   payload: unknown;
   scheduledFor: string;
   leaseUntil: string;
@@ -280,6 +291,8 @@ export interface LeaseResponse {
 
 export interface HeartbeatRequest {
   attempt: number;
+  /** As CompleteItem's. */
+  leaseToken?: string;
   leaseSeconds?: number;
 }
 export interface HeartbeatResponse {

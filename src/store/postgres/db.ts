@@ -101,13 +101,17 @@ export async function statementAgain<T>(run: () => Promise<T>): Promise<T> {
   }
 }
 
+/** BEGIN for a transition (store.ts Durability): its commit does not wait for the WAL flush (the WAL writer, or the next synchronous commit, flushes it). */
+const BEGIN_RELAXED = "BEGIN; SET LOCAL synchronous_commit = off";
+
 /**
  * Runs fn in one transaction (READ COMMITTED) on a client of its own, and
  * releases the client whatever happens: destroyed when its connection broke.
  * A deadlock (two batches locking rows in different orders), or another
- * failure mayRunAgain names, runs it again.
+ * failure mayRunAgain names, runs it again. relaxed: the commit does not
+ * wait for its flush (a transition under "accepted" durability).
  */
-export async function transaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+export async function transaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) => Promise<T>, relaxed = false): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     const client = await pool.connect();
     let broken: Error | undefined;
@@ -119,7 +123,7 @@ export async function transaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) => Pr
     client.on("error", onError);
     let begun = false;
     try {
-      await client.query("BEGIN");
+      await client.query(relaxed ? BEGIN_RELAXED : "BEGIN");
       begun = true;
       const value = await fn(client);
       await client.query("COMMIT");

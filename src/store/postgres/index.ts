@@ -13,6 +13,7 @@ import type {
   ClusterSignal,
   CompleteInput,
   DueRef,
+  Durability,
   FailInput,
   JobRecord,
   LeaseParams,
@@ -24,6 +25,7 @@ import type {
   StoreParams,
   TenantLimits,
 } from "../store.js";
+import { FLUSH_BOUND_MS } from "../store.js";
 import { acquireShards, heartbeat, leave, listShards, liveNodes, releaseShards } from "./cluster.js";
 import { checkSchemaName } from "../names.js";
 import { countHour, type CountRow, countsSql, toPoolCounts, toUpcoming, upcomingSql, upcomingWindow } from "../ready-counts.js";
@@ -41,6 +43,9 @@ import { migrate } from "./schema.js";
 import { cancelReplay, claimReplays, createReplay, getReplay, listReplays, releaseReplays, stepReplay } from "./replays.js";
 import { chunkSignals, NOTIFY_SQL, PgSignals } from "./signals.js";
 
+/** A synchronous commit that writes WAL, so it waits for the flush of every commit before it (flushSoon). */
+const FLUSH_SQL = "SELECT pg_logical_emit_message(true, 'duetime', 'flush')";
+
 /** poolCounts' buckets: the folded counters and the deltas appended since (ready-counts.ts). */
 const BUCKETS = "(SELECT * FROM ready_counts UNION ALL SELECT * FROM ready_count_deltas)";
 
@@ -54,6 +59,8 @@ export interface PostgresStoreOptions {
   schema?: string;
   /** Connections at most (default 10). */
   poolSize?: number;
+  /** store.ts Durability (default "accepted"). */
+  durability?: Durability;
   /** A statement running longer is cancelled, a StoreUnavailableError "timeout" (default 30000). */
   statementTimeoutMs?: number;
   /** How long to wait for a new connection (default 10000). */
@@ -74,7 +81,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     applicationName: options.applicationName ?? "duetime",
   };
   // Every statement runs inside a method: faults are classified on the way out of each.
-  const store = onStoreError(new PostgresStore(connection), rethrowPostgresError);
+  const store = onStoreError(new PostgresStore(connection, options.durability ?? "accepted"), rethrowPostgresError);
   if (options.migrate ?? true) {
     try {
       await store.migrate();
@@ -92,8 +99,12 @@ class PostgresStore implements Store {
   private readonly schema: string;
   private readonly signals: PgSignals;
   private closed = false;
+  private flushTimer: NodeJS.Timeout | undefined;
 
-  constructor(connection: PoolOptions) {
+  constructor(
+    connection: PoolOptions,
+    private readonly durability: Durability,
+  ) {
     this.pool = createPool(connection);
     this.schema = connection.schema;
     this.signals = new PgSignals({ client: () => new pg.Client(clientConfig(connection)), schema: connection.schema });
@@ -101,6 +112,34 @@ class PostgresStore implements Store {
 
   private tx<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
     return transaction(this.pool, fn);
+  }
+
+  /**
+   * A transition after acceptance (store.ts Durability) that grants no lease:
+   * under "accepted", its commit does not wait for the WAL flush. Lease
+   * grants stay synchronous here: PostgreSQL can lose an asynchronous commit
+   * in a crash, and a lost grant would hand its attempt number out twice.
+   * The flush comes within FLUSH_BOUND_MS (flushSoon).
+   */
+  private async transition<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+    if (this.durability === "strict") return this.tx(fn);
+    const value = await transaction(this.pool, fn, true);
+    this.flushSoon();
+    return value;
+  }
+
+  /**
+   * A synchronous commit within FLUSH_BOUND_MS: it waits for the WAL up to
+   * its own commit record, so every asynchronous commit before it is then on
+   * disk. A commit waits only if its transaction wrote WAL: a transactional
+   * logical message is the smallest such write (no row, any wal_level, any
+   * user); decoders see it under the prefix "duetime".
+   */
+  private flushSoon(): void {
+    this.flushTimer ??= setTimeout(() => {
+      this.flushTimer = undefined;
+      if (!this.closed) this.pool.query({ name: "flush", text: FLUSH_SQL }).catch(() => {});
+    }, FLUSH_BOUND_MS).unref();
   }
 
   async migrate(): Promise<MigrateResult> {
@@ -138,6 +177,9 @@ class PostgresStore implements Store {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    clearTimeout(this.flushTimer);
+    // A clean stop leaves nothing unflushed.
+    if (this.durability === "accepted") await this.pool.query(FLUSH_SQL).catch(() => {});
     await this.signals.close();
     await this.pool.end();
   }
@@ -283,11 +325,18 @@ class PostgresStore implements Store {
 
   async executionAckAndLease(p: LeaseParams & { complete: CompleteInput[]; fail: FailInput[] }) {
     // One transaction: now() is its start, so the three agree on the time when it is not pinned.
-    return this.tx(async (c) => ({
-      completed: await leases.complete(c, p.complete, p.now ?? null),
-      failed: await leases.fail(c, p.fail, p.now ?? null),
-      leased: await leases.lease(c, p),
-    }));
+    let relaxed = false;
+    const result = await this.tx(async (c) => {
+      const completed = await leases.complete(c, p.complete, p.now ?? null);
+      const failed = await leases.fail(c, p.fail, p.now ?? null);
+      const leased = await leases.lease(c, p);
+      // Only acknowledgements to commit (the last call of a drain): a transition like any other.
+      relaxed = leased.length === 0 && completed.length + failed.length > 0 && this.durability === "accepted";
+      if (relaxed) await c.query("SET LOCAL synchronous_commit = off");
+      return { completed, failed, leased };
+    });
+    if (relaxed) this.flushSoon();
+    return result;
   }
 
   async executionNextReady(p: StoreParams<"executionNextReady">) {
@@ -299,11 +348,11 @@ class PostgresStore implements Store {
   }
 
   async executionCompleteMany(p: StoreParams<"executionCompleteMany">) {
-    return this.tx((c) => leases.complete(c, p.items, p.now ?? null));
+    return this.transition((c) => leases.complete(c, p.items, p.now ?? null));
   }
 
   async executionFailMany(p: StoreParams<"executionFailMany">) {
-    return this.tx((c) => leases.fail(c, p.items, p.now ?? null));
+    return this.transition((c) => leases.fail(c, p.items, p.now ?? null));
   }
 
   async executionRelease(p: StoreParams<"executionRelease">) {
@@ -311,7 +360,7 @@ class PostgresStore implements Store {
   }
 
   async executionReap(p: StoreParams<"executionReap">) {
-    return this.tx((c) => leases.reap(c, p));
+    return this.transition((c) => leases.reap(c, p));
   }
 
   async executionHistory(p: StoreParams<"executionHistory">) {

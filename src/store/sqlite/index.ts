@@ -1,5 +1,7 @@
-// The SQLite driver (better-sqlite3, WAL, synchronous=FULL so a commit is on
-// disk before the API answers 201). better-sqlite3 is synchronous: every
+// The SQLite driver (better-sqlite3, WAL). Accepted writes commit with
+// synchronous=FULL, on disk before the API answers 201; transitions commit
+// with synchronous=NORMAL under the default durability (store.ts Durability),
+// flushed by the next FULL commit or within FLUSH_BOUND_MS. better-sqlite3 is synchronous: every
 // method runs its statements inside one transaction and resolves at once.
 // SQLite has one writer, so a transaction is also the claim: no SKIP LOCKED
 // is needed, and UPDATE … WHERE id IN (SELECT … LIMIT n) RETURNING claims a
@@ -68,7 +70,7 @@ import type {
   StoreParams,
   TenantLimits,
 } from "../store.js";
-import { HTTP_POOL } from "../store.js";
+import { type Durability, FLUSH_BOUND_MS, HTTP_POOL } from "../store.js";
 import { poolOf } from "../../core/targets.js";
 import { expiredRows, purgeBatch } from "./retention.js";
 import { onStoreError } from "../faults.js";
@@ -95,8 +97,8 @@ import {
 export interface SqliteStoreOptions {
   /** A file path, or ":memory:". */
   path: string;
-  /** "FULL" (default) makes every commit durable before it returns. */
-  synchronous?: "FULL" | "NORMAL";
+  /** store.ts Durability (default "accepted"). */
+  durability?: Durability;
   /** How long a write waits for another connection's lock before it fails as busy (default 5000). */
   busyTimeoutMs?: number;
   /** Apply missing migrations on open (default true). */
@@ -172,6 +174,19 @@ function attemptFacts(e: Row): AttemptFacts {
   };
 }
 
+/**
+ * A lease token (LeasedRow.leaseToken: the grant's incarnation) as the
+ * column holds it; null when the call names none (the attempt alone fences),
+ * and 0 (no incarnation is) for one no grant of this store gave.
+ */
+function incarnationOf(leaseToken: string | undefined): number | null {
+  if (leaseToken === undefined) return null;
+  return /^[1-9][0-9]{0,14}$/.test(leaseToken) ? Number(leaseToken) : 0;
+}
+
+/** A call's lease token matches the grant (of alias `e`, or none): SQL over @token, from incarnationOf. */
+const tokenHeld = (e = "") => `(@token IS NULL OR ${e}lease_incarnation = @token)`;
+
 const json = (value: unknown): string | null => (value === undefined ? null : JSON.stringify(value));
 const parse = <T>(text: unknown): T => (text === null || text === undefined ? (null as T) : (JSON.parse(text as string) as T));
 
@@ -200,11 +215,19 @@ class SqliteStore implements Store {
   private readonly stmts = new Map<string, Database.Statement>();
   private readonly signals: SignalBus;
   private readonly unsubscribes = new Set<() => Promise<void>>();
+  private readonly durability: Durability;
+  /** This handle's incarnation (store_meta), flushed before its first lease grant records it. */
+  private incarnation: number | undefined;
+  /** A transition has committed since the last FULL commit; flushTimer will flush it. */
+  private unflushed = false;
+  private flushTimer: NodeJS.Timeout | undefined;
 
   constructor(options: SqliteStoreOptions) {
     this.db = new Database(options.path);
     this.db.pragma("journal_mode = WAL");
-    this.db.pragma(`synchronous = ${options.synchronous ?? "FULL"}`);
+    // FULL between transitions: every write outside transition() is flushed before it returns.
+    this.db.pragma("synchronous = FULL");
+    this.durability = options.durability ?? "accepted";
     this.db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
     this.db.pragma("foreign_keys = OFF");
     this.signals = new SignalBus(options.path === ":memory:" ? `:memory:${Math.random()}` : options.path);
@@ -220,8 +243,51 @@ class SqliteStore implements Store {
     return stmt;
   }
 
+  /** An accepted write (or a read that must see one): flushed before it returns, with every transition before it. */
   private tx<T>(fn: () => T): T {
-    return this.db.transaction(fn).immediate();
+    const value = this.db.transaction(fn).immediate();
+    this.unflushed = false;
+    return value;
+  }
+
+  /**
+   * A transition after acceptance (store.ts Durability): under "accepted",
+   * committed with synchronous=NORMAL, so it survives a process crash at once
+   * (the WAL is in the OS's cache) and a power loss from the next FULL commit
+   * on, which comes within FLUSH_BOUND_MS. A WAL commit's frames are a prefix:
+   * the FULL commit's fsync makes every transition before it durable too.
+   */
+  private transition<T>(fn: () => T): T {
+    if (this.durability === "strict") return this.tx(fn);
+    this.q("PRAGMA synchronous = NORMAL").run();
+    try {
+      return this.db.transaction(fn).immediate();
+    } finally {
+      this.q("PRAGMA synchronous = FULL").run();
+      this.unflushed = true;
+      this.flushTimer ??= setTimeout(() => this.flush(), FLUSH_BOUND_MS).unref();
+    }
+  }
+
+  /** Makes the transitions committed so far durable: a FULL commit (an empty one writes nothing, so nothing is synced). */
+  private flush(): void {
+    this.flushTimer = undefined;
+    if (!this.unflushed || !this.db.open) return;
+    try {
+      this.tx(() => this.q("UPDATE store_meta SET flushed_at = ? WHERE id = 1").run(Date.now()));
+    } catch {
+      // Busy or the disk: the transitions stay unflushed; the next one schedules another flush, and the next accepted write fails as loudly.
+    }
+  }
+
+  /** The incarnation this handle's grants record: taken at its first grant, in a FULL commit, so it is durable before any token names it. */
+  private leaseIncarnation(): number {
+    this.incarnation ??= (
+      this.tx(() => this.q("UPDATE store_meta SET incarnation = incarnation + 1 WHERE id = 1 RETURNING incarnation").get()) as {
+        incarnation: number;
+      }
+    ).incarnation;
+    return this.incarnation;
   }
 
   async migrate(): Promise<MigrateResult> {
@@ -265,6 +331,8 @@ class SqliteStore implements Store {
 
   async close(): Promise<void> {
     await Promise.all([...this.unsubscribes].map((unsubscribe) => unsubscribe()));
+    clearTimeout(this.flushTimer);
+    this.flush();
     if (this.db.open) this.db.close();
   }
 
@@ -750,15 +818,17 @@ class SqliteStore implements Store {
 
   async executionLease(p: LeaseParams): Promise<LeasedRow[]> {
     const now = leaseNow(p.now);
-    return this.tx(() => this.leaseRows(p, now));
+    const incarnation = this.leaseIncarnation();
+    return this.transition(() => this.leaseRows(p, now, incarnation));
   }
 
   async executionAckAndLease(p: LeaseParams & { complete: CompleteInput[]; fail: FailInput[] }) {
     const now = leaseNow(p.now);
-    return this.tx(() => ({
+    const incarnation = this.leaseIncarnation();
+    return this.transition(() => ({
       completed: this.completeItems(p.complete, now),
       failed: this.failItems(p.fail, now),
-      leased: this.leaseRows(p, now),
+      leased: this.leaseRows(p, now, incarnation),
     }));
   }
 
@@ -768,7 +838,7 @@ class SqliteStore implements Store {
    * visits the priority levels that hold READY rows, highest first, and in
    * each reads the index range up to now, earliest first.
    */
-  private leaseRows(p: LeaseParams, now: number): LeasedRow[] {
+  private leaseRows(p: LeaseParams, now: number, incarnation: number): LeasedRow[] {
     const gates = new Map<string, TenantGate>();
     const gate = (tenantId: string): TenantGate => {
       let g = gates.get(tenantId);
@@ -784,15 +854,15 @@ class SqliteStore implements Store {
       ids.length === 0
         ? []
         : (this.q(
-            `UPDATE executions SET state = 'RUNNING', attempt = attempt + 1, worker_id = @worker, cancel_requested = 0, started_at = @now,
+            `UPDATE executions SET state = 'RUNNING', attempt = attempt + 1, lease_incarnation = @incarnation, worker_id = @worker, cancel_requested = 0, started_at = @now,
                deadline = @now + timeout_ms + @grace, lease_ms = @leaseMs,
                lease_until = min(@now + @leaseMs, @now + timeout_ms + @grace),
                throttled_ms = (SELECT max(0, @now - max(executions.ready_at, l.throttled_since)) FROM lanes l
                                WHERE l.pool = executions.pool AND l.tenant_id = executions.tenant_id)
              WHERE id IN (SELECT value FROM json_each(@ids))
-             RETURNING id, tenant_id, job_id, name, attempt, attempt_base, payload, scheduled_for, lease_until, timeout_ms, target, priority, ready_at,
-               trace_parent`,
-          ).all({ ids: JSON.stringify(ids), now, worker: p.workerId, leaseMs: p.leaseMs, grace: p.graceMs ?? 0 }) as Row[]);
+             RETURNING id, tenant_id, job_id, name, attempt, attempt_base, lease_incarnation, payload, scheduled_for, lease_until, timeout_ms, target,
+               priority, ready_at, trace_parent`,
+          ).all({ ids: JSON.stringify(ids), now, worker: p.workerId, leaseMs: p.leaseMs, grace: p.graceMs ?? 0, incarnation }) as Row[]);
     // After the grant: a lane's next READY row is one not granted now.
     const wakes = this.chargeRates(p.pool, gates, rows, now);
     if (fair) this.settleLanes(p.pool, fair.lanes, wakes);
@@ -958,14 +1028,19 @@ class SqliteStore implements Store {
     return next;
   }
 
-  async executionHeartbeat(p: { tenantId: string | null; executionId: string; attempt: number; leaseMs?: number; now?: number }) {
-    const row = this.q(
-      `UPDATE executions SET lease_until = min(@now + coalesce(@leaseMs, lease_ms), deadline)
-       WHERE id = @id AND (@tenant IS NULL OR tenant_id = @tenant) AND attempt = @attempt AND state = 'RUNNING' AND lease_until >= @now
-       RETURNING lease_until, cancel_requested`,
-    ).get({ id: p.executionId, tenant: p.tenantId, attempt: p.attempt, now: leaseNow(p.now), leaseMs: p.leaseMs ?? null }) as Row | undefined;
-    if (row) return { status: "ok" as const, leaseUntil: row.lease_until as number, cancelRequested: row.cancel_requested === 1 };
-    return this.lostOrNotFound(p, leaseNow(p.now));
+  async executionHeartbeat(p: StoreParams<"executionHeartbeat">) {
+    const now = leaseNow(p.now);
+    return this.transition(() => {
+      const row = this.q(
+        `UPDATE executions SET lease_until = min(@now + coalesce(@leaseMs, lease_ms), deadline)
+         WHERE id = @id AND (@tenant IS NULL OR tenant_id = @tenant) AND attempt = @attempt AND ${tokenHeld()} AND ${LEASE_HELD}
+         RETURNING lease_until, cancel_requested`,
+      ).get({ id: p.executionId, tenant: p.tenantId, attempt: p.attempt, token: incarnationOf(p.leaseToken), now, leaseMs: p.leaseMs ?? null }) as
+        | Row
+        | undefined;
+      if (row) return { status: "ok" as const, leaseUntil: row.lease_until as number, cancelRequested: row.cancel_requested === 1 };
+      return this.lostOrNotFound(p, now);
+    });
   }
 
   /**
@@ -974,16 +1049,18 @@ class SqliteStore implements Store {
    * is later than the one recorded (a compare-and-set in the UPDATE).
    */
   private lostOrNotFound(
-    item: { executionId: string; tenantId: string | null; attempt: number },
+    item: { executionId: string; tenantId: string | null; attempt: number; leaseToken?: string },
     now: number,
   ): { status: "lost"; possibleDuplicate?: PossibleDuplicateMark } | { status: "not_found" } {
+    // A token that is not the grant's: the attempt was granted in an earlier incarnation, lost, and granted again.
     const marked = this.q(
       `UPDATE executions SET dup_attempt = @attempt, dup_reason = 'lease_lost', dup_at = @now
        WHERE id = @id AND (@tenant IS NULL OR tenant_id = @tenant) AND @attempt >= 1
-         AND (attempt > @attempt OR (attempt = @attempt AND state = 'RUNNING' AND lease_until < @now))
+         AND (attempt > @attempt OR (attempt = @attempt AND state = 'RUNNING' AND lease_until < @now)
+              OR (attempt = @attempt AND NOT ${tokenHeld()}))
          AND (dup_attempt IS NULL OR dup_attempt < @attempt)
        RETURNING tenant_id`,
-    ).get({ id: item.executionId, tenant: item.tenantId, attempt: item.attempt, now }) as Row | undefined;
+    ).get({ id: item.executionId, tenant: item.tenantId, attempt: item.attempt, token: incarnationOf(item.leaseToken), now }) as Row | undefined;
     if (marked) return { status: "lost", possibleDuplicate: { tenantId: marked.tenant_id as string, attempt: item.attempt, reason: "lease_lost" } };
     return this.exists(item.tenantId, item.executionId) ? { status: "lost" } : { status: "not_found" };
   }
@@ -1007,7 +1084,7 @@ class SqliteStore implements Store {
 
   async executionCompleteMany(p: { items: CompleteInput[]; now?: number }): Promise<AckOutcome[]> {
     const now = leaseNow(p.now);
-    return this.tx(() => this.completeItems(p.items, now));
+    return this.transition(() => this.completeItems(p.items, now));
   }
 
   /**
@@ -1017,15 +1094,17 @@ class SqliteStore implements Store {
    */
   private completeItems(items: CompleteInput[], now: number): AckOutcome[] {
     if (items.length === 0) return [];
-    const input = JSON.stringify(items.map((i) => [i.executionId, i.tenantId, i.attempt, json(i.result)]));
+    const input = JSON.stringify(items.map((i) => [i.executionId, i.tenantId, i.attempt, json(i.result), incarnationOf(i.leaseToken)]));
     const done = this.q(
       `UPDATE executions SET state = 'SUCCEEDED', finished_at = @now, result = x.result, lease_until = NULL,
          -- an attempt reaped for an expired lease may have run too: a possible duplicate (once)
          dup_attempt = CASE WHEN expired_attempt > coalesce(dup_attempt, 0) THEN expired_attempt ELSE dup_attempt END,
          dup_reason = CASE WHEN expired_attempt > coalesce(dup_attempt, 0) THEN 'expired_then_succeeded' ELSE dup_reason END,
          dup_at = CASE WHEN expired_attempt > coalesce(dup_attempt, 0) THEN @now ELSE dup_at END
-       FROM (SELECT value ->> 0 AS id, value ->> 1 AS tenant, value ->> 2 AS attempt, value ->> 3 AS result FROM json_each(@input)) AS x
+       FROM (SELECT value ->> 0 AS id, value ->> 1 AS tenant, value ->> 2 AS attempt, value ->> 3 AS result, value ->> 4 AS token
+             FROM json_each(@input)) AS x
        WHERE executions.id = x.id AND (x.tenant IS NULL OR executions.tenant_id = x.tenant) AND executions.attempt = x.attempt
+         AND (x.token IS NULL OR executions.lease_incarnation = x.token)
          AND executions.state = 'RUNNING' AND executions.lease_until >= @now
        RETURNING executions.id AS id, executions.attempt AS attempt, executions.job_id AS job_id, executions.tenant_id AS tenant_id,
          executions.pool AS pool, (SELECT kind FROM jobs WHERE jobs.id = executions.job_id) AS kind,
@@ -1058,12 +1137,15 @@ class SqliteStore implements Store {
           ? { status: "ok", state: "SUCCEEDED", pool, tenantId, possibleDuplicate: { tenantId, attempt: dup, reason: "expired_then_succeeded" } }
           : { status: "ok", state: "SUCCEEDED", pool, tenantId };
       }
-      const e = this.q("SELECT state, attempt, tenant_id, pool FROM executions WHERE id = @id AND (@tenant IS NULL OR tenant_id = @tenant)").get({
+      const e = this.q(
+        `SELECT state, attempt, tenant_id, pool, ${tokenHeld()} AS token_held FROM executions WHERE id = @id AND (@tenant IS NULL OR tenant_id = @tenant)`,
+      ).get({
         id: item.executionId,
         tenant: item.tenantId,
+        token: incarnationOf(item.leaseToken),
       }) as Row | undefined;
       if (!e) return { status: "not_found" };
-      if (e.state === "SUCCEEDED" && e.attempt === item.attempt)
+      if (e.state === "SUCCEEDED" && e.attempt === item.attempt && e.token_held === 1)
         return { status: "ok", state: "SUCCEEDED", pool: e.pool as string, tenantId: e.tenant_id as string };
       return this.lostOrNotFound(item, now);
     });
@@ -1109,7 +1191,7 @@ class SqliteStore implements Store {
 
   async executionFailMany(p: { items: FailInput[]; now?: number }): Promise<AckOutcome[]> {
     const now = leaseNow(p.now);
-    return this.tx(() => this.failItems(p.items, now));
+    return this.transition(() => this.failItems(p.items, now));
   }
 
   private failItems(items: FailInput[], now: number): AckOutcome[] {
@@ -1123,11 +1205,12 @@ class SqliteStore implements Store {
     // between (another handle) is the one fact that can move: decide again.
     for (;;) {
       const e = this.q(
-        `SELECT ${ENDING_ROW} WHERE id = @id AND (@tenant IS NULL OR tenant_id = @tenant) AND attempt = @attempt AND ${LEASE_HELD}`,
+        `SELECT ${ENDING_ROW} WHERE id = @id AND (@tenant IS NULL OR tenant_id = @tenant) AND attempt = @attempt AND ${tokenHeld()} AND ${LEASE_HELD}`,
       ).get({
         id: item.executionId,
         tenant: item.tenantId,
         attempt: item.attempt,
+        token: incarnationOf(item.leaseToken),
         now,
       }) as Row | undefined;
       if (!e) return this.lostOrNotFound(item, now);
@@ -1159,7 +1242,8 @@ class SqliteStore implements Store {
       this.q(
         `UPDATE executions SET state = @state, ready_at = coalesce(@readyAt, ready_at), dead_at = @deadAt, finished_at = @finishedAt,
            last_error = @lastError, lease_until = NULL${o.lease === LEASE_EXPIRED ? ", expired_attempt = attempt" : ""}
-         WHERE id = @id AND attempt = @attempt AND ${o.lease} AND attempt_base = @base AND cancel_requested = @cancel`,
+         WHERE id = @id AND attempt = @attempt AND lease_incarnation IS @incarnation AND ${o.lease} AND attempt_base = @base
+           AND cancel_requested = @cancel`,
       ).run({
         state: end.state,
         readyAt: end.state === "READY" ? end.readyAt : null,
@@ -1168,6 +1252,7 @@ class SqliteStore implements Store {
         lastError: json(o.lastError),
         id,
         attempt,
+        incarnation: e.lease_incarnation,
         now: o.now,
         base: e.attempt_base,
         cancel: e.cancel_requested,
@@ -1186,7 +1271,7 @@ class SqliteStore implements Store {
     const now = leaseNow(p.now);
     // core/retry.ts endReleasedAttempt decides on one fact of the row, cancel_requested:
     // both of its answers go into the one UPDATE, which picks by the fact as it is then.
-    return this.tx(() =>
+    return this.transition(() =>
       p.items.map((i) => {
         const live = endReleasedAttempt(false, i.readyAt);
         const cancelled = endReleasedAttempt(true, i.readyAt);
@@ -1216,7 +1301,7 @@ class SqliteStore implements Store {
 
   async executionReap(p: { now?: number; limit: number }) {
     const now = leaseNow(p.now);
-    return this.tx(() => {
+    return this.transition(() => {
       const rows = this.q(`SELECT ${ENDING_ROW} WHERE ${LEASE_EXPIRED} ORDER BY lease_until LIMIT @limit`).all({ now, limit: p.limit }) as Row[];
       const reaped: { executionId: string; tenantId: string; pool: string; state: "READY" | "DEAD" | "CANCELLED" }[] = [];
       for (const e of rows) {

@@ -415,6 +415,24 @@ CREATE INDEX due_by_shard ON due (shard, job_id);
 ALTER TABLE jobs ADD COLUMN mode TEXT NOT NULL DEFAULT 'live';
 `,
   },
+  {
+    version: 16,
+    sql: `
+-- Durability (docs/operations.md "Durability"): lease grants may commit
+-- without their own flush, so a power loss can lose one and the attempt be
+-- granted again. Each store handle takes a new incarnation, flushed before
+-- its first grant; a grant records it, and a call must name it (the lease
+-- token) to match, so a token from before the loss never matches a grant
+-- made after. flushed_at is what the periodic flush writes.
+CREATE TABLE store_meta (
+  id          INTEGER PRIMARY KEY CHECK (id = 1),
+  incarnation INTEGER NOT NULL,
+  flushed_at  INTEGER
+);
+INSERT INTO store_meta (id, incarnation) VALUES (1, 0);
+ALTER TABLE executions ADD COLUMN lease_incarnation INTEGER;
+`,
+  },
 ];
 
 /**
