@@ -693,6 +693,21 @@ describe("CLI parsing: serve", () => {
     assert.match(SERVE_HELP, /--tracing\s+DUETIME_TRACING=on/);
   });
 
+  test("--durability and DUETIME_DURABILITY choose what a commit must survive; the store's default otherwise", () => {
+    const durability = (argv: string[], env: Record<string, string> = {}) => {
+      const cmd = parse(argv, env);
+      assert.ok(cmd.command === "serve");
+      return cmd.options.storeOptions?.durability;
+    };
+    assert.equal(durability(["serve"]), undefined);
+    assert.equal(durability(["serve", "--durability", "strict"]), "strict");
+    assert.equal(durability(["serve", "--durability=accepted"]), "accepted");
+    assert.equal(durability(["serve"], { DUETIME_DURABILITY: "strict" }), "strict");
+    assert.equal(durability(["serve", "--durability", "accepted"], { DUETIME_DURABILITY: "strict" }), "accepted");
+    usageError(["serve", "--durability", "fast"], /--durability: expected one of accepted, strict, got "fast"/);
+    usageError(["serve"], /DUETIME_DURABILITY: expected one of accepted, strict/, { DUETIME_DURABILITY: "off" });
+  });
+
   test("API key secrets never appear in messages", () => {
     assert.throws(
       () => parse(["serve", "--api-keys", "supersecret:t:owner"]),

@@ -21,7 +21,7 @@ import type { RunningServer, ServerOptions } from "../server/index.js";
 // Loads no framework: only the path rule.
 import { dashboardPathProblem, normalizeDashboardPath } from "../server/dashboard.js";
 import { DURABILITIES } from "../store/store.js";
-import { UsageError, choiceOption, expectPositionals, integerOption, parseDuration, strictParse, type Env } from "./args.js";
+import { UsageError, expectPositionals, integerOption, parseDuration, strictParse, type Env } from "./args.js";
 import type { Io } from "./output.js";
 import { parseStoreOptions, STORE_HELP, STORE_OPTIONS } from "./store-options.js";
 
@@ -185,7 +185,11 @@ export function parseServe(args: string[], env: Env): ServeCommand {
     store: store.url,
   };
   const durability = pick("durability", "DUETIME_DURABILITY");
-  if (durability) store.options.durability = choiceOption(durability.source.replace(/^--/, ""), durability.value, DURABILITIES, usage)!;
+  if (durability) {
+    const mode = DURABILITIES.find((d) => d === durability.value);
+    if (!mode) throw new UsageError(`${durability.source}: expected one of ${DURABILITIES.join(", ")}, got ${JSON.stringify(durability.value)}`, usage);
+    store.options.durability = mode;
+  }
   if (Object.keys(store.options).length > 0) options.storeOptions = store.options;
   const grpcPort = pick("grpc-port", "DUETIME_GRPC_PORT");
   if (grpcPort) options.grpcPort = integerOption(grpcPort.source.replace(/^--/, ""), grpcPort.value, 0, 65535, usage)!;
