@@ -19,7 +19,7 @@ import { connect } from "node:net";
 import { join } from "node:path";
 
 /** End-to-end files that are about SQLite itself (a full disk on a file, the embedded file store). */
-const SQLITE_ONLY = new Set(["test/store-full.test.ts", "test/embedded.test.ts"]);
+const SQLITE_ONLY = new Set(["test/store-full.test.ts", "test/embedded.test.ts", "test/power-loss.test.ts"]);
 
 function find(dir, deep = true) {
   let out = [];
