@@ -5,7 +5,7 @@
 
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { DuetimeApiError, DuetimeClient } from "@duetime/sdk";
+import { type DuetimeApiError, DuetimeClient } from "@duetime/sdk";
 import { main } from "../src/cli/main.js";
 import { captureIo } from "../src/cli/test-support.js";
 import { startTestServer, type TestServer, waitFor } from "./helpers.js";

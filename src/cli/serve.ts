@@ -187,7 +187,8 @@ export function parseServe(args: string[], env: Env): ServeCommand {
   const durability = pick("durability", "DUETIME_DURABILITY");
   if (durability) {
     const mode = DURABILITIES.find((d) => d === durability.value);
-    if (!mode) throw new UsageError(`${durability.source}: expected one of ${DURABILITIES.join(", ")}, got ${JSON.stringify(durability.value)}`, usage);
+    if (!mode)
+      throw new UsageError(`${durability.source}: expected one of ${DURABILITIES.join(", ")}, got ${JSON.stringify(durability.value)}`, usage);
     store.options.durability = mode;
   }
   if (Object.keys(store.options).length > 0) options.storeOptions = store.options;
