@@ -82,9 +82,8 @@ const GRANT = `UPDATE executions e SET state = 'RUNNING', attempt = e.attempt + 
   lease_until = least(t.now + $5, t.now + e.timeout_ms + $6),
   throttled_ms = (SELECT CASE WHEN l.throttled_since IS NOT NULL THEN greatest(0, t.now - greatest(e.ready_at, l.throttled_since)) END
                   FROM lanes l WHERE l.pool = e.pool AND l.tenant_id = e.tenant_id)
-FROM picked, t
-WHERE e.job_id = ANY(ARRAY(SELECT job_id FROM picked)) AND e.scheduled_for = ANY(ARRAY(SELECT scheduled_for FROM picked))
-  AND e.job_id = picked.job_id AND e.scheduled_for = picked.scheduled_for
+FROM (SELECT array_agg(job_id) AS job_ids, array_agg(scheduled_for) AS fors FROM picked) k, unnest(k.job_ids, k.fors) AS p(job_id, scheduled_for), t
+WHERE e.job_id = p.job_id AND e.scheduled_for = p.scheduled_for
 RETURNING e.id, e.tenant_id, e.job_id, e.name, e.attempt, e.attempt_base, e.payload, e.scheduled_for, e.lease_until, e.timeout_ms, e.target,
   e.priority, e.ready_at, e.trace_parent`;
 
@@ -94,11 +93,13 @@ RETURNING e.id, e.tenant_id, e.job_id, e.name, e.attempt, e.attempt_base, e.payl
  * tenant's allowance (and RATE_PROBE),
  * claimed FOR UPDATE SKIP LOCKED (rows another lease holds are passed over,
  * not waited for); the highest levels' rows are granted, up to the
- * allowance. The granted rows are found again by their keys as arrays (an
- * index condition), not only by a join on picked: for the join alone the
- * planner may read every partition whole and sort it (16 ms for a lease of
- * 500 beside 20,000 rows, 5 ms by the keys), and the table holds the whole
- * history. Then its rate is charged, and its lane marked throttled or not.
+ * allowance. The granted rows are found again by their keys, unnested
+ * from arrays of picked's: a function scan the planner joins by index
+ * lookups whatever the table's statistics say. A join on picked alone may
+ * read every partition whole and sort it (16 ms for a lease of 500 beside
+ * 20,000 rows, 5 ms by the keys); `= ANY(ARRAY(...))` on each key column
+ * flips, on a grown table never analysed, to a nested loop that walks the
+ * arrays per row (117-188 ms per lease of 500; bench/lease-plan.ts). Then its rate is charged, and its lane marked throttled or not.
  */
 const LEASE_TENANT = `
 WITH RECURSIVE t AS (SELECT ${nowOr("$1")} AS now),
