@@ -4,7 +4,7 @@ import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import type { BatchCreateItem, BatchCreateResult } from "@duetime/sdk/contract";
+import type { BatchCreateItem, BatchCreateMinimalResult } from "@duetime/sdk/contract";
 import type { BenchJob } from "../contender.js";
 
 export const BENCH_POOL = "bench";
@@ -25,7 +25,8 @@ function yearlyAt(ms: number): string {
   return `${d.getUTCSeconds()} ${d.getUTCMinutes()} ${d.getUTCHours()} ${d.getUTCDate()} ${d.getUTCMonth() + 1} *`;
 }
 
-export function assertCreated(results: BatchCreateResult[]): void {
+/** Throws on the first failed item; the full answer's items and the minimal ones (`returnMinimal`) alike. */
+export function assertCreated(results: BatchCreateMinimalResult[]): void {
   const failed = results.find((r) => "error" in r);
   if (failed) throw new Error(`createJobs failed: ${JSON.stringify(failed)}`);
 }

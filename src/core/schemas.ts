@@ -355,10 +355,28 @@ export const backfillBody = {
   },
 } as const;
 
+/**
+ * The Prefer request header (RFC 7240) of the creates. Any text is accepted:
+ * a preference the server does not understand, or cannot parse, is ignored
+ * (never an error); the header's size is bounded by the server's header limit.
+ * `return=minimal` is honoured (@duetime/sdk's prefer.ts reads it).
+ */
+const preferHeader = {
+  type: "string",
+  description:
+    "RFC 7240. return=minimal: each created job answers only its jobId and nextRunAt (answered with Preference-Applied: return=minimal); anything else is ignored.",
+} as const;
+
 /** Headers of POST /v1/jobs (other headers pass). */
 export const createJobHeaders = {
   type: "object",
-  properties: { "idempotency-key": idempotencyKey },
+  properties: { "idempotency-key": idempotencyKey, prefer: preferHeader },
+} as const;
+
+/** Headers of POST /v1/jobs:batch (other headers pass). */
+export const batchCreateHeaders = {
+  type: "object",
+  properties: { prefer: preferHeader },
 } as const;
 
 /** DELETE and the action POSTs: no body, or `{}`. */
@@ -676,6 +694,7 @@ export const tenantLimitsResponse = {
 export const REQUEST_SCHEMAS = {
   createJobBody,
   createJobHeaders,
+  batchCreateHeaders,
   updateJobBody,
   updateJobHeaders,
   backfillBody,
@@ -787,6 +806,15 @@ export const jobResponse = {
     created: { type: "boolean", description: "false when an Idempotency-Key matched an earlier request." },
     warnings: dueWarnings,
   },
+} as const;
+
+/** POST /v1/jobs with Prefer: return=minimal: the job's id and next run time only. */
+export const jobMinimalResponse = {
+  type: "object",
+  description: "{jobId, nextRunAt} only.",
+  additionalProperties: false,
+  required: ["jobId", "nextRunAt"],
+  properties: { jobId: { type: "string" }, nextRunAt: nullableDateTime },
 } as const;
 
 /** The envelope of every paginated list: {"items": [...], "nextCursor": "..." | null}. */
@@ -927,6 +955,29 @@ export const batchCreateResponse = {
           warnings: dueWarnings,
           error: errorEnvelopeSchema.properties.error,
         },
+      },
+    },
+  },
+} as const;
+
+/** POST /v1/jobs:batch with Prefer: return=minimal: a created job's id and next run time; a failed one's error as in the full form. */
+export const batchCreateMinimalResponse = {
+  type: "object",
+  description: "in request order, {jobId, nextRunAt} or {error}.",
+  required: ["items"],
+  properties: {
+    items: {
+      type: "array",
+      items: {
+        anyOf: [
+          {
+            type: "object",
+            additionalProperties: false,
+            required: ["jobId", "nextRunAt"],
+            properties: { jobId: { type: "string" }, nextRunAt: nullableDateTime },
+          },
+          { type: "object", additionalProperties: false, required: ["error"], properties: { error: errorEnvelopeSchema.properties.error } },
+        ],
       },
     },
   },
@@ -1263,8 +1314,10 @@ export const statusResponse = {
 /** The answers of the operation table (@duetime/sdk/contract's OPERATIONS) by the names it gives them. */
 export const RESPONSE_SCHEMAS = {
   job: jobResponse,
+  jobMinimal: jobMinimalResponse,
   jobPage: jobPageResponse,
   batchCreate: batchCreateResponse,
+  batchCreateMinimal: batchCreateMinimalResponse,
   executionItem: executionItemResponse,
   executionPage: executionPageResponse,
   occurrences: occurrencesResponse,

@@ -3,6 +3,7 @@
 // its attempt, and a stale one answers LEASE_LOST and changes nothing.
 
 import {
+  fenceOf,
   ALL_TENANTS,
   type AckItem,
   type CompleteItem,
@@ -41,8 +42,8 @@ export class WorkerProtocol {
       leaseMs: msOfSeconds(request.leaseSeconds ?? 30),
       waitMs: msOfSeconds(request.waitSeconds ?? 0),
       ...(ctx.signal ? { signal: ctx.signal } : {}),
-      complete: complete.map((i) => ({ ...fence(i), tenantId, result: i.result })),
-      fail: fail.map((i) => ({ ...fence(i), tenantId, error: i.error })),
+      complete: complete.map((i) => ({ ...fenceOf(i), tenantId, result: i.result })),
+      fail: fail.map((i) => ({ ...fenceOf(i), tenantId, error: i.error })),
     });
     const items: LeasedExecution[] = result.leased.map((r) => ({
       executionId: r.executionId,
@@ -73,7 +74,7 @@ export class WorkerProtocol {
     const res = isExecutionId(executionId)
       ? await this.store.executionHeartbeat({
           tenantId: ackTenant(ctx),
-          ...fence({ executionId, ...request }),
+          ...fenceOf({ executionId, ...request }),
           ...(request.leaseSeconds !== undefined ? { leaseMs: msOfSeconds(request.leaseSeconds) } : {}),
           now: this.clock.storeNow(),
         })
@@ -104,13 +105,13 @@ export class WorkerProtocol {
 
   async completeMany(ctx: RequestContext, items: CompleteItem[]): Promise<AckItem[]> {
     const known = items.filter((i) => isExecutionId(i.executionId));
-    const outcomes = await this.executor.complete(known.map((i) => ({ ...fence(i), tenantId: ackTenant(ctx), result: i.result })));
+    const outcomes = await this.executor.complete(known.map((i) => ({ ...fenceOf(i), tenantId: ackTenant(ctx), result: i.result })));
     return mergeAcks(items, known, outcomes);
   }
 
   async failMany(ctx: RequestContext, items: FailItem[]): Promise<AckItem[]> {
     const known = items.filter((i) => isExecutionId(i.executionId));
-    const outcomes = await this.executor.fail(known.map((i) => ({ ...fence(i), tenantId: ackTenant(ctx), error: i.error })));
+    const outcomes = await this.executor.fail(known.map((i) => ({ ...fenceOf(i), tenantId: ackTenant(ctx), error: i.error })));
     return mergeAcks(items, known, outcomes);
   }
 }
@@ -142,13 +143,6 @@ function mergeAcks(items: { executionId: string; attempt: number }[], known: unk
     if (o.state === "READY") return { executionId, attempt, status: 200, state: "FAILED", retryAt: toIso(o.readyAt!) };
     return { executionId, attempt, status: 200, state: "SUCCEEDED" };
   });
-}
-
-/** What fences a worker's call: the execution, its attempt, and the lease's token when the lease gave one. */
-function fence(i: { executionId: string; attempt: number; leaseToken?: string }): { executionId: string; attempt: number; leaseToken?: string } {
-  return i.leaseToken !== undefined
-    ? { executionId: i.executionId, attempt: i.attempt, leaseToken: i.leaseToken }
-    : { executionId: i.executionId, attempt: i.attempt };
 }
 
 /** The tenant a worker's call may reach: its own, or any (null) for a platform key (tenant "*"). */

@@ -30,7 +30,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { OPERATION_NAMES, operationNamed, type AnyOperation, type OperationName, type WireReply } from "@duetime/sdk/contract";
 import { DuetimeError } from "../core/errors.js";
-import { REQUEST_SCHEMAS, RESPONSE_SCHEMAS, errorEnvelopeSchema } from "../core/schemas.js";
+import { REQUEST_SCHEMAS, RESPONSE_SCHEMAS, errorEnvelopeSchema, type JsonSchema } from "../core/schemas.js";
 import { callService, checkRequest } from "../engine/operations.js";
 import type { Service } from "../engine/service.js";
 import { authorize, type KeyRing, type Principal, requestContext } from "./auth.js";
@@ -96,11 +96,30 @@ function afterOperation(runtime: RouteRuntime, name: OperationName, params: Reco
   if (name === "revokeKey") runtime.keyRing.forget(params.keyId as string);
 }
 
+/** The response header of an answer that honoured `Prefer: return=minimal`. */
+const preferenceApplied = {
+  type: "string",
+  enum: ["return=minimal"],
+  description: "Present when the request's Prefer: return=minimal was honoured (RFC 7240).",
+} as const;
+
 function routeSchema(name: OperationName, op: AnyOperation, runtime: RouteRuntime): Record<string, unknown> {
   const errorResponse = { ...errorEnvelopeSchema, description: "Error envelope; see docs/errors.md" };
-  const responses = Object.fromEntries(
+  const responses: Record<string, JsonSchema> = Object.fromEntries(
     Object.entries(op.responses).map(([status, name]) => [status, name ? RESPONSE_SCHEMAS[name] : { type: "null", description: "No content" }]),
   );
+  if (op.minimalResponse) {
+    // Prefer: return=minimal (RFC 7240): each success answer is the full or the minimal form.
+    const minimal: JsonSchema = RESPONSE_SCHEMAS[op.minimalResponse];
+    for (const [status, full] of Object.entries(responses)) {
+      if (!(Number(status) < 300) || full.type === "null") continue;
+      responses[status] = {
+        description: `${String(full.description ?? "The full form")}; with Prefer: return=minimal, ${String(minimal.description)}`,
+        anyOf: [full, minimal],
+        headers: { "preference-applied": preferenceApplied },
+      };
+    }
+  }
   const schema: Record<string, unknown> = {
     operationId: name,
     summary: op.summary,
@@ -158,7 +177,7 @@ export function registerRoutes(app: FastifyInstance, service: Service, runtime: 
         const deadlineMs = (runtime.deadlineMs ?? DEFAULT_REQUEST_DEADLINE_MS) + 1000 * (op.waitSeconds?.(checked) ?? 0);
         const result = await withDeadline(() => callService(service, name, ctx, checked), deadlineMs, controller);
         afterOperation(runtime, name, checked.params);
-        return send(reply, op.answer(result));
+        return send(reply, op.answer(result, checked));
       },
     });
   }

@@ -175,6 +175,17 @@ export interface CreatedJob extends Job {
   warnings?: DueWarning[];
 }
 
+/**
+ * POST /v1/jobs asked with `Prefer: return=minimal` (the client's
+ * `returnMinimal` option): the new job's id and next run time, without the
+ * rest of the job; `created` as in CreatedJob (from the status, 201 or 200).
+ */
+export interface CreatedJobMinimal {
+  jobId: string;
+  nextRunAt: string | null;
+  created: boolean;
+}
+
 export interface Page<T> {
   items: T[];
   nextCursor: string | null;
@@ -231,6 +242,19 @@ export interface DeadLetter {
   lastError: ErrorRecord | null;
   deadAt: string;
   payload: unknown;
+}
+
+/** What fences every call about a leased attempt: its execution, its number and, when the lease gave one, its token. */
+export interface AttemptFence {
+  executionId: string;
+  attempt: number;
+  leaseToken?: string;
+}
+
+/** The fence of an attempt, from a leased execution or an acknowledgement (nothing else of it; no token field when there is none). */
+export function fenceOf(i: AttemptFence): AttemptFence {
+  const { executionId, attempt, leaseToken } = i;
+  return leaseToken === undefined ? { executionId, attempt } : { executionId, attempt, leaseToken };
 }
 
 export interface CompleteItem {
@@ -368,6 +392,13 @@ export interface DueWarning {
 export type BatchCreateResult =
   | { jobId: string; nextRunAt: string | null; created: boolean; warnings?: DueWarning[] }
   | { error: { code: string; message: string; details?: Record<string, unknown> } };
+/**
+ * An item of POST /v1/jobs:batch asked with `Prefer: return=minimal` (the
+ * client's `returnMinimal` option): a created job's id and next run time only
+ * (its warnings still come in the Duetime-Warning header), a failed job's
+ * error as in BatchCreateResult. Every BatchCreateResult is one too.
+ */
+export type BatchCreateMinimalResult = { jobId: string; nextRunAt: string | null } | Extract<BatchCreateResult, { error: unknown }>;
 
 export interface PreviewQuery {
   cron: string;

@@ -4,7 +4,7 @@
 export * from "./api.js";
 export { ERROR_CODES, type ErrorCode, type ErrorDetails } from "./error-codes.js";
 export { DuetimeClient, type ClientOptions, type RetryInfo } from "./client.js";
-export type { DuetimeApi, WorkerApi, CallOptions, CreateJobOptions, CreateJobsOptions, UpdateJobOptions } from "./operations.js";
+export type { DuetimeApi, WorkerApi, CallOptions, AttemptOptions, CreateJobOptions, CreateJobsOptions, UpdateJobOptions } from "./operations.js";
 export { Worker, type WorkerOptions, type Handler, type HandlerContext } from "./worker.js";
 export type { WorkerEvent, WorkerEventType, WorkerState } from "./events.js";
 export type { SdkClock } from "./backoff.js";

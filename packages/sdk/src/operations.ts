@@ -5,8 +5,9 @@
 // two codecs that make its typed method and its request one thing:
 // - encode(...args) → request, and decode(request) → args: the method's
 //   arguments and the HTTP request carry the same facts;
-// - answer(result) → reply, and read(reply) → result: likewise the method's
-//   result and the HTTP answer.
+// - answer(result, request) → reply, and read(reply) → result: likewise the
+//   method's result and the HTTP answer (the request, for the few answers a
+//   header shapes: the creates' `Prefer: return=minimal`, prefer.ts).
 //
 // Everything else is derived from this table:
 // - the SDK client's typed methods (client.ts: args → encode → HTTP → read);
@@ -26,11 +27,13 @@ import type {
   BackfillRequest,
   BackfillResponse,
   BatchCreateItem,
+  BatchCreateMinimalResult,
   BatchCreateResult,
   ClusterView,
   CompleteItem,
   CompleteResponse,
   CreatedJob,
+  CreatedJobMinimal,
   CreatedKey,
   CreateKeyRequest,
   DeadLetter,
@@ -69,6 +72,7 @@ import type {
   TenantLimitsRequest,
   WhoAmI,
 } from "./api.js";
+import { prefersMinimal, RETURN_MINIMAL } from "./prefer.js";
 
 export type HttpMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 
@@ -83,11 +87,28 @@ export interface CallOptions {
 export interface CreateJobOptions extends CallOptions {
   /** Sent as Idempotency-Key; makes the call safe to retry. */
   idempotencyKey?: string;
+  /**
+   * Sent as `Prefer: return=minimal`: the answer is the job's id, next run
+   * time and `created` only (CreatedJobMinimal), not the whole job.
+   */
+  returnMinimal?: boolean;
 }
 
 export interface CreateJobsOptions extends CallOptions {
   /** All or nothing: when any job is invalid, none is created and the call fails with 400 (details.errors lists each). */
   atomic?: boolean;
+  /**
+   * Sent as `Prefer: return=minimal`: each created job answers its id and
+   * next run time only (BatchCreateMinimalResult; its warnings still come in
+   * the Duetime-Warning header); failed jobs answer their error as ever.
+   */
+  returnMinimal?: boolean;
+}
+
+/** Options of a single complete or fail. */
+export interface AttemptOptions extends CallOptions {
+  /** The lease's token (LeasedExecution.leaseToken): the store refuses the call (LEASE_LOST) when its grant is not the one that gave it. */
+  leaseToken?: string;
 }
 
 export interface UpdateJobOptions extends CallOptions {
@@ -127,6 +148,7 @@ export interface WireReply {
 export type RequestSchemaName =
   | "createJobBody"
   | "createJobHeaders"
+  | "batchCreateHeaders"
   | "updateJobBody"
   | "updateJobHeaders"
   | "backfillBody"
@@ -159,8 +181,10 @@ export type RequestSchemaName =
 /** Names of the answer schemas in the server's core/schemas.ts (RESPONSE_SCHEMAS). */
 export type ResponseSchemaName =
   | "job"
+  | "jobMinimal"
   | "jobPage"
   | "batchCreate"
+  | "batchCreateMinimal"
   | "executionItem"
   | "executionPage"
   | "occurrences"
@@ -209,13 +233,20 @@ export interface Operation<Args extends unknown[] = never, Result = unknown> {
   bodyOptional?: boolean;
   /** Answer schema by status; null: no body. */
   responses: Partial<Record<number, ResponseSchemaName | null>>;
+  /**
+   * The operation honours `Prefer: return=minimal` (RFC 7240): its answers
+   * then have this schema instead (same statuses and headers, plus
+   * `Preference-Applied: return=minimal`).
+   */
+  minimalResponse?: ResponseSchemaName;
   /** Whether repeating the call is harmless, so the client may retry it (the reasoning is in client.ts). */
   retry: boolean | ((request: WireRequest) => boolean);
   /** A long poll: the seconds it may wait by design, added to timeouts and deadlines. */
   waitSeconds?(request: { body?: unknown }): number;
   encode(...args: Args): WireRequest;
   decode(request: CheckedRequest): Args;
-  answer(result: Result): WireReply;
+  /** The request is the checked one the result answers (absent: answer as to a request without options). */
+  answer(result: Result, request?: CheckedRequest): WireReply;
   read(reply: WireReply): Result;
   /** An answer known without asking (an empty batch); undefined: ask. */
   shortcut?(...args: Args): Result | undefined;
@@ -245,6 +276,24 @@ const noContent: Answers<void> = { responses: { 204: null }, answer: () => ({ st
 function warningHeader(warnings: readonly DueWarning[] | undefined): Record<string, string> {
   if (!warnings || warnings.length === 0) return {};
   return { "duetime-warning": [...new Set(warnings.map((w) => `${w.code} ${w.message}`))].join("; ") };
+}
+
+/** The header that says a request's `Prefer: return=minimal` was honoured. */
+const MINIMAL_APPLIED: Readonly<Record<string, string>> = { "preference-applied": RETURN_MINIMAL };
+
+/** Whether the checked request asks for the minimal answer (its Prefer header, prefer.ts). */
+function wantsMinimal(request: CheckedRequest | undefined): boolean {
+  return request !== undefined && prefersMinimal(request.headers.prefer);
+}
+
+/** A batch item as `Prefer: return=minimal` answers it: a created job's id and next run time; an error as it is. */
+function minimalItem(result: BatchCreateResult): BatchCreateMinimalResult {
+  return "error" in result ? result : { jobId: result.jobId, nextRunAt: result.nextRunAt };
+}
+
+/** A lease token as a body's field: present only when there is one. */
+function withToken(leaseToken: string | undefined): { leaseToken?: string } {
+  return leaseToken === undefined ? {} : { leaseToken };
 }
 
 /** Whether a request that names the job's version (If-Match, or the body's `version`) can only apply once. */
@@ -314,20 +363,26 @@ export const OPERATIONS = {
     headers: "createJobHeaders",
     body: "createJobBody",
     responses: { 201: "job", 200: "job" },
+    minimalResponse: "jobMinimal",
     retry: (request) => request.headers?.["idempotency-key"] !== undefined,
     encode: (spec: JobSpec, options?: CreateJobOptions): WireRequest => {
-      const { idempotencyKey, ...call } = options ?? {};
-      return { body: spec, headers: idempotencyKey === undefined ? {} : { "idempotency-key": idempotencyKey }, options: call };
+      const { idempotencyKey, returnMinimal, ...call } = options ?? {};
+      const headers: Record<string, string> = idempotencyKey === undefined ? {} : { "idempotency-key": idempotencyKey };
+      if (returnMinimal) headers.prefer = RETURN_MINIMAL;
+      return { body: spec, headers, options: call };
     },
     decode: (request): [spec: JobSpec, options?: CreateJobOptions] => {
       const idempotencyKey = asString(request.headers["idempotency-key"]);
-      return idempotencyKey === undefined ? [request.body as JobSpec] : [request.body as JobSpec, { idempotencyKey }];
+      const options: CreateJobOptions = idempotencyKey === undefined ? {} : { idempotencyKey };
+      if (wantsMinimal(request)) options.returnMinimal = true;
+      return Object.keys(options).length === 0 ? [request.body as JobSpec] : [request.body as JobSpec, options];
     },
-    answer: (job: CreatedJob) => ({
-      status: job.created === false ? 200 : 201,
-      headers: { location: `/v1/jobs/${encodeURIComponent(job.jobId)}`, ...warningHeader(job.warnings) },
-      body: job,
-    }),
+    answer: (job: CreatedJob, request) => {
+      const status = job.created === false ? 200 : 201;
+      const headers = { location: `/v1/jobs/${encodeURIComponent(job.jobId)}`, ...warningHeader(job.warnings) };
+      if (!wantsMinimal(request)) return { status, headers, body: job };
+      return { status, headers: { ...headers, ...MINIMAL_APPLIED }, body: { jobId: job.jobId, nextRunAt: job.nextRunAt } };
+    },
     read: (reply) => ({ ...(reply.body as Job), created: reply.status === 201 }),
   }),
 
@@ -341,25 +396,29 @@ export const OPERATIONS = {
     summary: "Create up to 1000 jobs; valid ones are committed together, each job answers on its own",
     tag: "jobs",
     roles: ["client"],
+    headers: "batchCreateHeaders",
     body: "batchCreateBody",
     bodyEnvelope: "batchCreateEnvelope",
     ...items<BatchCreateResult>("batchCreate"),
-    answer: (results) => ({
-      status: 200,
-      headers: warningHeader(results.flatMap((r) => ("warnings" in r && r.warnings) || [])),
-      body: { items: results },
-    }),
+    minimalResponse: "batchCreateMinimal",
+    answer: (results, request) => {
+      const headers = warningHeader(results.flatMap((r) => ("warnings" in r && r.warnings) || []));
+      if (!wantsMinimal(request)) return { status: 200, headers, body: { items: results } };
+      return { status: 200, headers: { ...headers, ...MINIMAL_APPLIED }, body: { items: results.map(minimalItem) } };
+    },
     retry: (request) => {
       const jobs = (request.body as { jobs: BatchCreateItem[] }).jobs;
       return jobs.length > 0 && jobs.every((job) => job.idempotencyKey !== undefined);
     },
-    encode: (jobs: BatchCreateItem[], options?: CreateJobsOptions) => {
-      const { atomic, ...call } = options ?? {};
-      return { body: atomic ? { jobs, atomic } : { jobs }, options: call };
+    encode: (jobs: BatchCreateItem[], options?: CreateJobsOptions): WireRequest => {
+      const { atomic, returnMinimal, ...call } = options ?? {};
+      return { body: atomic ? { jobs, atomic } : { jobs }, ...(returnMinimal ? { headers: { prefer: RETURN_MINIMAL } } : {}), options: call };
     },
     decode: (request): [jobs: BatchCreateItem[], options?: CreateJobsOptions] => {
       const { jobs, atomic } = request.body as { jobs: BatchCreateItem[]; atomic?: boolean };
-      return atomic ? [jobs, { atomic }] : [jobs];
+      const options: CreateJobsOptions = atomic ? { atomic } : {};
+      if (wantsMinimal(request)) options.returnMinimal = true;
+      return Object.keys(options).length === 0 ? [jobs] : [jobs, options];
     },
   }),
 
@@ -593,14 +652,15 @@ export const OPERATIONS = {
     body: "completeBody",
     ...json<CompleteResponse>("complete"),
     retry: true,
-    encode: (executionId: string, attempt: number, result?: unknown, options?: CallOptions) => ({
-      params: { executionId },
-      body: result === undefined ? { attempt } : { attempt, result },
-      options,
-    }),
-    decode: (request): [executionId: string, attempt: number, result?: unknown, options?: CallOptions] => {
-      const { attempt, result } = request.body as { attempt: number; result?: unknown };
-      return result === undefined ? [param(request, "executionId"), attempt] : [param(request, "executionId"), attempt, result];
+    encode: (executionId: string, attempt: number, result?: unknown, options?: AttemptOptions) => {
+      const { leaseToken, ...call } = options ?? {};
+      return { params: { executionId }, body: { attempt, ...withToken(leaseToken), ...(result === undefined ? {} : { result }) }, options: call };
+    },
+    decode: (request): [executionId: string, attempt: number, result?: unknown, options?: AttemptOptions] => {
+      const { attempt, result, leaseToken } = request.body as { attempt: number; result?: unknown; leaseToken?: string };
+      const id = param(request, "executionId");
+      if (leaseToken !== undefined) return [id, attempt, result, { leaseToken }];
+      return result === undefined ? [id, attempt] : [id, attempt, result];
     },
   }),
 
@@ -616,14 +676,14 @@ export const OPERATIONS = {
     body: "failBody",
     ...json<FailResponse>("fail"),
     retry: true,
-    encode: (executionId: string, attempt: number, error: ErrorRecord, options?: CallOptions) => ({
-      params: { executionId },
-      body: { attempt, error },
-      options,
-    }),
-    decode: (request): [executionId: string, attempt: number, error: ErrorRecord, options?: CallOptions] => {
-      const { attempt, error } = request.body as { attempt: number; error: ErrorRecord };
-      return [param(request, "executionId"), attempt, error];
+    encode: (executionId: string, attempt: number, error: ErrorRecord, options?: AttemptOptions) => {
+      const { leaseToken, ...call } = options ?? {};
+      return { params: { executionId }, body: { attempt, ...withToken(leaseToken), error }, options: call };
+    },
+    decode: (request): [executionId: string, attempt: number, error: ErrorRecord, options?: AttemptOptions] => {
+      const { attempt, error, leaseToken } = request.body as { attempt: number; error: ErrorRecord; leaseToken?: string };
+      const id = param(request, "executionId");
+      return leaseToken === undefined ? [id, attempt, error] : [id, attempt, error, { leaseToken }];
     },
   }),
 
@@ -963,8 +1023,26 @@ export type OperationName = keyof Operations;
 export type OperationArgs<K extends OperationName> = Parameters<Operations[K]["encode"]>;
 export type OperationResult<K extends OperationName> = ReturnType<Operations[K]["read"]>;
 
-/** The API as methods, one per operation: the SDK client and the embedded client both implement it. */
-export type DuetimeApi = { [K in OperationName]: (...args: OperationArgs<K>) => Promise<OperationResult<K>> };
+type ApiMethods = { [K in OperationName]: (...args: OperationArgs<K>) => Promise<OperationResult<K>> };
+
+/**
+ * The API as methods, one per operation: the SDK client and the embedded
+ * client both implement it. The creates narrow their result to what
+ * `returnMinimal: true` answers (an answer with more fields, as the embedded
+ * client's, is one too).
+ */
+export type DuetimeApi = Omit<ApiMethods, "createJob" | "createJobs"> & {
+  createJob: {
+    (spec: JobSpec, options: CreateJobOptions & { returnMinimal: true }): Promise<CreatedJobMinimal>;
+    (spec: JobSpec, options?: CreateJobOptions & { returnMinimal?: false }): Promise<OperationResult<"createJob">>;
+    (spec: JobSpec, options?: CreateJobOptions): Promise<CreatedJobMinimal>;
+  };
+  createJobs: {
+    (jobs: BatchCreateItem[], options: CreateJobsOptions & { returnMinimal: true }): Promise<BatchCreateMinimalResult[]>;
+    (jobs: BatchCreateItem[], options?: CreateJobsOptions & { returnMinimal?: false }): Promise<BatchCreateResult[]>;
+    (jobs: BatchCreateItem[], options?: CreateJobsOptions): Promise<BatchCreateMinimalResult[]>;
+  };
+};
 
 /** What a worker needs of an API. */
 export type WorkerApi = Pick<DuetimeApi, "lease" | "heartbeat" | "completeMany" | "failMany">;

@@ -99,6 +99,28 @@ for (const mode of ["http", "api"] as const) {
       assert.equal(worker.state, "stopped");
     });
 
+    test("heartbeats and acks carry the token of the lease that granted the attempt", async () => {
+      const { fake, worker } = await setup(mode, {
+        handler: async (job, ctx) => {
+          await ctx.heartbeat();
+          if (job.payload === "fail") throw new Error("no");
+        },
+      });
+      const ids = fake.add("p", ["ok", "fail"]);
+      void worker.run();
+      await fake.waitFor(() => fake.count("SUCCEEDED") === 1 && fake.count("FAILED") === 1, "both acknowledged");
+      await worker.shutdown();
+      for (const id of ids) {
+        const e = fake.executions.get(id)!;
+        assert.match(e.leaseToken ?? "", /^g\d+$/);
+        assert.equal(e.finishedToken, e.leaseToken, `${id}'s ack carried its token`);
+        assert.deepEqual(
+          fake.heartbeats.filter((h) => h.executionId === id).map((h) => h.leaseToken),
+          [e.leaseToken],
+        );
+      }
+    });
+
     test("a thrown error fails the attempt with its class", async () => {
       const { fake, log, worker } = await setup(mode, {
         handler: async (job) => {

@@ -25,7 +25,7 @@
 // server stopping, a broken connection) is opened again after a backoff;
 // what was leased through it runs on and is acknowledged on the next one.
 
-import type { AckItem, ErrorRecord, LeaseRequest, LeaseResponse, LeasedExecution } from "./api.js";
+import { type AckItem, type ErrorRecord, fenceOf, type LeaseRequest, type LeaseResponse, type LeasedExecution } from "./api.js";
 import type { WorkerApi } from "./operations.js";
 import { AckBuffer, MAX_ACKS_PER_CALL, type PendingAcks } from "./acks.js";
 import { backoffDelay, later, pause, realClock, type SdkClock } from "./backoff.js";
@@ -506,15 +506,11 @@ export class Worker {
     } else {
       const failure = outcome.ok ? unserialisable(outcome.result) : coerceError(outcome.error);
       if (failure) {
-        this.acks.addFail({ executionId: job.executionId, attempt: job.attempt, error: failure });
+        this.acks.addFail({ ...fenceOf(job), error: failure });
         this.emit({ type: "job:fail", job, error: failure, durationMs });
       } else {
         const result = outcome.ok ? outcome.result : undefined;
-        this.acks.addComplete(
-          result === undefined
-            ? { executionId: job.executionId, attempt: job.attempt }
-            : { executionId: job.executionId, attempt: job.attempt, result },
-        );
+        this.acks.addComplete(result === undefined ? fenceOf(job) : { ...fenceOf(job), result });
         this.emit({ type: "job:complete", job, result, durationMs });
       }
     }
@@ -552,7 +548,8 @@ export class Worker {
     if (run.dropped || !this.running.has(keyOf(job))) return;
     run.cancelHeartbeat?.();
     try {
-      const answer = await this.api.heartbeat(job.executionId, { attempt: job.attempt, leaseSeconds: this.leaseSeconds });
+      const { executionId, ...fence } = fenceOf(job);
+      const answer = await this.api.heartbeat(executionId, { ...fence, leaseSeconds: this.leaseSeconds });
       if (answer.cancelRequested) this.cancel(run);
     } catch (error) {
       if (hasErrorCode(error, "LEASE_LOST") || hasErrorCode(error, "NOT_FOUND")) {

@@ -1,8 +1,9 @@
 // Test support: an in-memory DuetimeApi for the worker protocol of one or
 // more pools (lease with long poll and piggy-backed acks, heartbeat,
 // complete, fail, and the batch forms), following docs/api.md: every lease
-// grant is a new attempt, a stale attempt answers 409 LEASE_LOST, a repeated
-// complete or fail answers 200 again. It has no job routes.
+// grant is a new attempt with a new leaseToken, a stale attempt (or a token
+// other than its grant's) answers 409 LEASE_LOST, a call without a token is
+// judged by its attempt alone, a repeated complete or fail answers 200 again. It has no job routes.
 // Use it directly as a Worker's `api`, or behind serveApi() over HTTP.
 
 import { EventEmitter } from "node:events";
@@ -19,7 +20,7 @@ import type {
   LeaseResponse,
   LeasedExecution,
 } from "../api.js";
-import type { DuetimeApi } from "../operations.js";
+import type { AttemptOptions, DuetimeApi } from "../operations.js";
 import { DuetimeApiError } from "../errors.js";
 
 interface Execution {
@@ -32,8 +33,12 @@ interface Execution {
   cancelRequested: boolean;
   result?: unknown;
   error?: ErrorRecord;
+  /** The current grant's token. */
+  leaseToken?: string;
   /** The attempt whose complete/fail was recorded (a repeat of it answers 200 again). */
   finishedAttempt?: number;
+  /** The token that complete/fail carried, if any. */
+  finishedToken?: string;
 }
 
 export class FakePool implements Partial<DuetimeApi> {
@@ -42,12 +47,13 @@ export class FakePool implements Partial<DuetimeApi> {
   readonly calls: Record<string, number> = {};
   /** Every lease request as received. */
   readonly leaseRequests: LeaseRequest[] = [];
-  readonly heartbeats: { executionId: string; attempt: number }[] = [];
+  readonly heartbeats: { executionId: string; attempt: number; leaseToken?: string }[] = [];
   /** Lease calls in progress (long polls waiting). */
   activeLeases = 0;
   /** Emits "change" after every state change. */
   readonly events = new EventEmitter();
   private seq = 0;
+  private grants = 0;
 
   constructor() {
     this.events.setMaxListeners(0);
@@ -125,22 +131,22 @@ export class FakePool implements Partial<DuetimeApi> {
 
   async heartbeat(executionId: string, request: HeartbeatRequest): Promise<HeartbeatResponse> {
     this.count_("heartbeat");
-    const e = this.current(executionId, request.attempt);
-    this.heartbeats.push({ executionId, attempt: request.attempt });
+    const e = this.current(executionId, request.attempt, request.leaseToken);
+    this.heartbeats.push({ executionId, attempt: request.attempt, leaseToken: request.leaseToken });
     this.changed();
     return { leaseUntil: new Date(Date.now() + 30_000).toISOString(), cancelRequested: e.cancelRequested };
   }
 
-  async complete(executionId: string, attempt: number, result?: unknown): Promise<CompleteResponse> {
+  async complete(executionId: string, attempt: number, result?: unknown, options?: AttemptOptions): Promise<CompleteResponse> {
     this.count_("complete");
-    const answer = this.ackComplete({ executionId, attempt, result });
+    const answer = this.ackComplete({ executionId, attempt, result, leaseToken: options?.leaseToken });
     if (answer.status !== 200) throw new DuetimeApiError("LEASE_LOST", answer.error.message, { status: 409 });
     return { state: "SUCCEEDED" };
   }
 
-  async fail(executionId: string, attempt: number, error: ErrorRecord): Promise<FailResponse> {
+  async fail(executionId: string, attempt: number, error: ErrorRecord, options?: AttemptOptions): Promise<FailResponse> {
     this.count_("fail");
-    const answer = this.ackFail({ executionId, attempt, error });
+    const answer = this.ackFail({ executionId, attempt, error, leaseToken: options?.leaseToken });
     if (answer.status !== 200) throw new DuetimeApiError("LEASE_LOST", answer.error.message, { status: 409 });
     return answer.state === "DEAD" ? { state: "DEAD", dead: true } : { state: "FAILED", retryAt: new Date().toISOString() };
   }
@@ -174,6 +180,7 @@ export class FakePool implements Partial<DuetimeApi> {
       e.state = "RUNNING";
       e.attempt++;
       e.lost = false;
+      e.leaseToken = `g${++this.grants}`;
       items.push({
         executionId: e.executionId,
         tenantId: "default",
@@ -184,6 +191,7 @@ export class FakePool implements Partial<DuetimeApi> {
         scheduledFor: "2026-01-01T00:00:00.000Z",
         leaseUntil: new Date(Date.now() + leaseSeconds * 1000).toISOString(),
         timeoutSeconds: 300,
+        leaseToken: e.leaseToken,
       });
     }
     return items;
@@ -193,10 +201,11 @@ export class FakePool implements Partial<DuetimeApi> {
     const e = this.executions.get(c.executionId);
     if (e && e.state === "SUCCEEDED" && e.finishedAttempt === c.attempt)
       return { executionId: c.executionId, attempt: c.attempt, status: 200, state: "SUCCEEDED" };
-    if (e?.state !== "RUNNING" || e.attempt !== c.attempt || e.lost) return this.lost(c);
+    if (!this.holds(e, c)) return this.lost(c);
     e.state = "SUCCEEDED";
     e.result = c.result;
     e.finishedAttempt = c.attempt;
+    e.finishedToken = c.leaseToken;
     this.changed();
     return { executionId: c.executionId, attempt: c.attempt, status: 200, state: "SUCCEEDED" };
   }
@@ -207,10 +216,11 @@ export class FakePool implements Partial<DuetimeApi> {
     if (e && (e.state === "FAILED" || e.state === "DEAD") && e.finishedAttempt === f.attempt) {
       return { executionId: f.executionId, attempt: f.attempt, status: 200, state: e.state };
     }
-    if (e?.state !== "RUNNING" || e.attempt !== f.attempt || e.lost) return this.lost(f);
+    if (!this.holds(e, f)) return this.lost(f);
     e.state = dead ? "DEAD" : "FAILED";
     e.error = f.error;
     e.finishedAttempt = f.attempt;
+    e.finishedToken = f.leaseToken;
     this.changed();
     return dead
       ? { executionId: f.executionId, attempt: f.attempt, status: 200, state: "DEAD", dead: true }
@@ -226,10 +236,16 @@ export class FakePool implements Partial<DuetimeApi> {
     };
   }
 
-  private current(executionId: string, attempt: number): Execution {
+  /** Whether the call's attempt (and its token, when it has one) holds the execution's lease. */
+  private holds(e: Execution | undefined, call: { attempt: number; leaseToken?: string }): e is Execution {
+    if (e?.state !== "RUNNING" || e.attempt !== call.attempt || e.lost) return false;
+    return call.leaseToken === undefined || call.leaseToken === e.leaseToken;
+  }
+
+  private current(executionId: string, attempt: number, leaseToken?: string): Execution {
     const e = this.executions.get(executionId);
     if (!e) throw new DuetimeApiError("NOT_FOUND", `execution ${executionId} not found`, { status: 404 });
-    if (e.state !== "RUNNING" || e.attempt !== attempt || e.lost)
+    if (!this.holds(e, { attempt, leaseToken }))
       throw new DuetimeApiError("LEASE_LOST", `attempt ${attempt} of ${executionId} is not leased`, { status: 409 });
     return e;
   }

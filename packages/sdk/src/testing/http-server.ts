@@ -130,10 +130,11 @@ export function serveApi(api: Partial<DuetimeApi>, port = 0): Promise<TestServer
       if (!method) return { status: 501, body: { error: { code: "INTERNAL", message: `${name} is not served here` } } };
       const params = Object.fromEntries(paramNames.map((p, i) => [p, decodeURIComponent(match[i + 1] as string)]));
       const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(", ") : v]));
-      const args = op.decode({ params, query: queryOf(url), headers, body: req.body ?? {} });
+      const request = { params, query: queryOf(url), headers, body: req.body ?? {} };
+      const args = op.decode(request);
       // The call's signal ends a long poll when the client goes away.
       const result = await method.call(api, ...args, ...(name === "lease" ? [{ signal }] : []));
-      return op.answer(result);
+      return op.answer(result, request);
     }
     return { status: 404, body: { error: { code: "NOT_FOUND", message: `no route ${req.method} ${url.pathname}` } } };
   }, port);
