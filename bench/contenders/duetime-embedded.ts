@@ -2,7 +2,16 @@
 import { join } from "node:path";
 import { createDuetime, type Duetime } from "../../src/embedded/index.js";
 import type { BenchJob, Contender, ContenderContext, Started } from "../contender.js";
-import { assertCreated, BENCH_POOL, benchJobs, duetimeVersion, sqliteBytes, WORKER_TUNING } from "./duetime-jobs.js";
+import {
+  assertCreated,
+  BENCH_DURABILITY,
+  BENCH_POOL,
+  benchJobs,
+  durabilityLabel,
+  duetimeVersion,
+  sqliteBytes,
+  WORKER_TUNING,
+} from "./duetime-jobs.js";
 
 /** The engine this process loaded (once, at import): later src/ edits reach only new processes. */
 const LOADED_VERSION = duetimeVersion();
@@ -20,9 +29,9 @@ export class DuetimeEmbedded implements Contender {
     this.ctx = ctx;
     this.file = join(ctx.dir, "duetime.db");
     this.settings =
-      `SQLite WAL synchronous=FULL (${this.file.replace(ctx.dir, "<tmp>")}); createJobs() batches of 1,000; ` +
+      `SQLite WAL ${durabilityLabel("sqlite")} (${this.file.replace(ctx.dir, "<tmp>")}); createJobs() batches of 1,000; ` +
       `one in-process Worker, concurrency ${ctx.concurrency}, lease long poll waitSeconds 5, SDK defaults (prefetch "auto", batched acks: ackDelayMs 20, maxAckBatch 1,000); engine defaults${WORKER_TUNING.label}`;
-    this.duetime = await createDuetime({ store: `sqlite:${this.file}`, httpTargets: false });
+    this.duetime = await createDuetime({ store: `sqlite:${this.file}`, storeOptions: { durability: BENCH_DURABILITY }, httpTargets: false });
   }
 
   async enqueue(jobs: BenchJob[]): Promise<void> {

@@ -5,6 +5,7 @@ import { createHash } from "node:crypto";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { BatchCreateItem, BatchCreateMinimalResult } from "@duetime/sdk/contract";
+import { DURABILITIES, type Durability } from "../../src/store/store.js";
 import type { BenchJob } from "../contender.js";
 
 export const BENCH_POOL = "bench";
@@ -62,6 +63,29 @@ function srcFingerprint(): string {
   };
   walk(join(ROOT, "src"));
   return hash.digest("hex").slice(0, 8);
+}
+
+/**
+ * The durability the duetime contenders run with: DUETIME_DURABILITY as the
+ * server reads it (the serve child processes inherit it), default
+ * "accepted"; named in each contender's settings.
+ */
+export const BENCH_DURABILITY: Durability = readDurability();
+
+function readDurability(): Durability {
+  const value = process.env.DUETIME_DURABILITY ?? "accepted";
+  const mode = DURABILITIES.find((d) => d === value);
+  if (!mode) throw new Error(`DUETIME_DURABILITY: expected one of ${DURABILITIES.join(", ")}, got ${JSON.stringify(value)}`);
+  return mode;
+}
+
+/** How a store's durability reads in a settings line. */
+export function durabilityLabel(store: "sqlite" | "postgres"): string {
+  if (BENCH_DURABILITY === "strict")
+    return store === "sqlite" ? "--durability strict (every commit synchronous=FULL)" : "--durability strict (every commit synchronous)";
+  return store === "sqlite"
+    ? "--durability accepted (creates synchronous=FULL, transitions NORMAL, flushed within 200 ms)"
+    : "--durability accepted (creates and grants synchronous, acks synchronous_commit=off, flushed within 200 ms)";
 }
 
 /** The database file with its WAL and shared-memory files. */

@@ -13,7 +13,7 @@ import { DuetimeClient, Worker } from "@duetime/sdk";
 import type { BenchJob, Contender, ContenderContext, Started } from "../contender.js";
 import { pidsNamed } from "../procstat.js";
 import { freshDatabase, redisPrefix, type FreshDatabase, type RedisPrefix } from "../services.js";
-import { assertCreated, BENCH_POOL, benchJobs, duetimeVersion, sqliteBytes, WORKER_TUNING } from "./duetime-jobs.js";
+import { assertCreated, BENCH_POOL, benchJobs, durabilityLabel, duetimeVersion, sqliteBytes, WORKER_TUNING } from "./duetime-jobs.js";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 /** Extra node flags for the `duetime serve` children, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" (Node 20 refuses --cpu-prof in NODE_OPTIONS). */
@@ -208,13 +208,19 @@ export class DuetimeServers implements Contender {
 /** One node on a SQLite file in the run's directory. */
 export const sqliteStore = async (ctx: ContenderContext): Promise<ServerStore> => {
   const file = join(ctx.dir, "duetime.db");
-  return { arg: `sqlite:${file}`, label: "SQLite WAL synchronous=FULL", bytes: async () => sqliteBytes(file), drop: async () => {} };
+  return { arg: `sqlite:${file}`, label: `SQLite WAL ${durabilityLabel("sqlite")}`, bytes: async () => sqliteBytes(file), drop: async () => {} };
 };
 
 /** A fresh PostgreSQL database per run, dropped afterwards. */
 export const postgresStore = async (ctx: ContenderContext, name: string): Promise<ServerStore> => {
   const db = await freshDatabase(name, ctx.runId);
-  return { arg: db.url, label: `PostgreSQL (fresh database ${db.name})`, bytes: () => db.sizeBytes(), drop: () => db.drop(), database: db };
+  return {
+    arg: db.url,
+    label: `PostgreSQL ${durabilityLabel("postgres")} (fresh database ${db.name})`,
+    bytes: () => db.sizeBytes(),
+    drop: () => db.drop(),
+    database: db,
+  };
 };
 
 let postgresProbe: Promise<string | undefined> | undefined;
