@@ -29,6 +29,8 @@ export const LIMITS = {
   headerNameMaxLength: 256,
   headerValueMaxLength: 8192,
   headersMaxCount: 100,
+  /** A request's line and headers together (Node's maxHeaderSize): a longer head is refused while parsing, 431. */
+  requestHeadMaxBytes: 16 * 1024,
   idempotencyKeyMaxLength: 255,
   /** 10 years (365.25-day years). */
   delaySecondsMax: 315_576_000,
@@ -358,11 +360,13 @@ export const backfillBody = {
 /**
  * The Prefer request header (RFC 7240) of the creates. Any text is accepted:
  * a preference the server does not understand, or cannot parse, is ignored
- * (never an error); the header's size is bounded by the server's header limit.
+ * (never an error). Its maxLength is the whole head's limit, which Node enforces
+ * first, so it bounds what the server holds without ever refusing a Prefer.
  * `return=minimal` is honoured (@duetime/sdk's prefer.ts reads it).
  */
 const preferHeader = {
   type: "string",
+  maxLength: LIMITS.requestHeadMaxBytes,
   description:
     "RFC 7240. return=minimal: each created job answers only its jobId and nextRunAt (answered with Preference-Applied: return=minimal); anything else is ignored.",
 } as const;

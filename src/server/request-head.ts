@@ -7,10 +7,11 @@
 
 import type { IncomingMessage } from "node:http";
 import { invalidArgument, type DuetimeError } from "../core/errors.js";
+import { LIMITS } from "../core/schemas.js";
 
 export const HEAD_LIMITS = {
   /** Request line and headers together (Node's maxHeaderSize); more is refused while parsing. */
-  maxHeaderBytes: 16 * 1024,
+  maxHeaderBytes: LIMITS.requestHeadMaxBytes,
   /** Header fields (Apache's LimitRequestFields); below Node's own 2000, past which it drops fields silently. */
   maxHeaderFields: 100,
 } as const;
