@@ -184,6 +184,79 @@ test("a worker whose server stops reconnects to the server that takes its place,
   }
 });
 
+test("lease tokens (a SQLite store): the Worker sends back each lease's token with its heartbeats, completes and fails", async () => {
+  // SQLite whichever store the other tests run on: its leases name their grant.
+  const dir = mkdtempSync(join(tmpdir(), "duetime-grpc-sdk-token-"));
+  const server = await startServer({ host: "127.0.0.1", port: 0, grpcPort: 0, store: `sqlite:${join(dir, "duetime.db")}`, logLevel: "silent" });
+  // What the engine was given and sent back, read off its service (the calls the gRPC server makes of it).
+  const service = server.engine.service;
+  const granted = new Map<string, string | undefined>();
+  const sent: { kind: "heartbeat" | "complete" | "fail"; key: string; leaseToken: string | undefined }[] = [];
+  const key = (i: { executionId: string; attempt: number }) => `${i.executionId}#${i.attempt}`;
+  const record = (kind: "complete" | "fail", items: { executionId: string; attempt: number; leaseToken?: string }[] = []) => {
+    for (const i of items) sent.push({ kind, key: key(i), leaseToken: i.leaseToken });
+  };
+  const { lease, heartbeat, completeMany, failMany } = service;
+  service.lease = async (ctx, pool, request) => {
+    record("complete", request.complete);
+    record("fail", request.fail);
+    const answer = await lease.call(service, ctx, pool, request);
+    for (const e of answer.items) granted.set(key(e), e.leaseToken);
+    return answer;
+  };
+  service.heartbeat = (ctx, executionId, request) => {
+    sent.push({ kind: "heartbeat", key: key({ executionId, ...request }), leaseToken: request.leaseToken });
+    return heartbeat.call(service, ctx, executionId, request);
+  };
+  service.completeMany = (ctx, items) => {
+    record("complete", items);
+    return completeMany.call(service, ctx, items);
+  };
+  service.failMany = (ctx, items) => {
+    record("fail", items);
+    return failMany.call(service, ctx, items);
+  };
+
+  const seen = new Map<string, string | undefined>();
+  const worker = new Worker({
+    url: `grpc://${server.grpcAddress}`,
+    transport: "grpc",
+    pool: "token",
+    concurrency: 4,
+    leaseSeconds: 1, // heartbeats every 333 ms
+    handleSignals: false,
+    logger: null,
+    handler: async (job) => {
+      seen.set(key(job), job.leaseToken);
+      await new Promise((resolve) => setTimeout(resolve, 800));
+      if ((job.payload as { fail?: boolean }).fail) throw new Error("refused");
+      return "done";
+    },
+  });
+  const client = new DuetimeClient({ url: server.url, retries: 0 });
+  try {
+    void worker.run();
+    const retry = { maxAttempts: 1, backoffSeconds: 0, maxBackoffSeconds: 0 };
+    const jobs = await client.createJobs([{}, {}, { fail: true }].map((payload) => queueJob("token", { payload, retry })));
+    const ids = jobs.map((item) => (item as { jobId: string }).jobId);
+    const states = async () => Promise.all(ids.map(async (id) => (await client.listExecutions(id)).items[0]?.state));
+    await waitFor(async () => (await states()).every((s) => s === "SUCCEEDED" || s === "DEAD"), "every attempt acknowledged");
+    assert.deepEqual(await states(), ["SUCCEEDED", "SUCCEEDED", "DEAD"], "each ack carrying its token was accepted");
+    assert.equal(granted.size, 3);
+    for (const token of granted.values()) assert.match(token ?? "", /^[0-9A-Za-z._~-]{1,64}$/, "a SQLite lease names its grant");
+    assert.deepEqual(seen, granted, "the handler's job has the token its lease gave");
+    const kinds = sent.map((c) => c.kind);
+    assert.deepEqual([kinds.filter((k) => k === "complete").length, kinds.filter((k) => k === "fail").length], [2, 1]);
+    assert.ok(kinds.includes("heartbeat"), "the handlers ran long enough to heartbeat");
+    for (const call of sent) assert.equal(call.leaseToken, granted.get(call.key), `the ${call.kind} of ${call.key} carried its lease's token`);
+  } finally {
+    await worker.shutdown();
+    await client.close();
+    await server.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test("grpcs:// with the CA that signed the server's certificate", async () => {
   const fixture = (name: string) => fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url));
   const t = await startTestServer({ grpcPort: 0, grpcTls: { certFile: fixture("grpc-tls.crt"), keyFile: fixture("grpc-tls.key") } });

@@ -6,7 +6,9 @@
 // carry their duetime code as a google.rpc.ErrorInfo in the status details.
 
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import * as grpc from "@grpc/grpc-js";
@@ -262,6 +264,98 @@ describe("the worker protocol over gRPC", () => {
       assert.ok(r.message.startsWith(`${field}:`), r.message);
     }
   });
+});
+
+test("lease tokens (a SQLite store): each leased Execution has its lease_token; every call with another token is LEASE_LOST and changes nothing, with the lease's it succeeds", async () => {
+  // SQLite whichever store the other tests run on: its leases name their grant.
+  const dir = mkdtempSync(join(tmpdir(), "duetime-grpc-token-"));
+  const t = await startTestServer({ grpcPort: 0, apiKeys: KEYS, store: `sqlite:${join(dir, "duetime.db")}`, storeOptions: {} });
+  const admin = new DuetimeClient({ url: t.url, token: "admin-a", retries: 0 });
+  const w = worker(t.server.grpcAddress!, "worker-a");
+  const s = workStream(t.server.grpcAddress!, "worker-a");
+  try {
+    const retry = { maxAttempts: 1, backoffSeconds: 0, maxBackoffSeconds: 0 };
+    const jobs = await Promise.all([1, 2, 3, 4].map((n) => admin.createJob(queueJob("grpc-token", { payload: { n }, retry }))));
+    const leased = (await w.Lease!({ pool: "grpc-token", worker_id: "w1", max: 4, wait_seconds: 5 })).executions as Message[];
+    assert.equal(leased.length, 4);
+    for (const e of leased) assert.match(e.lease_token as string, /^[0-9A-Za-z._~-]{1,64}$/, "a SQLite lease names its grant");
+    const [a, b, c, d] = jobs.map((j) => leased.find((e) => e.job_id === j.jobId)!) as [Message, Message, Message, Message];
+    const fence = (e: Message) => ({ execution_id: e.execution_id, attempt: e.attempt, lease_token: e.lease_token });
+    const stale = (e: Message) => ({ ...fence(e), lease_token: `${e.lease_token as string}-stale` });
+    const error = { message: "bad", class: "ERROR_CLASS_PERMANENT" };
+
+    for (const [name, call] of [
+      ["Heartbeat", () => w.Heartbeat!(stale(a))],
+      ["Complete", () => w.Complete!({ ...stale(a), result_json: '{"late":true}' })],
+      ["Fail", () => w.Fail!({ ...stale(b), error })],
+    ] as const) {
+      const r = await refusal(call());
+      assert.deepEqual([r.code, r.reason], [grpc.status.FAILED_PRECONDITION, "LEASE_LOST"], name);
+    }
+    const acks = [
+      ...((await w.CompleteBatch!({ items: [stale(c)] })).items as Message[]),
+      ...((await w.FailBatch!({ items: [{ ...stale(d), error }] })).items as Message[]),
+      ...((await w.Lease!({ pool: "grpc-token", worker_id: "w1", complete: [stale(c)], fail: [{ ...stale(d), error }] })).acks as Message[]),
+    ];
+    assert.deepEqual(
+      acks.map((k) => [k.execution_id, k.status, k.error_code]),
+      [c, d, c, d].map((e) => [e.execution_id, 409, "LEASE_LOST"]),
+    );
+    const history = async (jobId: string) => (await admin.listExecutions(jobId)).items.map((e) => [e.attempt, e.state]);
+    const states = async () => Promise.all(jobs.map(async (j) => (await admin.listExecutions(j.jobId)).items.map((e) => e.state)));
+    assert.deepEqual(
+      await states(),
+      [["RUNNING"], ["RUNNING"], ["RUNNING"], ["RUNNING"]],
+      "the stale calls changed nothing: each job is still leased",
+    );
+
+    // An empty lease_token is none: the attempt alone fences the call.
+    assert.equal((await w.Heartbeat!({ ...fence(a), lease_token: "" })).cancel_requested, false);
+    assert.equal((await w.Heartbeat!(fence(a))).cancel_requested, false);
+    assert.deepEqual(await w.Complete!({ ...fence(a), result_json: '{"ok":true}' }), { state: "SUCCEEDED" });
+    assert.equal((await w.Fail!({ ...fence(b), error })).state, "DEAD");
+    const [okC] = (await w.CompleteBatch!({ items: [fence(c)] })).items as Message[];
+    const [okD] = (await w.FailBatch!({ items: [{ ...fence(d), error }] })).items as Message[];
+    assert.deepEqual([okC?.status, okC?.state, okD?.status, okD?.state], [200, "SUCCEEDED", 200, "DEAD"]);
+    assert.deepEqual(await states(), [["SUCCEEDED"], ["DEAD"], ["SUCCEEDED"], ["DEAD"]]);
+
+    // On the Work stream: each pushed Execution has its token; heartbeats and acks are fenced by it.
+    const streamed = await admin.createJob(queueJob("grpc-token-work"));
+    s.send({ start: { pool: "grpc-token-work", worker_id: "w2" } });
+    s.send({ credit: { executions: 1 } });
+    const [e] = await s.until("executions", 1);
+    assert.match(e!.lease_token as string, /^[0-9A-Za-z._~-]{1,64}$/);
+    s.send({ heartbeat: stale(e!) });
+    s.send({ acks: { complete: [stale(e!)], fail: [{ ...stale(e!), error }] } });
+    const staleAcks = await s.until("acks", 2);
+    assert.deepEqual(
+      (await s.until("heartbeat", 1)).map((h) => h.lease_lost),
+      [true],
+    );
+    assert.deepEqual(
+      staleAcks.map((k) => [k.status, k.error_code]),
+      [
+        [409, "LEASE_LOST"],
+        [409, "LEASE_LOST"],
+      ],
+    );
+    assert.deepEqual(await history(streamed.jobId), [[1, "RUNNING"]]);
+    s.send({ heartbeat: fence(e!) });
+    assert.deepEqual(
+      (await s.until("heartbeat", 2)).map((h) => h.lease_lost),
+      [true, false],
+    );
+    s.send({ acks: { complete: [fence(e!)] } });
+    const [, , ok] = await s.until("acks", 3);
+    assert.deepEqual([ok?.status, ok?.state], [200, "SUCCEEDED"]);
+    assert.deepEqual(await history(streamed.jobId), [[1, "SUCCEEDED"]]);
+  } finally {
+    s.close();
+    w.close();
+    await admin.close();
+    await t.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test("with --grpc-tls-cert and --grpc-tls-key the gRPC port serves TLS: a client trusting the certificate works, a plaintext one does not", async () => {

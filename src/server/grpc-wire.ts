@@ -121,11 +121,19 @@ export const attemptError = (e: Json | undefined): Json | undefined =>
   // proto3 sends no empty string: an absent message is "" (allowed over HTTP too).
   e === undefined ? undefined : defined({ message: e.message ?? "", class: ERROR_CLASSES[String(e.class)], retryAfterSeconds: e.retryAfterSeconds });
 
+/**
+ * A message's attempt and lease token (lease_token) as the HTTP body's
+ * `attempt` and `leaseToken`: every call about an attempt takes them from here.
+ * An empty or absent lease_token is none (the call is fenced by its attempt alone).
+ */
+export const attemptFence = (m: Json): Json =>
+  defined({ attempt: m.attempt, leaseToken: typeof m.leaseToken === "string" && m.leaseToken !== "" ? m.leaseToken : undefined });
+
 export const completeItem = (item: Json, field: string): Json =>
-  defined({ executionId: item.executionId, attempt: item.attempt, result: parseJson(item.resultJson, `${field}.result_json`) });
+  defined({ executionId: item.executionId, ...attemptFence(item), result: parseJson(item.resultJson, `${field}.result_json`) });
 
 export const failItem = (item: Json): Json =>
-  defined({ executionId: item.executionId, attempt: item.attempt, error: attemptError(item.error as Json) });
+  defined({ executionId: item.executionId, ...attemptFence(item), error: attemptError(item.error as Json) });
 
 export const list = (items: unknown): Json[] => (Array.isArray(items) ? (items as Json[]) : []);
 
@@ -143,10 +151,11 @@ export const ackResult = (a: Json): Json => {
   });
 };
 
-/** A leased execution as the Execution message: its payload as JSON text. */
+/** A leased execution as the Execution message: its payload as JSON text, its lease token (when the lease gave one) as lease_token. */
 export const executionMessage = (e: Json): Json => ({
   ...e,
   payload: undefined,
   payloadJson: JSON.stringify(e.payload ?? null),
+  leaseToken: e.leaseToken,
   traceparent: e.traceparent ?? "",
 });

@@ -14,7 +14,7 @@ import { DuetimeError, invalidArgument } from "../core/errors.js";
 import { callService, checkRequest } from "../engine/operations.js";
 import type { RequestContext, Service } from "../engine/service.js";
 import { authorize, type KeyRing, requestContext } from "./auth.js";
-import { ackResult, completeItem, defined, executionMessage, failItem, type Json, list, toGrpcError } from "./grpc-wire.js";
+import { ackResult, attemptFence, completeItem, defined, executionMessage, failItem, type Json, list, toGrpcError } from "./grpc-wire.js";
 
 /** The most credit a stream may hold at once: a lease's max. */
 export const MAX_CREDIT = 1000;
@@ -259,7 +259,7 @@ export class WorkStream {
   private async heartbeat(message: Json): Promise<void> {
     const request = {
       params: { executionId: String(message.executionId ?? "") },
-      body: defined({ attempt: message.attempt, leaseSeconds: message.leaseSeconds }),
+      body: defined({ ...attemptFence(message), leaseSeconds: message.leaseSeconds }),
     };
     const ids = { executionId: message.executionId, attempt: message.attempt };
     try {

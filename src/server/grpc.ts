@@ -15,7 +15,19 @@ import { DuetimeError } from "../core/errors.js";
 import { callService, checkRequest } from "../engine/operations.js";
 import type { Service } from "../engine/service.js";
 import { authorize, type KeyRing, requestContext } from "./auth.js";
-import { ackResult, attemptError, completeItem, defined, executionMessage, failItem, type Json, list, parseJson, toGrpcError } from "./grpc-wire.js";
+import {
+  ackResult,
+  attemptError,
+  attemptFence,
+  completeItem,
+  defined,
+  executionMessage,
+  failItem,
+  type Json,
+  list,
+  parseJson,
+  toGrpcError,
+} from "./grpc-wire.js";
 import { WorkStream } from "./grpc-work.js";
 import { DEFAULT_REQUEST_DEADLINE_MS, withDeadline } from "./routes.js";
 import { DEFAULT_BODY_LIMIT_BYTES } from "./app.js";
@@ -54,14 +66,14 @@ const RPCS: Record<string, Rpc> = {
   },
   Heartbeat: {
     op: "heartbeat",
-    request: (m) => ({ params: { executionId: String(m.executionId ?? "") }, body: defined({ attempt: m.attempt, leaseSeconds: m.leaseSeconds }) }),
+    request: (m) => ({ params: { executionId: String(m.executionId ?? "") }, body: defined({ ...attemptFence(m), leaseSeconds: m.leaseSeconds }) }),
     response: (answer) => answer as Json,
   },
   Complete: {
     op: "complete",
     request: (m) => ({
       params: { executionId: String(m.executionId ?? "") },
-      body: defined({ attempt: m.attempt, result: parseJson(m.resultJson, "result_json") }),
+      body: defined({ ...attemptFence(m), result: parseJson(m.resultJson, "result_json") }),
     }),
     response: (answer) => answer as Json,
   },
@@ -69,7 +81,7 @@ const RPCS: Record<string, Rpc> = {
     op: "fail",
     request: (m) => ({
       params: { executionId: String(m.executionId ?? "") },
-      body: defined({ attempt: m.attempt, error: attemptError(m.error as Json) }),
+      body: defined({ ...attemptFence(m), error: attemptError(m.error as Json) }),
     }),
     response: (answer) => answer as Json,
   },

@@ -11,7 +11,16 @@
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type * as Grpc from "@grpc/grpc-js";
-import type { AckItem, CompleteItem, ErrorRecord, FailItem, HeartbeatRequest, HeartbeatResponse, LeasedExecution } from "./api.js";
+import {
+  type AckItem,
+  type CompleteItem,
+  type ErrorRecord,
+  type FailItem,
+  fenceOf,
+  type HeartbeatRequest,
+  type HeartbeatResponse,
+  type LeasedExecution,
+} from "./api.js";
 import { DuetimeApiError } from "./errors.js";
 
 export interface WorkStreamOptions {
@@ -92,6 +101,8 @@ function leasedExecution(e: Json): LeasedExecution {
     leaseUntil: e.leaseUntil as string,
     timeoutSeconds: e.timeoutSeconds as number,
   };
+  // lease_token is absent (or empty) when the lease gave none: the attempt alone fences it.
+  if (e.leaseToken) job.leaseToken = e.leaseToken as string;
   if (e.traceparent) job.traceparent = e.traceparent as string;
   return job;
 }
@@ -167,7 +178,7 @@ export class WorkStream {
 
   heartbeat(executionId: string, request: HeartbeatRequest): Promise<HeartbeatResponse> {
     const [answer] = this.ask(this.beats, [keyOf(executionId, request.attempt)], {
-      heartbeat: { executionId, attempt: request.attempt, leaseSeconds: request.leaseSeconds },
+      heartbeat: { ...fenceOf({ executionId, ...request }), leaseSeconds: request.leaseSeconds },
     });
     return answer!;
   }
@@ -175,8 +186,7 @@ export class WorkStream {
   /** Up to 1000 completions in one WorkAcks; resolves to their answers, in order. */
   completeMany(items: CompleteItem[]): Promise<AckItem[]> {
     const complete = items.map((item) => ({
-      executionId: item.executionId,
-      attempt: item.attempt,
+      ...fenceOf(item),
       ...(item.result === undefined ? {} : { resultJson: JSON.stringify(item.result) }),
     }));
     return this.acknowledge(items, { acks: { complete } });
@@ -184,7 +194,7 @@ export class WorkStream {
 
   /** Up to 1000 failures in one WorkAcks; resolves to their answers, in order. */
   failMany(items: FailItem[]): Promise<AckItem[]> {
-    const fail = items.map((item) => ({ executionId: item.executionId, attempt: item.attempt, error: attemptError(item.error) }));
+    const fail = items.map((item) => ({ ...fenceOf(item), error: attemptError(item.error) }));
     return this.acknowledge(items, { acks: { fail } });
   }
 
