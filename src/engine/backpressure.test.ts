@@ -11,6 +11,7 @@ import { after, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { JobSpec } from "@duetime/sdk/contract";
 import { Registry } from "prom-client";
+import { FakeClock } from "../core/clock.js";
 import { DuetimeError } from "../core/errors.js";
 import type { Store } from "../store/store.js";
 import { Backpressure } from "./backpressure.js";
@@ -100,8 +101,9 @@ test("a slowed store: creates answer 429 with Retry-After, the rest still answer
 
 test("the event loop held busy past its threshold sheds creates; a signal at 0 is off", async () => {
   const events = new EngineEvents();
-  const off = new Backpressure({ eventLoopDelayMs: 0, storeLatencyMs: 0, dueLagMs: 0 }, events);
-  const on = new Backpressure({ eventLoopDelayMs: 20, storeLatencyMs: 0, dueLagMs: 0 }, events);
+  const clock = new FakeClock(); // samples are taken by runOnce() below, never by a timer
+  const off = new Backpressure({ eventLoopDelayMs: 0, storeLatencyMs: 0, dueLagMs: 0 }, events, clock);
+  const on = new Backpressure({ eventLoopDelayMs: 20, storeLatencyMs: 0, dueLagMs: 0 }, events, clock);
   on.start();
   off.start();
   try {
@@ -109,8 +111,8 @@ test("the event loop held busy past its threshold sheds creates; a signal at 0 i
     const busyUntil = performance.now() + 150;
     while (performance.now() < busyUntil) {} // holds the event loop, on purpose
     await sleep(20); // the histogram records the delay once the loop turns again
-    on.sample();
-    off.sample();
+    await on.runOnce();
+    await off.runOnce();
     const registry = new Registry();
     on.register(registry);
     assert.match(await registry.metrics(), /^duetime_backpressure_shedding 1$/m);
@@ -121,7 +123,7 @@ test("the event loop held busy past its threshold sheds creates; a signal at 0 i
     );
     off.checkCreate();
   } finally {
-    on.stop();
-    off.stop();
+    await on.stop();
+    await off.stop();
   }
 });

@@ -12,9 +12,10 @@
 
 import { monitorEventLoopDelay, type IntervalHistogram } from "node:perf_hooks";
 import { Gauge, type Registry } from "prom-client";
+import type { Clock } from "../core/clock.js";
 import { DuetimeError } from "../core/errors.js";
-import type { Store } from "../store/store.js";
 import type { EngineEvents } from "./events.js";
+import { Periodic } from "./periodic.js";
 
 export interface BackpressureOptions {
   /** Shed creates while the event loop's p99 delay is over this, in ms (default 1000; 0 turns the signal off). */
@@ -33,7 +34,7 @@ export const BACKPRESSURE_DEFAULTS: Required<BackpressureOptions> = { eventLoopD
 
 export type BackpressureSignal = "event_loop_delay" | "store_latency" | "due_lag";
 
-/** How often the signals are sampled (real time: overload is real). */
+/** How often the signals are sampled (on the host's clock, not the store's: overload is local). */
 const SAMPLE_MS = 500;
 /** A shed create is told to come back after this long: about a few samples. */
 const RETRY_AFTER_S = 2;
@@ -51,47 +52,39 @@ export class Backpressure {
   private readonly loop: IntervalHistogram = monitorEventLoopDelay({ resolution: 10 });
   private storeMs: number[] = [];
   private lagMs: number[] = [];
-  private timer: NodeJS.Timeout | null = null;
+  private readonly sampling: Periodic<void>;
   /** The last sample's values, in ms. */
   private readonly current: Record<BackpressureSignal, number> = { event_loop_delay: 0, store_latency: 0, due_lag: 0 };
   /** The signal over its threshold, while creates are shed. */
   private shedding: BackpressureSignal | null = null;
 
-  constructor(options: BackpressureOptions, events: EngineEvents) {
+  constructor(options: BackpressureOptions, events: EngineEvents, clock: Clock) {
     this.thresholds = { ...BACKPRESSURE_DEFAULTS, ...options };
+    this.sampling = new Periodic(clock, SAMPLE_MS, async () => this.sample());
     events.on("execution:leased", (e) => {
       if (e.attempt === 1) this.lagMs.push(e.startLagMs);
     });
     events.on("execution:dispatched", (e) => this.lagMs.push(e.lagMs));
   }
 
-  /** The store, with every call's duration measured. */
-  measure(store: Store): Store {
-    return new Proxy(store, {
-      get: (target, prop, receiver) => {
-        const value: unknown = Reflect.get(target, prop, receiver);
-        if (typeof value !== "function") return value;
-        return (...args: unknown[]) => {
-          const started = performance.now();
-          const result = (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
-          const record = () => this.storeMs.push(performance.now() - started);
-          result.then(record, record);
-          return result;
-        };
-      },
-    });
+  /** A store call's duration (store-timing.ts observes every call). */
+  observeStoreCall(ms: number): void {
+    this.storeMs.push(ms);
   }
 
   start(): void {
     this.loop.enable();
-    this.timer = setInterval(() => this.sample(), SAMPLE_MS);
-    this.timer.unref();
+    this.sampling.start();
   }
 
-  stop(): void {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
+  async stop(): Promise<void> {
+    await this.sampling.stop();
     this.loop.disable();
+  }
+
+  /** One sample now (what the loop does every SAMPLE_MS). */
+  runOnce(): Promise<void> {
+    return this.sampling.runOnce();
   }
 
   /** Throws 429 RESOURCE_EXHAUSTED while creates are shed. */
@@ -140,7 +133,7 @@ export class Backpressure {
   }
 
   /** One sample: the signals since the last one, and whether to shed. */
-  sample(): void {
+  private sample(): void {
     this.current.event_loop_delay = this.loop.count > 0 ? this.loop.percentile(99) / 1e6 : 0;
     this.loop.reset();
     this.current.store_latency = this.storeMs.length >= MIN_STORE_CALLS ? percentile(this.storeMs, 90) : 0;

@@ -27,6 +27,7 @@ import { RedisDueIndex } from "./redis-due-index.js";
 import { RedisDueKeys } from "../store/redis/due-keys.js";
 import { StoreClock } from "./store-clock.js";
 import { Backpressure, type BackpressureOptions } from "./backpressure.js";
+import { timedStore } from "./store-timing.js";
 import { Retention, type RetentionOptions } from "./retention.js";
 import { RetryBudget, type RetryBudgetSettings } from "./retry-budget.js";
 import { Scheduler } from "./scheduler.js";
@@ -165,11 +166,11 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   const guards = labelGuards(labelCaps);
   const events = new EngineEvents();
   const tracing = options.tracing ? new Tracing() : null;
-  const workload = workloadMetrics({ events, guards, ...(cacheMs !== undefined ? { cacheMs } : {}) });
+  const workload = workloadMetrics({ events, guards, clock: hostClock, ...(cacheMs !== undefined ? { cacheMs } : {}) });
   const opened = await openStore(options.store, options.storeOptions);
   const storeHealth = new StoreHealth(options.storeWrapper ? options.storeWrapper(opened) : opened, hostClock, events);
-  const backpressure = new Backpressure(options.backpressure ?? {}, events);
-  const store = workload.measure(backpressure.measure(storeHealth.store));
+  const backpressure = new Backpressure(options.backpressure ?? {}, events, hostClock);
+  const store = timedStore(storeHealth.store, [(_, ms) => backpressure.observeStoreCall(ms), (op, ms) => workload.observeStoreCall(op, ms)]);
   // From here on every time is the store's (store-clock.ts): a node with a skewed clock keeps due times.
   const clock = new StoreClock(hostClock, store);
   await clock.sync();
@@ -323,8 +324,8 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     async stop() {
       if (state === "stopped") return;
       state = "stopped";
-      backpressure.stop();
-      workload.stop();
+      await backpressure.stop();
+      await workload.stop();
       await replays.stop();
       await counts.stop();
       await history.stop();

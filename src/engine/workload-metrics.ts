@@ -13,6 +13,7 @@ import type { Clock } from "../core/clock.js";
 import { SHARD_COUNT, shardOf } from "../core/ids.js";
 import type { Store } from "../store/store.js";
 import type { EngineEvents } from "./events.js";
+import { Periodic } from "./periodic.js";
 import { METRICS_MAX_POOLS_DEFAULT, METRICS_MAX_TENANTS_DEFAULT, OTHER_LABEL } from "./metrics-limits.js";
 
 /** How long a scrape-time read of the store is reused. */
@@ -113,20 +114,26 @@ interface StoreSnapshot {
 }
 
 export interface WorkloadMetrics {
-  /** The store, with every call's duration observed. */
-  measure(store: Store): Store;
+  /** A store call's method and duration (store-timing.ts observes every call). */
+  observeStoreCall(op: string, ms: number): void;
   /** Puts the metrics on the registry; the store-backed gauges read `store` (the engine's) at scrape time. */
   register(registry: Registry, source: { clock: Clock; store: Store }): void;
   /** Starts the event-loop delay monitor. */
   start(): void;
-  stop(): void;
+  stop(): Promise<void>;
+  /** Rotates the event-loop delay window now (what the loop does every DELAY_WINDOW_MS). */
+  runOnce(): Promise<void>;
 }
 
+/** The event-loop delay gauge's window. */
+const DELAY_WINDOW_MS = 5_000;
+
 /**
- * Creates the metrics and listens to the events; measure() wraps the store
+ * Creates the metrics and listens to the events; store calls are observed
  * before the registry exists, register() puts them on it (as backpressure.ts).
+ * The delay window rotates on the host's clock.
  */
-export function workloadMetrics(p: { events: EngineEvents; guards: LabelGuards; cacheMs?: number }): WorkloadMetrics {
+export function workloadMetrics(p: { events: EngineEvents; guards: LabelGuards; clock: Clock; cacheMs?: number }): WorkloadMetrics {
   const { events, guards } = p;
   const metrics: Metric[] = [];
   // prom-client registers a metric on each of `registers` at construction: collect them here until register().
@@ -175,7 +182,6 @@ export function workloadMetrics(p: { events: EngineEvents; guards: LabelGuards; 
   // Event-loop delay over the last few seconds, rotated on a timer so any number of scrapers read the same window.
   const loop: IntervalHistogram = monitorEventLoopDelay({ resolution: 10 });
   const delay = { p50: 0, p99: 0, max: 0 };
-  let rotate: NodeJS.Timeout | null = null;
   const sample = () => {
     if (loop.count > 0) {
       delay.p50 = loop.percentile(50) / 1e9;
@@ -184,6 +190,7 @@ export function workloadMetrics(p: { events: EngineEvents; guards: LabelGuards; 
     }
     loop.reset();
   };
+  const rotating = new Periodic(p.clock, DELAY_WINDOW_MS, async () => sample());
   new Gauge({
     name: "duetime_event_loop_delay_seconds",
     help: "Event-loop delay of this node over the last 5 s, by quantile (0.5, 0.99, max)",
@@ -274,23 +281,8 @@ export function workloadMetrics(p: { events: EngineEvents; guards: LabelGuards; 
   });
 
   return {
-    measure(store) {
-      return new Proxy(store, {
-        get: (target, prop, receiver) => {
-          const value: unknown = Reflect.get(target, prop, receiver);
-          if (typeof value !== "function" || typeof prop !== "string") return value;
-          return (...args: unknown[]) => {
-            const end = storeLatency.startTimer({ op: prop });
-            const result = (value as (...a: unknown[]) => unknown).apply(target, args);
-            const done = () => {
-              end();
-            };
-            if (result instanceof Promise) result.then(done, done);
-            else done();
-            return result;
-          };
-        },
-      });
+    observeStoreCall(op, ms) {
+      storeLatency.observe({ op }, ms / 1000);
     },
     register(target, from) {
       source = from;
@@ -298,14 +290,13 @@ export function workloadMetrics(p: { events: EngineEvents; guards: LabelGuards; 
     },
     start() {
       loop.enable();
-      rotate ??= setInterval(sample, 5_000);
-      rotate.unref();
+      rotating.start();
     },
-    stop() {
-      if (rotate) clearInterval(rotate);
-      rotate = null;
+    async stop() {
+      await rotating.stop();
       loop.disable();
     },
+    runOnce: () => rotating.runOnce(),
   };
 }
 
