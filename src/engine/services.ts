@@ -46,7 +46,7 @@ export interface ServiceOptions extends Omit<JobsServiceOptions, "quotas" | "spi
 export function createService(o: ServiceOptions): Service {
   const reads = o.reads ?? o.store;
   const quotas = new TenantQuotas(o.store, o.clock);
-  const jobs = new JobsService({ ...o, quotas, spikes: new SpikeWatch(o.store, o.events) });
+  const jobs = new JobsService({ ...o, quotas, spikes: new SpikeWatch(o.store, o.clock, o.events) });
   const deadLetters = new DeadLetterService(o.store, reads, o.clock, o.executor);
   const replays = new ReplayService(o.store, o.clock, o.replays ?? null);
   const protocol = new WorkerProtocol(o.store, o.clock, o.executor);

@@ -11,6 +11,7 @@
 // delay a warning by as much.
 
 import type { DueWarning } from "@duetime/sdk/contract";
+import type { Clock } from "../core/clock.js";
 import { toIso } from "../core/time.js";
 import type { Store } from "../store/store.js";
 import type { EngineEvents } from "./events.js";
@@ -45,11 +46,12 @@ interface Window {
 }
 
 export class SpikeWatch {
-  /** Recent counts by tenant and window, with when they were counted (performance.now()). */
+  /** Recent counts by tenant and window, with when they were counted (the clock's now). */
   private readonly counts = new Map<string, { count: number; at: number }>();
 
   constructor(
     private readonly store: Store,
+    private readonly clock: Clock,
     private readonly events?: EngineEvents,
   ) {}
 
@@ -80,7 +82,7 @@ export class SpikeWatch {
   private async check(tenantId: string, w: Window): Promise<DueWarning | null> {
     const threshold = w.window === "minute" ? SPIKE_PER_MINUTE : SPIKE_PER_SECOND;
     const size = w.window === "minute" ? 60_000 : 1_000;
-    const now = performance.now();
+    const now = this.clock.now();
     const known = this.counts.get(w.key);
     if (known && now - known.at < COUNT_TRUSTED_MS && known.count + w.jobs.length < threshold / 2) {
       known.count += w.jobs.length;

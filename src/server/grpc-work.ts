@@ -10,6 +10,7 @@
 
 import { Batcher, operationNamed, type OperationName } from "@duetime/sdk/contract";
 import type * as grpc from "@grpc/grpc-js";
+import type { Clock } from "../core/clock.js";
 import { DuetimeError, invalidArgument } from "../core/errors.js";
 import { callService, checkRequest } from "../engine/operations.js";
 import type { RequestContext, Service } from "../engine/service.js";
@@ -59,6 +60,8 @@ export interface WorkStreamDeps {
   keyRing: KeyRing;
   /** Told of internal errors (the worker got an INTERNAL status or an INTERNAL ack). */
   onInternalError: (error: unknown, rpc: string) => void;
+  /** The acknowledgement batches' delays and the wait after a failed lease run on it. */
+  clock: Clock;
 }
 
 /** Serves one Work stream; close() ends it cleanly (the server's graceful stop). */
@@ -69,12 +72,7 @@ export class WorkStream {
   private start: { pool: string; workerId: string; leaseSeconds?: number } | undefined;
   private credit = 0;
   private leasing = false;
-  private readonly acks = new Batcher<Ack>({
-    send: async (batch) => void (await this.writeAcks(byKind(batch))),
-    delayMs: ACK_DELAY_MS,
-    maxBatch: ACK_BATCH,
-    keep: () => false,
-  });
+  private readonly acks: Batcher<Ack>;
   private readonly lifetime = new AbortController();
   private ended = false;
 
@@ -82,6 +80,13 @@ export class WorkStream {
     private readonly stream: Stream,
     private readonly deps: WorkStreamDeps,
   ) {
+    this.acks = new Batcher<Ack>({
+      send: async (batch) => void (await this.writeAcks(byKind(batch))),
+      delayMs: ACK_DELAY_MS,
+      maxBatch: ACK_BATCH,
+      keep: () => false,
+      clock: deps.clock,
+    });
     stream.on("data", (message: Json) => void this.receive(message));
     stream.on("end", () => void this.close());
     stream.on("cancelled", () => this.abandon());
@@ -95,6 +100,20 @@ export class WorkStream {
     this.lifetime.abort(new DuetimeError("UNAVAILABLE", "the work stream closed"));
     await this.acks.drain(1);
     this.stream.end();
+  }
+
+  /** Waits ms on the clock, or until the stream ends. */
+  private pause(ms: number): Promise<void> {
+    const signal = this.lifetime.signal;
+    return new Promise((resolve) => {
+      const done = () => {
+        timer.cancel();
+        signal.removeEventListener("abort", done);
+        resolve();
+      };
+      const timer = this.deps.clock.setTimer(done, ms);
+      signal.addEventListener("abort", done, { once: true });
+    });
   }
 
   /** The worker went away: nothing more can be sent. What it was given expires with its leases. */
@@ -197,7 +216,7 @@ export class WorkStream {
           this.acks.restore(taken);
           if (this.ended) break;
           this.deps.onInternalError(answer.error, "Work lease");
-          await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
+          await this.pause(RETRY_MS);
           continue;
         }
         if (answer.acks?.length) this.send({ acks: { items: answer.acks.map(ackResult) } });

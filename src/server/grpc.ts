@@ -11,6 +11,7 @@ import { fileURLToPath } from "node:url";
 import { operationNamed, type OperationName, type WireRequest } from "@duetime/sdk/contract";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
+import { type Clock, systemClock } from "../core/clock.js";
 import { DuetimeError } from "../core/errors.js";
 import { callService, checkRequest } from "../engine/operations.js";
 import type { Service } from "../engine/service.js";
@@ -114,6 +115,8 @@ export interface GrpcServerOptions {
   requestDeadlineMs?: number;
   /** Told of internal errors (a bug: the client got INTERNAL and nothing else). */
   onInternalError?: (error: unknown, rpc: string) => void;
+  /** The Work streams' timers (default the system clock). */
+  clock?: Clock;
 }
 
 export interface RunningGrpcServer {
@@ -130,7 +133,7 @@ export async function startGrpcServer(o: GrpcServerOptions): Promise<RunningGrpc
   const handlers: grpc.UntypedServiceImplementation = {};
   for (const [name, rpc] of Object.entries(RPCS)) handlers[name] = unaryHandler(o, name, rpc, inflight);
   const streams = new Set<WorkStream>();
-  const streamDeps = { service: o.service, keyRing: o.keyRing, onInternalError: o.onInternalError ?? (() => {}) };
+  const streamDeps = { service: o.service, keyRing: o.keyRing, onInternalError: o.onInternalError ?? (() => {}), clock: o.clock ?? systemClock };
   handlers.Work = (call: grpc.ServerDuplexStream<Json, Json>) => {
     const stream = new WorkStream(call, streamDeps);
     streams.add(stream);

@@ -11,6 +11,7 @@
 // until close.
 
 import amqp, { type ChannelModel, type ConfirmChannel, type Message } from "amqplib";
+import type { TimerHandle } from "../../core/clock.js";
 import type { BrokerConnection, BrokerConnectOptions, BrokerMessage, PublishOutcome } from "./broker.js";
 import { Link } from "./link.js";
 
@@ -77,7 +78,7 @@ class AmqpBroker implements BrokerConnection {
     this.name = options.name;
     this.url = withHeartbeat(options.url);
     this.timeoutMs = options.confirmTimeoutMs ?? CONFIRM_TIMEOUT_MS;
-    this.link = new Link(options.onStatus);
+    this.link = new Link(options.onStatus, options.clock);
     this.dial();
   }
 
@@ -128,12 +129,12 @@ class AmqpBroker implements BrokerConnection {
         routingKey,
         settle: (o) => {
           if (!lane.inFlight.delete(p)) return; // answered already (timed out, or the channel was given up)
-          clearTimeout(timer);
+          timer.cancel();
           resolve(o);
         },
       };
       lane.inFlight.add(p);
-      const timer = setTimeout(() => {
+      const timer = this.link.clock.setTimer(() => {
         p.settle(unavailable(`RabbitMQ did not confirm within ${this.timeoutMs} ms`));
         this.discard(lane);
       }, this.timeoutMs);
@@ -281,14 +282,14 @@ class AmqpBroker implements BrokerConnection {
    * broker that does not answer in time gets its socket destroyed.
    */
   private async end(model: ChannelModel): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
+    let timer: TimerHandle | undefined;
     const closed = new Promise<boolean>((resolve) => {
       model.once("close", () => resolve(true));
       model.close().catch(() => resolve(true));
-      timer = setTimeout(resolve, this.timeoutMs, false);
+      timer = this.link.clock.setTimer(() => resolve(false), this.timeoutMs);
     });
     if (!(await closed)) (model.connection as unknown as { stream?: { destroy(): void } }).stream?.destroy();
-    clearTimeout(timer);
+    timer?.cancel();
   }
 }
 

@@ -5,6 +5,8 @@
 // after the broker confirmed. One BrokerConnection per configured broker
 // name; its driver (nats.ts, amqp.ts) owns reconnecting.
 
+import type { Clock } from "../../core/clock.js";
+
 /** Where a message goes: a JetStream subject, or an AMQP exchange and routing key. */
 export type BrokerDestination = { kind: "nats"; subject: string } | { kind: "amqp"; exchange: string; routingKey: string };
 
@@ -59,4 +61,6 @@ export interface BrokerConnectOptions {
   confirmTimeoutMs?: number;
   /** Told when the connection goes up or down, and of errors the driver recovered from. */
   onStatus?: (event: { connected: boolean; error?: unknown }) => void;
+  /** The redial backoff and the confirm timeouts run on it (default the system clock). */
+  clock?: Clock;
 }

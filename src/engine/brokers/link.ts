@@ -3,6 +3,7 @@
 // dials (250 ms doubling to 15 s, from the least again after a connection
 // came up). The drivers own the dialling itself.
 
+import { type Clock, systemClock, type TimerHandle } from "../../core/clock.js";
 import type { BrokerConnectOptions } from "./broker.js";
 
 const MIN_RETRY_MS = 250;
@@ -13,9 +14,12 @@ export class Link {
   private closed = false;
   private readonly waiters = new Set<() => void>();
   private retryMs = MIN_RETRY_MS;
-  private retry: NodeJS.Timeout | undefined;
+  private retry: TimerHandle | undefined;
 
-  constructor(private readonly onStatus: BrokerConnectOptions["onStatus"]) {}
+  constructor(
+    private readonly onStatus: BrokerConnectOptions["onStatus"],
+    readonly clock: Clock = systemClock,
+  ) {}
 
   get up(): boolean {
     return this.isUp;
@@ -35,11 +39,11 @@ export class Link {
     if (this.isUp || this.closed) return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {
-        clearTimeout(timer);
+        timer.cancel();
         this.waiters.delete(done);
         resolve();
       };
-      const timer = setTimeout(done, ms);
+      const timer = this.clock.setTimer(done, ms);
       this.waiters.add(done);
     });
   }
@@ -47,7 +51,7 @@ export class Link {
   /** A failed dial or a lost connection: dial again after the backoff, which doubles. */
   redial(dial: () => void): void {
     if (this.closed) return;
-    this.retry = setTimeout(dial, this.retryMs);
+    this.retry = this.clock.setTimer(dial, this.retryMs);
     this.retryMs = Math.min(this.retryMs * 2, MAX_RETRY_MS);
   }
 
@@ -62,7 +66,7 @@ export class Link {
   /** No more dials; whoever waits is released. */
   close(): void {
     this.closed = true;
-    clearTimeout(this.retry);
+    this.retry?.cancel();
     this.release();
   }
 

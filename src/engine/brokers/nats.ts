@@ -76,7 +76,7 @@ class NatsBroker implements BrokerConnection {
   constructor(private readonly options: BrokerConnectOptions) {
     this.name = options.name;
     this.timeoutMs = options.confirmTimeoutMs ?? CONFIRM_TIMEOUT_MS;
-    this.link = new Link(options.onStatus);
+    this.link = new Link(options.onStatus, options.clock);
     this.dial();
   }
 

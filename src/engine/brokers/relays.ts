@@ -48,6 +48,7 @@ export async function openRelays(
         name,
         url,
         ...(confirmTimeoutMs !== undefined ? { confirmTimeoutMs } : {}),
+        clock: deps.clock,
         onStatus: ({ error }) => {
           if (error !== undefined) deps.events.emit("error", { where: `broker ${name}`, error });
         },
