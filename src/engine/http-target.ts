@@ -40,7 +40,8 @@ import { EgressAllowList, guardedConnector, originOf, urlRefusal } from "./egres
 import type { EngineEvents } from "./events.js";
 import type { Executor, ReleaseInput } from "./executor.js";
 import { callTarget, type CallOutcome, type FailRecord } from "./http-call.js";
-import { OriginLimits, TokenBucket, type OriginLimit, type ResolvedLimit } from "./origin-limits.js";
+import { TokenBucket } from "../core/token-bucket.js";
+import { OriginLimits, type OriginLimit, type ResolvedLimit } from "./origin-limits.js";
 
 /** Tuning of the HTTP-target executor; every field has a default. */
 export interface HttpTargetSettings {
@@ -115,6 +116,8 @@ const KEEPER_INTERVAL_MS = 1_000;
 /** An idle, healthy origin is forgotten after this long. */
 const IDLE_ORIGIN_MS = 10 * 60_000;
 const DEFAULT_TIMEOUT_MS = 300_000;
+/** The lease loop's long poll: it ends early when work is announced or the runner stops. */
+const LEASE_WAIT_MS = 5_000;
 /** Finished calls wait this long for company before their outcomes are written (unless a lease call takes them first). */
 const ACK_DELAY_MS = 10;
 /**
@@ -234,10 +237,17 @@ export class HttpTargetRunner {
   }
 
   start(): void {
-    if (this.state !== "idle") return;
-    this.state = "running";
+    if (this.loop || !this.begin()) return;
     this.loop = this.run();
-    this.scheduleKeeper();
+  }
+
+  /** Running from now on (calls start, leases are kept); false once stopping. */
+  private begin(): boolean {
+    if (this.state === "idle") {
+      this.state = "running";
+      this.scheduleKeeper();
+    }
+    return this.state === "running";
   }
 
   /**
@@ -342,32 +352,55 @@ export class HttpTargetRunner {
         await new Promise<void>((resolve) => (this.roomFreed = resolve));
         continue;
       }
-      const acks = this.acks.take();
       try {
-        const leaseMs = this.leaseMs;
-        const { leased } = await this.o.executor.lease({
-          pool: HTTP_POOL,
-          workerId: this.o.nodeId,
-          max: budget,
-          leaseMs,
-          graceMs: GRACE_MS,
-          waitMs: 5_000,
-          signal: this.leaseAbort.signal,
-          complete: acks.complete,
-          fail: acks.fail,
-          retryScopes: (row) => this.retryScopes(row),
-        });
-        const now = this.clock.now();
-        for (const row of leased) this.admit(row, now, leaseMs);
-        this.backlog = leased.length === budget;
-        const last = leased[leased.length - 1];
-        if (last) this.leaseMs = msOfSeconds(last.timeoutSeconds) + GRACE_MS;
+        await this.leasePass(budget, LEASE_WAIT_MS);
       } catch (error) {
-        this.acks.restore(acks);
         if (this.state !== "running") break;
         this.o.events.emit("error", { where: "http-target", error });
         await new Promise<void>((resolve) => this.clock.setTimer(resolve, 500));
       }
+    }
+  }
+
+  /**
+   * One pass of the loop now, without waiting for work: leases what is ready
+   * (as many as there is room for), starts or queues its calls, and carries
+   * the acknowledgements in hand. Resolves to how many it leased; the calls
+   * go on after it, and stop() drains them. For a runner whose loop was not
+   * started (tests on a fake clock): beside the loop it would lease twice.
+   */
+  async runOnce(): Promise<number> {
+    if (!this.begin()) return 0;
+    const { budget } = this.leaseBudget();
+    return budget > 0 ? this.leasePass(budget, 0) : 0;
+  }
+
+  /** Leases up to budget (a long poll of waitMs), with the acknowledgements in hand; a failure puts them back and throws. */
+  private async leasePass(budget: number, waitMs: number): Promise<number> {
+    const acks = this.acks.take();
+    try {
+      const leaseMs = this.leaseMs;
+      const { leased } = await this.o.executor.lease({
+        pool: HTTP_POOL,
+        workerId: this.o.nodeId,
+        max: budget,
+        leaseMs,
+        graceMs: GRACE_MS,
+        waitMs,
+        signal: this.leaseAbort.signal,
+        complete: acks.complete,
+        fail: acks.fail,
+        retryScopes: (row) => this.retryScopes(row),
+      });
+      const now = this.clock.now();
+      for (const row of leased) this.admit(row, now, leaseMs);
+      this.backlog = leased.length === budget;
+      const last = leased[leased.length - 1];
+      if (last) this.leaseMs = msOfSeconds(last.timeoutSeconds) + GRACE_MS;
+      return leased.length;
+    } catch (error) {
+      this.acks.restore(acks);
+      throw error;
     }
   }
 
