@@ -199,14 +199,17 @@ test("executor: a long poll whose grant was all over budget keeps waiting, and g
     const polling = engine.service.lease(ctx, "p", { workerId: "w", max: 1, waitSeconds: 30 });
     let answered = false;
     void polling.then(() => (answered = true));
-    const deferredOnce = async () => {
-      for (let i = 0; i < 100 && deferred.length === 0; i++) await new Promise((r) => setImmediate(r));
-      return deferred.length;
+    /** Lets the event loop turn until done() or 200 turns have passed: a missing wake-up fails the assertion after it, not the test's timeout. */
+    const turnsUntil = async (done: () => boolean) => {
+      for (let i = 0; i < 200 && !done(); i++) await new Promise((r) => setImmediate(r));
     };
-    assert.equal(await deferredOnce(), 1, "the long poll's grant was handed back");
+    await turnsUntil(() => deferred.length > 0);
+    assert.equal(deferred.length, 1, "the long poll's grant was handed back");
     for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
     assert.equal(answered, false, "an empty answer is not given early: the poll waits");
     clock.advance(10_000);
+    await turnsUntil(() => answered);
+    assert.equal(answered, true, "the poll is answered once the deferred retry's budget has room, long before its 30 s");
     const { items } = await polling;
     assert.equal(items.length, 1, "the retry, once its budget had room");
     assert.equal(items[0]!.executionId, deferred[0]!.executionId);
