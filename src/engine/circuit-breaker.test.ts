@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { CircuitBreaker } from "./circuit-breaker.js";
-import { TokenBucket, OriginLimits } from "./origin-limits.js";
+import { TokenBucket } from "../core/token-bucket.js";
+import { OriginLimits } from "./origin-limits.js";
 
 const call = (b: CircuitBreaker, now: number) => {
   const p = b.permit(now);

@@ -46,38 +46,3 @@ export class OriginLimits {
     return max;
   }
 }
-
-/** A token bucket: `rate` tokens a second, holding at most `burst`. Pure: the caller passes the time. */
-export class TokenBucket {
-  private tokens: number;
-  private last: number;
-
-  constructor(
-    private readonly rate: number,
-    private readonly burst: number,
-    now: number,
-  ) {
-    this.tokens = burst;
-    this.last = now;
-  }
-
-  /** Takes a token if one is there; otherwise returns when the next one will be. */
-  take(now: number): { ok: true } | { ok: false; at: number } {
-    this.tokens = Math.min(this.burst, this.tokens + ((now - this.last) * this.rate) / 1000);
-    this.last = now;
-    if (this.tokens >= 1) {
-      this.tokens -= 1;
-      return { ok: true };
-    }
-    return { ok: false, at: now + Math.ceil(((1 - this.tokens) * 1000) / this.rate) };
-  }
-
-  /** Takes up to max whole tokens; with none there, 0 and when the next one will be. */
-  takeUpTo(max: number, now: number): { granted: number; at: number } {
-    this.tokens = Math.min(this.burst, this.tokens + ((now - this.last) * this.rate) / 1000);
-    this.last = now;
-    const granted = Math.min(max, Math.floor(this.tokens));
-    this.tokens -= granted;
-    return { granted, at: granted > 0 ? now : now + Math.ceil(((1 - this.tokens) * 1000) / this.rate) };
-  }
-}

@@ -12,6 +12,7 @@
 import type { JobSpec } from "@duetime/sdk/contract";
 import type { Clock } from "../core/clock.js";
 import { DuetimeError } from "../core/errors.js";
+import { TokenBucket } from "../core/token-bucket.js";
 import { DEFAULT_TENANT_LIMITS, type Store, type TenantLimits } from "../store/store.js";
 
 /** How long a tenant's limits, read from the store, are trusted on a node that did not set them. */
@@ -23,14 +24,9 @@ const PENDING_RETRY_AFTER_S = 5;
 /** A payload over the quota: raising the quota, not waiting, is what helps; retry slowly. */
 const PAYLOAD_RETRY_AFTER_S = 60;
 
-interface Bucket {
-  tokens: number;
-  at: number;
-}
-
 export class TenantQuotas {
   private readonly limits = new Map<string, { limits: TenantLimits; at: number }>();
-  private readonly buckets = new Map<string, Bucket>();
+  private readonly buckets = new Map<string, TokenBucket>();
   private readonly pending = new Map<string, { count: number; at: number }>();
 
   constructor(
@@ -70,16 +66,16 @@ export class TenantQuotas {
   /** Admits n jobs of a tenant under its create rate and pending quota, or throws 429 (admitting none). */
   async admit(tenantId: string, limits: TenantLimits, n: number): Promise<void> {
     const now = this.clock.now();
-    const bucket = limits.createRatePerSecond === null ? undefined : this.refill(tenantId, limits.createRatePerSecond, now);
-    if (bucket && bucket.tokens < n) {
+    const bucket = limits.createRatePerSecond === null ? undefined : this.bucketOf(tenantId, limits.createRatePerSecond, now);
+    const wait = bucket?.waitFor(n, now) ?? 0;
+    if (wait > 0) {
       const rate = limits.createRatePerSecond as number;
-      const capacity = Math.max(1, rate);
-      const wait = n > capacity ? 1 : (n - bucket.tokens) / rate;
+      const burst = Math.floor(Math.max(1, rate));
       throw exhausted(
         "createRatePerSecond",
         rate,
         wait,
-        `this tenant may create ${rate} jobs per second (bursts of ${Math.floor(capacity)}); ${n} now would exceed it${n > capacity ? ": send smaller batches" : ""}`,
+        `this tenant may create ${rate} jobs per second (bursts of ${burst}); ${n} now would exceed it${n > burst ? ": send smaller batches" : ""}`,
       );
     }
     if (limits.maxPendingJobs !== null) {
@@ -94,15 +90,13 @@ export class TenantQuotas {
       }
       pending.count += n;
     }
-    if (bucket) bucket.tokens -= n;
+    bucket?.spend(n);
   }
 
-  private refill(tenantId: string, rate: number, now: number): Bucket {
-    const capacity = Math.max(1, rate);
-    const bucket = this.buckets.get(tenantId) ?? { tokens: capacity, at: now };
-    bucket.tokens = Math.min(capacity, bucket.tokens + ((now - bucket.at) / 1000) * rate);
-    bucket.at = now;
-    this.buckets.set(tenantId, bucket);
+  /** The tenant's bucket, bursts of max(1, rate); a new, full one when its rate changed. */
+  private bucketOf(tenantId: string, rate: number, now: number): TokenBucket {
+    let bucket = this.buckets.get(tenantId);
+    if (bucket?.rate !== rate) this.buckets.set(tenantId, (bucket = new TokenBucket(rate, Math.max(1, rate), now)));
     return bucket;
   }
 

@@ -26,7 +26,7 @@ import { AckBuffer } from "../ack-buffer.js";
 import { DELIVERY_HEADERS, deliveryHeaders } from "../delivery-headers.js";
 import type { EngineEvents } from "../events.js";
 import type { Executor } from "../executor.js";
-import { TokenBucket } from "../origin-limits.js";
+import { TokenBucket } from "../../core/token-bucket.js";
 import type { BrokerConnection, BrokerDestination, BrokerMessage, PublishOutcome } from "./broker.js";
 
 export interface BrokerRelaySettings {
