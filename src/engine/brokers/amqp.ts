@@ -13,7 +13,7 @@
 import amqp, { type ChannelModel, type ConfirmChannel, type Message } from "amqplib";
 import type { TimerHandle } from "../../core/clock.js";
 import type { BrokerConnection, BrokerConnectOptions, BrokerMessage, PublishOutcome } from "./broker.js";
-import { Link } from "./link.js";
+import { Dialer } from "./link.js";
 
 const CONFIRM_TIMEOUT_MS = 10_000;
 /** Proposed when the URL names none: amqplib's default is no heartbeat, so a silent peer would go unnoticed. */
@@ -62,32 +62,24 @@ function refusedExchange(error: unknown): string | undefined {
   return /exchange '(.*)' in vhost/.exec(e.message ?? "")?.[1];
 }
 
-class AmqpBroker implements BrokerConnection {
+class AmqpBroker extends Dialer<ChannelModel> implements BrokerConnection {
   readonly kind = "amqp" as const;
   readonly name: string;
   private readonly url: string;
   private readonly timeoutMs: number;
-  private model: ChannelModel | undefined;
   private lane: Lane | undefined;
   private opening: Promise<Lane> | undefined;
-  private readonly link: Link;
-  private dialing: Promise<void> | undefined;
-  private closing: Promise<void> | undefined;
 
   constructor(options: BrokerConnectOptions) {
+    super(options);
     this.name = options.name;
     this.url = withHeartbeat(options.url);
     this.timeoutMs = options.confirmTimeoutMs ?? CONFIRM_TIMEOUT_MS;
-    this.link = new Link(options.onStatus, options.clock);
     this.dial();
   }
 
-  connected(): boolean {
-    return this.link.up;
-  }
-
   async publish(messages: readonly BrokerMessage[]): Promise<PublishOutcome[]> {
-    const model = this.model;
+    const model = this.conn;
     if (!this.link.up || model === undefined) return messages.map(() => unavailable(`not connected to RabbitMQ (${this.name})`));
     let lane: Lane;
     try {
@@ -103,15 +95,6 @@ class AmqpBroker implements BrokerConnection {
       if (!wrote && !lane.dead) await new Promise<void>((resolve) => lane.wakers.push(resolve));
     }
     return Promise.all(outcomes);
-  }
-
-  waitConnected(ms: number): Promise<void> {
-    return this.link.wait(ms);
-  }
-
-  close(): Promise<void> {
-    this.closing ??= this.shutdown();
-    return this.closing;
   }
 
   /** Sends one message; `wrote` is false when the channel asks the writer to wait for 'drain'. */
@@ -226,54 +209,23 @@ class AmqpBroker implements BrokerConnection {
     for (const wake of lane.wakers.splice(0)) wake();
   }
 
-  private dial(): void {
-    this.dialing = this.attempt().finally(() => (this.dialing = undefined));
-  }
-
-  private async attempt(): Promise<void> {
-    let model: ChannelModel;
-    try {
-      model = await amqp.connect(this.url, { timeout: 10_000, clientProperties: { connection_name: this.name } });
-    } catch (error) {
-      if (this.closing) return;
-      this.link.tell({ connected: false, error });
-      this.link.redial(() => this.dial());
-      return;
-    }
+  protected async open(): Promise<ChannelModel> {
+    const model = await amqp.connect(this.url, { timeout: 10_000, clientProperties: { connection_name: this.name } });
     // Without an 'error' listener an emitted error would crash the process; the 'close' after it reconnects.
     model.on("error", (error: unknown) => this.link.tell({ connected: this.link.up, error }));
-    if (this.closing) {
-      await this.end(model);
-      return;
-    }
-    model.on("close", () => this.lost(model));
+    return model;
+  }
+
+  protected adopt(model: ChannelModel): void {
+    model.on("close", () => this.lost(model, "backoff"));
     // RabbitMQ stops reading from publishers under a memory or disk alarm: no confirm would come.
     model.on("blocked", (reason: string) => this.setUp(false, new Error(`RabbitMQ blocked publishing: ${reason}`)));
-    model.on("unblocked", () => this.setUp(this.model === model));
-    this.model = model;
-    this.setUp(true);
+    model.on("unblocked", () => this.setUp(this.conn === model));
   }
 
-  private lost(model: ChannelModel): void {
-    if (this.model !== model) return;
-    this.model = undefined;
+  /** Closing the connection closes its channel: a publish in flight answers unavailable. */
+  protected forget(): void {
     this.lane = undefined;
-    this.setUp(false);
-    if (!this.closing) this.link.redial(() => this.dial());
-  }
-
-  private setUp(up: boolean, error?: unknown): void {
-    this.link.set(up, error);
-  }
-
-  private async shutdown(): Promise<void> {
-    this.link.close();
-    await this.dialing;
-    const model = this.model;
-    this.model = undefined;
-    this.setUp(false);
-    // Closing the connection closes its channel: a publish in flight answers unavailable.
-    if (model) await this.end(model);
   }
 
   /**
@@ -281,7 +233,7 @@ class AmqpBroker implements BrokerConnection {
    * never settles when the socket dies before the broker's CloseOk. A
    * broker that does not answer in time gets its socket destroyed.
    */
-  private async end(model: ChannelModel): Promise<void> {
+  protected async end(model: ChannelModel): Promise<void> {
     let timer: TimerHandle | undefined;
     const closed = new Promise<boolean>((resolve) => {
       model.once("close", () => resolve(true));

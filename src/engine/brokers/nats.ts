@@ -20,7 +20,7 @@ import {
   TimeoutError,
 } from "@nats-io/transport-node";
 import type { BrokerConnection, BrokerConnectOptions, BrokerMessage, PublishOutcome } from "./broker.js";
-import { Link } from "./link.js";
+import { Dialer } from "./link.js";
 
 const CONFIRM_TIMEOUT_MS = 10_000;
 
@@ -59,29 +59,21 @@ const messageOf = (error: unknown): string => (error instanceof Error ? error.me
 const rejected = (message: string): PublishOutcome => ({ status: "rejected", message });
 const unavailable = (message: string): PublishOutcome => ({ status: "unavailable", message });
 
-class NatsBroker implements BrokerConnection {
+class NatsBroker extends Dialer<NatsConnection> implements BrokerConnection {
   readonly kind = "nats" as const;
   readonly name: string;
   private readonly timeoutMs: number;
-  private nc: NatsConnection | undefined;
   private js: JetStreamClient | undefined;
-  private readonly link: Link;
   /** Bumped on every disconnect: an answer is trusted only from the connection its request went out on. */
   private session = 0;
   /** One per publish call in flight, told when the connection drops. */
   private readonly onLost = new Set<(value: typeof LOST) => void>();
-  private dialing: Promise<void> | undefined;
-  private closing: Promise<void> | undefined;
 
   constructor(private readonly options: BrokerConnectOptions) {
+    super(options);
     this.name = options.name;
     this.timeoutMs = options.confirmTimeoutMs ?? CONFIRM_TIMEOUT_MS;
-    this.link = new Link(options.onStatus, options.clock);
     this.dial();
-  }
-
-  connected(): boolean {
-    return this.link.up;
   }
 
   async publish(messages: readonly BrokerMessage[]): Promise<PublishOutcome[]> {
@@ -97,15 +89,6 @@ class NatsBroker implements BrokerConnection {
     } finally {
       this.onLost.delete(resolveLost);
     }
-  }
-
-  waitConnected(ms: number): Promise<void> {
-    return this.link.wait(ms);
-  }
-
-  close(): Promise<void> {
-    this.closing ??= this.shutdown();
-    return this.closing;
   }
 
   private async publishOne(js: JetStreamClient, m: BrokerMessage, session: number, lost: Promise<typeof LOST>): Promise<PublishOutcome> {
@@ -139,38 +122,36 @@ class NatsBroker implements BrokerConnection {
     return unavailable(`NATS (${this.name}): ${messageOf(error)}`);
   }
 
-  private dial(): void {
-    this.dialing = this.attempt().finally(() => (this.dialing = undefined));
+  protected open(): Promise<NatsConnection> {
+    return connect({
+      ...natsOptions(this.options.url),
+      name: this.name,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 1_000,
+      timeout: 5_000,
+      // A silent server is noticed within about a minute, not the default four.
+      pingInterval: 30_000,
+      // Else every request captures a stack trace up front, in case it fails: a good part of a large batch's cost.
+      noAsyncTraces: true,
+    });
   }
 
-  private async attempt(): Promise<void> {
-    let nc: NatsConnection;
-    try {
-      nc = await connect({
-        ...natsOptions(this.options.url),
-        name: this.name,
-        maxReconnectAttempts: -1,
-        reconnectTimeWait: 1_000,
-        timeout: 5_000,
-        // A silent server is noticed within about a minute, not the default four.
-        pingInterval: 30_000,
-        // Else every request captures a stack trace up front, in case it fails: a good part of a large batch's cost.
-        noAsyncTraces: true,
-      });
-    } catch (error) {
-      if (this.closing) return;
-      this.link.tell({ connected: false, error });
-      this.link.redial(() => this.dial());
-      return;
-    }
-    if (this.closing) {
-      await nc.close();
-      return;
-    }
-    this.nc = nc;
+  protected adopt(nc: NatsConnection): void {
     this.js = jetstream(nc);
     void this.watch(nc);
-    this.setUp(true);
+  }
+
+  protected forget(): void {
+    this.js = undefined;
+  }
+
+  /**
+   * close, not drain: drain only unsubscribes the reply inbox (acks in
+   * flight are lost either way) and flushes, which hangs while disconnected.
+   * A publish still in flight answers unavailable.
+   */
+  protected end(nc: NatsConnection): Promise<void> {
+    return nc.close();
   }
 
   /** Follows the client's status until it closes; a close we did not ask for starts over. */
@@ -180,34 +161,16 @@ class NatsBroker implements BrokerConnection {
       else if (s.type === "reconnect") this.setUp(true);
       else if (s.type === "error") this.link.tell({ connected: this.link.up, error: s.error });
     }
-    const error = await nc.closed();
-    if (this.nc !== nc) return;
-    this.nc = undefined;
-    this.js = undefined;
-    this.setUp(false, error);
-    if (!this.closing) this.dial();
+    this.lost(nc, "now", await nc.closed());
   }
 
-  private setUp(up: boolean, error?: unknown): void {
+  protected override setUp(up: boolean, error?: unknown): void {
     if (!up) {
       this.session++;
       for (const resolve of this.onLost) resolve(LOST);
       this.onLost.clear();
     }
-    this.link.set(up, error);
-  }
-
-  private async shutdown(): Promise<void> {
-    this.link.close();
-    await this.dialing;
-    const nc = this.nc;
-    this.nc = undefined;
-    this.js = undefined;
-    this.setUp(false);
-    // close, not drain: drain only unsubscribes the reply inbox (acks in
-    // flight are lost either way) and flushes, which hangs while disconnected.
-    // A publish still in flight answers unavailable.
-    await nc?.close();
+    super.setUp(up, error);
   }
 }
 
