@@ -3,22 +3,19 @@
 
 import type { AuditItem, Page, PageQuery } from "@duetime/sdk/contract";
 import { toIso } from "../core/time.js";
-import { decodeCursor, encodeCursor } from "./cursor.js";
+import { pageOf } from "./cursor.js";
 import type { ReadStore } from "./read-routing.js";
 import type { RequestContext } from "./service.js";
-import { DEFAULT_LIMIT } from "./wire.js";
 
 export class AuditLog {
   constructor(private readonly reads: ReadStore) {}
 
   async list(ctx: RequestContext, query: PageQuery): Promise<Page<AuditItem>> {
-    const limit = query.limit ?? DEFAULT_LIMIT;
-    const after = query.cursor ? decodeCursor(query.cursor, { t: "number", i: "number" }) : undefined;
-    const rows = await this.reads.auditList({ tenantId: ctx.tenantId, limit, ...(after ? { after: { at: after.t, id: after.i } } : {}) });
-    const last = rows[rows.length - 1];
-    return {
-      items: rows.map((r) => ({ at: toIso(r.at), actor: r.actor, action: r.action, subject: r.subject, details: r.details ?? null })),
-      nextCursor: rows.length === limit && last ? encodeCursor({ t: last.at, i: last.id }) : null,
-    };
+    return pageOf(
+      query,
+      { t: ["at", "number"], i: ["id", "number"] },
+      (p) => this.reads.auditList({ tenantId: ctx.tenantId, ...p }),
+      (r) => ({ at: toIso(r.at), actor: r.actor, action: r.action, subject: r.subject, details: r.details ?? null }),
+    );
   }
 }

@@ -25,11 +25,10 @@ import { DuetimeError, invalidArgument, notFound } from "../core/errors.js";
 import { newId } from "../core/ids.js";
 import { parseRfc3339, toIso, toIsoOrNull } from "../core/time.js";
 import type { ReplayRecord, ReplaySelection, Store } from "../store/store.js";
-import { decodeCursor, encodeCursor } from "./cursor.js";
+import { pageOf } from "./cursor.js";
 import type { EngineEvents } from "./events.js";
 import type { Executor } from "./executor.js";
 import { actsForEveryTenant, type RequestContext } from "./service.js";
-import { DEFAULT_LIMIT } from "./wire.js";
 
 export const DEFAULT_REPLAY_RATE = 10;
 
@@ -212,18 +211,12 @@ export class ReplayService {
   }
 
   async list(ctx: RequestContext, query: PageQuery): Promise<Page<DeadLetterReplay>> {
-    const limit = query.limit ?? DEFAULT_LIMIT;
-    const after = query.cursor ? decodeCursor(query.cursor, { c: "number", r: "string" }) : undefined;
-    const rows = await this.store.replayList({
-      tenantId: ctx.tenantId,
-      limit,
-      ...(after ? { after: { createdAt: after.c, replayId: after.r } } : {}),
-    });
-    const last = rows[rows.length - 1];
-    return {
-      items: rows.map(toWire),
-      nextCursor: rows.length === limit && last ? encodeCursor({ c: last.createdAt, r: last.replayId }) : null,
-    };
+    return pageOf(
+      query,
+      { c: ["createdAt", "number"], r: ["replayId", "string"] },
+      (p) => this.store.replayList({ tenantId: ctx.tenantId, ...p }),
+      toWire,
+    );
   }
 
   async get(ctx: RequestContext, replayId: string): Promise<DeadLetterReplay> {

@@ -7,11 +7,11 @@ import { notFound } from "../core/errors.js";
 import { isExecutionId } from "../core/ids.js";
 import { toIso } from "../core/time.js";
 import type { Store } from "../store/store.js";
-import { decodeCursor, encodeCursor } from "./cursor.js";
+import { pageOf } from "./cursor.js";
 import type { Executor } from "./executor.js";
 import type { ReadStore } from "./read-routing.js";
 import type { RequestContext } from "./service.js";
-import { DEFAULT_LIMIT, toExecution } from "./wire.js";
+import { toExecution } from "./wire.js";
 
 export class DeadLetterService {
   constructor(
@@ -23,16 +23,11 @@ export class DeadLetterService {
   ) {}
 
   async list(ctx: RequestContext, query: PageQuery): Promise<Page<DeadLetter>> {
-    const limit = query.limit ?? DEFAULT_LIMIT;
-    const after = query.cursor ? decodeCursor(query.cursor, { d: "number", e: "string" }) : undefined;
-    const rows = await this.reads.deadLetterList({
-      tenantId: ctx.tenantId,
-      limit,
-      ...(after ? { after: { deadAt: after.d, executionId: after.e } } : {}),
-    });
-    const last = rows[rows.length - 1];
-    return {
-      items: rows.map((r) => ({
+    return pageOf(
+      query,
+      { d: ["deadAt", "number"], e: ["executionId", "string"] },
+      (p) => this.reads.deadLetterList({ tenantId: ctx.tenantId, ...p }),
+      (r) => ({
         executionId: r.executionId,
         jobId: r.jobId,
         name: r.name,
@@ -41,9 +36,8 @@ export class DeadLetterService {
         lastError: r.lastError,
         deadAt: toIso(r.deadAt),
         payload: r.payload,
-      })),
-      nextCursor: rows.length === limit && last ? encodeCursor({ d: last.deadAt, e: last.executionId }) : null,
-    };
+      }),
+    );
   }
 
   async replay(ctx: RequestContext, executionId: string): Promise<ExecutionItem> {

@@ -32,10 +32,10 @@ import { jobVerdict, occurrenceHome, PENDING_ON_ACTION, type JobAction } from ".
 import { parseRfc3339 } from "../core/time.js";
 import { validateBatch } from "../core/validate.js";
 import type { JobCreateOutcome, JobRecord, LoadedDueEntry, NewJob, PendingChange, PendingReplace, Store } from "../store/store.js";
-import { decodeCursor, encodeCursor } from "./cursor.js";
+import { pageOf } from "./cursor.js";
 import { ScheduleLedger } from "./ledger.js";
 import { type BrokerKind, brokerRefusal, poolOf } from "../core/targets.js";
-import { DEFAULT_LIMIT, dryRunRefusal, invalidState, toExecution, toJob } from "./wire.js";
+import { dryRunRefusal, invalidState, toExecution, toJob } from "./wire.js";
 import type { Executor } from "./executor.js";
 import type { Backpressure } from "./backpressure.js";
 import type { TenantQuotas } from "./quotas.js";
@@ -281,22 +281,20 @@ export class JobsService {
   }
 
   async listJobs(ctx: RequestContext, query: ListJobsQuery): Promise<Page<Job>> {
-    const limit = query.limit ?? DEFAULT_LIMIT;
-    const after = query.cursor ? decodeCursor(query.cursor, { c: "number", i: "string" }) : undefined;
-    const rows = await this.reads.jobList({
-      tenantId: ctx.tenantId,
-      ...(query.state ? { state: query.state } : {}),
-      ...(query.name ? { name: query.name } : {}),
-      ...(query.pool ? { pool: query.pool } : {}),
-      ...(query.kind ? { kind: query.kind } : {}),
-      limit,
-      ...(after ? { after: { createdAt: after.c, jobId: after.i } } : {}),
-    });
-    const last = rows[rows.length - 1];
-    return {
-      items: rows.map(toJob),
-      nextCursor: rows.length === limit && last ? encodeCursor({ c: last.createdAt, i: last.jobId }) : null,
-    };
+    return pageOf(
+      query,
+      { c: ["createdAt", "number"], i: ["jobId", "string"] },
+      (p) =>
+        this.reads.jobList({
+          tenantId: ctx.tenantId,
+          ...(query.state ? { state: query.state } : {}),
+          ...(query.name ? { name: query.name } : {}),
+          ...(query.pool ? { pool: query.pool } : {}),
+          ...(query.kind ? { kind: query.kind } : {}),
+          ...p,
+        }),
+      toJob,
+    );
   }
 
   async cancelJob(ctx: RequestContext, jobId: string): Promise<void> {
@@ -416,19 +414,12 @@ export class JobsService {
 
   async listExecutions(ctx: RequestContext, jobId: string, query: PageQuery): Promise<Page<ExecutionItem>> {
     await this.requireJob(ctx, jobId);
-    const limit = query.limit ?? DEFAULT_LIMIT;
-    const after = query.cursor ? decodeCursor(query.cursor, { s: "number", a: "number" }) : undefined;
-    const rows = await this.reads.executionHistory({
-      tenantId: ctx.tenantId,
-      jobId,
-      limit,
-      ...(after ? { after: { scheduledFor: after.s, attempt: after.a } } : {}),
-    });
-    const last = rows[rows.length - 1];
-    return {
-      items: rows.map((r) => toExecution(r, this.clock.now())),
-      nextCursor: rows.length === limit && last ? encodeCursor({ s: last.scheduledFor, a: last.attempt }) : null,
-    };
+    return pageOf(
+      query,
+      { s: ["scheduledFor", "number"], a: ["attempt", "number"] },
+      (p) => this.reads.executionHistory({ tenantId: ctx.tenantId, jobId, ...p }),
+      (r) => toExecution(r, this.clock.now()),
+    );
   }
 }
 

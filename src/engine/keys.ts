@@ -17,13 +17,12 @@ import { DuetimeError, invalidArgument, notFound } from "../core/errors.js";
 import { newId } from "../core/ids.js";
 import { toIso, toIsoOrNull } from "../core/time.js";
 import type { ApiKeyRecord, Store } from "../store/store.js";
-import { decodeCursor, encodeCursor } from "./cursor.js";
+import { pageOf } from "./cursor.js";
 import { actorOf, actsForEveryTenant, type RequestContext, type StoredKey } from "./service.js";
 
 /** Secrets look like `dtk_` + 32 base64url characters (192 random bits). */
 export const KEY_PREFIX = "dtk_";
 const KEY_ID_PATTERN = /^ak_[0-9a-z]{22}$/;
-const DEFAULT_LIMIT = 50;
 
 /** Hex SHA-256 of a secret: what the store keeps and looks keys up by. */
 export function keyDigest(secret: string): string {
@@ -90,18 +89,12 @@ export class KeyManager {
     }
     // A bootstrap admin sees every tenant unless it names one.
     const tenantId = query.tenantId ?? (actsForEveryTenant(ctx) ? undefined : ctx.tenantId);
-    const limit = query.limit ?? DEFAULT_LIMIT;
-    const after = query.cursor ? decodeCursor(query.cursor, { c: "number", i: "string" }) : undefined;
-    const rows = await this.store.apiKeyList({
-      ...(tenantId !== undefined ? { tenantId } : {}),
-      limit,
-      ...(after ? { after: { createdAt: after.c, id: after.i } } : {}),
-    });
-    const last = rows[rows.length - 1];
-    return {
-      items: rows.map(toInfo),
-      nextCursor: rows.length === limit && last ? encodeCursor({ c: last.createdAt, i: last.id }) : null,
-    };
+    return pageOf(
+      query,
+      { c: ["createdAt", "number"], i: ["id", "string"] },
+      (p) => this.store.apiKeyList({ ...(tenantId !== undefined ? { tenantId } : {}), ...p }),
+      toInfo,
+    );
   }
 
   async revoke(ctx: RequestContext, keyId: string): Promise<void> {

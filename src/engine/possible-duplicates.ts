@@ -5,25 +5,19 @@
 import type { ExecutionsQuery, Page, PossibleDuplicateExecution } from "@duetime/sdk/contract";
 import { toIso } from "../core/time.js";
 import type { Store } from "../store/store.js";
-import { decodeCursor, encodeCursor } from "./cursor.js";
+import { pageOf } from "./cursor.js";
 import type { RequestContext } from "./service.js";
-import { DEFAULT_LIMIT } from "./wire.js";
 
 export async function listPossibleDuplicates(
   store: Pick<Store, "executionPossibleDuplicates">,
   ctx: RequestContext,
   query: Partial<ExecutionsQuery>,
 ): Promise<Page<PossibleDuplicateExecution>> {
-  const limit = query.limit ?? DEFAULT_LIMIT;
-  const after = query.cursor ? decodeCursor(query.cursor, { t: "number", e: "string" }) : undefined;
-  const rows = await store.executionPossibleDuplicates({
-    tenantId: ctx.tenantId,
-    limit,
-    ...(after ? { after: { at: after.t, executionId: after.e } } : {}),
-  });
-  const last = rows[rows.length - 1];
-  return {
-    items: rows.map((r) => ({
+  return pageOf(
+    query,
+    { t: ["at", "number"], e: ["executionId", "string"] },
+    (p) => store.executionPossibleDuplicates({ tenantId: ctx.tenantId, ...p }),
+    (r) => ({
       executionId: r.executionId,
       jobId: r.jobId,
       name: r.name,
@@ -32,7 +26,6 @@ export async function listPossibleDuplicates(
       state: r.state,
       attempt: r.attempt,
       possibleDuplicate: { attempt: r.duplicateAttempt, reason: r.reason, at: toIso(r.at) },
-    })),
-    nextCursor: rows.length === limit && last ? encodeCursor({ t: last.at, e: last.executionId }) : null,
-  };
+    }),
+  );
 }
