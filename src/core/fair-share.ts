@@ -34,6 +34,17 @@ interface Open extends LaneGrant {
 const finish = (lane: Lane): number => lane.vtime + 1 / lane.weight;
 
 /**
+ * The most rows a lease of max reads from one lane when it offers them all
+ * at once (PostgreSQL's lease, in SQL): twice the lane's weighted share of
+ * max among the lanes considered. Twice lets the others fill most of what a
+ * short lane leaves, while a lease claims at most twice the rows it grants;
+ * a backlogged lane's grant never reaches it (fairPick grants about the share).
+ */
+export function laneOfferLimit(max: number, weight: number, totalWeight: number): number {
+  return 2 * Math.ceil((max * weight) / totalWeight);
+}
+
+/**
  * Picks up to max ids across lanes. `more(k)` gives the next k lanes of the
  * rotation (least vtime first; none when there are no more); `take(lane, n)`
  * gives up to n due ids of a lane, never one it gave before. Asks each lane
