@@ -1,8 +1,8 @@
-// Runs the store conformance suite (../contract.ts) against the PostgreSQL
-// driver, each test in a fresh schema of the test database (test-support.ts);
-// a pair is two stores, two pools, on one schema.
+// Runs the store conformance suite (test/store-contract/) against the
+// PostgreSQL driver, each test in a fresh schema of the test database
+// (test-support.ts); a pair is two stores, two pools, on one schema.
 
-import { storeContract } from "../contract.js";
+import { storeContract } from "../../../test/store-contract/index.js";
 import { openPostgresStore } from "./index.js";
 import { freshPostgresSchema, postgresAvailable } from "./test-support.js";
 

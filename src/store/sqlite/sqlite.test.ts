@@ -1,13 +1,13 @@
-// Runs the store conformance suite (../contract.ts) against the SQLite driver,
-// each test on a fresh database file in its own temporary directory; a pair
-// is two connections on one file.
+// Runs the store conformance suite (test/store-contract/) against the SQLite
+// driver, each test on a fresh database file in its own temporary directory;
+// a pair is two connections on one file.
 
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after } from "node:test";
 
-import { storeContract } from "../contract.js";
+import { storeContract } from "../../../test/store-contract/index.js";
 import { openSqliteStore } from "./index.js";
 
 const dirs: string[] = [];
