@@ -33,6 +33,7 @@ import { clusterContract } from "./cluster.js";
 import { statsContract } from "./stats.js";
 import { keysContract } from "./keys.js";
 import { fencingContract } from "./fencing.js";
+import { rulesContract } from "./rules.js";
 import { retentionContract } from "./retention.js";
 import { racesContract } from "./races.js";
 import { signalsContract } from "./signals.js";
@@ -80,6 +81,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
     statsContract(tests);
     keysContract(tests);
     fencingContract(tests);
+    rulesContract(tests);
     retentionContract(tests);
     racesContract(tests);
     signalsContract(tests);
