@@ -578,13 +578,17 @@ export interface TenantLimitsRequest {
   maxPayloadBytes?: number | null;
 }
 
-/** GET /v1/tenants/{tenantId}/limits: a tenant's limits, defaults filled in. */
-export interface TenantLimits {
-  tenantId: string;
+/** A tenant's limits, defaults filled in (null: no limit); TenantLimitsRequest says what each means. */
+export interface TenantLimitSettings {
   weight: number;
   maxPendingJobs: number | null;
   createRatePerSecond: number | null;
   dispatchRatePerSecond: number | null;
   maxLeasedAttempts: number | null;
   maxPayloadBytes: number | null;
+}
+
+/** GET /v1/tenants/{tenantId}/limits: a tenant's limits, defaults filled in. */
+export interface TenantLimits extends TenantLimitSettings {
+  tenantId: string;
 }
