@@ -1,3 +1,6 @@
+// The CLI's argument parsing: every command's flags, their errors and their
+// help, one table of cases against parseCommand and main.
+
 import { fileURLToPath } from "node:url";
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";

@@ -1,3 +1,7 @@
+// The CLI run for real: its commands against a server on loopback that
+// before() starts once for the file, bin/duetime.js as a process, and serve.
+// One file, since the cases share that server.
+
 import assert from "node:assert/strict";
 import { execFile, spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";

@@ -1,3 +1,6 @@
+// One concept, long on purpose: one schema per part of every operation, side
+// by side so that a field's limits read the same everywhere.
+//
 // JSON Schemas of the HTTP API (docs/api.md): every request body, querystring,
 // path parameter and header set, and documentation schemas for the main
 // responses. Plain objects, no imports of fastify or ajv: the server feeds

@@ -1,3 +1,6 @@
+// Request validation against core/schemas.ts: each schema's limits and the
+// one wording of every mistake, case by case.
+
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { DuetimeError } from "./errors.js";

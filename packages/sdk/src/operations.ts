@@ -1,4 +1,5 @@
 // The operation table: every /v1 operation of docs/api.md, declared once.
+// One concept, long on purpose: one entry per operation, in one table.
 //
 // An operation is its HTTP shape (method, path, who may call it, the names
 // of the schemas that check each part of the request and of the answer) and

@@ -1,3 +1,6 @@
+// One concept, long on purpose: the lease loop, its heartbeats and its
+// acknowledgements share the slots and the stop sequence.
+//
 // Worker: leases executions of one pool, runs a handler on each with bounded
 // concurrency, heartbeats while they run, and acknowledges in batches.
 //

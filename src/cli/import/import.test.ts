@@ -1,3 +1,6 @@
+// Importing crontabs and Kubernetes CronJobs: the plans the importers make
+// from each kind of input, case by case.
+
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { Target } from "@duetime/sdk/contract";
