@@ -1,7 +1,8 @@
 // The HTTP layer against a recording Service (test-support.ts): every route
 // reaches the right service method with the right arguments, bad input is a
 // 400 naming the dotted field, errors keep the envelope and the catalog's
-// status, auth and roles hold, and /openapi.json lists the contract.
+// status, auth and roles hold, and /openapi.json lists the contract. One
+// file, long on purpose: one route table's cases against one app.
 
 import { after, describe, test } from "node:test";
 import assert from "node:assert/strict";
