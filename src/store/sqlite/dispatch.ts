@@ -74,15 +74,13 @@ export function dispatch(q: Query, p: { nodeId: string; epochs: ReadonlyMap<numb
   const fenced: string[] = [];
   const rows: NewExecution[] = [];
   const finished: string[] = [];
-  const held = heldShards(q, p.nodeId, p.epochs, p.items);
-  const consumed = consumeDue(
-    q,
-    p.items.filter((i) => held.has(i.entry.shard)),
-  );
+  const consumed = consumeDue(q, p.nodeId, p.epochs, p.items);
+  // Only to say why nothing was written, read after the writes: the shard moved (fenced), else the entry did (stale).
+  const missed = p.items.filter((i) => !consumed.has(i.entry.jobId));
+  const held = missed.length > 0 ? heldShards(q, p.nodeId, p.epochs, missed) : new Set<number>();
   for (const item of p.items) {
     const { entry } = item;
     if (!consumed.has(entry.jobId)) {
-      // Only to say why nothing was written: the shard moved (fenced), else the entry did (stale).
       (held.has(entry.shard) ? stale : fenced).push(entry.jobId);
       continue;
     }
@@ -106,7 +104,7 @@ export function dispatch(q: Query, p: { nodeId: string; epochs: ReadonlyMap<numb
   return { dispatched, wouldRun, stale, fenced };
 }
 
-/** The items' shards this node holds at the epoch it names (the dispatch's fence; one read for the batch). */
+/** The items' shards this node holds at the epoch it names (one read for the batch): why a miss of consumeDue missed. */
 function heldShards(q: Query, nodeId: string, epochs: ReadonlyMap<number, number>, items: DispatchItem[]): Set<number> {
   const shards = [...new Set(items.map((i) => i.entry.shard))];
   const owned = q("SELECT shard, epoch FROM shards WHERE owner = @node AND shard IN (SELECT value FROM json_each(@shards))").all({
@@ -117,24 +115,33 @@ function heldShards(q: Query, nodeId: string, epochs: ReadonlyMap<number, number
 }
 
 /**
- * Consumes the items' due entries, the dispatch's compare-and-set: an
- * entry moves to its next occurrence (or goes, with none) only if it still
- * names this one. Two statements for the batch, not one per item. Answers
- * the jobs whose entry was consumed.
+ * The fence and the consumption in one statement each, the dispatch's
+ * compare-and-set: an entry moves to its next occurrence (or goes, with
+ * none) only if it still names this one and its shard's row still names
+ * nodeId as owner at the epoch the item was dispatched under. A takeover
+ * committed before the statement runs is seen by it, whenever the caller
+ * read the shard, so a stale owner consumes nothing. Two statements for the
+ * batch, not one per item. Answers the jobs whose entry was consumed.
  */
-function consumeDue(q: Query, items: DispatchItem[]): Set<string> {
-  const moving = items.filter((i) => i.next).map((i) => [i.entry.jobId, i.entry.scheduledFor, i.next!.scheduledFor, i.next!.dueAt]);
-  const ending = items.filter((i) => !i.next).map((i) => [i.entry.jobId, i.entry.scheduledFor]);
+function consumeDue(q: Query, nodeId: string, epochs: ReadonlyMap<number, number>, items: DispatchItem[]): Set<string> {
+  const fence = (i: DispatchItem) => [i.entry.shard, epochs.get(i.entry.shard) ?? null];
+  const moving = items.filter((i) => i.next).map((i) => [i.entry.jobId, i.entry.scheduledFor, i.next!.scheduledFor, i.next!.dueAt, ...fence(i)]);
+  const ending = items.filter((i) => !i.next).map((i) => [i.entry.jobId, i.entry.scheduledFor, ...fence(i)]);
   const moved = moving.length
     ? (q(
         `UPDATE due SET scheduled_for = x.value ->> 2, due_at = x.value ->> 3 FROM json_each(@items) x
-           WHERE due.job_id = x.value ->> 0 AND due.scheduled_for = x.value ->> 1 RETURNING due.job_id AS job_id`,
-      ).all({ items: JSON.stringify(moving) }) as { job_id: string }[])
+           WHERE due.job_id = x.value ->> 0 AND due.scheduled_for = x.value ->> 1
+             AND EXISTS (SELECT 1 FROM shards s WHERE s.shard = x.value ->> 4 AND s.owner = @node AND s.epoch = x.value ->> 5)
+           RETURNING due.job_id AS job_id`,
+      ).all({ items: JSON.stringify(moving), node: nodeId }) as { job_id: string }[])
     : [];
   const ended = ending.length
-    ? (q(`DELETE FROM due WHERE (job_id, scheduled_for) IN (SELECT x.value ->> 0, x.value ->> 1 FROM json_each(@items) x) RETURNING job_id`).all({
-        items: JSON.stringify(ending),
-      }) as { job_id: string }[])
+    ? (q(
+        `DELETE FROM due WHERE (job_id, scheduled_for) IN (
+           SELECT x.value ->> 0, x.value ->> 1 FROM json_each(@items) x
+           WHERE EXISTS (SELECT 1 FROM shards s WHERE s.shard = x.value ->> 2 AND s.owner = @node AND s.epoch = x.value ->> 3))
+         RETURNING job_id`,
+      ).all({ items: JSON.stringify(ending), node: nodeId }) as { job_id: string }[])
     : [];
   return new Set([...moved, ...ended].map((r) => r.job_id));
 }

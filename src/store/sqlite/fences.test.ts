@@ -1,0 +1,91 @@
+// The SQLite driver's fences are compare-and-sets in the statements that
+// write, not checks in JavaScript before them. In the store every write
+// transaction takes the file's write lock first (BEGIN IMMEDIATE), which
+// would hide a fence read before its write; these tests run the driver's
+// functions on a handle without a transaction (each statement its own), and
+// commit another handle's write on the same file in between, just before
+// the fenced write runs: whatever the first handle read before it, the
+// write must see the other's commit and be refused.
+
+import assert from "node:assert/strict";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, test } from "node:test";
+
+import type { DispatchItem } from "../store.js";
+import { recurringJobs } from "../test-support.js";
+import { acquireShards } from "./cluster.js";
+import { type Query, SqliteDb } from "./db.js";
+import { dispatch } from "./dispatch.js";
+import { createJobs } from "./jobs.js";
+import { migrate } from "./schema.js";
+
+const T = Date.UTC(2026, 0, 1);
+const SHARD = 3;
+
+const dirs: string[] = [];
+const handles: SqliteDb[] = [];
+
+after(async () => {
+  for (const h of handles) h.close();
+  await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true })));
+});
+
+/** Two handles on one fresh file, migrated. */
+async function twoHandles(): Promise<[SqliteDb, SqliteDb]> {
+  const dir = await mkdtemp(join(tmpdir(), "duetime-fences-"));
+  dirs.push(dir);
+  const path = join(dir, "duetime.db");
+  const a = new SqliteDb({ path });
+  migrate(a);
+  const b = new SqliteDb({ path });
+  handles.push(a, b);
+  return [a, b];
+}
+
+/** `q`, except that just before the first statement matching `when` is prepared, `between` runs (and commits) on another handle. */
+function interleaved(q: Query, when: RegExp, between: () => void): { q: Query; ran: () => boolean } {
+  let ran = false;
+  return {
+    q: (sql) => {
+      if (!ran && when.test(sql)) {
+        ran = true;
+        between();
+      }
+      return q(sql);
+    },
+    ran: () => ran,
+  };
+}
+
+for (const ends of [false, true]) {
+  test(`a stale shard owner's dispatch consumes nothing, though its shard was taken over after it began (${ends ? "last occurrence: delete" : "next occurrence: move"})`, async () => {
+    const [a, b] = await twoHandles();
+    const [nj] = recurringJobs(1, { createdAt: T, dueAt: T, shard: SHARD });
+    a.tx(() => createJobs(a.q, [nj!], "a", T));
+    const [held] = a.tx(() => acquireShards(a.q, { owner: "a", shards: [SHARD], leaseMs: 1_000 }, T));
+    assert.equal(held?.owner, "a");
+
+    // a's lease runs out; b takes the shard over (epoch + 1) while a's dispatch is under way, before it writes.
+    const now = T + 5_000;
+    const takeOver = () => {
+      const [taken] = b.tx(() => acquireShards(b.q, { owner: "b", shards: [SHARD], leaseMs: 60_000 }, now));
+      assert.equal(taken?.epoch, held!.epoch + 1);
+    };
+    const hooked = interleaved(a.q, /^\s*(UPDATE|DELETE FROM) due\b/, takeOver);
+    const entry = { jobId: nj!.job.jobId, tenantId: "default", shard: SHARD, scheduledFor: T, dueAt: T, kind: "cron" as const };
+    const item: DispatchItem = { entry, next: ends ? null : { scheduledFor: T + 3_600_000, dueAt: T + 3_600_000 } };
+    const out = dispatch(hooked.q, { nodeId: "a", epochs: new Map([[SHARD, held!.epoch]]), now, items: [item] });
+
+    assert.ok(hooked.ran(), "the takeover ran before the due entry was written");
+    assert.deepEqual(out, { dispatched: [], wouldRun: [], stale: [], fenced: [entry.jobId] });
+    // Nothing of a's dispatch is in the file: the due entry is as it was, and no execution exists.
+    assert.deepEqual(b.q("SELECT scheduled_for, due_at FROM due WHERE job_id = ?").get(entry.jobId), { scheduled_for: T, due_at: T });
+    assert.equal((b.q("SELECT count(*) AS n FROM executions").get() as { n: number }).n, 0);
+
+    // The new owner, at its epoch, dispatches the entry.
+    const mine = b.tx(() => dispatch(b.q, { nodeId: "b", epochs: new Map([[SHARD, held!.epoch + 1]]), now, items: [item] }));
+    assert.equal(mine.dispatched.length, 1);
+  });
+}
