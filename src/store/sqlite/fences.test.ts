@@ -89,3 +89,39 @@ for (const ends of [false, true]) {
     assert.equal(mine.dispatched.length, 1);
   });
 }
+
+test("an idempotency key another handle claimed after the create began is not taken over: another request's answers idempotency_mismatch", async () => {
+  const [a, b] = await twoHandles();
+  const [mine, theirs] = recurringJobs(2, { createdAt: T, dueAt: T + 60_000 });
+  const claim = (nj: typeof mine, requestHash: string) => ({ ...nj!, idempotency: { key: "k", requestHash } });
+  // b creates its job under the key while a's create is under way, before a writes the key.
+  const hooked = interleaved(a.q, /^\s*INSERT (OR REPLACE )?INTO idempotency_keys\b/, () => {
+    const [created] = b.tx(() => createJobs(b.q, [claim(theirs, "h-theirs")], "b", T));
+    assert.equal(created?.status, "created");
+  });
+  const [outcome] = createJobs(hooked.q, [claim(mine, "h-mine")], "a", T);
+
+  assert.ok(hooked.ran(), "b's create ran before a's key was written");
+  assert.deepEqual(outcome, { status: "idempotency_mismatch" });
+  // The key is still b's, and a wrote no job.
+  assert.deepEqual(b.q("SELECT request_hash, job_id FROM idempotency_keys WHERE key = 'k'").get(), {
+    request_hash: "h-theirs",
+    job_id: theirs!.job.jobId,
+  });
+  assert.equal(b.q("SELECT 1 FROM jobs WHERE id = ?").get(mine!.job.jobId), undefined);
+});
+
+test("the same request's create, racing one that claimed its key first, answers existing with that job", async () => {
+  const [a, b] = await twoHandles();
+  const [first, again] = recurringJobs(2, { createdAt: T, dueAt: T + 60_000 });
+  const claim = (nj: typeof first) => ({ ...nj!, idempotency: { key: "k", requestHash: "h" } });
+  const hooked = interleaved(a.q, /^\s*INSERT (OR REPLACE )?INTO idempotency_keys\b/, () => {
+    b.tx(() => createJobs(b.q, [claim(first)], "b", T));
+  });
+  const [outcome] = createJobs(hooked.q, [claim(again)], "a", T);
+
+  assert.ok(hooked.ran());
+  assert.equal(outcome?.status, "existing");
+  assert.equal(outcome?.status === "existing" && outcome.job.jobId, first!.job.jobId);
+  assert.equal(b.q("SELECT 1 FROM jobs WHERE id = ?").get(again!.job.jobId), undefined);
+});

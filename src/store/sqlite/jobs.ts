@@ -40,22 +40,15 @@ export function createJobs(q: Query, jobs: NewJob[], nodeId: string, now: number
 
 /** Writes a job, and a one-off's execution (its lane and ready counter rows are added to `ready`, for one write per batch). */
 function createOne(q: Query, { job, due, execution, idempotency, traceParent }: NewJob, now: number, nodeId: string, ready: Row[]): JobCreateOutcome {
-  if (idempotency) {
-    const prior = q("SELECT request_hash, job_id FROM idempotency_keys WHERE tenant_id = ? AND key = ?").get(job.tenantId, idempotency.key) as
+  if (idempotency && !claimKey(q, job.tenantId, job.jobId, idempotency, now)) {
+    // Held by another request: read after the claim, as it stands.
+    const holder = q("SELECT request_hash, job_id FROM idempotency_keys WHERE tenant_id = ? AND key = ?").get(job.tenantId, idempotency.key) as
       | { request_hash: string; job_id: string }
       | undefined;
-    if (prior) {
-      if (prior.request_hash !== idempotency.requestHash) return { status: "idempotency_mismatch" };
-      const existing = getJob(q, job.tenantId, prior.job_id);
-      if (existing) return { status: "existing", job: existing };
-    }
-    q("INSERT OR REPLACE INTO idempotency_keys (tenant_id, key, request_hash, job_id, created_at) VALUES (?, ?, ?, ?, ?)").run(
-      job.tenantId,
-      idempotency.key,
-      idempotency.requestHash,
-      job.jobId,
-      now,
-    );
+    if (holder?.request_hash !== idempotency.requestHash) return { status: "idempotency_mismatch" };
+    const existing = getJob(q, job.tenantId, holder.job_id);
+    // Its job gone since the claim (another handle's retention): as postgres/jobs.ts answers it.
+    return existing ? { status: "existing", job: existing } : { status: "idempotency_mismatch" };
   }
   const pool = poolOf(job.target);
   const target = JSON.stringify(job.target);
@@ -135,6 +128,23 @@ function insertOneOffExecution(
     w.now,
     w.nodeId,
     w.traceParent,
+  );
+}
+
+/**
+ * Claims an idempotency key for jobId, a compare-and-set in the insert: a
+ * new key, or one whose job is gone (retention removed it first) under the
+ * same request hash, is taken; a key another job holds, or another
+ * request's, changes nothing (false), whatever was read before.
+ */
+function claimKey(q: Query, tenantId: string, jobId: string, k: { key: string; requestHash: string }, now: number): boolean {
+  return (
+    q(
+      `INSERT INTO idempotency_keys (tenant_id, key, request_hash, job_id, created_at) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (tenant_id, key) DO UPDATE SET request_hash = excluded.request_hash, job_id = excluded.job_id, created_at = excluded.created_at
+       WHERE idempotency_keys.request_hash = excluded.request_hash
+         AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = idempotency_keys.job_id AND j.tenant_id = idempotency_keys.tenant_id)`,
+    ).run(tenantId, k.key, k.requestHash, jobId, now).changes === 1
   );
 }
 
