@@ -13,12 +13,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 
-import type { DispatchItem } from "../store.js";
+import type { DispatchItem, LeaseParams, NewJob } from "../store.js";
 import { recurringJobs } from "../test-support.js";
 import { acquireShards } from "./cluster.js";
 import { type Query, SqliteDb } from "./db.js";
 import { dispatch } from "./dispatch.js";
 import { createJobs } from "./jobs.js";
+import { lease } from "./leases.js";
 import { migrate } from "./schema.js";
 
 const T = Date.UTC(2026, 0, 1);
@@ -124,4 +125,55 @@ test("the same request's create, racing one that claimed its key first, answers 
   assert.equal(outcome?.status, "existing");
   assert.equal(outcome?.status === "existing" && outcome.job.jobId, first!.job.jobId);
   assert.equal(b.q("SELECT 1 FROM jobs WHERE id = ?").get(again!.job.jobId), undefined);
+});
+
+/** A one-off job of tenant default in `pool`, its execution READY since T. */
+function oneOff(pool: string): NewJob {
+  const [nj] = recurringJobs(1, { createdAt: T, dueAt: T });
+  return { job: { ...nj!.job, kind: "once", target: { type: "queue", pool } }, due: null, execution: { scheduledFor: T, dueAt: T } };
+}
+
+/** Tenant default's caps: one attempt leased at a time, or one grant a second. */
+const CAPS = {
+  max_leased_attempts: "INSERT INTO tenants (tenant_id, max_leased_attempts, updated_at) VALUES ('default', 1, 0)",
+  dispatch_rate_per_second: "INSERT INTO tenants (tenant_id, dispatch_rate_per_second, updated_at) VALUES ('default', 1, 0)",
+};
+
+for (const [cap, sql] of Object.entries(CAPS)) {
+  for (const across of [false, true]) {
+    test(`a lease whose tenant's ${cap} was used up by another handle after it picked grants nothing (${across ? "across tenants" : "one tenant"})`, async () => {
+      const [a, b] = await twoHandles();
+      a.q(sql).run();
+      a.tx(() => createJobs(a.q, [oneOff("p"), oneOff("q")], "a", T));
+      const now = T + 1_000;
+      const params = (pool: string): LeaseParams => ({ pool, workerId: pool, max: 10, leaseMs: 30_000, ...(across ? {} : { tenantId: "default" }) });
+      // b leases the tenant's work in pool q while a's lease of pool p has read the caps and picked, before a grants.
+      const hooked = interleaved(a.q, /^\s*UPDATE executions SET state = 'RUNNING'/, () => {
+        const theirs = b.tx(() => lease(b.q, params("q"), now, 2));
+        assert.equal(theirs.length, 1);
+      });
+      const mine = lease(hooked.q, params("p"), now, 1);
+
+      assert.ok(hooked.ran(), "b's lease ran before a's grant");
+      assert.deepEqual(mine, []);
+      assert.equal((b.q("SELECT count(*) AS n FROM executions WHERE state = 'RUNNING'").get() as { n: number }).n, 1);
+      if (cap === "dispatch_rate_per_second") {
+        // b's charge stands, one grant's worth: nothing of a's lease was charged.
+        assert.equal((b.q("SELECT dispatch_tat AS tat FROM tenants").get() as { tat: number }).tat, now + 1_000);
+      }
+    });
+  }
+}
+
+test("a row another handle granted after a lease picked it is not granted twice", async () => {
+  const [a, b] = await twoHandles();
+  a.tx(() => createJobs(a.q, [oneOff("p")], "a", T));
+  const now = T + 1_000;
+  const params: LeaseParams = { pool: "p", workerId: "w", max: 10, leaseMs: 30_000 };
+  const hooked = interleaved(a.q, /^\s*UPDATE executions SET state = 'RUNNING'/, () => {
+    assert.equal(b.tx(() => lease(b.q, params, now, 2)).length, 1);
+  });
+  assert.deepEqual(lease(hooked.q, params, now, 1), []);
+  assert.ok(hooked.ran());
+  assert.deepEqual(b.q("SELECT attempt, lease_incarnation FROM executions").get(), { attempt: 1, lease_incarnation: 2 });
 });

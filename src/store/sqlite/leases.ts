@@ -5,7 +5,7 @@
 // reaper. Each function runs in the caller's write transaction (index.ts).
 
 import type { ErrorRecord } from "@duetime/sdk/contract";
-import { chargeDispatch, dispatchAllowance, nextDispatchAt } from "../../core/dispatch-rate.js";
+import { dispatchAllowance, nextDispatchAt } from "../../core/dispatch-rate.js";
 import { fairPick, NO_WORK, type Lane, type LaneGrant } from "../../core/fair-share.js";
 import { type AttemptEnd, endExpiredAttempt, endFailedAttempt, endReleasedAttempt, lastErrorOf, expiredAttemptError } from "../../core/retry.js";
 import { jobChangeAfterExecution } from "../../core/states.js";
@@ -52,7 +52,41 @@ interface TenantGate {
   /** What the rate alone allowed when the lease began. */
   byRate: number;
   tat: number | null;
+  /** How many of its rows this lease picked. */
+  picked: number;
 }
+
+/** What a tenant's dispatch rate allows at @now, of tenants row `t` (core/dispatch-rate.ts dispatchAllowance, the same arithmetic). */
+const ALLOWED_BY_RATE = `max(0, floor(max(1, t.dispatch_rate_per_second)
+  - max(0, coalesce(t.dispatch_tat, @now) - @now) * t.dispatch_rate_per_second / 1000.0 + 1e-9))`;
+
+/**
+ * The grant: the picked rows (@ids) RUNNING as a new attempt, each a
+ * compare-and-set on READY, and none of a tenant's when its picks (@gated:
+ * [tenantId, picked] pairs) no longer fit its caps as they stand when the
+ * statement runs: max_leased_attempts less its RUNNING attempts, and what
+ * its dispatch rate allows (ALLOWED_BY_RATE). The subqueries see the table
+ * as it was before the statement (an UPDATE whose WHERE has a subquery
+ * collects its rows first). Each records the wait its tenant's rate
+ * imposed: the lane's throttled_since as the lease found it.
+ */
+const GRANT = `UPDATE executions SET state = 'RUNNING', attempt = attempt + 1, lease_incarnation = @incarnation, worker_id = @worker, cancel_requested = 0, started_at = @now,
+    deadline = @now + timeout_ms + @grace, lease_ms = @leaseMs,
+    lease_until = min(@now + @leaseMs, @now + timeout_ms + @grace),
+    throttled_ms = (SELECT max(0, @now - max(executions.ready_at, l.throttled_since)) FROM lanes l
+                    WHERE l.pool = executions.pool AND l.tenant_id = executions.tenant_id)
+  WHERE id IN (SELECT value FROM json_each(@ids)) AND state = 'READY'
+    AND tenant_id NOT IN (
+      SELECT t.tenant_id FROM json_each(@gated) g JOIN tenants t ON t.tenant_id = g.value ->> 0
+      WHERE (t.max_leased_attempts IS NOT NULL AND (g.value ->> 1)
+               + (SELECT count(*) FROM executions r WHERE r.tenant_id = t.tenant_id AND r.state = 'RUNNING') > t.max_leased_attempts)
+         OR (t.dispatch_rate_per_second IS NOT NULL AND (g.value ->> 1) > ${ALLOWED_BY_RATE}))
+  RETURNING id, tenant_id, job_id, name, attempt, attempt_base, lease_incarnation, payload, scheduled_for, lease_until, timeout_ms, target,
+    priority, ready_at, trace_parent`;
+
+/** A rate-limited tenant's tat, charged @n grants at @now (core/dispatch-rate.ts chargeDispatch): added to the tat as it stands, so no charge is lost. */
+const CHARGE = `UPDATE tenants SET dispatch_tat = max(coalesce(dispatch_tat, @now), @now) + @n * 1000.0 / dispatch_rate_per_second
+  WHERE tenant_id = @tenant RETURNING dispatch_tat AS tat`;
 
 /**
  * Grants up to max READY executions due by now. The pool's READY rows
@@ -69,20 +103,20 @@ export function lease(q: Query, p: LeaseParams, now: number, incarnation: number
   };
   const fair = p.tenantId === undefined ? fairShares(q, p.pool, now, p.max, gate) : undefined;
   const ids = fair ? fair.ids : dueIds(q, { pool: p.pool, tenantId: p.tenantId as string }, now, Math.min(p.max, gate(p.tenantId as string).left));
-  // The grant reads each lane's throttled_since as the lease found it: the wait the rate imposed on each attempt.
+  if (!fair && ids.length > 0) gate(p.tenantId as string).picked = ids.length;
+  const gated = [...gates].flatMap(([tenantId, g]) => (g.picked > 0 ? [[tenantId, g.picked]] : []));
   const rows =
     ids.length === 0
       ? []
-      : (q(
-          `UPDATE executions SET state = 'RUNNING', attempt = attempt + 1, lease_incarnation = @incarnation, worker_id = @worker, cancel_requested = 0, started_at = @now,
-             deadline = @now + timeout_ms + @grace, lease_ms = @leaseMs,
-             lease_until = min(@now + @leaseMs, @now + timeout_ms + @grace),
-             throttled_ms = (SELECT max(0, @now - max(executions.ready_at, l.throttled_since)) FROM lanes l
-                             WHERE l.pool = executions.pool AND l.tenant_id = executions.tenant_id)
-           WHERE id IN (SELECT value FROM json_each(@ids))
-           RETURNING id, tenant_id, job_id, name, attempt, attempt_base, lease_incarnation, payload, scheduled_for, lease_until, timeout_ms, target,
-             priority, ready_at, trace_parent`,
-        ).all({ ids: JSON.stringify(ids), now, worker: p.workerId, leaseMs: p.leaseMs, grace: p.graceMs ?? 0, incarnation }) as Row[]);
+      : (q(GRANT).all({
+          ids: JSON.stringify(ids),
+          gated: JSON.stringify(gated),
+          now,
+          worker: p.workerId,
+          leaseMs: p.leaseMs,
+          grace: p.graceMs ?? 0,
+          incarnation,
+        }) as Row[]);
   // After the grant: a lane's next READY row is one not granted now.
   const wakes = chargeRates(q, p.pool, gates, rows, now);
   if (fair) settleLanes(q, p.pool, fair.lanes, wakes);
@@ -132,6 +166,7 @@ function fairShares(q: Query, pool: string, now: number, max: number, gate: (ten
     const ids = dueIds(q, { pool, tenantId: lane.tenantId }, now, Math.min(n, g.left), taken);
     for (const id of ids) taken.add(id);
     g.left -= ids.length;
+    g.picked += ids.length;
     return ids;
   });
 }
@@ -152,7 +187,7 @@ function gateOf(q: Query, tenantId: string, now: number): TenantGate {
   }
   const rate = row?.rate ?? null;
   const byRate = dispatchAllowance(rate, row?.tat ?? null, now);
-  return { left: Math.min(left, byRate), rate, byRate, tat: row?.tat ?? null };
+  return { left: Math.min(left, byRate), rate, byRate, tat: row?.tat ?? null, picked: 0 };
 }
 
 /**
@@ -165,8 +200,7 @@ function chargeRates(q: Query, pool: string, gates: ReadonlyMap<string, TenantGa
   for (const [tenantId, g] of gates) {
     if (g.rate === null) continue;
     const n = granted.filter((r) => r.tenant_id === tenantId).length;
-    const tat = n > 0 ? chargeDispatch(g.rate, g.tat, now, n) : g.tat;
-    if (n > 0) q("UPDATE tenants SET dispatch_tat = @tat WHERE tenant_id = @tenant").run({ tenant: tenantId, tat });
+    const tat = n > 0 ? (q(CHARGE).get({ tenant: tenantId, n, now }) as { tat: number }).tat : g.tat;
     const next = g.byRate - n < 1 ? nextReadyAt(q, { pool, tenantId }) : null;
     if (next !== null && next <= now) {
       q("UPDATE lanes SET throttled_since = coalesce(throttled_since, @now) WHERE pool = @pool AND tenant_id = @tenant").run({
