@@ -22,6 +22,11 @@ export interface SqliteOpenOptions {
   busyTimeoutMs?: number;
 }
 
+/** Thrown inside tx() to roll its transaction back and answer `value` (as postgres/db.ts Rollback). */
+export class Rollback<T> {
+  constructor(readonly value: T) {}
+}
+
 export class SqliteDb {
   readonly handle: Database.Database;
   readonly durability: Durability;
@@ -52,9 +57,15 @@ export class SqliteDb {
     return stmt;
   };
 
-  /** An accepted write (or a read that must see one): flushed before it returns, with every transition before it. */
+  /** An accepted write (or a read that must see one): flushed before it returns, with every transition before it. A Rollback thrown by fn undoes it and answers its value. */
   tx<T>(fn: () => T): T {
-    const value = this.handle.transaction(fn).immediate();
+    let value: T;
+    try {
+      value = this.handle.transaction(fn).immediate();
+    } catch (error) {
+      if (error instanceof Rollback) return error.value as T;
+      throw error;
+    }
     this.unflushed = false;
     return value;
   }

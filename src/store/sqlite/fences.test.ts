@@ -16,10 +16,11 @@ import { after, test } from "node:test";
 import type { DispatchItem, LeaseParams, NewJob } from "../store.js";
 import { recurringJobs } from "../test-support.js";
 import { acquireShards } from "./cluster.js";
-import { type Query, SqliteDb } from "./db.js";
+import { type Query, Rollback, SqliteDb } from "./db.js";
 import { dispatch } from "./dispatch.js";
 import { createJobs } from "./jobs.js";
 import { lease } from "./leases.js";
+import { claimReplays, createReplay, stepReplay } from "./replays.js";
 import { migrate } from "./schema.js";
 
 const T = Date.UTC(2026, 0, 1);
@@ -176,4 +177,37 @@ test("a row another handle granted after a lease picked it is not granted twice"
   assert.deepEqual(lease(hooked.q, params, now, 1), []);
   assert.ok(hooked.ran());
   assert.deepEqual(b.q("SELECT attempt, lease_incarnation FROM executions").get(), { attempt: 1, lease_incarnation: 2 });
+});
+
+test("a replay step whose lease another owner claimed after it began writes no progress, and is rolled back", async () => {
+  const [a, b] = await twoHandles();
+  const job = oneOff("p");
+  a.tx(() => createJobs(a.q, [job], "a", T));
+  a.q("UPDATE executions SET state = 'DEAD', dead_at = ?, finished_at = ?, attempt = 1").run(T, T);
+  const replayId = "r1";
+  a.tx(() =>
+    createReplay(a.q, {
+      replay: { replayId, tenantId: "default", selection: { filter: { deadBefore: T + 1 } }, ratePerSecond: 100, actor: "t", createdAt: T },
+      audit: { tenantId: "default", at: T, actor: "t", action: "replay.create", subject: replayId, details: null },
+    }),
+  );
+  const now = T + 1_000;
+  assert.equal(a.tx(() => claimReplays(a.q, { owner: "a", leaseMs: 1_000, limit: 1 }, now)).length, 1);
+  // b claims the replay (a's renewed lease ran out) while a's step is under way, before a writes its progress.
+  const later = now + 10_000;
+  const hooked = interleaved(a.q, /^\s*UPDATE dead_letter_replays SET replayed\b/, () => {
+    assert.equal(b.tx(() => claimReplays(b.q, { owner: "b", leaseMs: 60_000, limit: 1 }, later)).length, 1);
+  });
+  assert.throws(() => stepReplay(hooked.q, { replayId, owner: "a", leaseMs: 1_000, at: now, limit: 10 }, now), Rollback);
+
+  assert.ok(hooked.ran());
+  // The replay is b's, as b claimed it: no progress of a's is on it.
+  assert.deepEqual(b.q("SELECT owner, lease_until, state, replayed, skipped, cursor FROM dead_letter_replays").get(), {
+    owner: "b",
+    lease_until: later + 60_000,
+    state: "RUNNING",
+    replayed: 0,
+    skipped: 0,
+    cursor: null,
+  });
 });

@@ -1,13 +1,14 @@
 // Bulk dead-letter replays on SQLite (store/replays.ts has the shared
 // arithmetic). A step runs in the caller's write transaction: the lease's
 // compare-and-set, each selected dead letter revived by a compare-and-set on
-// DEAD, the progress written.
+// DEAD, the progress written by a compare-and-set on the lease the step
+// renewed (no longer held: the step rolls back, db.ts Rollback).
 
 import { REPLAY_JOB_CHANGE } from "../../core/states.js";
 import { nextIds, replaySlots, toReplay } from "../replays.js";
 import type { ReplayCursor, ReplayRecord, ReplaySelection, StoreParams } from "../store.js";
 import { changeJobs } from "./changes.js";
-import { json, parse, type Query, type Row } from "./db.js";
+import { json, parse, type Query, Rollback, type Row } from "./db.js";
 import { appendAudit } from "./history.js";
 
 const record = (r: Row): ReplayRecord => toReplay(r, parse);
@@ -121,9 +122,11 @@ export function stepReplay(q: Query, p: StoreParams<"replayStep">, now: number) 
     `UPDATE dead_letter_replays SET replayed = replayed + @replayed, skipped = skipped + @skipped, cursor = @cursor,
        next_at = @nextAt, updated_at = @at, state = @state, finished_at = @finished,
        owner = CASE WHEN @state = 'RUNNING' THEN owner END, lease_until = CASE WHEN @state = 'RUNNING' THEN lease_until END
-     WHERE id = @id RETURNING *`,
+     WHERE id = @id AND owner = @owner AND state = 'RUNNING' AND lease_until = @until RETURNING *`,
   ).get({
     id: replay.replayId,
+    owner: p.owner,
+    until: now + p.leaseMs,
     replayed: replayed.length,
     skipped,
     cursor: json(cursor),
@@ -131,7 +134,9 @@ export function stepReplay(q: Query, p: StoreParams<"replayStep">, now: number) 
     at: p.at,
     state: done ? "DONE" : "RUNNING",
     finished: done ? p.at : null,
-  }) as Row;
+  }) as Row | undefined;
+  // The lease this step renewed is gone (a cancel, or another owner's claim, committed since): the step is undone, as one fenced out at its start.
+  if (!updated) throw new Rollback(null);
   return { replay: record(updated), replayed };
 }
 
