@@ -19,7 +19,7 @@ const DUE: Record<RetentionKind, { table: string; key: string[]; time: string; r
     time: "finished_at",
     rule: "state IN ('SUCCEEDED', 'DEAD', 'CANCELLED', 'SKIPPED') AND finished_at < @before",
   },
-  // A job's executions are the id range ("<jobId>-", "<jobId>.") of the executions primary key (see index.ts).
+  // A job's executions are the id range ("<jobId>-", "<jobId>.") of the executions primary key (db.ts jobRange).
   jobs: {
     table: "jobs",
     key: ["id"],
