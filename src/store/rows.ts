@@ -2,9 +2,24 @@
 // differ only in how a JSON column arrives (SQLite: text to parse;
 // PostgreSQL: jsonb, parsed by the client), which each passes in.
 
-import type { ErrorRecord, Role } from "@duetime/sdk/contract";
+import type { ErrorRecord, JobState, Role } from "@duetime/sdk/contract";
+import { type AttemptFacts, retryDeadlineOf } from "../core/retry.js";
 import { isInternalPool } from "../core/targets.js";
-import type { ApiKeyRecord, AttemptRow, DueRef, LeasedRow, LoadedDueEntry, TenantLimits } from "./store.js";
+import type {
+  ApiKeyRecord,
+  AttemptRow,
+  AuditEntry,
+  DeadLetterRow,
+  DueRef,
+  JobRecord,
+  LeasedRow,
+  LoadedDueEntry,
+  NodeRecord,
+  PurgedRow,
+  RetentionKind,
+  ShardLease,
+  TenantLimits,
+} from "./store.js";
 
 export type Row = Record<string, unknown>;
 
@@ -126,3 +141,114 @@ export function toTenantLimits(r: Record<string, unknown>): TenantLimits {
 
 /** jobList's kind filter, on jobs aliased j: a literal, not a parameter, so the partial index of cron jobs (jobs_cron_by_tenant_created) matches it. */
 export const KIND_FILTER = { once: "j.kind = 'once'", cron: "j.kind = 'cron'" } as const;
+
+/** A jobs row (with next_run_at and next_due_at, store.ts JobRecord.nextRunAt) as its record. */
+export function toJob(r: Row, json: JsonColumn): JobRecord {
+  return {
+    tenantId: r.tenant_id as string,
+    jobId: r.id as string,
+    shard: r.shard as number,
+    kind: r.kind as "once" | "cron",
+    name: r.name as string,
+    state: r.state as JobState,
+    target: json(r.target),
+    payload: json(r.payload) ?? null,
+    schedule: json(r.schedule),
+    retry: json(r.retry),
+    timeoutSeconds: r.timeout_seconds as number,
+    priority: r.priority as number,
+    mode: r.mode as JobRecord["mode"],
+    version: r.version as number,
+    createdAt: r.created_at as number,
+    updatedAt: r.updated_at as number,
+    nextRunAt: (r.next_run_at as number | null) ?? null,
+    nextDueAt: (r.next_due_at as number | null) ?? null,
+  };
+}
+
+/** A DEAD executions row as a dead letter. */
+export function toDeadLetter(e: Row, json: JsonColumn): DeadLetterRow {
+  return {
+    executionId: e.id as string,
+    tenantId: e.tenant_id as string,
+    jobId: e.job_id as string,
+    name: e.name as string,
+    scheduledFor: e.scheduled_for as number,
+    attempts: e.attempt as number,
+    lastError: json<ErrorRecord | null>(e.last_error) ?? null,
+    deadAt: e.dead_at as number,
+    payload: json(e.payload) ?? null,
+  };
+}
+
+/** An audit row as its entry. */
+export function toAudit(r: Row, json: JsonColumn): AuditEntry & { id: number } {
+  return {
+    id: r.id as number,
+    tenantId: r.tenant_id as string,
+    at: r.at as number,
+    actor: r.actor as string,
+    action: r.action as string,
+    subject: r.subject as string,
+    details: json(r.details) ?? null,
+  };
+}
+
+/** A row retention removes, as the archive sees it; `row` is the row with its JSON columns parsed (executions: with their attempts). */
+export function toPurged(kind: RetentionKind, row: Row): PurgedRow {
+  const common = { kind, tenantId: row.tenant_id as string, row };
+  switch (kind) {
+    case "executions":
+      return { ...common, id: row.id as string, jobId: row.job_id as string, at: row.finished_at as number };
+    case "jobs":
+      return { ...common, id: row.id as string, jobId: row.id as string, at: row.updated_at as number };
+    case "idempotency":
+      return { ...common, id: row.key as string, jobId: row.job_id as string, at: row.created_at as number };
+    case "audit":
+      return { ...common, id: String(row.id), jobId: null, at: row.at as number };
+  }
+}
+
+/** What core/retry.ts needs of a running execution row to decide how its attempt ends (cancel_requested: a boolean, or SQLite's 0/1). */
+export function attemptFacts(e: Row): AttemptFacts {
+  return {
+    attempt: (e.attempt as number) - (e.attempt_base as number),
+    retry: { maxAttempts: e.max_attempts as number, backoffSeconds: e.backoff_seconds as number, maxBackoffSeconds: e.max_backoff_seconds as number },
+    cancelRequested: e.cancel_requested === true || e.cancel_requested === 1,
+    retryDeadline: retryDeadlineOf(Number(e.scheduled_for), e.retry_deadline_seconds as number | null),
+  };
+}
+
+export function toShard(r: Row): ShardLease {
+  return { shard: r.shard as number, owner: r.owner as string | null, epoch: r.epoch as number, leaseUntil: r.lease_until as number };
+}
+
+export function toNode(r: Row): NodeRecord {
+  return {
+    nodeId: r.node_id as string,
+    address: (r.address as string | null) ?? null,
+    lastHeartbeatAt: r.last_heartbeat_at as number,
+    expiresAt: r.expires_at as number,
+  };
+}
+
+/** An execution a batch insert wrote, from its RETURNING row (dry_run: a boolean, or SQLite's 0/1). */
+export interface InsertedExecution {
+  jobId: string;
+  executionId: string;
+  tenantId: string;
+  pool: string;
+  state: string;
+  dryRun: boolean;
+}
+
+export function toInserted(r: Row): InsertedExecution {
+  return {
+    jobId: r.job_id as string,
+    executionId: r.id as string,
+    tenantId: r.tenant_id as string,
+    pool: r.pool as string,
+    state: r.state as string,
+    dryRun: r.dry_run === true || r.dry_run === 1,
+  };
+}

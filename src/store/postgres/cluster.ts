@@ -4,7 +4,8 @@
 // flight, and a dispatch after a takeover sees the new owner and epoch.
 
 import type { NodeRecord, ShardLease } from "../store.js";
-import { type Db, nowOr, type Row, rows } from "./db.js";
+import { toNode, toShard } from "../rows.js";
+import { type Db, nowOr, rows } from "./db.js";
 
 /**
  * Takes the listed shards that are free, expired or already owner's, in one
@@ -53,18 +54,9 @@ export async function heartbeat(db: Db, p: { nodeId: string; address: string | n
 
 export async function liveNodes(db: Db, p: { now: number }): Promise<NodeRecord[]> {
   const live = await rows(db, "SELECT * FROM nodes WHERE expires_at >= $1 ORDER BY node_id", [p.now]);
-  return live.map((r) => ({
-    nodeId: r.node_id as string,
-    address: (r.address as string | null) ?? null,
-    lastHeartbeatAt: r.last_heartbeat_at as number,
-    expiresAt: r.expires_at as number,
-  }));
+  return live.map(toNode);
 }
 
 export async function leave(db: Db, p: { nodeId: string }): Promise<void> {
   await db.query("DELETE FROM nodes WHERE node_id = $1", [p.nodeId]);
-}
-
-function toShard(r: Row): ShardLease {
-  return { shard: r.shard as number, owner: r.owner as string | null, epoch: r.epoch as number, leaseUntil: r.lease_until as number };
 }

@@ -10,6 +10,7 @@ import { overlapAction, REPLACED_ERROR, skippedError } from "../../core/misfire.
 import { DISPATCHING_STATES, IN_FLIGHT_STATES, LAST_DISPATCH_JOB_CHANGE } from "../../core/states.js";
 import type { AttemptRow, DispatchItem, DueEntry } from "../store.js";
 import { cancelInFlight, changeJobs } from "./changes.js";
+import { toInserted } from "../rows.js";
 import { json, rows } from "./db.js";
 import { attemptZeros } from "./history.js";
 
@@ -157,7 +158,7 @@ export async function insertExecutions(
   only: { tenantId?: string; anyJobState?: boolean } = {},
 ) {
   if (executions.length === 0) return [];
-  const inserted = await rows<{ id: string; job_id: string; tenant_id: string; pool: string; state: string; dry_run: boolean }>(
+  const inserted = await rows(
     c,
     `INSERT INTO executions (id, tenant_id, job_id, scheduled_for, pool, name, priority, state, max_attempts,
        backoff_seconds, max_backoff_seconds, retry_deadline_seconds, timeout_ms, ready_at, payload, target, dispatched_at, dispatched_by,
@@ -194,10 +195,10 @@ export async function insertExecutions(
     ],
     "executions_insert",
   );
-  const byId = new Map(inserted.map((r) => [r.id, r]));
+  const byId = new Map(inserted.map((r) => [r.id as string, r]));
   return executions.flatMap((e) => {
     const r = byId.get(executionIdFor(e.jobId, e.scheduledFor));
-    return r ? [{ jobId: r.job_id, executionId: r.id, tenantId: r.tenant_id, pool: r.pool, state: r.state, dryRun: r.dry_run }] : [];
+    return r ? [toInserted(r)] : [];
   });
 }
 

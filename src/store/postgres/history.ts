@@ -3,11 +3,10 @@
 // the primary key (job_id, scheduled_for).
 
 import type pg from "pg";
-import type { ErrorRecord } from "@duetime/sdk/contract";
 import { REPLAY_JOB_CHANGE } from "../../core/states.js";
 import type { AttemptRow, AuditEntry, DeadLetterRow } from "../store.js";
 import { changeJobs } from "./changes.js";
-import { jsonb, toAttemptRow } from "../rows.js";
+import { jsonb, toAttemptRow, toDeadLetter } from "../rows.js";
 import { type Db, executionKey, json, one, type Row, rows } from "./db.js";
 
 /** A history row; jsonb columns arrive parsed. */
@@ -80,17 +79,7 @@ export async function deadLetters(
     p.limit,
     ...(p.after ? [p.after.deadAt, p.after.executionId] : []),
   ]);
-  return found.map((e) => ({
-    executionId: e.id as string,
-    tenantId: e.tenant_id as string,
-    jobId: e.job_id as string,
-    name: e.name as string,
-    scheduledFor: e.scheduled_for as number,
-    attempts: e.attempt as number,
-    lastError: (e.last_error as ErrorRecord | null) ?? null,
-    deadAt: e.dead_at as number,
-    payload: e.payload ?? null,
-  }));
+  return found.map((e) => toDeadLetter(e, jsonb));
 }
 
 /** DEAD → READY now with a fresh retry budget, the job revived (REPLAY_JOB_CHANGE) and the audit entry, in the caller's transaction. */

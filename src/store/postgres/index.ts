@@ -30,7 +30,7 @@ import { acquireShards, heartbeat, leave, listShards, liveNodes, releaseShards }
 import { checkSchemaName } from "../names.js";
 import { countHour, type CountRow, countsSql, toPoolCounts, toUpcoming, upcomingSql, upcomingWindow } from "../ready-counts.js";
 import { fromWorkloadRow, WORKLOAD_COLUMNS, workloadJson, workloadUpsertSql } from "../workload-minutes.js";
-import { DUE_COLUMNS, DUE_REF_COLUMNS, jsonb, TENANT_LIMIT_COLUMNS, toApiKey, toDueRef, toLoadedDue, toTenantLimits } from "../rows.js";
+import { DUE_COLUMNS, DUE_REF_COLUMNS, jsonb, TENANT_LIMIT_COLUMNS, toApiKey, toAudit, toDueRef, toLoadedDue, toTenantLimits } from "../rows.js";
 import { clientConfig, createPool, executionKey, one, type PoolOptions, rows, statementAgain, transaction } from "./db.js";
 import { createExecutions, dispatch } from "./dispatch.js";
 import { rethrowPostgresError } from "./errors.js";
@@ -506,15 +506,7 @@ class PostgresStore implements Store {
       p.limit,
       ...(p.after ? [p.after.at, p.after.id] : []),
     ]);
-    return found.map((r) => ({
-      id: r.id as number,
-      tenantId: r.tenant_id as string,
-      at: r.at as number,
-      actor: r.actor as string,
-      action: r.action as string,
-      subject: r.subject as string,
-      details: r.details ?? null,
-    }));
+    return found.map((r) => toAudit(r, jsonb));
   }
 
   // ---- API keys -------------------------------------------------------------------

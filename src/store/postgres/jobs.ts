@@ -11,8 +11,11 @@ import { NOT_STARTED } from "../../core/states.js";
 import type { JobCreateOutcome, JobRecord, NewJob, NextOccurrence, PendingChange, PendingReplace, StoreParams } from "../store.js";
 import { poolOf } from "../../core/targets.js";
 import { cancelInFlight, NOT_STARTED_SQL } from "./changes.js";
-import { KIND_FILTER } from "../rows.js";
+import { jsonb, KIND_FILTER, toJob } from "../rows.js";
 import { type Db, json, one, Rollback, type Row, rows } from "./db.js";
+
+/** A jobs row as its record. */
+const jobRecord = (r: Row): JobRecord => toJob(r, jsonb);
 import { insertExecutions, type NewExecution } from "./dispatch.js";
 
 /**
@@ -33,13 +36,13 @@ const JOB_WITH_NEXT = `SELECT j.*, coalesce(d.scheduled_for, p.scheduled_for) AS
 
 export async function getJob(db: Db, tenantId: string, jobId: string): Promise<JobRecord | null> {
   const row = await one(db, `${JOB_WITH_NEXT} WHERE j.id = $1 AND j.tenant_id = $2`, [jobId, tenantId], "job_get");
-  return row ? toJob(row) : null;
+  return row ? jobRecord(row) : null;
 }
 
 async function jobsById(db: Db, jobIds: readonly string[]): Promise<Map<string, JobRecord>> {
   if (jobIds.length === 0) return new Map();
   const found = await rows(db, `${JOB_WITH_NEXT} WHERE j.id = ANY($1::text[])`, [jobIds]);
-  return new Map(found.map((r) => [r.id as string, toJob(r)]));
+  return new Map(found.map((r) => [r.id as string, jobRecord(r)]));
 }
 
 export async function listJobs(db: Db, p: StoreParams<"jobList">): Promise<JobRecord[]> {
@@ -52,7 +55,7 @@ export async function listJobs(db: Db, p: StoreParams<"jobList">): Promise<JobRe
   if (p.kind) where.push(KIND_FILTER[p.kind]);
   if (p.after) where.push(`(j.created_at, j.id) < (${bind(p.after.createdAt)}::bigint, ${bind(p.after.jobId)}::text)`);
   const found = await rows(db, `${JOB_WITH_NEXT} WHERE ${where.join(" AND ")} ORDER BY j.created_at DESC, j.id DESC LIMIT $2`, values);
-  return found.map(toJob);
+  return found.map(jobRecord);
 }
 
 /**
@@ -297,27 +300,4 @@ async function replaceDue(c: pg.PoolClient, jobId: string, tenantId: string, sha
            ON CONFLICT (job_id) DO UPDATE SET scheduled_for = excluded.scheduled_for, due_at = excluded.due_at`,
     values: [jobId, tenantId, shard, due.scheduledFor, due.dueAt],
   });
-}
-
-export function toJob(r: Row): JobRecord {
-  return {
-    tenantId: r.tenant_id as string,
-    jobId: r.id as string,
-    shard: r.shard as number,
-    kind: r.kind as "once" | "cron",
-    name: r.name as string,
-    state: r.state as JobState,
-    target: r.target as JobRecord["target"],
-    payload: r.payload ?? null,
-    schedule: r.schedule as JobRecord["schedule"],
-    retry: r.retry as JobRecord["retry"],
-    timeoutSeconds: r.timeout_seconds as number,
-    priority: r.priority as number,
-    mode: r.mode as JobRecord["mode"],
-    version: r.version as number,
-    createdAt: r.created_at as number,
-    updatedAt: r.updated_at as number,
-    nextRunAt: (r.next_run_at as number | null) ?? null,
-    nextDueAt: (r.next_due_at as number | null) ?? null,
-  };
 }

@@ -7,20 +7,11 @@
 
 import type pg from "pg";
 import type { ErrorRecord } from "@duetime/sdk/contract";
-import {
-  type AttemptEnd,
-  type AttemptFacts,
-  endExpiredAttempt,
-  endFailedAttempt,
-  endReleasedAttempt,
-  lastErrorOf,
-  retryDeadlineOf,
-  expiredAttemptError,
-} from "../../core/retry.js";
+import { type AttemptEnd, endExpiredAttempt, endFailedAttempt, endReleasedAttempt, lastErrorOf, expiredAttemptError } from "../../core/retry.js";
 import { LANES_PER_PICK, NO_WORK } from "../../core/fair-share.js";
 import { jobChangeAfterExecution } from "../../core/states.js";
 import type { AckOutcome, CompleteInput, FailInput, LeasedRow, LeaseParams, PossibleDuplicateMark, PossibleDuplicateRow } from "../store.js";
-import { jsonb, toLeasedRows } from "../rows.js";
+import { attemptFacts, jsonb, toLeasedRows } from "../rows.js";
 import { toPossibleDuplicate } from "../replays.js";
 import { changeJobs } from "./changes.js";
 import { type Db, DB_NOW, executionKey, json, nowOr, one, type Row, rows } from "./db.js";
@@ -465,16 +456,6 @@ export async function complete(db: Db, items: CompleteInput[], now: number | nul
     });
   }
   return out;
-}
-
-/** What core/retry.ts needs of a running execution row to decide how its attempt ends. */
-function attemptFacts(e: Row): AttemptFacts {
-  return {
-    attempt: (e.attempt as number) - (e.attempt_base as number),
-    retry: { maxAttempts: e.max_attempts as number, backoffSeconds: e.backoff_seconds as number, maxBackoffSeconds: e.max_backoff_seconds as number },
-    cancelRequested: e.cancel_requested as boolean,
-    retryDeadline: retryDeadlineOf(Number(e.scheduled_for), e.retry_deadline_seconds as number | null),
-  };
 }
 
 /** An attempt to end as core decided on the row `e` was read at. */

@@ -6,13 +6,13 @@
 import type pg from "pg";
 import { REPLAY_JOB_CHANGE } from "../../core/states.js";
 import { nextIds, replaySlots, toReplay } from "../replays.js";
+import { jsonb } from "../rows.js";
 import type { ReplayCursor, ReplayRecord, ReplaySelection, StoreParams } from "../store.js";
 import { changeJobs } from "./changes.js";
 import { type Db, executionKey, json, nowOr, one, type Row, rows } from "./db.js";
 import { appendAudit } from "./history.js";
 
-const asIs = <T>(value: unknown): T => value as T;
-const record = (r: Row): ReplayRecord => toReplay(r, asIs);
+const record = (r: Row): ReplayRecord => toReplay(r, jsonb);
 
 export async function createReplay(c: pg.PoolClient, p: StoreParams<"replayCreate">): Promise<ReplayRecord> {
   const r = p.replay;

@@ -7,7 +7,8 @@
 // reads a retention index of migration 1 in time order, or a primary key.
 
 import type { PurgedRow, RetentionKind } from "../store.js";
-import { type Db, executionKey, type Row, rows } from "./db.js";
+import { toPurged } from "../rows.js";
+import { type Db, executionKey, rows } from "./db.js";
 
 /** A kind's table, key columns, time column and rule of what is due at $1 (before). */
 const DUE: Record<RetentionKind, { table: string; key: string[]; time: string; rule: string }> = {
@@ -115,19 +116,5 @@ function listedKeys(kind: RetentionKind, only: readonly { tenantId: string; id: 
       return [only.map((r) => Number(r.id)).filter(Number.isSafeInteger)];
     case "jobs":
       return [only.map((r) => r.id)];
-  }
-}
-
-function toPurged(kind: RetentionKind, row: Row): PurgedRow {
-  const common = { kind, tenantId: row.tenant_id as string, row };
-  switch (kind) {
-    case "executions":
-      return { ...common, id: row.id as string, jobId: row.job_id as string, at: row.finished_at as number };
-    case "jobs":
-      return { ...common, id: row.id as string, jobId: row.id as string, at: row.updated_at as number };
-    case "idempotency":
-      return { ...common, id: row.key as string, jobId: row.job_id as string, at: row.created_at as number };
-    case "audit":
-      return { ...common, id: String(row.id), jobId: null, at: row.at as number };
   }
 }

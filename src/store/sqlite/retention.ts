@@ -7,11 +7,9 @@
 // indexes of migration 4 or primary keys (retention.test.ts checks the query
 // plans), so a batch costs the rows it touches, however large the tables are.
 
-import type Database from "better-sqlite3";
 import type { PurgedRow, RetentionKind } from "../store.js";
-
-type Row = Record<string, unknown>;
-type Query = (sql: string) => Database.Statement;
+import { toPurged } from "../rows.js";
+import type { Query, Row } from "./db.js";
 
 /** A kind's table, key columns, time column and rule of what is due at @before. */
 const DUE: Record<RetentionKind, { table: string; key: string[]; time: string; rule: string }> = {
@@ -21,7 +19,7 @@ const DUE: Record<RetentionKind, { table: string; key: string[]; time: string; r
     time: "finished_at",
     rule: "state IN ('SUCCEEDED', 'DEAD', 'CANCELLED', 'SKIPPED') AND finished_at < @before",
   },
-  // A job's executions are the id range ("<jobId>-", "<jobId>.") of the executions primary key (see index.ts).
+  // A job's executions are the id range ("<jobId>-", "<jobId>.") of the executions primary key (db.ts jobRange).
   jobs: {
     table: "jobs",
     key: ["id"],
@@ -68,8 +66,7 @@ export function expiredRows(q: Query, p: { kind: RetentionKind; before: number; 
   if (p.kind === "executions" && rows.length > 0) {
     attempts = groupBy(q(CHILDREN_SQL.attempts).all({ ids: JSON.stringify(rows.map((r) => r.id)) }) as Row[], "execution_id");
   }
-  const purged = rows.map((r) => toPurged(p.kind, r, attempts.get(r.id as string)));
-  return purged.sort((a, b) => a.at - b.at || (a.id < b.id ? -1 : 1));
+  return rows.map((r) => purged(p.kind, r, attempts.get(r.id as string))).sort((a, b) => a.at - b.at || (a.id < b.id ? -1 : 1));
 }
 
 /** Deletes one batch with what goes with it; the caller holds the write transaction. */
@@ -93,20 +90,11 @@ export function purgeBatch(
   return { deleted: removed.length };
 }
 
-function toPurged(kind: RetentionKind, r: Row, attempts: Row[] | undefined): PurgedRow {
+/** A removed row as the archive sees it: its JSON columns parsed, an execution with its attempts in order. */
+function purged(kind: RetentionKind, r: Row, attempts: Row[] | undefined): PurgedRow {
   const row = parsed(r);
   if (kind === "executions") row.attempts = (attempts ?? []).map(parsed).sort((a, b) => (a.attempt as number) - (b.attempt as number));
-  const common = { kind, tenantId: r.tenant_id as string, row };
-  switch (kind) {
-    case "executions":
-      return { ...common, id: r.id as string, jobId: r.job_id as string, at: r.finished_at as number };
-    case "jobs":
-      return { ...common, id: r.id as string, jobId: r.id as string, at: r.updated_at as number };
-    case "idempotency":
-      return { ...common, id: r.key as string, jobId: r.job_id as string, at: r.created_at as number };
-    case "audit":
-      return { ...common, id: String(r.id), jobId: null, at: r.at as number };
-  }
+  return toPurged(kind, row);
 }
 
 function parsed(r: Row): Row {

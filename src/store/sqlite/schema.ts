@@ -4,6 +4,8 @@
 
 import type Database from "better-sqlite3";
 import { executionIdFor } from "../../core/ids.js";
+import type { MigrateResult } from "../store.js";
+import type { SqliteDb } from "./db.js";
 
 export interface Migration {
   version: number;
@@ -467,4 +469,25 @@ function oneOffExecutions(db: Database.Database, now: number): void {
     )
     .all() as { id: string; run_at: string }[];
   for (const p of paused) add(p.id, Date.parse(p.run_at), Date.parse(p.run_at), "PAUSED");
+}
+
+/** Applies the migrations the file lacks, each in a write transaction of its own. */
+export function migrate(d: SqliteDb): MigrateResult {
+  const db = d.handle;
+  db.exec("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)");
+  const done = new Set((db.prepare("SELECT version FROM schema_migrations").all() as { version: number }[]).map((r) => r.version));
+  const applied: number[] = [];
+  for (const m of MIGRATIONS) {
+    if (done.has(m.version)) continue;
+    // Another process on the file may apply it between that read and this write lock: the check that counts is under the lock.
+    const ran = d.tx(() => {
+      if (db.prepare("SELECT 1 FROM schema_migrations WHERE version = ?").get(m.version)) return false;
+      db.exec(m.sql);
+      m.data?.(db, Date.now());
+      db.prepare("INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)").run(m.version, Date.now());
+      return true;
+    });
+    if (ran) applied.push(m.version);
+  }
+  return { applied, version: MIGRATIONS[MIGRATIONS.length - 1]!.version };
 }
