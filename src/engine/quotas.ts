@@ -9,11 +9,11 @@
 // read from the store at most every PENDING_REFRESH_MS plus what this node
 // created since (other nodes' creates in that window may overshoot it).
 
-import type { JobSpec } from "@duetime/sdk/contract";
+import type { JobSpec, TenantLimitSettings } from "@duetime/sdk/contract";
 import type { Clock } from "../core/clock.js";
 import { DuetimeError } from "../core/errors.js";
 import { TokenBucket } from "../core/token-bucket.js";
-import { DEFAULT_TENANT_LIMITS, type Store, type TenantLimits } from "../store/store.js";
+import { DEFAULT_TENANT_LIMITS, type Store } from "../store/store.js";
 
 /** How long a tenant's limits, read from the store, are trusted on a node that did not set them. */
 const LIMITS_TTL_MS = 5_000;
@@ -25,7 +25,7 @@ const PENDING_RETRY_AFTER_S = 5;
 const PAYLOAD_RETRY_AFTER_S = 60;
 
 export class TenantQuotas {
-  private readonly limits = new Map<string, { limits: TenantLimits; at: number }>();
+  private readonly limits = new Map<string, { limits: TenantLimitSettings; at: number }>();
   private readonly buckets = new Map<string, TokenBucket>();
   private readonly pending = new Map<string, { count: number; at: number }>();
 
@@ -35,7 +35,7 @@ export class TenantQuotas {
   ) {}
 
   /** A tenant's limits, defaults filled in (cached LIMITS_TTL_MS). */
-  async limitsOf(tenantId: string): Promise<TenantLimits> {
+  async limitsOf(tenantId: string): Promise<TenantLimitSettings> {
     const now = this.clock.now();
     const cached = this.limits.get(tenantId);
     if (cached && now - cached.at < LIMITS_TTL_MS) return cached.limits;
@@ -45,13 +45,13 @@ export class TenantQuotas {
   }
 
   /** This node set them: use them at once. */
-  remember(tenantId: string, limits: TenantLimits): void {
+  remember(tenantId: string, limits: TenantLimitSettings): void {
     this.limits.set(tenantId, { limits, at: this.clock.now() });
     this.buckets.delete(tenantId);
   }
 
   /** Throws 429 when one job's payload is over the tenant's maxPayloadBytes. */
-  checkPayload(limits: TenantLimits, spec: JobSpec, field: string): void {
+  checkPayload(limits: TenantLimitSettings, spec: JobSpec, field: string): void {
     if (limits.maxPayloadBytes === null || spec.payload === undefined) return;
     const bytes = Buffer.byteLength(JSON.stringify(spec.payload));
     if (bytes <= limits.maxPayloadBytes) return;
@@ -64,7 +64,7 @@ export class TenantQuotas {
   }
 
   /** Admits n jobs of a tenant under its create rate and pending quota, or throws 429 (admitting none). */
-  async admit(tenantId: string, limits: TenantLimits, n: number): Promise<void> {
+  async admit(tenantId: string, limits: TenantLimitSettings, n: number): Promise<void> {
     const now = this.clock.now();
     const bucket = limits.createRatePerSecond === null ? undefined : this.bucketOf(tenantId, limits.createRatePerSecond, now);
     const wait = bucket?.waitFor(n, now) ?? 0;
@@ -109,6 +109,6 @@ export class TenantQuotas {
   }
 }
 
-function exhausted(quota: keyof TenantLimits, limit: number, retryAfterSeconds: number, message: string): DuetimeError {
+function exhausted(quota: keyof TenantLimitSettings, limit: number, retryAfterSeconds: number, message: string): DuetimeError {
   return new DuetimeError("RESOURCE_EXHAUSTED", `${quota}: ${message}`, { quota, limit }, Math.max(1, Math.ceil(retryAfterSeconds)));
 }

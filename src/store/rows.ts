@@ -2,7 +2,7 @@
 // differ only in how a JSON column arrives (SQLite: text to parse;
 // PostgreSQL: jsonb, parsed by the client), which each passes in.
 
-import type { ErrorRecord, JobState, Role } from "@duetime/sdk/contract";
+import type { ErrorRecord, JobState, Role, TenantLimitSettings } from "@duetime/sdk/contract";
 import { type AttemptFacts, retryDeadlineOf } from "../core/retry.js";
 import { isInternalPool } from "../core/targets.js";
 import type {
@@ -18,7 +18,6 @@ import type {
   PurgedRow,
   RetentionKind,
   ShardLease,
-  TenantLimits,
 } from "./store.js";
 
 export type Row = Record<string, unknown>;
@@ -122,12 +121,12 @@ export function toAttemptRow(r: Row, json: JsonColumn): AttemptRow {
   };
 }
 
-/** The columns of the tenants table that hold limits, in TenantLimits' order. */
+/** The columns of the tenants table that hold limits, in TenantLimitSettings' order. */
 export const TENANT_LIMIT_COLUMNS =
   "weight, max_pending_jobs, create_rate_per_second, dispatch_rate_per_second, max_leased_attempts, max_payload_bytes";
 
-/** A tenants row as TenantLimits (both drivers; numbers come back as numbers, NULL as null). */
-export function toTenantLimits(r: Record<string, unknown>): TenantLimits {
+/** A tenants row as TenantLimitSettings (both drivers; numbers come back as numbers, NULL as null). */
+export function toTenantLimits(r: Record<string, unknown>): TenantLimitSettings {
   const n = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
   return {
     weight: Number(r.weight),

@@ -38,7 +38,7 @@
 //   facts in the statement or transaction that writes, and the write is a
 //   compare-and-set on them.
 
-import type { ErrorClass, ErrorRecord, Job, JobMode, JobState, Overlap, RetryPolicy, Role, Target } from "@duetime/sdk/contract";
+import type { ErrorClass, ErrorRecord, Job, JobMode, JobState, Overlap, RetryPolicy, Role, Target, TenantLimitSettings } from "@duetime/sdk/contract";
 import type { WorkloadMinute } from "./workload-minutes.js";
 
 export { HTTP_POOL } from "../core/targets.js";
@@ -395,21 +395,14 @@ export interface AuditEntry {
   details?: unknown;
 }
 
-/** What a tenant may use (null: no limit). The engine enforces them (engine/quotas.ts); the store keeps them. */
-export interface TenantLimits {
-  /** Its share of a pool leased across tenants, against other tenants' weights (default 1). */
-  weight: number;
-  maxPendingJobs: number | null;
-  createRatePerSecond: number | null;
-  /** Enforced by the lease itself, across nodes: a lease grants a tenant no more attempts than its rate allows (a GCRA on the tenants row). */
-  dispatchRatePerSecond: number | null;
-  /** Enforced by the lease itself: a lease grants a tenant no more than this minus its RUNNING attempts. */
-  maxLeasedAttempts: number | null;
-  maxPayloadBytes: number | null;
-}
-
-/** A tenant's limits when none were set: weight 1, no quota. */
-export const DEFAULT_TENANT_LIMITS: TenantLimits = {
+/**
+ * A tenant's limits when none were set: weight 1, no quota. The store keeps
+ * a tenant's limits (the contract's TenantLimitSettings); the engine enforces
+ * them (engine/quotas.ts), except two that the lease itself enforces, across
+ * nodes: dispatchRatePerSecond (a GCRA on the tenants row, core/dispatch-rate.ts)
+ * and maxLeasedAttempts (no more than it minus the tenant's RUNNING attempts).
+ */
+export const DEFAULT_TENANT_LIMITS: TenantLimitSettings = {
   weight: 1,
   maxPendingJobs: null,
   createRatePerSecond: null,
@@ -901,7 +894,7 @@ export interface Store {
 
   // ---- tenants --------------------------------------------------------------------
   /** A tenant's limits as set, or null when never set (the defaults apply). */
-  tenantLimitsGet(params: { tenantId: string }): Promise<TenantLimits | null>;
+  tenantLimitsGet(params: { tenantId: string }): Promise<TenantLimitSettings | null>;
   /**
    * How much of a tenant's work falls due in [from, to): its READY
    * executions of one pool and priority there (one index range), plus its
@@ -912,7 +905,7 @@ export interface Store {
   /** A tenant's jobs not yet ended (SCHEDULED or PAUSED): counted from an index of those only, so it costs what it counts. */
   jobCountPending(params: { tenantId: string }): Promise<number>;
   /** Sets a tenant's limits whole, and the audit entry (if given) in the same transaction; a new weight applies to the next cross-tenant lease. */
-  tenantLimitsPut(params: { tenantId: string; limits: TenantLimits; now: number; audit?: AuditEntry }): Promise<TenantLimits>;
+  tenantLimitsPut(params: { tenantId: string; limits: TenantLimitSettings; now: number; audit?: AuditEntry }): Promise<TenantLimitSettings>;
 
   // ---- retention ----------------------------------------------------------------
   // What is due for removal: rows of one kind whose retention started before

@@ -23,8 +23,8 @@ import type {
   SignalEvent,
   Store,
   StoreParams,
-  TenantLimits,
 } from "../store.js";
+import type { TenantLimitSettings } from "@duetime/sdk/contract";
 import { FLUSH_BOUND_MS } from "../store.js";
 import { acquireShards, heartbeat, leave, listShards, liveNodes, releaseShards } from "./cluster.js";
 import { checkSchemaName } from "../names.js";
@@ -273,12 +273,12 @@ class PostgresStore implements Store {
     return inWindow(this.pool, p);
   }
 
-  async tenantLimitsGet({ tenantId }: { tenantId: string }): Promise<TenantLimits | null> {
+  async tenantLimitsGet({ tenantId }: { tenantId: string }): Promise<TenantLimitSettings | null> {
     const row = await one(this.pool, `SELECT ${TENANT_LIMIT_COLUMNS} FROM tenants WHERE tenant_id = $1`, [tenantId], "tenant_limits_get");
     return row ? toTenantLimits(row) : null;
   }
 
-  async tenantLimitsPut(p: StoreParams<"tenantLimitsPut">): Promise<TenantLimits> {
+  async tenantLimitsPut(p: StoreParams<"tenantLimitsPut">): Promise<TenantLimitSettings> {
     const l = p.limits;
     return this.tx(async (c) => {
       await c.query(

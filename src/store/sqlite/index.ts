@@ -9,7 +9,7 @@
 // PostgreSQL driver's do: jobs.ts, dispatch.ts, leases.ts, history.ts,
 // replays.ts, cluster.ts, retention.ts; core's rules as writes in changes.ts.
 
-import type { Role } from "@duetime/sdk/contract";
+import type { Role, TenantLimitSettings } from "@duetime/sdk/contract";
 import type {
   AckOutcome,
   ApiKeyRecord,
@@ -38,7 +38,6 @@ import type {
   SignalEvent,
   Store,
   StoreParams,
-  TenantLimits,
 } from "../store.js";
 import type { Durability } from "../store.js";
 import { onStoreError } from "../faults.js";
@@ -436,12 +435,12 @@ class SqliteStore implements Store {
 
   // ---- tenants ------------------------------------------------------------------------
 
-  async tenantLimitsGet({ tenantId }: { tenantId: string }): Promise<TenantLimits | null> {
+  async tenantLimitsGet({ tenantId }: { tenantId: string }): Promise<TenantLimitSettings | null> {
     const row = this.q(`SELECT ${TENANT_LIMIT_COLUMNS} FROM tenants WHERE tenant_id = ?`).get(tenantId) as Row | undefined;
     return row ? toTenantLimits(row) : null;
   }
 
-  async tenantLimitsPut(p: { tenantId: string; limits: TenantLimits; now: number; audit?: AuditEntry }): Promise<TenantLimits> {
+  async tenantLimitsPut(p: { tenantId: string; limits: TenantLimitSettings; now: number; audit?: AuditEntry }): Promise<TenantLimitSettings> {
     return this.tx(() => {
       const l = p.limits;
       this.q(
