@@ -3,7 +3,7 @@
 // COMMITTED transaction, batches as unnest arrays, leasing and reaping with
 // FOR UPDATE SKIP LOCKED, and every fence a compare-and-set in the WHERE of
 // the statement that writes. The statements live beside their topic:
-// jobs.ts, dispatch.ts, leases.ts, history.ts, cluster.ts, retention.ts;
+// jobs.ts, dispatch.ts, leases.ts, acks.ts, history.ts, cluster.ts, retention.ts;
 // core's rules as writes in changes.ts.
 
 import pg from "pg";
@@ -36,6 +36,7 @@ import { createExecutions, dispatch } from "./dispatch.js";
 import { rethrowPostgresError } from "./errors.js";
 import { appendAudit, deadLetters, history, inWindow, replay } from "./history.js";
 import { createJobs, getJob, listJobs, transitionJob, updateJob } from "./jobs.js";
+import * as acks from "./acks.js";
 import * as leases from "./leases.js";
 import { expiredRows, purgeBatch } from "./retention.js";
 import { createAhead, dropEnded } from "./partitions.js";
@@ -263,7 +264,7 @@ class PostgresStore implements Store {
     return this.tx((c) => dispatch(c, p));
   }
 
-  // ---- executions (dispatch.ts, leases.ts, history.ts) ------------------------------
+  // ---- executions (dispatch.ts, leases.ts, acks.ts, history.ts) ------------------------------
 
   async executionCreateMany(p: StoreParams<"executionCreateMany">) {
     return this.tx((c) => createExecutions(c, p));
@@ -327,8 +328,8 @@ class PostgresStore implements Store {
     // One transaction: now() is its start, so the three agree on the time when it is not pinned.
     let relaxed = false;
     const result = await this.tx(async (c) => {
-      const completed = await leases.complete(c, p.complete, p.now ?? null);
-      const failed = await leases.fail(c, p.fail, p.now ?? null);
+      const completed = await acks.complete(c, p.complete, p.now ?? null);
+      const failed = await acks.fail(c, p.fail, p.now ?? null);
       const leased = await leases.lease(c, p);
       // Only acknowledgements to commit (the last call of a drain): a transition like any other.
       relaxed = leased.length === 0 && completed.length + failed.length > 0 && this.durability === "accepted";
@@ -344,23 +345,23 @@ class PostgresStore implements Store {
   }
 
   async executionHeartbeat(p: StoreParams<"executionHeartbeat">) {
-    return leases.heartbeat(this.pool, p);
+    return acks.heartbeat(this.pool, p);
   }
 
   async executionCompleteMany(p: StoreParams<"executionCompleteMany">) {
-    return this.transition((c) => leases.complete(c, p.items, p.now ?? null));
+    return this.transition((c) => acks.complete(c, p.items, p.now ?? null));
   }
 
   async executionFailMany(p: StoreParams<"executionFailMany">) {
-    return this.transition((c) => leases.fail(c, p.items, p.now ?? null));
+    return this.transition((c) => acks.fail(c, p.items, p.now ?? null));
   }
 
   async executionRelease(p: StoreParams<"executionRelease">) {
-    return leases.release(this.pool, p.items, p.now ?? null);
+    return acks.release(this.pool, p.items, p.now ?? null);
   }
 
   async executionReap(p: StoreParams<"executionReap">) {
-    return this.transition((c) => leases.reap(c, p));
+    return this.transition((c) => acks.reap(c, p));
   }
 
   async executionHistory(p: StoreParams<"executionHistory">) {
@@ -368,7 +369,7 @@ class PostgresStore implements Store {
   }
 
   async executionPossibleDuplicates(p: StoreParams<"executionPossibleDuplicates">) {
-    return leases.possibleDuplicates(this.pool, p);
+    return acks.possibleDuplicates(this.pool, p);
   }
 
   // ---- dead letters (history.ts) -------------------------------------------------

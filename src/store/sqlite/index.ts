@@ -6,7 +6,7 @@
 // SQLite has one writer, so a transaction is also the claim: no SKIP LOCKED
 // is needed, and UPDATE … WHERE id IN (SELECT … LIMIT n) RETURNING claims a
 // batch atomically. The statements live beside their topic, as the
-// PostgreSQL driver's do: jobs.ts, dispatch.ts, leases.ts, history.ts,
+// PostgreSQL driver's do: jobs.ts, dispatch.ts, leases.ts, acks.ts, history.ts,
 // replays.ts, cluster.ts, retention.ts; core's rules as writes in changes.ts.
 
 import type { Role, TenantLimitSettings } from "@duetime/sdk/contract";
@@ -50,6 +50,7 @@ import { createExecutions, dispatch, dueRefs, getDue, loadDue, scanDue } from ".
 import { rethrowSqliteError } from "./errors.js";
 import { appendAudit, deadLetters, history, inWindow, replay } from "./history.js";
 import { createJobs, getJob, listJobs, transitionJob, updateJob } from "./jobs.js";
+import * as acks from "./acks.js";
 import * as leases from "./leases.js";
 import { cancelReplay, claimReplays, createReplay, getReplay, listReplays, releaseReplays, stepReplay } from "./replays.js";
 import { expiredRows, purgeBatch } from "./retention.js";
@@ -183,7 +184,7 @@ class SqliteStore implements Store {
     return this.tx(() => dispatch(this.q, p));
   }
 
-  // ---- executions (dispatch.ts, leases.ts, history.ts) --------------------------------
+  // ---- executions (dispatch.ts, leases.ts, acks.ts, history.ts) --------------------------------
 
   async executionCreateMany(p: StoreParams<"executionCreateMany">): Promise<(AttemptRow | null)[]> {
     return this.tx(() => createExecutions(this.q, p));
@@ -203,14 +204,14 @@ class SqliteStore implements Store {
     const now = leaseNow(p.now);
     const incarnation = this.db.leaseIncarnation();
     return this.transition(() => ({
-      completed: leases.complete(this.q, p.complete, now),
-      failed: leases.fail(this.q, p.fail, now),
+      completed: acks.complete(this.q, p.complete, now),
+      failed: acks.fail(this.q, p.fail, now),
       leased: leases.lease(this.q, p, now, incarnation),
     }));
   }
 
   async executionTraceParents(p: { executionIds: readonly string[] }): Promise<Map<string, string>> {
-    return leases.traceParents(this.q, p);
+    return acks.traceParents(this.q, p);
   }
 
   async executionNextReady(p: { pool: string; tenantId?: string }): Promise<number | null> {
@@ -219,31 +220,31 @@ class SqliteStore implements Store {
 
   async executionHeartbeat(p: StoreParams<"executionHeartbeat">) {
     const now = leaseNow(p.now);
-    return this.transition(() => leases.heartbeat(this.q, p, now));
+    return this.transition(() => acks.heartbeat(this.q, p, now));
   }
 
   async executionPossibleDuplicates(p: StoreParams<"executionPossibleDuplicates">): Promise<PossibleDuplicateRow[]> {
-    return leases.possibleDuplicates(this.q, p);
+    return acks.possibleDuplicates(this.q, p);
   }
 
   async executionCompleteMany(p: { items: CompleteInput[]; now?: number }): Promise<AckOutcome[]> {
     const now = leaseNow(p.now);
-    return this.transition(() => leases.complete(this.q, p.items, now));
+    return this.transition(() => acks.complete(this.q, p.items, now));
   }
 
   async executionFailMany(p: { items: FailInput[]; now?: number }): Promise<AckOutcome[]> {
     const now = leaseNow(p.now);
-    return this.transition(() => leases.fail(this.q, p.items, now));
+    return this.transition(() => acks.fail(this.q, p.items, now));
   }
 
   async executionRelease(p: StoreParams<"executionRelease">): Promise<("ok" | "lost")[]> {
     const now = leaseNow(p.now);
-    return this.transition(() => leases.release(this.q, p.items, now));
+    return this.transition(() => acks.release(this.q, p.items, now));
   }
 
   async executionReap(p: { now?: number; limit: number }) {
     const now = leaseNow(p.now);
-    return this.transition(() => leases.reap(this.q, p, now));
+    return this.transition(() => acks.reap(this.q, p, now));
   }
 
   async executionHistory(p: StoreParams<"executionHistory">): Promise<AttemptRow[]> {
