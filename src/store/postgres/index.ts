@@ -30,13 +30,14 @@ import { acquireShards, heartbeat, leave, listShards, liveNodes, releaseShards }
 import { checkSchemaName } from "../names.js";
 import { countHour, type CountRow, countsSql, toPoolCounts, toUpcoming, upcomingSql, upcomingWindow } from "../ready-counts.js";
 import { fromWorkloadRow, WORKLOAD_COLUMNS, workloadJson, workloadUpsertSql } from "../workload-minutes.js";
-import { DUE_COLUMNS, DUE_REF_COLUMNS, jsonb, TENANT_LIMIT_COLUMNS, toApiKey, toAudit, toDueRef, toLoadedDue, toTenantLimits } from "../rows.js";
+import { DUE_COLUMNS, DUE_REF_COLUMNS, jsonb, TENANT_LIMIT_COLUMNS, toAudit, toDueRef, toLoadedDue, toTenantLimits } from "../rows.js";
 import { clientConfig, createPool, executionKey, one, type PoolOptions, rows, statementAgain, transaction } from "./db.js";
 import { createExecutions, dispatch } from "./dispatch.js";
 import { rethrowPostgresError } from "./errors.js";
 import { appendAudit, deadLetters, history, inWindow, replay } from "./history.js";
 import { createJobs, getJob, listJobs, transitionJob, updateJob } from "./jobs.js";
 import * as acks from "./acks.js";
+import * as keys from "./keys.js";
 import * as leases from "./leases.js";
 import { expiredRows, purgeBatch } from "./retention.js";
 import { createAhead, dropEnded } from "./partitions.js";
@@ -510,55 +511,22 @@ class PostgresStore implements Store {
     return found.map((r) => toAudit(r, jsonb));
   }
 
-  // ---- API keys -------------------------------------------------------------------
+  // ---- API keys (keys.ts) -----------------------------------------------------------
 
   async apiKeyCreate(p: StoreParams<"apiKeyCreate">) {
-    return this.tx(async (c) => {
-      const row = await one(
-        c,
-        `INSERT INTO api_keys (id, tenant_id, role, digest, name, created_at) VALUES ($1, $2, $3, $4, $5, $6)
-         ON CONFLICT DO NOTHING RETURNING *`,
-        [p.id, p.tenantId, p.role, p.digest, p.name ?? null, p.now],
-      );
-      if (!row) return null;
-      if (p.audit) await appendAudit(c, p.audit);
-      return toApiKey(row);
-    });
+    return this.tx((c) => keys.create(c, p));
   }
 
   async apiKeyList(p: StoreParams<"apiKeyList">): Promise<ApiKeyRecord[]> {
-    const values: unknown[] = [p.limit];
-    const where: string[] = [];
-    if (p.tenantId !== undefined) where.push(`tenant_id = $${values.push(p.tenantId)}`);
-    if (p.after) where.push(`(created_at, id) < ($${values.push(p.after.createdAt)}::bigint, $${values.push(p.after.id)}::text)`);
-    const found = await rows(
-      this.pool,
-      `SELECT * FROM api_keys ${where.length > 0 ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY created_at DESC, id DESC LIMIT $1`,
-      values,
-    );
-    return found.map(toApiKey);
+    return keys.list(this.pool, p);
   }
 
   async apiKeyRevoke(p: StoreParams<"apiKeyRevoke">) {
-    return this.tx(async (c) => {
-      const revoked = await one(
-        c,
-        `UPDATE api_keys SET revoked_at = $3 WHERE id = $1 AND ($2::text IS NULL OR tenant_id = $2) AND revoked_at IS NULL RETURNING *`,
-        [p.id, p.tenantId ?? null, p.now],
-      );
-      if (revoked) {
-        const key = toApiKey(revoked);
-        if (p.audit) await appendAudit(c, { ...p.audit, tenantId: key.tenantId });
-        return key;
-      }
-      const row = await one(c, "SELECT * FROM api_keys WHERE id = $1 AND ($2::text IS NULL OR tenant_id = $2)", [p.id, p.tenantId ?? null]);
-      return row ? toApiKey(row) : null;
-    });
+    return this.tx((c) => keys.revoke(c, p));
   }
 
   async apiKeyFind({ digest }: { digest: string }): Promise<ApiKeyRecord | null> {
-    const row = await one(this.pool, "SELECT * FROM api_keys WHERE digest = $1 AND revoked_at IS NULL", [digest], "api_key_find");
-    return row ? toApiKey(row) : null;
+    return keys.find(this.pool, digest);
   }
 
   // ---- signing secrets ------------------------------------------------------------
