@@ -1,4 +1,5 @@
-// The storage port. Every driver (sqlite/, later postgres/) implements it and
+// The storage port, one concept and long on purpose: every method's types
+// and contract sit together, as each driver implements them. Every driver (sqlite/, later postgres/) implements it and
 // passes the one contract suite, test/store-contract/. Methods are
 // asynchronous and batch-shaped (one round trip per batch, never per job),
 // noun-first with one params object. Methods a stale owner could call take the
