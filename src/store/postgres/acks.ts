@@ -39,8 +39,8 @@ export async function heartbeat(db: Db, p: { tenantId: string | null; executionI
 /**
  * Records the possible duplicates of lost answers: an attempt the execution
  * granted (attempt <= its latest) that is later than the one recorded, a
- * compare-and-set in the UPDATE. Answers the executions newly marked, with
- * their tenant.
+ * compare-and-set in the UPDATE (core/attempt-rules.ts lostAnswerIsDuplicate
+ * says the rule). Answers the executions newly marked, with their tenant.
  */
 async function markLost(
   db: Db,

@@ -16,7 +16,7 @@ import { attemptZeros } from "./history.js";
 
 type Dispatched = { jobId: string; executionId: string; tenantId: string; pool: string };
 
-/** A READY row of insertExecutions that its job's dry run (jobs.mode, read in the statement) records SKIPPED. */
+/** A READY row of insertExecutions that its job's dry run (jobs.mode, read in the statement) records SKIPPED (core/attempt-rules.ts insertedExecutionState). */
 const DRY_RUN = "(NOT $13 AND x.state = 'READY' AND j.mode = 'dry_run')";
 const DRY_RUN_ERROR = JSON.stringify(skippedError("dry_run"));
 

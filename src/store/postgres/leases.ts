@@ -59,6 +59,7 @@ const CHARGED_TAT = "greatest(coalesce(tn.dispatch_tat, t.now), t.now) + s.n * 1
  * The grant of a lease: the picked rows RUNNING as a new attempt; `picked`
  * names (job_id, scheduled_for) pairs. Each records the wait its tenant's
  * dispatch rate imposed: since its lane was throttled, as the lease found it.
+ * Its deadline and lease end are core/attempt-rules.ts attemptDeadline and leaseEnd.
  */
 const GRANT = `UPDATE executions e SET state = 'RUNNING', attempt = e.attempt + 1, worker_id = $4, cancel_requested = false,
   started_at = t.now, deadline = t.now + e.timeout_ms + $6, lease_ms = $5,
@@ -145,7 +146,7 @@ WHERE l.pool = $2 AND l.idle_until IS NOT NULL AND (l.idle_until <= t.now OR l.t
 /**
  * The second: weighted fair queueing over the $7 active lanes of least
  * vtime (core/fair-share.ts says the rule). Each lane offers its due rows up
- * to twice its weighted share of $3, by priority level as a one-tenant lease
+ * to twice its weighted share of $3 (laneOfferLimit), by priority level as a one-tenant lease
  * does (claimed FOR UPDATE SKIP LOCKED); each row's finish tag is the lane's
  * vtime plus its rank over the weight, and the least tags are granted. Then
  * each lane is charged its grants, and a lane that offered nothing sleeps

@@ -28,7 +28,8 @@ const tokenHeld = (e = "") => `(@token IS NULL OR ${e}lease_incarnation = @token
 /**
  * The answer to a call whose attempt does not hold its lease: not_found, or
  * lost, recording the possible duplicate when the attempt was granted and
- * is later than the one recorded (a compare-and-set in the UPDATE).
+ * is later than the one recorded (a compare-and-set in the UPDATE;
+ * core/attempt-rules.ts lostAnswerIsDuplicate says the rule).
  */
 function lostOrNotFound(
   q: Query,

@@ -20,7 +20,7 @@ import { attemptZero } from "./history.js";
  */
 export type NewExecution = [string, string, number, number | null, "READY" | "PAUSED" | "SKIPPED", string | null, (0 | 1)?];
 
-/** A READY row of insertExecutions that its job's dry run (jobs.mode, read in the statement) records SKIPPED. */
+/** A READY row of insertExecutions that its job's dry run (jobs.mode, read in the statement) records SKIPPED (core/attempt-rules.ts insertedExecutionState). */
 const DRY_RUN = "(@any = 0 AND x.value ->> 4 = 'READY' AND j.mode = 'dry_run')";
 const DRY_RUN_ERROR = JSON.stringify(skippedError("dry_run"));
 

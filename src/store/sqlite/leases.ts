@@ -43,7 +43,8 @@ const ALLOWED_BY_RATE = `max(0, floor(max(1, t.dispatch_rate_per_second)
  * its dispatch rate allows (ALLOWED_BY_RATE). The subqueries see the table
  * as it was before the statement (an UPDATE whose WHERE has a subquery
  * collects its rows first). Each records the wait its tenant's rate
- * imposed: the lane's throttled_since as the lease found it.
+ * imposed: the lane's throttled_since as the lease found it. Its deadline and
+ * lease end are core/attempt-rules.ts attemptDeadline and leaseEnd.
  */
 const GRANT = `UPDATE executions SET state = 'RUNNING', attempt = attempt + 1, lease_incarnation = @incarnation, worker_id = @worker, cancel_requested = 0, started_at = @now,
     deadline = @now + timeout_ms + @grace, lease_ms = @leaseMs,
