@@ -6,7 +6,7 @@
 
 import { createContext } from "preact";
 import { useContext } from "preact/hooks";
-import type { WhoAmI } from "./api";
+import type { WhoAmI } from "@duetime/sdk/contract";
 
 export const SessionContext = createContext<WhoAmI>({ role: "admin", tenantId: "default", keyId: null });
 

@@ -2,12 +2,13 @@
 // and the HTTP-target origins with their circuit breakers (GET /v1/targets).
 // Both need an admin key; another key is told so.
 
-import { api, type Cluster, type Targets } from "../api";
+import type { ClusterView, TargetStatus } from "@duetime/sdk/contract";
+import { api } from "../api";
 import { ErrorBox, Section, Time, useLoad } from "../components";
 
 export function ClusterPage() {
-  const cluster = useLoad((signal) => api<Cluster>("GET", "/v1/cluster", { signal }), [], 5000);
-  const targets = useLoad((signal) => api<Targets>("GET", "/v1/targets", { signal }), [], 5000);
+  const cluster = useLoad((signal) => api<ClusterView>("GET", "/v1/cluster", { signal }), [], 5000);
+  const targets = useLoad((signal) => api<{ items: TargetStatus[] }>("GET", "/v1/targets", { signal }), [], 5000);
   const c = cluster.data;
   return (
     <>
@@ -93,7 +94,7 @@ export function ClusterPage() {
                     <span class={`badge breaker-${t.breaker}`}>{t.breaker}</span>
                   </td>
                   <td>{t.inFlight}</td>
-                  <td>{t.released}</td>
+                  <td>{typeof t.released === "number" ? t.released : "—"}</td>
                 </tr>
               ))}
             </tbody>

@@ -6,7 +6,8 @@
 
 import { Fragment } from "preact";
 import { useState } from "preact/hooks";
-import { api, type DeadLetter, type DeadLetterReplay, type Page } from "../api";
+import type { DeadLetter, DeadLetterReplay, Page } from "@duetime/sdk/contract";
+import { api } from "../api";
 import { ErrorBox, Json, Section, StateBadge, Time, useLoad } from "../components";
 import { href, navigate } from "../router";
 import { may, useSession } from "../session";

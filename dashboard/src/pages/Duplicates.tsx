@@ -3,12 +3,13 @@
 // first, a page at a time (earlier pages' cursors kept in the hash, as on
 // the Jobs page), each with its reason in one sentence.
 
-import { api, type Page, type PossibleDuplicate } from "../api";
+import type { Page, PossibleDuplicateExecution } from "@duetime/sdk/contract";
+import { api } from "../api";
 import { ErrorBox, Section, StateBadge, Time, useLoad } from "../components";
 import { href, navigate } from "../router";
 
 /** Why the work may have been done twice, in one sentence. */
-export function explain(d: PossibleDuplicate): string {
+export function explain(d: PossibleDuplicateExecution): string {
   const n = d.possibleDuplicate.attempt;
   return d.possibleDuplicate.reason === "lease_lost"
     ? `Attempt ${n} lost its lease but its worker kept calling the server afterwards, so it ran on while another attempt could run too.`
@@ -19,7 +20,7 @@ export function DuplicatesPage({ query }: { query: URLSearchParams }) {
   const cursor = query.get("cursor") ?? "";
   const back = query.get("back");
   const list = useLoad(
-    (signal) => api<Page<PossibleDuplicate>>("GET", "/v1/executions", { query: { possibleDuplicate: "true", cursor, limit: 50 }, signal }),
+    (signal) => api<Page<PossibleDuplicateExecution>>("GET", "/v1/executions", { query: { possibleDuplicate: "true", cursor, limit: 50 }, signal }),
     [cursor],
     10_000,
   );

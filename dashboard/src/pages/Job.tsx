@@ -5,11 +5,12 @@
 // each fire time of a recent window) and every attempt.
 
 import { useState } from "preact/hooks";
-import { ApiError, api, type Execution, type Job, type Occurrence, type Page, type Preview } from "../api";
+import type { ExecutionItem, Job, OccurrenceItem, Page, PreviewResponse } from "@duetime/sdk/contract";
+import { ApiError, api } from "../api";
 import { ErrorBox, Json, Section, StateBadge, Time, useLoad } from "../components";
 import { href } from "../router";
 import { utcTime, wallTime } from "../time";
-import { describeSchedule, describeTarget } from "./Jobs";
+import { cronSchedule, describeSchedule, describeTarget } from "./Jobs";
 
 const ENDED = new Set(["CANCELLED", "COMPLETED", "DEAD"]);
 
@@ -74,12 +75,13 @@ function dstNote(dst: "gap" | "overlap", nominal: string | undefined): string {
 }
 
 function SchedulePreview({ job }: { job: Job }) {
-  const cron = job.schedule.cron;
-  const tz = job.schedule.tz ?? "UTC";
+  const schedule = cronSchedule(job);
+  const cron = schedule?.cron;
+  const tz = schedule?.tz ?? "UTC";
   const preview = useLoad(
     (signal) =>
       typeof cron === "string"
-        ? api<Preview>("GET", "/v1/schedules/preview", { query: { cron, tz, count: 10 }, signal })
+        ? api<PreviewResponse>("GET", "/v1/schedules/preview", { query: { cron, tz, count: 10 }, signal })
         : Promise.resolve(undefined),
     [cron, tz],
   );
@@ -127,8 +129,9 @@ function editError(err: unknown, sent: number): string | undefined {
 function ScheduleEditor({ job, onSaved, onConflict }: { job: Job; onSaved: (job: Job) => void; onConflict: () => void }) {
   // The version the user is looking at when the form opens; polls do not move it, so a change meanwhile is a conflict.
   const [base] = useState(job);
-  const [cron, setCron] = useState(String(base.schedule.cron ?? ""));
-  const [tz, setTz] = useState(base.schedule.tz ?? "UTC");
+  const schedule = cronSchedule(base);
+  const [cron, setCron] = useState(schedule?.cron ?? "");
+  const [tz, setTz] = useState(schedule?.tz ?? "UTC");
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(undefined);
   const field = error instanceof ApiError ? error.details.field : undefined;
@@ -138,9 +141,8 @@ function ScheduleEditor({ job, onSaved, onConflict }: { job: Job; onSaved: (job:
     setError(undefined);
     try {
       // A schedule replaces the old one whole: keep its other fields (jitter, misfire, overlap, window).
-      const { runAt: _runAt, delaySeconds: _delay, ...rest } = base.schedule;
       const saved = await api<Job>("PATCH", `/v1/jobs/${encodeURIComponent(base.jobId)}`, {
-        body: { schedule: { ...rest, cron: cron.trim(), tz: tz.trim() }, version: base.version },
+        body: { schedule: { ...schedule, cron: cron.trim(), tz: tz.trim() }, version: base.version },
       });
       onSaved(saved);
     } catch (err) {
@@ -195,7 +197,7 @@ const REASONS: Record<string, string> = {
   expired: "older than the history kept: it may have run",
 };
 
-const STATUS_LABEL: Record<Occurrence["status"], string> = {
+const STATUS_LABEL: Record<OccurrenceItem["status"], string> = {
   dispatched: "dispatched",
   would_run: "would run (dry run)",
   skipped: "skipped",
@@ -210,7 +212,7 @@ function RunLedger({ jobId }: { jobId: string }) {
   const ledger = useLoad(
     (signal) => {
       const now = Date.now();
-      return api<{ items: Occurrence[] }>("GET", `/v1/jobs/${encodeURIComponent(jobId)}/occurrences`, {
+      return api<{ items: OccurrenceItem[] }>("GET", `/v1/jobs/${encodeURIComponent(jobId)}/occurrences`, {
         query: { from: new Date(now - hours * 3_600_000).toISOString(), to: new Date(now + 3_600_000).toISOString() },
         signal,
       });
@@ -310,10 +312,10 @@ function History({ jobId, target }: { jobId: string; target: Job["target"]["type
   // The newest `pages` pages, reloaded together so a poll shows new attempts.
   const history = useLoad(
     async (signal) => {
-      const items: Execution[] = [];
+      const items: ExecutionItem[] = [];
       let cursor: string | null = null;
       for (let i = 0; i < pages; i++) {
-        const page: Page<Execution> = await api<Page<Execution>>("GET", `/v1/jobs/${encodeURIComponent(jobId)}/executions`, {
+        const page: Page<ExecutionItem> = await api<Page<ExecutionItem>>("GET", `/v1/jobs/${encodeURIComponent(jobId)}/executions`, {
           query: { limit: 50, cursor },
           signal,
         });
@@ -433,7 +435,7 @@ export function JobPage({ jobId }: { jobId: string }) {
               {message}
             </p>
           ) : null}
-          {typeof j.schedule.cron === "string" && !ENDED.has(j.state) ? (
+          {cronSchedule(j) && !ENDED.has(j.state) ? (
             <div class="edit-box">
               <button type="button" class="link" aria-expanded={editing} onClick={() => setEditing(!editing)}>
                 {editing ? "Close the schedule form" : "Edit schedule…"}
@@ -464,11 +466,11 @@ export function JobPage({ jobId }: { jobId: string }) {
               {j.nextRunAtLocal ? <span class="muted small"> · {j.nextRunAtLocal}</span> : null}
             </dd>
             <dt>Retry</dt>
-            <dd>{j.retry ? `${j.retry.maxAttempts} attempts, backoff ${j.retry.backoffSeconds} s up to ${j.retry.maxBackoffSeconds} s` : "—"}</dd>
+            <dd>{`${j.retry.maxAttempts} attempts, backoff ${j.retry.backoffSeconds} s up to ${j.retry.maxBackoffSeconds} s`}</dd>
             <dt>Timeout</dt>
-            <dd>{j.timeoutSeconds !== undefined ? `${j.timeoutSeconds} s` : "—"}</dd>
+            <dd>{`${j.timeoutSeconds} s`}</dd>
             <dt>Priority</dt>
-            <dd>{j.priority ?? 0}</dd>
+            <dd>{j.priority}</dd>
             <dt>Mode</dt>
             <dd>{j.mode === "dry_run" ? "dry run: occurrences recorded, never run" : "live"}</dd>
             <dt>Created</dt>

@@ -3,7 +3,8 @@
 // hash so Back and Previous work).
 
 import { useEffect, useState } from "preact/hooks";
-import { api, type Job, type Page } from "../api";
+import type { Job, Page } from "@duetime/sdk/contract";
+import { api } from "../api";
 import { ErrorBox, Section, StateBadge, Time, useLoad } from "../components";
 import { href, navigate } from "../router";
 
@@ -24,9 +25,14 @@ export function describeTarget(job: Job): string {
   }
 }
 
+/** A cron job's schedule, its defaults filled in (tz, misfire, overlap, jitter); undefined for a one-off (a runAt). */
+export function cronSchedule(job: Job): Extract<Job["schedule"], { cron: string }> | undefined {
+  return "cron" in job.schedule ? job.schedule : undefined;
+}
+
 export function describeSchedule(job: Job): string {
-  const s = job.schedule;
-  if (typeof s.cron === "string") return `cron ${s.cron}${s.tz && s.tz !== "UTC" ? ` (${s.tz})` : ""}`;
+  const s = cronSchedule(job);
+  if (s) return `cron ${s.cron}${s.tz !== "UTC" ? ` (${s.tz})` : ""}`;
   return "once";
 }
 

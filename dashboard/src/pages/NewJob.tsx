@@ -6,7 +6,8 @@
 
 import type { ComponentChildren } from "preact";
 import { useState } from "preact/hooks";
-import { ApiError, api, describeError, type Job } from "../api";
+import type { Job } from "@duetime/sdk/contract";
+import { ApiError, api, describeError } from "../api";
 import { Section } from "../components";
 import { href, navigate } from "../router";
 import { browserZone } from "../time";

@@ -5,7 +5,8 @@
 // browser's, with UTC on hover.
 
 import { useMemo, useState } from "preact/hooks";
-import { api, type Counts, type Stats, type StatsHistory, type StatsSeries } from "../api";
+import type { PoolStats, Stats, StatsHistory, StatsSeries } from "@duetime/sdk/contract";
+import { api } from "../api";
 import { Chart } from "../chart";
 import { ErrorBox, Section, useLoad } from "../components";
 import { may, useSession } from "../session";
@@ -19,7 +20,7 @@ const PALETTE = ["#2563eb", "#d98e04", "#16a34a", "#dc2626", "#7c3aed", "#0891b2
 
 type Percentile = "p50" | "p90" | "p99";
 
-function total(stats: Stats): Counts {
+function total(stats: Stats): PoolStats {
   const sum = { pending: 0, queued: 0, running: 0 };
   for (const c of Object.values(stats.tenants)) {
     sum.pending += c.pending;
@@ -29,7 +30,7 @@ function total(stats: Stats): Counts {
   return sum;
 }
 
-function CountsTable({ label, rows, testId }: { label: string; rows: Record<string, Counts>; testId: string }) {
+function CountsTable({ label, rows, testId }: { label: string; rows: Record<string, PoolStats>; testId: string }) {
   const names = Object.keys(rows).sort();
   if (names.length === 0) return <p class="muted empty">No {label.toLowerCase()} with work.</p>;
   return (
