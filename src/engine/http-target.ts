@@ -26,69 +26,25 @@
 // released rather than failed. Releases are written in batches, one store
 // call for many.
 
-import { Batcher, type ErrorRecord, type HttpTarget, type TargetStatus, SigningKeys, signatureHeader } from "@duetime/sdk/contract";
+import { Batcher, type ErrorRecord, type HttpTarget, type TargetStatus, SigningKeys } from "@duetime/sdk/contract";
 import type { Clock, TimerHandle } from "../core/clock.js";
-import { msOfSeconds, toIso } from "../core/time.js";
-import type { LeasedRow, PossibleDuplicateMark } from "../store/store.js";
+import { msOfSeconds } from "../core/time.js";
+import type { LeasedRow } from "../store/store.js";
 import { HTTP_POOL } from "../store/store.js";
 import { Agent } from "undici";
 import { setMaxListeners } from "node:events";
 import { AckBuffer } from "./ack-buffer.js";
-import { DELIVERY_HEADERS, deliveryHeaders } from "./delivery-headers.js";
-import { CircuitBreaker, type BreakerSettings, type BreakerState } from "./circuit-breaker.js";
+import { CircuitBreaker } from "./circuit-breaker.js";
 import { EgressAllowList, guardedConnector, originOf, urlRefusal } from "./egress.js";
-import type { EngineEvents } from "./events.js";
-import type { Executor, ReleaseInput } from "./executor.js";
-import { callTarget, type CallOutcome, type FailRecord } from "./http-call.js";
+import type { ReleaseInput } from "./executor.js";
+import type { FailRecord } from "./http-call.js";
+import { deliver } from "./http-delivery.js";
+import { Fifo, isWaiting, newUsage, type OriginState, type OriginUsage, type Slot, targetStatus } from "./http-origin.js";
+import type { HttpTargetOptions, ReleaseReason } from "./http-target-settings.js";
 import { TokenBucket } from "../core/token-bucket.js";
-import { OriginLimits, type OriginLimit, type ResolvedLimit } from "./origin-limits.js";
+import { OriginLimits } from "./origin-limits.js";
 
-/** Tuning of the HTTP-target executor; every field has a default. */
-export interface HttpTargetSettings {
-  /** Calls in flight from this node, every origin together (default 256). */
-  concurrency?: number;
-  /** Limits of every origin: calls in flight (default 64) and calls per second (default none). */
-  origin?: OriginLimit;
-  /** Limits of particular origins, by origin ("https://api.example" or "http://10.0.0.5:8080"). */
-  origins?: Record<string, OriginLimit>;
-  /** When an origin's breaker opens, how long it stays open, how it backs off. */
-  breaker?: BreakerSettings;
-  /** Response bytes read before the connection is cut (default 64 KiB). */
-  maxResponseBytes?: number;
-  /** Response body bytes kept in the attempt's record (default 4 KiB). */
-  keptBodyBytes?: number;
-  /** At stop(), calls in flight get this long to finish before they are aborted (default 5 s). */
-  drainSeconds?: number;
-}
-
-export type HeartbeatResult =
-  | { status: "ok"; leaseUntil: number; cancelRequested: boolean }
-  | { status: "lost"; possibleDuplicate?: PossibleDuplicateMark }
-  | { status: "not_found" };
-
-export interface HttpTargetOptions extends HttpTargetSettings {
-  executor: Executor;
-  events: EngineEvents;
-  clock: Clock;
-  nodeId: string;
-  /** Renews a lease (the store's executionHeartbeat, judged by the store's clock). */
-  heartbeat(p: { tenantId: string; executionId: string; attempt: number; leaseMs: number }): Promise<HeartbeatResult>;
-  /** Hosts, addresses or CIDR ranges that may be reached even when they are loopback or private. */
-  allowTargetHosts?: string[];
-  /** Signing secrets by tenant, newest first; several during a rotation. */
-  signingSecrets?: Record<string, string | readonly string[]>;
-  /** Observers (metrics). */
-  observer?: HttpTargetObserver;
-}
-
-export interface HttpTargetObserver {
-  call?(outcome: CallOutcome): void;
-  breaker?(origin: string, state: BreakerState): void;
-  /** A leased call handed back unused: its origin's breaker was open, it waited too long, or the runner stopped. */
-  released?(origin: string, reason: ReleaseReason): void;
-}
-
-export type ReleaseReason = "breaker" | "wait" | "stop";
+export type { HeartbeatResult, HttpTargetObserver, HttpTargetOptions, HttpTargetSettings, ReleaseReason } from "./http-target-settings.js";
 
 /** Past timeoutSeconds, the lease of a call in flight lasts this much longer (the time to record its outcome). */
 export const GRACE_MS = 5_000;
@@ -126,54 +82,6 @@ const ACK_DELAY_MS = 10;
  * slow. Without a backlog, a call that becomes ready is leased at once.
  */
 const LEASE_BATCH = 64;
-
-/** A leased execution from its lease until its outcome is handed to the ack batcher. */
-interface Slot {
-  row: LeasedRow;
-  target: HttpTarget;
-  origin: OriginState;
-  leaseUntil: number;
-  /** Past this, a waiting execution is released rather than sent (MAX_WAIT_MS after its lease). */
-  sendBy: number;
-  phase: "waiting" | "calling" | "done";
-}
-
-/** What calls to one origin did: for the origin as a whole, and for each tenant (GET /v1/targets shows a tenant only its own). */
-interface OriginUsage {
-  /** Slots in the queue still waiting (the queue drops finished ones lazily). */
-  waiting: number;
-  inFlight: number;
-  calls: number;
-  failures: number;
-  lastStatus: number | null;
-  lastError: string | null;
-  lastCallAt: number | null;
-  /** Leased calls handed back unused (open breaker, too long a wait, stop). */
-  released: number;
-}
-
-const newUsage = (): OriginUsage => ({
-  waiting: 0,
-  inFlight: 0,
-  calls: 0,
-  failures: 0,
-  lastStatus: null,
-  lastError: null,
-  lastCallAt: null,
-  released: 0,
-});
-
-interface OriginState extends OriginUsage {
-  origin: string;
-  breaker: CircuitBreaker;
-  limit: ResolvedLimit;
-  bucket: TokenBucket | null;
-  queue: Fifo<Slot>;
-  wake: { at: number; handle: TimerHandle } | null;
-  lastActiveAt: number;
-  /** Forgotten with the origin, so bounded by the tenants that called it in the last IDLE_ORIGIN_MS. */
-  tenants: Map<string, OriginUsage>;
-}
 
 export class HttpTargetRunner {
   private readonly o: HttpTargetOptions;
@@ -301,24 +209,7 @@ export class HttpTargetRunner {
     for (const o of this.origins.values()) {
       const usage = view.tenantId === undefined ? o : o.tenants.get(view.tenantId);
       if (!usage) continue;
-      const b = o.breaker.snapshot(now);
-      items.push({
-        origin: o.origin,
-        breaker: b.state,
-        inFlight: usage.inFlight,
-        waiting: usage.waiting,
-        consecutiveFailures: b.consecutiveFailures,
-        openUntil: b.openUntil === null ? null : toIso(b.openUntil),
-        opened: b.opened,
-        lastOpenedAt: b.lastOpenedAt === null ? null : toIso(b.lastOpenedAt),
-        limits: { concurrency: o.limit.concurrency, ratePerSecond: o.limit.ratePerSecond },
-        calls: usage.calls,
-        failures: usage.failures,
-        lastStatus: usage.lastStatus,
-        lastError: usage.lastError,
-        lastCallAt: usage.lastCallAt === null ? null : toIso(usage.lastCallAt),
-        released: usage.released,
-      });
+      items.push(targetStatus(o, usage, now));
     }
     return items;
   }
@@ -611,27 +502,20 @@ export class HttpTargetRunner {
         if (!renewed) return;
       }
       const callTimeoutMs = Math.max(1, Math.min(timeoutMs, slot.leaseUntil - this.clock.now() - MIN_MARGIN_MS));
-      const body = slot.target.method === "GET" ? undefined : JSON.stringify(row.payload ?? null);
-      const method = slot.target.method ?? "POST";
-      const headers = this.headers(row, slot.target, body ?? "");
-      // Tracing on: the call is a span of the job's trace, and the receiver continues it from the traceparent header.
-      const tracing = this.o.executor.tracing;
-      const traced = tracing?.httpCallStarted(row, HTTP_POOL, method, slot.target.url);
-      if (traced) headers.traceparent = traced.traceparent;
-      const outcome = await callTarget({
-        url: slot.target.url,
-        method,
-        headers,
-        body,
-        timeoutMs: callTimeoutMs,
-        timeoutSeconds: row.timeoutSeconds,
-        stop: this.callAbort.signal,
-        dispatcher: this.agent,
-        clock: this.clock,
-        maxResponseBytes: this.o.maxResponseBytes ?? 64 * 1024,
-        keptBodyBytes: this.o.keptBodyBytes ?? 4 * 1024,
-      });
-      if (traced) tracing!.httpCallEnded(traced.span, outcome);
+      const outcome = await deliver(
+        {
+          keys: this.keys,
+          clock: this.clock,
+          tracing: this.o.executor.tracing,
+          stop: this.callAbort.signal,
+          dispatcher: this.agent,
+          maxResponseBytes: this.o.maxResponseBytes ?? 64 * 1024,
+          keptBodyBytes: this.o.keptBodyBytes ?? 4 * 1024,
+        },
+        row,
+        slot.target,
+        callTimeoutMs,
+      );
       health = outcome.health;
       retryAfterMs = outcome.retryAfterMs;
       const calledAt = this.clock.now();
@@ -717,15 +601,6 @@ export class HttpTargetRunner {
     this.slots.delete(slot.row.executionId);
   }
 
-  private headers(row: LeasedRow, target: HttpTarget, body: string): Record<string, string> {
-    const timestamp = String(Math.floor(this.clock.now() / 1000));
-    const headers = deliveryHeaders(row, target.headers, RESERVED_HEADERS);
-    headers["duetime-timestamp"] = timestamp;
-    const secrets = this.keys.forTenant(row.tenantId);
-    if (secrets.length > 0) headers["duetime-signature"] = signatureHeader(secrets, timestamp, body);
-    return headers;
-  }
-
   // ---- the keeper: releases calls that waited too long, forgets idle origins
 
   private scheduleKeeper(): void {
@@ -751,49 +626,5 @@ export class HttpTargetRunner {
         this.origins.delete(key);
       }
     }
-  }
-}
-
-const isWaiting = (slot: Slot): boolean => slot.phase === "waiting";
-
-/** Headers the contract sets; a job's own headers cannot override them. */
-const RESERVED_HEADERS = new Set([
-  ...DELIVERY_HEADERS,
-  "content-length",
-  "transfer-encoding",
-  "connection",
-  "host",
-  "duetime-timestamp",
-  "duetime-signature",
-]);
-
-/** A FIFO queue with O(1) shift that skips entries the caller no longer wants. */
-class Fifo<T> {
-  private items: (T | undefined)[] = [];
-  private head = 0;
-
-  push(item: T): void {
-    this.items.push(item);
-  }
-
-  /** The first item that is still live; dead ones before it are dropped. */
-  peek(live: (item: T) => boolean): T | undefined {
-    while (this.head < this.items.length) {
-      const item = this.items[this.head]!;
-      if (live(item)) return item;
-      this.shift();
-    }
-    return undefined;
-  }
-
-  shift(): T | undefined {
-    if (this.head >= this.items.length) return undefined;
-    const item = this.items[this.head];
-    this.items[this.head++] = undefined;
-    if (this.head > 1024 && this.head * 2 > this.items.length) {
-      this.items = this.items.slice(this.head);
-      this.head = 0;
-    }
-    return item;
   }
 }
