@@ -1,3 +1,7 @@
+// One concept, just over 600 lines: the runner's lease loop, its slots and
+// its origins' queues share every method's state; what stands apart (settings,
+// timings, origin bookkeeping, one call's delivery) has its own file.
+//
 // The in-server executor for http targets. It is a worker like any other: it
 // leases from the $http pool (every tenant), and each call is an attempt
 // under a lease recorded before the call is sent, so a server that dies
@@ -43,46 +47,29 @@ import { Fifo, isWaiting, newUsage, type OriginState, type OriginUsage, type Slo
 import type { HttpTargetOptions, ReleaseReason } from "./http-target-settings.js";
 import { TokenBucket } from "../core/token-bucket.js";
 import { OriginLimits } from "./origin-limits.js";
+import {
+  ACK_DELAY_MS,
+  DEFAULT_TIMEOUT_MS,
+  GRACE_MS,
+  IDLE_ORIGIN_MS,
+  KEEPER_INTERVAL_MS,
+  LEASE_BATCH,
+  LEASE_WAIT_MS,
+  MAX_EXCESS_MS,
+  MAX_WAIT_MS,
+  MIN_MARGIN_MS,
+  RELEASE_RETRY_MS,
+  WAIT_RELEASE_MS,
+} from "./http-target-timing.js";
 
+export { GRACE_MS } from "./http-target-timing.js";
 export type { HeartbeatResult, HttpTargetObserver, HttpTargetOptions, HttpTargetSettings, ReleaseReason } from "./http-target-settings.js";
-
-/** Past timeoutSeconds, the lease of a call in flight lasts this much longer (the time to record its outcome). */
-export const GRACE_MS = 5_000;
-/** A call goes out only with at least timeoutSeconds + this left on its lease; a longer lease is cut back to timeoutSeconds + GRACE_MS. */
-const MIN_MARGIN_MS = 1_000;
-const MAX_EXCESS_MS = 5_000;
-/** A failed write of releases is tried again this much later, while their leases last. */
-const RELEASE_RETRY_MS = 500;
 
 /** A release waiting to be written, with the lease it hands back (it is worth writing only while that lasts). */
 interface PendingRelease {
   item: ReleaseInput;
   leaseUntil: number;
 }
-/**
- * The longest a leased call waits in memory for its origin's cap, rate limit
- * or probe. Its lease lasts at least GRACE_MS from the lease (and its hard
- * deadline is timeoutSeconds + GRACE_MS), so a call sent within this still has
- * its whole timeoutSeconds and MIN_MARGIN_MS to spare.
- */
-const MAX_WAIT_MS = GRACE_MS - 2 * MIN_MARGIN_MS;
-/** A call released after waiting for a cap or a probe is ready again this much later. */
-const WAIT_RELEASE_MS = 1_000;
-const KEEPER_INTERVAL_MS = 1_000;
-/** An idle, healthy origin is forgotten after this long. */
-const IDLE_ORIGIN_MS = 10 * 60_000;
-const DEFAULT_TIMEOUT_MS = 300_000;
-/** The lease loop's long poll: it ends early when work is announced or the runner stops. */
-const LEASE_WAIT_MS = 5_000;
-/** Finished calls wait this long for company before their outcomes are written (unless a lease call takes them first). */
-const ACK_DELAY_MS = 10;
-/**
- * While the store has a backlog and calls are queued for their origins anyway,
- * lease at least this many at a time: one commit per call is what makes a herd
- * slow. Without a backlog, a call that becomes ready is leased at once.
- */
-const LEASE_BATCH = 64;
-
 export class HttpTargetRunner {
   private readonly o: HttpTargetOptions;
   private readonly clock: Clock;
