@@ -1,11 +1,11 @@
 // The storage port, one concept and long on purpose: every method's types
 // and contract sit together, as each driver implements them. Every driver
 // (sqlite/, postgres/) implements it and passes the one contract suite,
-// test/store-contract/. Methods are asynchronous and batch-shaped (one round trip per batch, never per job),
-// noun-first with one params object. Methods a stale owner could call take the
-// fencing value they rely on (shard epochs, attempt numbers) and change
-// nothing when it no longer holds. Times are epoch milliseconds chosen by the
-// engine's clock, except as below.
+// test/store-contract/. Methods are asynchronous and batch-shaped (one round
+// trip per batch, never per job), noun-first with one params object. Methods
+// a stale owner could call take the fencing value they rely on (shard
+// epochs, attempt numbers) and change nothing when it no longer holds. Times
+// are epoch milliseconds chosen by the engine's clock, except as below.
 //
 // Lease time (DESIGN.md: lease deadlines use the store's clock): the methods
 // that set or judge lease deadlines (executionLease, executionAckAndLease,
