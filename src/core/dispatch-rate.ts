@@ -6,8 +6,9 @@
 // at once on two nodes each count: they may overshoot by a batch together,
 // and the tenant then waits that much longer (never a drift in the long run).
 //
-// SQLite's store calls these; PostgreSQL's says the same in SQL
-// (postgres/leases.ts); the contract suite holds both to it.
+// The stores say the same in their lease statements (sqlite/leases.ts,
+// postgres/leases.ts), SQLite's picking with these; the contract suite's
+// rules.ts holds both to them over generated cases.
 
 /** How many attempts a tenant may start now under its rate (Infinity without one). */
 export function dispatchAllowance(rate: number | null, tat: number | null, now: number): number {
