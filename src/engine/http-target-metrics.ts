@@ -2,7 +2,8 @@
 // docs/http-targets.md explains each.
 
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
-import type { HttpTargetObserver, HttpTargetRunner } from "./http-target.js";
+import type { HttpTargetRunner } from "./http-target.js";
+import type { HttpTargetObserver } from "./http-target-settings.js";
 
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 const BREAKER_VALUE = { closed: 0, half_open: 1, open: 2 } as const;

@@ -62,9 +62,6 @@ import {
   WAIT_RELEASE_MS,
 } from "./http-target-timing.js";
 
-export { GRACE_MS } from "./http-target-timing.js";
-export type { HeartbeatResult, HttpTargetObserver, HttpTargetOptions, HttpTargetSettings, ReleaseReason } from "./http-target-settings.js";
-
 /** A release waiting to be written, with the lease it hands back (it is worth writing only while that lasts). */
 interface PendingRelease {
   item: ReleaseInput;

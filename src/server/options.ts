@@ -7,7 +7,7 @@
 import type { DestinationStream } from "pino";
 import type { Engine, EngineOptions, RedisDueIndexSettings } from "../engine/engine.js";
 import type { BrokerSettings } from "../engine/brokers/index.js";
-import type { HttpTargetSettings } from "../engine/http-target.js";
+import type { HttpTargetSettings } from "../engine/http-target-settings.js";
 import type { RetentionOptions } from "../engine/retention.js";
 import type { BackpressureOptions } from "../engine/backpressure.js";
 import type { RetryBudgetSettings } from "../engine/retry-budget.js";

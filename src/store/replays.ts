@@ -1,9 +1,8 @@
 // Bulk dead-letter replays, what both drivers share: the row as a record, and
 // the arithmetic of a step (the rate's slots, the cursor, when it is done).
 
-import type { PossibleDuplicateRow, ReplayCursor, ReplayRecord, ReplaySelection } from "./store.js";
-
-type Row = Record<string, unknown>;
+import type { Row } from "./rows.js";
+import type { ReplayCursor, ReplayRecord, ReplaySelection } from "./store.js";
 
 /** How many ids a replay may list: the batch bound of the API (LIMITS.batchMax). */
 export const REPLAY_IDS_MAX = 1000;
@@ -48,21 +47,4 @@ export function replaySlots(replay: ReplayRecord, at: number, n: number): { read
   const gap = 1000 / replay.ratePerSecond;
   const start = Math.max(at, replay.nextAt);
   return { readyAt: Array.from({ length: n }, (_, i) => Math.ceil(start + i * gap)), nextAt: n === 0 ? replay.nextAt : start + n * gap };
-}
-
-/** A row of executionPossibleDuplicates (kept here beside the replays: both drivers share it). */
-export function toPossibleDuplicate(r: Row): PossibleDuplicateRow {
-  return {
-    executionId: r.id as string,
-    tenantId: r.tenant_id as string,
-    jobId: r.job_id as string,
-    name: r.name as string,
-    pool: r.pool as string,
-    scheduledFor: Number(r.scheduled_for),
-    state: r.state as string,
-    attempt: Number(r.attempt),
-    duplicateAttempt: Number(r.dup_attempt),
-    reason: r.dup_reason as PossibleDuplicateRow["reason"],
-    at: Number(r.dup_at),
-  };
 }

@@ -18,6 +18,7 @@ import type {
   PurgedRow,
   RetentionKind,
   ShardLease,
+  PossibleDuplicateRow,
 } from "./store.js";
 
 export type Row = Record<string, unknown>;
@@ -249,5 +250,22 @@ export function toInserted(r: Row): InsertedExecution {
     pool: r.pool as string,
     state: r.state as string,
     dryRun: r.dry_run === true || r.dry_run === 1,
+  };
+}
+
+/** A row of executionPossibleDuplicates. */
+export function toPossibleDuplicate(r: Row): PossibleDuplicateRow {
+  return {
+    executionId: r.id as string,
+    tenantId: r.tenant_id as string,
+    jobId: r.job_id as string,
+    name: r.name as string,
+    pool: r.pool as string,
+    scheduledFor: Number(r.scheduled_for),
+    state: r.state as string,
+    attempt: Number(r.attempt),
+    duplicateAttempt: Number(r.dup_attempt),
+    reason: r.dup_reason as PossibleDuplicateRow["reason"],
+    at: Number(r.dup_at),
   };
 }
