@@ -17,3 +17,14 @@ test("rejects what is not RFC 3339", () => {
 test("writes UTC with millisecond precision", () => {
   assert.equal(toIso(Date.UTC(2026, 9, 16, 9)), "2026-10-16T09:00:00.000Z");
 });
+
+test("toIso answers each time its own string, however the calls alternate, and refuses what is not a time", () => {
+  const a = Date.UTC(2026, 9, 16, 9);
+  const b = a + 1;
+  assert.deepEqual(
+    [toIso(a), toIso(a), toIso(b), toIso(a)],
+    ["2026-10-16T09:00:00.000Z", "2026-10-16T09:00:00.000Z", "2026-10-16T09:00:00.001Z", "2026-10-16T09:00:00.000Z"],
+  );
+  assert.throws(() => toIso(Number.NaN), RangeError);
+  assert.equal(toIso(b), "2026-10-16T09:00:00.001Z");
+});
