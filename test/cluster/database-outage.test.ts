@@ -4,7 +4,8 @@
 // PostgreSQL through a TCP proxy in this process; closing the proxy (and every
 // connection through it) is the outage, as a restart is to the node, without
 // disturbing the tests running beside it. Reopening it on the same port is the
-// database coming back.
+// database coming back. Stalling it (connections open, nothing forwarded) is a
+// half-open link: the node must notice by its client's read timeout, not hang.
 
 import assert from "node:assert/strict";
 import { createServer, connect, type Server, type Socket } from "node:net";
@@ -13,11 +14,27 @@ import { freshPostgresSchema, postgresAvailable, TEST_PG_URL } from "../../src/s
 import { spawnServer, waitFor } from "../helpers.js";
 import { test } from "node:test";
 
-/** A TCP proxy to PostgreSQL that can be cut (closed, every connection dropped) and opened again on its port. */
+/**
+ * A TCP proxy to PostgreSQL that can be cut (closed, every connection dropped)
+ * and opened again on its port, or stalled: connections stay open and new ones
+ * are accepted, but nothing passes either way (a half-open link, packets
+ * dropped, not refused).
+ */
 class CuttableProxy {
   private server: Server | null = null;
   private readonly sockets = new Set<Socket>();
+  private stalled = false;
   port = 0;
+
+  stall(): void {
+    this.stalled = true;
+  }
+
+  /** Ends the stall: the connections it broke are dropped (their streams lost bytes), new ones pass. */
+  unstall(): void {
+    for (const s of this.sockets) s.destroy();
+    this.stalled = false;
+  }
 
   async open(): Promise<void> {
     const target = new URL(TEST_PG_URL);
@@ -28,7 +45,9 @@ class CuttableProxy {
         s.on("error", () => s.destroy());
         s.on("close", () => this.sockets.delete(s));
       }
-      client.pipe(upstream).pipe(client);
+      // Forwarded by hand, not piped: while stalled, bytes are dropped as a dead link drops packets.
+      client.on("data", (chunk) => this.stalled || upstream.write(chunk));
+      upstream.on("data", (chunk) => this.stalled || client.write(chunk));
       client.on("close", () => upstream.destroy());
       upstream.on("close", () => client.destroy());
     });
@@ -81,6 +100,46 @@ if (await postgresAvailable("the database outage test")) {
         "the jobs accepted before and after the outage both run",
         30_000,
       );
+    } finally {
+      await client.close();
+      await node.stop("SIGKILL");
+      await proxy.cut();
+    }
+  });
+}
+
+if (await postgresAvailable("the half-open database link test")) {
+  test("PostgreSQL behind a half-open link (packets dropped): the node notices, /readyz 503 and writes 503, not a hang; the link back: ready again", {
+    timeout: 180_000,
+  }, async () => {
+    const proxy = new CuttableProxy();
+    await proxy.open();
+    const { schema } = freshPostgresSchema();
+    const url = new URL(TEST_PG_URL);
+    url.port = String(proxy.port);
+    const node = await spawnServer({ url: url.toString(), options: { schema }, args: ["--store", url.toString(), "--schema", schema] });
+    const client = new DuetimeClient({ url: node.url, retries: 0, timeoutMs: 120_000 });
+    const ready = async () => (await fetch(`${node.url}/readyz`)).status;
+    try {
+      assert.equal(await ready(), 200);
+      proxy.stall();
+      const stalledAt = Date.now();
+      const create = client.createJob({ name: "during", target: { type: "queue", pool: "half-open" }, schedule: { delaySeconds: 0 } }).then(
+        () => "created",
+        (err: unknown) => (err instanceof DuetimeApiError ? `${err.status} ${err.code}` : String(err)),
+      );
+      await waitFor(async () => (await ready()) === 503, "/readyz answers 503 while the link drops every packet", 90_000);
+      const notReadyAfterMs = Date.now() - stalledAt;
+      const answer = await create;
+      const answeredAfterMs = Date.now() - stalledAt;
+      console.log(`# half-open: not ready after ${notReadyAfterMs} ms; the create in flight answered "${answer}" after ${answeredAfterMs} ms`);
+      assert.equal(answer, "503 STORE_UNAVAILABLE", "a create whose statement the link swallowed is refused, not left hanging or answered OK");
+      assert.equal((await fetch(`${node.url}/healthz`)).status, 200, "the process is alive");
+
+      proxy.unstall();
+      await waitFor(async () => (await ready()) === 200, "/readyz answers 200 once the link passes again", 60_000);
+      const after = await client.createJob({ name: "after", target: { type: "queue", pool: "half-open" }, schedule: { delaySeconds: 0 } });
+      assert.equal((await client.getJob(after.jobId)).state, "SCHEDULED");
     } finally {
       await client.close();
       await node.stop("SIGKILL");

@@ -33,11 +33,21 @@ const types: pg.CustomTypesConfig = {
     oid === INT8_OID ? parseInt8 : pg.types.getTypeParser(oid, format ?? "text")) as pg.CustomTypesConfig["getTypeParser"],
 };
 
+/** How long past statement_timeout the client waits for an answer before it calls the link dead. */
+const QUERY_TIMEOUT_MARGIN_MS = 5_000;
+
 /** What every connection of the store is opened with, the pool's and the signal listener's. */
 export function clientConfig(o: PoolOptions): pg.ClientConfig {
   return {
     connectionString: o.url,
     statement_timeout: o.statementTimeoutMs,
+    // The server enforces statement_timeout only on statements it received: on
+    // a link that drops packets (half-open) an answer never comes, so the
+    // client gives up a little after the server would have, and keepalives
+    // find a dead link under an idle connection.
+    query_timeout: o.statementTimeoutMs > 0 ? o.statementTimeoutMs + QUERY_TIMEOUT_MARGIN_MS : undefined,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
     connectionTimeoutMillis: o.connectTimeoutMs,
     application_name: o.applicationName,
     // Every statement names its tables unqualified: the store's schema comes first.
@@ -129,6 +139,8 @@ export async function transaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) => Pr
       await client.query("COMMIT");
       return value;
     } catch (error) {
+      // A lost link (the client's read timeout among them) would leave ROLLBACK waiting as long again: drop the connection.
+      if (!broken && postgresFaultKind(error) === "connection") broken = error as Error;
       if (!broken) {
         await client.query("ROLLBACK").catch((err: Error) => {
           broken = err;

@@ -41,6 +41,7 @@ test("SQLSTATEs, socket errors and pg's connection errors that pass are store fa
     [withCode("ECONNREFUSED"), "connection"],
     [withCode("ECONNRESET"), "connection"],
     [new Error("Connection terminated unexpectedly"), "connection"],
+    [new Error("Query read timeout"), "connection"], // query_timeout: the link stopped answering
     [new Error("timeout exceeded when trying to connect"), "connection"],
     [new AggregateError([withCode("ECONNREFUSED"), withCode("ECONNREFUSED")]), "connection"],
     [withCode("23505"), null], // unique_violation: a bug, not a fault

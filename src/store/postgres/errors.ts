@@ -33,8 +33,9 @@ const SOCKET_CODES = new Set([
   "EAI_AGAIN",
 ]);
 
-/** pg's own errors for a connection that ended or never came (they carry no code). */
-const PG_CONNECTION_MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error)/;
+/** pg's own errors for a connection that ended, never came, or stopped answering (query_timeout); they carry no code. */
+const PG_CONNECTION_MESSAGES =
+  /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Query read timeout)/;
 
 /** The kind of store fault a pg (or socket) error is, or null when it is not one. */
 export function postgresFaultKind(error: unknown): StoreFaultKind | null {
