@@ -64,18 +64,24 @@ class CuttableProxy {
   }
 }
 
-if (await postgresAvailable("the database outage test")) {
+/** A `duetime serve` on a fresh schema that reaches PostgreSQL only through a proxy of its own; the client's calls wait up to timeoutMs. */
+async function nodeBehindProxy(timeoutMs: number) {
+  const proxy = new CuttableProxy();
+  await proxy.open();
+  const { schema } = freshPostgresSchema();
+  const url = new URL(TEST_PG_URL);
+  url.port = String(proxy.port);
+  const node = await spawnServer({ url: url.toString(), options: { schema }, args: ["--store", url.toString(), "--schema", schema] });
+  const client = new DuetimeClient({ url: node.url, retries: 0, timeoutMs });
+  const ready = async () => (await fetch(`${node.url}/readyz`)).status;
+  return { proxy, node, client, ready };
+}
+
+if (await postgresAvailable("the database outage tests")) {
   test("PostgreSQL unreachable: /readyz 503 and writes 503 STORE_UNAVAILABLE, the node stays up; back: ready again, and every accepted job runs", {
     timeout: 120_000,
   }, async () => {
-    const proxy = new CuttableProxy();
-    await proxy.open();
-    const { schema } = freshPostgresSchema();
-    const url = new URL(TEST_PG_URL);
-    url.port = String(proxy.port);
-    const node = await spawnServer({ url: url.toString(), options: { schema }, args: ["--store", url.toString(), "--schema", schema] });
-    const client = new DuetimeClient({ url: node.url, retries: 0 });
-    const ready = async () => (await fetch(`${node.url}/readyz`)).status;
+    const { proxy, node, client, ready } = await nodeBehindProxy(30_000);
     try {
       assert.equal(await ready(), 200);
       const before = await client.createJob({ name: "before", target: { type: "queue", pool: "outage" }, schedule: { delaySeconds: 2 } });
@@ -106,20 +112,11 @@ if (await postgresAvailable("the database outage test")) {
       await proxy.cut();
     }
   });
-}
 
-if (await postgresAvailable("the half-open database link test")) {
   test("PostgreSQL behind a half-open link (packets dropped): the node notices, /readyz 503 and writes 503, not a hang; the link back: ready again", {
     timeout: 180_000,
   }, async () => {
-    const proxy = new CuttableProxy();
-    await proxy.open();
-    const { schema } = freshPostgresSchema();
-    const url = new URL(TEST_PG_URL);
-    url.port = String(proxy.port);
-    const node = await spawnServer({ url: url.toString(), options: { schema }, args: ["--store", url.toString(), "--schema", schema] });
-    const client = new DuetimeClient({ url: node.url, retries: 0, timeoutMs: 120_000 });
-    const ready = async () => (await fetch(`${node.url}/readyz`)).status;
+    const { proxy, node, client, ready } = await nodeBehindProxy(120_000);
     try {
       assert.equal(await ready(), 200);
       proxy.stall();
