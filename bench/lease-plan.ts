@@ -25,15 +25,9 @@
 
 import { randomBytes } from "node:crypto";
 import pg from "pg";
-import type { BatchCreateItem } from "@duetime/sdk/contract";
-import { systemClock } from "../src/core/clock.js";
-import { EngineEvents } from "../src/engine/events.js";
-import { Executor } from "../src/engine/executor.js";
-import type { Scheduler } from "../src/engine/scheduler.js";
-import { DEFAULT_CONTEXT } from "../src/engine/service.js";
-import { createService } from "../src/engine/services.js";
 import { openStore } from "../src/store/factory.js";
 import type { CompleteInput, Store } from "../src/store/store.js";
+import { benchService, createOneOffs } from "./one-offs.js";
 import { freshDatabase } from "./services.js";
 
 const argv = process.argv.slice(2);
@@ -71,32 +65,6 @@ pg.Client.prototype.query = function (this: pg.Client, ...a: unknown[]) {
   }
   return query.apply(this, a);
 } as typeof pg.Client.prototype.query;
-
-async function create(store: Store): Promise<void> {
-  const events = new EngineEvents();
-  const executor = new Executor({ store, clock: systemClock, events });
-  const scheduler = { forget() {}, offer() {}, windowMs: 0 } as unknown as Scheduler;
-  const service = createService({
-    store,
-    clock: systemClock,
-    events,
-    executor,
-    scheduler,
-    nodeId: "lease-plan",
-    storeHealth: { ready: async () => true },
-  });
-  for (let i = 0; i < JOBS; i += 1000) {
-    const runAt = new Date().toISOString();
-    const items: BatchCreateItem[] = Array.from({ length: Math.min(1000, JOBS - i) }, (_, k) => ({
-      name: "bench",
-      target: { type: "queue", pool: POOL },
-      payload: { seq: i + k },
-      schedule: { runAt },
-    }));
-    const r = await service.createJobs(DEFAULT_CONTEXT, items);
-    if (r.some((x) => "error" in x)) throw new Error("create failed");
-  }
-}
 
 interface Drain {
   leased: number;
@@ -243,7 +211,7 @@ async function track(url: string, analyse: Analyse): Promise<void> {
   try {
     if (analyse === "empty") await analyseNow();
     const t = performance.now();
-    await create(store);
+    await createOneOffs(benchService(store, "lease-plan"), POOL, JOBS);
     console.log(`\n=== track "analysed ${name}": ${JOBS} jobs created in ${(performance.now() - t).toFixed(0)} ms`);
     await store.executionLease({ tenantId: "default", pool: POOL, workerId: "w", max: 0, leaseMs: 1 }); // captures the statement; grants nothing
     if (!leaseSql) throw new Error("the lease statement was not captured");

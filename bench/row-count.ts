@@ -105,19 +105,14 @@ import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import Database from "better-sqlite3";
 import pg from "pg";
-import type { BatchCreateItem, CompleteItem, LeasedExecution, LeaseRequest } from "@duetime/sdk/contract";
-import { systemClock } from "../src/core/clock.js";
-import { EngineEvents } from "../src/engine/events.js";
-import { Executor } from "../src/engine/executor.js";
-import type { Scheduler } from "../src/engine/scheduler.js";
+import type { CompleteItem, LeasedExecution, LeaseRequest } from "@duetime/sdk/contract";
 import { DEFAULT_CONTEXT, type Service } from "../src/engine/service.js";
-import { createService } from "../src/engine/services.js";
 import { openStore } from "../src/store/factory.js";
 import { FLUSH_BOUND_MS, type Store } from "../src/store/store.js";
+import { benchService, CREATE_BATCH, createOneOffs } from "./one-offs.js";
 import { freshDatabase, postgresVersion } from "./services.js";
 
 const POOL = "bench";
-const CREATE_BATCH = 1_000;
 const LEASE_BATCH = 100;
 /** The store's pool size as the factory opens it (postgres/index.ts default): every connection is pinged at a boundary. */
 const PG_POOL_SIZE = 10;
@@ -179,32 +174,10 @@ interface Hooks {
   end(phase: Phase): Promise<void>;
 }
 
-/** The engine as `duetime serve` composes it, without its timers: createService over the store, a real Executor, a stub scheduler. */
-function engine(store: Store): Service {
-  const clock = systemClock;
-  const events = new EngineEvents();
-  events.on("error", ({ where, error }) => console.error(`engine error in ${where}:`, error));
-  const executor = new Executor({ store, clock, events });
-  // A one-off's execution is written with it; the scheduler only forgets it (jobs-service.ts offer()).
-  const scheduler = { forget() {}, offer() {}, windowMs: 0 } as unknown as Scheduler;
-  return createService({ store, clock, events, executor, scheduler, nodeId: "row-count", storeHealth: { ready: async () => true } });
-}
-
 async function workload(service: Service, store: Store, jobs: number, mode: Mode, hooks: Hooks): Promise<void> {
   const ctx = DEFAULT_CONTEXT; // a server without API keys: tenant "default", as the bench's server runs
   await hooks.begin("create");
-  for (let i = 0; i < jobs; i += CREATE_BATCH) {
-    const runAt = new Date().toISOString();
-    const items: BatchCreateItem[] = Array.from({ length: Math.min(CREATE_BATCH, jobs - i) }, (_, k) => ({
-      name: "bench",
-      target: { type: "queue", pool: POOL },
-      payload: { seq: i + k },
-      schedule: { runAt },
-    }));
-    const results = await service.createJobs(ctx, items);
-    const failed = results.find((r) => "error" in r);
-    if (failed) throw new Error(`createJobs: ${JSON.stringify(failed)}`);
-  }
+  await createOneOffs(service, POOL, jobs);
   await hooks.end("create");
 
   const ack = (x: LeasedExecution): CompleteItem => ({
@@ -436,7 +409,7 @@ async function pgPass(
   const schema = `rowcount_${mode}_${counted ? "counted" : "clean"}_${randomBytes(3).toString("hex")}`;
   const store = await openStore(url, { schema });
   try {
-    const service = engine(store);
+    const service = benchService(store, "row-count");
     const cat = await pgCatalog(db, schema);
     const rc = counted ? await installPgTrace(db, schema, cat) : null;
 
@@ -879,7 +852,7 @@ async function sqlitePass(
     let cellsBefore = new Map<string, number>();
     const pageSize = Number(db.pragma("page_size", { simple: true }));
     const store = await openStore(`sqlite:${path}`);
-    const service = engine(store);
+    const service = benchService(store, "row-count");
     const phases: SqlitePhaseResult[] = [];
     let t0 = 0;
     try {
