@@ -17,6 +17,12 @@
 // cause (401, 400, 409). A screenshot of each page is saved under
 // test-artifacts/dashboard/.
 //
+// Two shorter tests show where the dashboard opens. On a server without
+// keys it goes straight to the jobs, at / and at a job's deep link, with no
+// login form and no refused request. On a server with keys it shows the
+// login form at /. A deep link survives the login, and a kept key that is
+// revoked sends the user back to the login form with a message.
+//
 // Chromium: /usr/bin/chromium (.ci/run installs Debian's package). Missing,
 // the test fails with CI=true and is skipped loudly elsewhere.
 
@@ -63,6 +69,40 @@ function watchErrors(page: Page): string[] {
   });
   page.on("pageerror", (e) => errors.push(`pageerror: ${e.message}`));
   return errors;
+}
+
+/** Chromium on a profile of its own (removed by close()), its first page watched for errors. */
+async function openBrowser(): Promise<{ context: BrowserContext; page: Page; errors: string[]; close: () => Promise<void> }> {
+  const userDataDir = mkdtempSync(join(tmpdir(), "duetime-chromium-"));
+  try {
+    const context = await chromium.launchPersistentContext(userDataDir, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: FLAGS,
+      timezoneId: "America/New_York",
+      viewport: { width: 1280, height: 900 },
+    });
+    const page = context.pages()[0] ?? (await context.newPage());
+    page.setDefaultTimeout(20_000);
+    const close = async () => {
+      await context.close().catch(() => undefined);
+      rmSync(userDataDir, { recursive: true, force: true });
+    };
+    return { context, page, errors: watchErrors(page), close };
+  } catch (err) {
+    rmSync(userDataDir, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+// This run's screenshots only, from every test of the file.
+if (!missing) rmSync(ARTIFACTS, { recursive: true, force: true });
+
+/** Checks Chromium is there and the dashboard built. */
+function preflight(): void {
+  assert.ok(!missing, `no Chromium at ${CHROMIUM}: .ci/run installs Debian's chromium package`);
+  assert.ok(existsSync(join(DEFAULT_DASHBOARD_DIR, "index.html")), "the dashboard is not built: npm run build:dashboard");
+  mkdirSync(ARTIFACTS, { recursive: true });
 }
 
 async function shot(page: Page, name: string): Promise<void> {
@@ -142,10 +182,7 @@ async function login(page: Page, key: string): Promise<void> {
 test("the dashboard in Chromium: login and whoami, the New job form, a job's run ledger, attempts, actions and schedule edit (version conflict), DST marks, selection replay with progress, possible duplicates, cluster, overview, roles and tenant isolation, no console error", {
   skip: missing && process.env.CI !== "true",
 }, async () => {
-  assert.ok(!missing, `no Chromium at ${CHROMIUM}: .ci/run installs Debian's chromium package`);
-  assert.ok(existsSync(join(DEFAULT_DASHBOARD_DIR, "index.html")), "the dashboard is not built: npm run build:dashboard");
-  rmSync(ARTIFACTS, { recursive: true, force: true }); // this run's screenshots only
-  mkdirSync(ARTIFACTS, { recursive: true });
+  preflight();
 
   // The Overview's history written every 200 ms rather than 10 s.
   const t = await startTestServer({
@@ -186,8 +223,7 @@ test("the dashboard in Chromium: login and whoami, the New job form, a job's run
     },
   });
   const workers = [worker.run(), fragile.run()];
-  const userDataDir = mkdtempSync(join(tmpdir(), "duetime-chromium-"));
-  let context: BrowserContext | undefined;
+  let browser: Awaited<ReturnType<typeof openBrowser>> | undefined;
   try {
     // 01:30 on 2027-03-28 does not exist in London (clocks go from 01:00 to 02:00): the preview marks it.
     const spring = await acme.createJob({
@@ -228,18 +264,10 @@ test("the dashboard in Chromium: login and whoami, the New job form, a job's run
     await waitFor(async () => (await acme.listPossibleDuplicates()).items.length === 1, "the possible duplicate is recorded");
     await waitFor(async () => (await acme.getJob(sms.jobId)).state === "DEAD", "fragile-sms is dead");
 
-    context = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: FLAGS,
-      timezoneId: "America/New_York",
-      viewport: { width: 1280, height: 900 },
-    });
-    const page = context.pages()[0] ?? (await context.newPage());
-    page.setDefaultTimeout(20_000);
-    const errors = watchErrors(page);
+    browser = await openBrowser();
+    const { context, page, errors } = browser;
 
-    // A wrong key: refused with a clear message, and nothing is stored.
+    // The server asks for a key (its whoami answers 401): the login form. A wrong key: refused with a clear message, and nothing is stored.
     await page.goto(`${t.url}/`);
     await page.getByLabel("API key").waitFor();
     await shot(page, "01-login");
@@ -540,13 +568,102 @@ test("the dashboard in Chromium: login and whoami, the New job form, a job's run
 
     assert.deepEqual(errors, [], `console errors:\n${errors.join("\n")}`);
   } finally {
-    await context?.close().catch(() => undefined);
-    rmSync(userDataDir, { recursive: true, force: true });
+    await browser?.close();
     await Promise.all([worker.shutdown(), fragile.shutdown()]);
     await Promise.allSettled(workers);
     await acme.close();
     await acmeWorker.close();
     await globex.close();
+    await t.close();
+  }
+});
+
+test("the dashboard on a server without keys opens on the jobs, no login: at / and at a job's deep link, and no request is refused", {
+  skip: missing && process.env.CI !== "true",
+}, async () => {
+  preflight();
+  const t = await startTestServer();
+  let browser: Awaited<ReturnType<typeof openBrowser>> | undefined;
+  try {
+    const job = await t.client.createJob({ name: "open-report", target: { type: "queue", pool: "open-pool" }, schedule: { delaySeconds: 3600 } });
+    browser = await openBrowser();
+    const { context, page, errors } = browser;
+
+    await page.goto(`${t.url}/`);
+    await page.getByTestId("jobs-table").getByRole("link", { name: "open-report" }).waitFor();
+    assert.equal(await page.getByLabel("API key").count(), 0);
+    assert.equal(await page.getByRole("button", { name: "Log in" }).count(), 0);
+    // Development mode says so, and there is nobody to log out.
+    assert.match((await page.getByTestId("whoami").textContent()) ?? "", /^admin\s*tenant default$/);
+    assert.equal(await page.getByRole("button", { name: "Log out" }).count(), 0);
+    await shot(page, "31-keyless-jobs");
+
+    // A deep link, opened in a tab of its own (no session kept): the job's page at once.
+    const deep = await context.newPage();
+    deep.setDefaultTimeout(20_000);
+    const deepErrors = watchErrors(deep);
+    await deep.goto(`${t.url}/#/jobs/${encodeURIComponent(job.jobId)}`);
+    await deep.getByRole("heading", { name: "open-report" }).waitFor();
+    assert.equal(await deep.getByLabel("API key").count(), 0);
+    await shot(deep, "32-keyless-deep-link");
+
+    assert.deepEqual([...errors, ...deepErrors], [], "no request is refused on a server without keys");
+  } finally {
+    await browser?.close();
+    await t.close();
+  }
+});
+
+test("the dashboard on a server with keys asks for one: the login form at /, a deep link kept through the login, a kept key the server now refuses sends back to the login form", {
+  skip: missing && process.env.CI !== "true",
+}, async () => {
+  preflight();
+  const t = await startTestServer({ apiKeys: parseApiKeys(KEYS) });
+  const admin = new DuetimeClient({ url: t.url, token: "adm-acme-0123456789", retries: 0 });
+  let browser: Awaited<ReturnType<typeof openBrowser>> | undefined;
+  try {
+    const job = await admin.createJob({ name: "keyed-report", target: { type: "queue", pool: "keyed-pool" }, schedule: { delaySeconds: 3600 } });
+    const deepLink = `${t.url}/#/jobs/${encodeURIComponent(job.jobId)}`;
+    browser = await openBrowser();
+    const { context, page, errors } = browser;
+
+    // At /: the login form (whoami without a key answered 401), no alert, nothing of the jobs; a key, then the jobs.
+    await page.goto(`${t.url}/`);
+    await page.getByLabel("API key").waitFor();
+    await expectRefused(errors, 401);
+    assert.equal(await page.getByRole("alert").count(), 0);
+    assert.equal(await page.getByTestId("jobs-table").count(), 0);
+    await login(page, "adm-acme-0123456789");
+    await page.getByTestId("jobs-table").getByRole("link", { name: "keyed-report" }).waitFor();
+
+    // A deep link in a tab of its own: the login form, then the linked job, with a key the store keeps.
+    const stored = await admin.createKey({ role: "client", name: "dashboard deep link" });
+    const deep = await context.newPage();
+    deep.setDefaultTimeout(20_000);
+    const deepErrors = watchErrors(deep);
+    await deep.goto(deepLink);
+    await deep.getByLabel("API key").waitFor();
+    await expectRefused(deepErrors, 401);
+    await shot(deep, "33-keyed-deep-link-login");
+    await login(deep, stored.key);
+    await deep.getByRole("heading", { name: "keyed-report" }).waitFor();
+    assert.equal(deep.url(), deepLink);
+
+    // The key is revoked meanwhile: a reload is refused, said plainly, and the link is still there for the next key.
+    await admin.revokeKey(stored.keyId);
+    await deep.reload();
+    await deep.getByRole("alert").filter({ hasText: "The server refused the key (401 UNAUTHENTICATED)" }).waitFor();
+    await expectRefused(deepErrors, 401);
+    assert.equal(await deep.evaluate("sessionStorage.getItem('duetime.apiKey')"), null);
+    await shot(deep, "34-keyed-kept-key-refused");
+    await login(deep, "adm-acme-0123456789");
+    await deep.getByRole("heading", { name: "keyed-report" }).waitFor();
+    assert.equal(deep.url(), deepLink);
+
+    assert.deepEqual([...errors, ...deepErrors], [], `console errors:\n${[...errors, ...deepErrors].join("\n")}`);
+  } finally {
+    await browser?.close();
+    await admin.close();
     await t.close();
   }
 });

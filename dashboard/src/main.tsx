@@ -1,13 +1,15 @@
-// The dashboard's shell: the login form (a key kept in sessionStorage only),
-// who the key is (GET /v1/whoami), the navigation its role may use, and the
-// page the hash names.
+// The dashboard's shell: it asks the server who it is (GET /v1/whoami) before
+// anything else; a server without keys answers and the page the hash names
+// opens at once. Only a 401 shows the login form (a key kept in
+// sessionStorage only), and the hash is kept through it. Then the navigation
+// the key's role may use, and the page.
 
 import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import "uplot/dist/uPlot.min.css";
 import "./styles.css";
 import type { WhoAmI } from "@duetime/sdk/contract";
-import { api, describeError, forgetKey, onUnauthenticated, storedKey, storeKey } from "./api";
+import { ApiError, api, describeError, forgetKey, onUnauthenticated, storedKey, storeKey } from "./api";
 import { ErrorBox } from "./components";
 import { ClusterPage } from "./pages/Cluster";
 import { DeadLettersPage } from "./pages/DeadLetters";
@@ -42,14 +44,14 @@ function Login({ onLogin, notice }: { onLogin: (key: string, who: WhoAmI) => voi
     <main class="login">
       <form class="card" onSubmit={submit}>
         <h1>duetime</h1>
-        <p>Log in with an API key. It is kept in this tab's session storage only and sent as a Bearer token.</p>
+        <p>This server asks for an API key. It is kept in this tab's session storage only and sent as a Bearer token.</p>
         <label>
           API key
           <input
             type="password"
             name="apiKey"
             autoComplete="off"
-            placeholder="dtk_… (empty for a server without keys)"
+            placeholder="dtk_…"
             value={key}
             onInput={(e) => setKey((e.target as HTMLInputElement).value)}
           />
@@ -109,40 +111,46 @@ function Page({ who }: { who: WhoAmI }) {
   );
 }
 
+/** Where the session stands: asking who we are, asking for a key, or in (with or without a key). */
+type Auth = { at: "asking" } | { at: "login"; notice?: string } | { at: "in"; who: WhoAmI } | { at: "unreachable"; error: unknown };
+
 function App() {
-  const [key, setKey] = useState<string | null>(() => storedKey());
-  const [who, setWho] = useState<WhoAmI | undefined>(undefined);
-  const [whoError, setWhoError] = useState<unknown>(undefined);
-  const [notice, setNotice] = useState<string | undefined>(undefined);
+  const [auth, setAuth] = useState<Auth>({ at: "asking" });
   useEffect(
     () =>
       onUnauthenticated((err) => {
         forgetKey();
-        setNotice(describeError(err));
-        setWho(undefined);
-        setKey(null);
+        setAuth({ at: "login", notice: describeError(err) });
       }),
     [],
   );
-  // A key kept from before a reload: ask again who it is (a 401 sends the user back to the login form).
+  // Ask first, with the key kept from before a reload if any: a server without keys answers without one.
   useEffect(() => {
-    if (key === null || who !== undefined) return;
-    setWhoError(undefined);
-    api<WhoAmI>("GET", "/v1/whoami").then(setWho, setWhoError);
-  }, [key, who]);
-  if (key === null) {
+    if (auth.at !== "asking") return;
+    const key = storedKey() ?? "";
+    api<WhoAmI>("GET", "/v1/whoami", { key }).then(
+      (who) => setAuth({ at: "in", who }),
+      (err) => {
+        if (!(err instanceof ApiError && err.status === 401)) return setAuth({ at: "unreachable", error: err });
+        forgetKey();
+        // No key sent: the server needs one, nothing went wrong. A kept key refused: say so.
+        setAuth(key === "" ? { at: "login" } : { at: "login", notice: describeError(err) });
+      },
+    );
+  }, [auth]);
+  if (auth.at === "asking") return <p class="muted">Connecting…</p>;
+  if (auth.at === "login") {
     return (
       <Login
-        notice={notice}
-        onLogin={(typed, answer) => {
+        notice={auth.notice}
+        onLogin={(typed, who) => {
           storeKey(typed);
-          setNotice(undefined);
-          setWho(answer);
-          setKey(typed);
+          setAuth({ at: "in", who });
         }}
       />
     );
   }
+  const who = auth.at === "in" ? auth.who : undefined;
   return (
     <div class="shell">
       <header class="top">
@@ -157,21 +165,30 @@ function App() {
         <span class="muted" title="Times are shown in this time zone; hover a time for UTC">
           {browserZone}
         </span>
-        <button
-          type="button"
-          class="link"
-          onClick={() => {
-            forgetKey();
-            // The next key may belong to another tenant or role: start again from its first page.
-            history.replaceState(null, "", window.location.pathname);
-            setWho(undefined);
-            setKey(null);
-          }}
-        >
-          Log out
-        </button>
+        {/* A server without keys has nobody to log out (keyId null: no key in use). */}
+        {who?.keyId ? (
+          <button
+            type="button"
+            class="link"
+            onClick={() => {
+              forgetKey();
+              // The next key may belong to another tenant or role: start again from its first page.
+              history.replaceState(null, "", window.location.pathname);
+              setAuth({ at: "login" });
+            }}
+          >
+            Log out
+          </button>
+        ) : null}
       </header>
-      <ErrorBox error={whoError} />
+      {auth.at === "unreachable" ? (
+        <main>
+          <ErrorBox error={auth.error} />
+          <button type="button" onClick={() => setAuth({ at: "asking" })}>
+            Try again
+          </button>
+        </main>
+      ) : null}
       {who ? (
         <SessionContext.Provider value={who}>
           <Page who={who} />
