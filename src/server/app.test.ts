@@ -1516,6 +1516,7 @@ describe("/openapi.json", () => {
         >
       >;
       components: { securitySchemes: Record<string, unknown> };
+      servers?: unknown[];
     };
     assert.match(doc.openapi, /^3\.\d+\.\d+$/);
     assert.equal(doc.info.title, "duetime");
@@ -1563,6 +1564,11 @@ describe("/openapi.json", () => {
         .filter(Boolean),
     );
     assert.equal(new Set(operationIds).size, operationIds.length, "operationIds are unique");
+    const operations = Object.values(doc.paths).flatMap((p) => Object.values(p));
+    assert.equal(operationIds.length, operations.length, "every operation has an operationId");
+    // Probes and scrapers need no key; the document says so, and where the API is.
+    for (const path of ["/healthz", "/readyz", "/metrics"]) assert.deepEqual(doc.paths[path]?.get?.security, [], `${path} needs no key`);
+    assert.deepEqual(doc.servers, [{ url: "/", description: "this server" }]);
   });
 });
 

@@ -29,7 +29,7 @@ import {
 import { HttpMetrics, METRICS_CONTENT_TYPE } from "./http-metrics.js";
 import { DEFAULT_MAX_JSON_DEPTH, drainUnreadBody, installJsonParser } from "./json-body.js";
 import { checkRequestHead, HEAD_LIMITS } from "./request-head.js";
-import { registerRoutes } from "./routes.js";
+import { ERROR_RESPONSES, markOptionalBodies, registerRoutes } from "./routes.js";
 import type { Service } from "../engine/service.js";
 
 export type { ApiKey } from "./auth.js";
@@ -172,22 +172,31 @@ export function buildApp(options: AppOptions): FastifyInstance {
         title: "duetime",
         version: "v1",
         description: "Durable scheduler for delayed and recurring jobs. Errors: docs/errors.md.",
+        license: { name: "MIT", identifier: "MIT" },
       },
+      // Relative: the API is on the server that serves this document, whatever its address.
+      servers: [{ url: "/", description: "this server" }],
       components: { securitySchemes: { bearerAuth: { type: "http", scheme: "bearer" } } },
     },
+    transformObject: (doc) => ("openapiObject" in doc ? markOptionalBodies(doc.openapiObject) : doc.swaggerObject),
+  });
+
+  // Probes and scrapers call these without a key (security: []).
+  const open = (operationId: string, summary: string, response: Record<string, unknown> = {}) => ({
+    schema: { operationId, tags: ["health"], summary, security: [], response: { ...response, ...ERROR_RESPONSES } },
   });
 
   // Registered after swagger so its onRoute hook sees every route.
   void app.register(async (scope) => {
     registerRoutes(scope, options.service, { keyRing, inflight, deadlineMs: options.requestDeadlineMs });
 
-    scope.get("/healthz", { schema: { tags: ["health"], summary: "The process is up", response: { 200: statusResponse } } }, async () => ({
+    scope.get("/healthz", open("getHealth", "The process is up", { 200: statusResponse }), async () => ({
       status: "ok",
     }));
 
     scope.get(
       "/readyz",
-      { schema: { tags: ["health"], summary: "The store is reachable and the node has joined", response: { 200: statusResponse } } },
+      open("getReadiness", "The store is reachable and the node has joined; 503 UNAVAILABLE when not", { 200: statusResponse }),
       async (request, reply) => {
         let ok = false;
         try {
@@ -207,7 +216,8 @@ export function buildApp(options: AppOptions): FastifyInstance {
       },
     );
 
-    scope.get("/metrics", { schema: { tags: ["health"], summary: "Prometheus metrics" } }, async (_request, reply) => {
+    const metricsText = { description: "Prometheus text format", content: { [METRICS_CONTENT_TYPE]: { schema: { type: "string" } } } };
+    scope.get("/metrics", open("getMetrics", "Prometheus metrics", { 200: metricsText }), async (_request, reply) => {
       const engineText = options.metricsText ? await options.metricsText() : "";
       const httpText = await metrics.text();
       const text = engineText === "" || engineText.endsWith("\n") ? engineText + httpText : `${engineText}\n${httpText}`;

@@ -103,8 +103,12 @@ const preferenceApplied = {
   description: "Present when the request's Prefer: return=minimal was honoured (RFC 7240).",
 } as const;
 
+const errorResponse = { ...errorEnvelopeSchema, description: "Error envelope; see docs/errors.md" };
+
+/** The documented error answers of every route: any request can be refused (4xx) or meet an outage (5xx). */
+export const ERROR_RESPONSES = { "4xx": errorResponse, "5xx": errorResponse } as const;
+
 function routeSchema(name: OperationName, op: AnyOperation, runtime: RouteRuntime): Record<string, unknown> {
-  const errorResponse = { ...errorEnvelopeSchema, description: "Error envelope; see docs/errors.md" };
   const responses: Record<string, JsonSchema> = Object.fromEntries(
     Object.entries(op.responses).map(([status, name]) => [status, name ? RESPONSE_SCHEMAS[name] : { type: "null", description: "No content" }]),
   );
@@ -127,12 +131,28 @@ function routeSchema(name: OperationName, op: AnyOperation, runtime: RouteRuntim
     // Without configured keys, auth is on only once the store holds a key: the bearer is optional ({}).
     security: runtime.keyRing.configured ? [{ bearerAuth: [] }] : [{ bearerAuth: [] }, {}],
     querystring: REQUEST_SCHEMAS[op.query ?? "noQuery"],
-    response: { ...responses, "4xx": errorResponse, "5xx": errorResponse },
+    response: { ...responses, ...ERROR_RESPONSES },
   };
   if (op.params) schema.params = REQUEST_SCHEMAS[op.params];
   if (op.headers) schema.headers = REQUEST_SCHEMAS[op.headers];
   if (op.body) schema.body = REQUEST_SCHEMAS[op.body];
   return schema;
+}
+
+/**
+ * The OpenAPI document with the request body marked optional where the
+ * operation takes none (`bodyOptional`: DELETE and the action POSTs accept
+ * no body or `{}`). @fastify/swagger writes every body as required, which
+ * would make generated clients send `{}` for nothing.
+ */
+export function markOptionalBodies<Doc extends { paths?: object }>(doc: Doc): Doc {
+  const paths = doc.paths as Record<string, Record<string, { requestBody?: { required?: boolean } }> | undefined> | undefined;
+  for (const name of OPERATION_NAMES) {
+    const op = operationNamed(name);
+    const body = op.bodyOptional ? paths?.[op.path]?.[op.method.toLowerCase()]?.requestBody : undefined;
+    if (body) body.required = false;
+  }
+  return doc;
 }
 
 /** Registers every /v1 route on the (child) instance. */
