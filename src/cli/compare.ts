@@ -117,13 +117,15 @@ export async function runCompare(
   out: Printer,
   readFile: (path: string) => Promise<string>,
 ): Promise<number> {
+  // The log first: a missing or unreadable file is said without asking the server.
+  const text = await readFile(cmd.log);
   const job = await client.getJob(cmd.jobId);
   const tz = "tz" in job.schedule ? job.schedule.tz : "UTC";
   const from = cmd.from ?? job.createdAt;
   const to = cmd.to ?? new Date().toISOString();
   const [fromMs, toMs] = [parseRfc3339(from)!, parseRfc3339(to)!];
   const logTz = cmd.logTz ?? tz;
-  const log = parseRunLog(await readFile(cmd.log), {
+  const log = parseRunLog(text, {
     tz: logTz,
     year: cmd.logYear ?? Number(new Intl.DateTimeFormat("en", { timeZone: logTz, year: "numeric" }).format(fromMs)),
     ...matchOf(cmd, job),
