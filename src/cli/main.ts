@@ -5,6 +5,7 @@
 import { readFile } from "node:fs/promises";
 import { text } from "node:stream/consumers";
 import { DuetimeClient, DuetimeApiError } from "@duetime/sdk";
+import { DuetimeError } from "../core/errors.js";
 import { ARCHIVE_HELP, ARCHIVE_READ_HELP, parseArchiveRead, runArchive, type ArchiveCommand } from "./archive.js";
 import { GLOBAL_HELP, UsageError, type Env } from "./args.js";
 import { COMPARE_HELP, parseCompare, runCompare, type CompareCommand } from "./compare.js";
@@ -48,6 +49,7 @@ import {
   parseDlqReplay,
   parseDlqReplays,
   parseExecutions,
+  runCron,
   runOps,
   type OpsCommand,
 } from "./ops.js";
@@ -99,7 +101,8 @@ Commands:
   executions <jobId>                     List a job's executions
   dlq list|replay|replays                Dead letters, replayed one by one or in bulk at a rate
   cron "<expr>" [--tz Z] [--from T] [--count N]
-                                         Preview a cron expression
+                                         Preview a cron expression (computed
+                                         here: no server unless --url)
   cluster                                Nodes, their shards and heartbeats
                                          (role admin)
   keys create|list|revoke                API keys kept hashed in the store
@@ -184,6 +187,13 @@ const COMMANDS: Record<string, Leaf | { help: string; group: Record<string, Leaf
   archive: { help: ARCHIVE_HELP, group: ARCHIVE },
 };
 
+/** Every command and subcommand, as argv words ([["serve"], ["jobs"], ["jobs", "create"], …]): each answers --help. */
+export function commandPaths(): string[][] {
+  return Object.entries(COMMANDS).flatMap(([name, entry]) =>
+    "group" in entry ? [[name], ...Object.keys(entry.group).map((sub) => [name, sub])] : [[name]],
+  );
+}
+
 /** Global flags that take a value, so that `duetime --url U jobs list` finds the command after U. */
 const VALUE_FLAGS = new Set(["--url", "--token"]);
 
@@ -250,6 +260,10 @@ export async function execute(cmd: Command, io: Io, deps: MainDeps = {}): Promis
     await runArchive(cmd, io); // local files: no client; main() reports a failure (exit 1)
     return 0;
   }
+  if (cmd.command === "cron" && !cmd.server) {
+    await runCron(cmd, new Printer(io, cmd.global.json)); // pure: computed here, no client; main() reports a failure
+    return 0;
+  }
   const client = new DuetimeClient({ url: cmd.global.url, ...(cmd.global.token ? { token: cmd.global.token } : {}) });
   const out = new Printer(io, cmd.global.json);
   try {
@@ -275,7 +289,8 @@ export function reportError(err: unknown, io: Io): number {
     io.stderr(`error: ${err.message}\n\n${err.usage}\n`);
     return 2;
   }
-  if (err instanceof DuetimeApiError) {
+  // The server's errors, and the engine's own when a command computes offline what the server would (duetime cron): printed alike.
+  if (err instanceof DuetimeApiError || err instanceof DuetimeError) {
     io.stderr(`error: ${err.code}: ${err.message}\n`);
     if (typeof err.details?.field === "string") io.stderr(`  field: ${err.details.field}\n`);
     if (err.retryAfterSeconds !== undefined) io.stderr(`  retry after: ${err.retryAfterSeconds}s\n`);

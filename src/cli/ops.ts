@@ -1,8 +1,20 @@
 // `duetime executions`, `duetime dlq list|replay`, `duetime cron` and
-// `duetime cluster`: parsing (pure) and running (against a DuetimeClient).
+// `duetime cluster`: parsing (pure) and running (against a DuetimeClient;
+// `duetime cron` computes here unless --url names a server).
 
-import type { DeadLetterReplay, DeadLetterReplayRequest, ErrorClass, PageQuery, PreviewQuery, PreviewResponse } from "@duetime/sdk/contract";
+import {
+  operationNamed,
+  type DeadLetterReplay,
+  type DeadLetterReplayRequest,
+  type ErrorClass,
+  type PageQuery,
+  type PreviewQuery,
+  type PreviewResponse,
+} from "@duetime/sdk/contract";
+import { systemClock } from "../core/clock.js";
 import { parseCron as parseCronExpression } from "../core/cron/index.js";
+import { checkRequest } from "../engine/operations.js";
+import { SchedulePreview } from "../engine/schedule-preview.js";
 import type { DuetimeClient } from "@duetime/sdk";
 import {
   GLOBAL_HELP,
@@ -25,7 +37,8 @@ export type OpsCommand =
   | { command: "dlq replay"; global: GlobalOptions; executionId: string }
   | { command: "dlq replay bulk"; global: GlobalOptions; request: DeadLetterReplayRequest; wait: boolean }
   | { command: "dlq replays"; global: GlobalOptions; replayId?: string; query: PageQuery }
-  | { command: "cron"; global: GlobalOptions; query: PreviewQuery }
+  /** server: --url was given, so the server computes the preview (else this process does, offline). */
+  | { command: "cron"; global: GlobalOptions; query: PreviewQuery; server: boolean }
   | { command: "cluster"; global: GlobalOptions };
 
 const PAGE_HELP = `  --limit N         Page size, 1..500 (default 50)
@@ -91,8 +104,13 @@ ${GLOBAL_HELP}`;
 
 export const CRON_HELP = `Usage: duetime cron "<expr>" [--tz ZONE] [--from TIME] [--count N]
 
-Prints the next fire times of a cron expression, computed by the server with
-the scheduler's own code: local time in the zone (with its offset) and UTC.
+Prints the next fire times of a cron expression, computed with the
+scheduler's own code: local time in the zone (with its offset) and UTC. It
+needs no server: the preview is computed here, as the server computes
+GET /v1/schedules/preview, with the same checks and error codes. With --url
+the server is asked instead (to see what that server's version computes);
+DUETIME_URL alone does not send it there.
+
 Daylight saving is marked: "moved: DST gap" when the wall time does not exist
 (spring forward) and the fire moves to the transition; "DST overlap: fires
 twice" when a wildcard schedule's wall time repeats (fall back), and "DST
@@ -102,6 +120,10 @@ first. --json prints the API's answer (times, local, dst).
   --tz ZONE         IANA time zone of the expression (default UTC)
   --from TIME       Start after this RFC 3339 time (default now)
   --count N         How many times, 1..1000 (default 10)
+
+Exit codes: 0 success; 1 the expression, zone or time refused (the API's
+INVALID_ARGUMENT, offline too) or, with --url, an API or network error;
+2 usage error.
 
 ${GLOBAL_HELP}`;
 
@@ -237,7 +259,24 @@ export function parseCron(args: string[], env: Env): OpsCommand {
   if (from !== undefined) query.from = from;
   const count = integerOption("count", values.count, 1, 1000, usage);
   if (count !== undefined) query.count = count;
-  return { command: "cron", global: globalOptions(values, env, usage), query };
+  // Only an explicit --url asks a server: DUETIME_URL is exported for the
+  // commands that need one, and must not make a pure computation fail when
+  // that server is down (nor a malformed DUETIME_URL refuse it).
+  const server = values.url !== undefined;
+  const global = server ? globalOptions(values, env, usage) : { url: "", json: values.json ?? false };
+  return { command: "cron", global, query, server };
+}
+
+/**
+ * The preview the server would answer, computed in this process: the
+ * request checked by the operation's schemas (engine/operations.ts, as the
+ * server's routes do), then the engine's own SchedulePreview. Bad input
+ * throws the server's DuetimeError (code, message, field).
+ */
+export function previewOffline(query: PreviewQuery): Promise<PreviewResponse> {
+  const op = operationNamed("previewSchedule");
+  const [checked] = op.decode(checkRequest(op, op.encode(query))) as [PreviewQuery];
+  return new SchedulePreview(systemClock).preview(checked);
 }
 
 export function parseCluster(args: string[], env: Env): OpsCommand {
@@ -245,6 +284,12 @@ export function parseCluster(args: string[], env: Env): OpsCommand {
   const { values, positionals } = strictParse(args, GLOBAL_OPTIONS, usage);
   expectPositionals(positionals, [], usage);
   return { command: "cluster", global: globalOptions(values, env, usage) };
+}
+
+/** Prints a cron preview: the server's when given its client, else computed here. */
+export async function runCron(cmd: Extract<OpsCommand, { command: "cron" }>, out: Printer, client?: DuetimeClient): Promise<void> {
+  const preview = client ? await client.previewSchedule(cmd.query) : await previewOffline(cmd.query);
+  out.either(preview, () => printPreview(out, cmd.query, preview));
 }
 
 export async function runOps(cmd: OpsCommand, client: DuetimeClient, out: Printer): Promise<void> {
@@ -336,11 +381,8 @@ export async function runOps(cmd: OpsCommand, client: DuetimeClient, out: Printe
       });
       return;
     }
-    case "cron": {
-      const preview = await client.previewSchedule(cmd.query);
-      out.either(preview, () => printPreview(out, cmd.query, preview));
-      return;
-    }
+    case "cron":
+      return runCron(cmd, out, cmd.server ? client : undefined);
     case "cluster": {
       const view = await client.cluster();
       out.either(view, () => {

@@ -213,37 +213,6 @@ function route(req: RecordedRequest): TestReply {
     return { status: 200, body: { tenantId: "default", secrets: ["whsec_new", "whsec_old"], source: "store" } };
   }
   if (key.startsWith("DELETE /v1/keys/")) return notFound("API key");
-  if (key === "GET /v1/schedules/preview" && url.searchParams.get("tz") === "America/New_York") {
-    // what the real server answers for "30 2 * * *" around the 2026 spring-forward, and "*/30 1 * * *" / "30 1 * * *" in the fall-back
-    const wildcard = url.searchParams.get("cron")!.startsWith("*");
-    if (url.searchParams.get("from")!.startsWith("2026-03")) {
-      return {
-        status: 200,
-        body: {
-          times: ["2026-03-07T07:30:00.000Z", "2026-03-08T07:00:00.000Z", "2026-03-09T06:30:00.000Z"],
-          local: ["2026-03-07T02:30:00", "2026-03-08T02:30:00", "2026-03-09T02:30:00"],
-          dst: [null, "gap", null],
-        },
-      };
-    }
-    return wildcard
-      ? {
-          status: 200,
-          body: {
-            times: ["2026-11-01T05:30:00.000Z", "2026-11-01T06:30:00.000Z", "2026-11-02T06:00:00.000Z"],
-            local: ["2026-11-01T01:30:00", "2026-11-01T01:30:00", "2026-11-02T01:00:00"],
-            dst: ["overlap", "overlap", null],
-          },
-        }
-      : {
-          status: 200,
-          body: {
-            times: ["2026-11-01T05:30:00.000Z", "2026-11-02T06:30:00.000Z"],
-            local: ["2026-11-01T01:30:00", "2026-11-02T01:30:00"],
-            dst: ["overlap", null],
-          },
-        };
-  }
   if (key === "GET /v1/schedules/preview") {
     return { status: 200, body: { times: ["2026-03-30T08:00:00.000Z", "2026-03-31T08:00:00.000Z"], query: Object.fromEntries(url.searchParams) } };
   }
@@ -411,29 +380,6 @@ describe("CLI against an HTTP server", () => {
     assert.equal(extra.code, 2);
   });
 
-  test("cron prints local and UTC times with daylight-saving marks", async () => {
-    const gap = await run(["cron", "30 2 * * *", "--tz", "America/New_York", "--from", "2026-03-07T00:00:00Z", "--count", "3"]);
-    assert.equal(gap.code, 0, gap.err);
-    assert.equal(
-      gap.out,
-      [
-        "LOCAL (America/New_York)   UTC                       NOTE",
-        "2026-03-07T02:30:00-05:00  2026-03-07T07:30:00.000Z",
-        "2026-03-08T03:00:00-04:00  2026-03-08T07:00:00.000Z  moved: DST gap (02:30 does not exist)",
-        "2026-03-09T02:30:00-04:00  2026-03-09T06:30:00.000Z",
-        "",
-      ].join("\n"),
-    );
-    const twice = await run(["cron", "*/30 1 * * *", "--tz", "America/New_York", "--from", "2026-11-01T05:00:00Z", "--count", "3"]);
-    assert.match(twice.out, /^2026-11-01T01:30:00-04:00 +2026-11-01T05:30:00\.000Z +DST overlap: fires twice$/m);
-    assert.match(twice.out, /^2026-11-01T01:30:00-05:00 +2026-11-01T06:30:00\.000Z +DST overlap: fires twice$/m);
-    assert.match(twice.out, /^2026-11-02T01:00:00-05:00 +2026-11-02T06:00:00\.000Z$/m);
-    const once = await run(["cron", "30 1 * * *", "--tz", "America/New_York", "--from", "2026-10-31T12:00:00Z", "--count", "2"]);
-    assert.match(once.out, /^2026-11-01T01:30:00-04:00 +2026-11-01T05:30:00\.000Z +DST overlap: first of two only$/m);
-    const json = await run(["cron", "30 1 * * *", "--tz", "America/New_York", "--from", "2026-10-31T12:00:00Z", "--json"]);
-    assert.deepEqual(JSON.parse(json.out).dst, ["overlap", null]);
-  });
-
   test("API errors exit 1 with code, message and field on stderr", async () => {
     const missing = await run(["jobs", "get", "nope"]);
     assert.equal(missing.code, 1);
@@ -514,7 +460,11 @@ describe("CLI against an HTTP server", () => {
     assert.match(executions.out, /^ex_1 +2 +FAILED +2026-10-16T08:00:00\.000Z .* w1 +transient: smtp timeout$/m);
     assert.equal((await run(["dlq", "list"])).out, "no dead letters\n");
 
-    const cron = await run(["cron", "0 9 * * MON-FRI", "--tz", "Europe/London", "--count", "2"]);
+    // cron asks a server only with --url (DUETIME_URL alone: computed offline, offline.test.ts)
+    const requests = server.requests.length;
+    await run(["cron", "0 9 * * MON-FRI", "--tz", "Europe/London", "--count", "2"]);
+    assert.equal(server.requests.length, requests);
+    const cron = await run(["cron", "0 9 * * MON-FRI", "--tz", "Europe/London", "--count", "2", "--url", server.url]);
     assert.equal(
       cron.out,
       "LOCAL (Europe/London)      UTC                       NOTE\n2026-03-30T09:00:00+01:00  2026-03-30T08:00:00.000Z\n2026-03-31T09:00:00+01:00  2026-03-31T08:00:00.000Z\n",
