@@ -17,8 +17,8 @@ import { mkdtempSync, readdirSync, rmSync, statfsSync, statSync, writeFileSync }
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
-import Database from "better-sqlite3";
 import { spawnServer, waitFor, type ServerProcess } from "./helpers.js";
+import { assertAcceptedSurvive, call, type Reply } from "./store-faults.js";
 
 const dir = mkdtempSync(join(tmpdir(), "duetime-full-"));
 const asRoot = process.getuid?.() === 0;
@@ -42,21 +42,6 @@ const spec = (i: number) => ({
   payload: { i, pad: "x".repeat(2000) },
   schedule: { delaySeconds: 3600 },
 });
-
-interface Reply {
-  status: number;
-  retryAfter: string | null;
-  json: { jobId?: string; error?: { code: string; message: string; details?: { kind?: string } } };
-}
-
-async function call(url: string, method = "GET", body?: unknown): Promise<Reply> {
-  const res = await fetch(url, {
-    method,
-    ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { "content-type": "application/json" } }),
-  });
-  const text = await res.text();
-  return { status: res.status, retryAfter: res.headers.get("retry-after"), json: text ? JSON.parse(text) : {} };
-}
 
 /** Creates jobs until one is refused, keeping the ids answered 201; every answer is 201 or 503, never anything else. */
 async function createUntilRefused(url: string, accepted: string[]): Promise<Reply> {
@@ -144,17 +129,5 @@ test("a full disk: 503 STORE_UNAVAILABLE, not ready, alive; ready again once spa
     await first.stop("SIGKILL");
   }
 
-  const second = await startServer();
-  try {
-    for (const id of accepted) assert.equal((await call(`${second.url}/v1/jobs/${id}`)).status, 200, `job ${id} answered 201 and is gone`);
-  } finally {
-    await second.stop("SIGKILL");
-  }
-  const check = new Database(db, { readonly: true });
-  try {
-    assert.equal(check.pragma("integrity_check", { simple: true }), "ok");
-    assert.ok((check.prepare("SELECT count(*) AS n FROM jobs").get() as { n: number }).n >= accepted.length);
-  } finally {
-    check.close();
-  }
+  await assertAcceptedSurvive(startServer, db, accepted);
 });
