@@ -32,11 +32,12 @@ export class DuetimeError extends Error {
 }
 
 /** Why a store cannot serve for now; the `kind` label of duetime_store_failures_total. */
-export type StoreFaultKind = "full" | "io" | "busy" | "readonly" | "cantopen" | "connection" | "timeout";
+export type StoreFaultKind = "full" | "io" | "corrupt" | "busy" | "readonly" | "cantopen" | "connection" | "timeout";
 
 const STORE_FAULTS: Record<StoreFaultKind, string> = {
   full: "the disk holding the database is full",
   io: "the database had an I/O error",
+  corrupt: "the database file could not be read (a read I/O error from a failing disk, or a damaged file)",
   busy: "the database stayed locked by another connection past the busy timeout",
   readonly: "the database is read-only",
   cantopen: "the database file cannot be opened",

@@ -1,6 +1,6 @@
 // The SQLite driver's fault classification, on real files: a lock held by
 // another connection past the busy timeout is a typed store fault, and so
-// is every transient SQLite code; other errors pass through as they are.
+// is every code of the file and its disk; other errors pass through as they are.
 // A full disk is test/store-full.test.ts.
 
 import assert from "node:assert/strict";
@@ -39,7 +39,7 @@ test("a write lock held by another connection past the busy timeout is StoreUnav
   }
 });
 
-test("SQLite's transient codes, extended ones included, are store faults; others are not", () => {
+test("SQLite's codes of the file and its disk, extended ones included, are store faults; others are not", () => {
   const cases: [string, string | null][] = [
     ["SQLITE_FULL", "full"],
     ["SQLITE_IOERR", "io"],
@@ -52,7 +52,9 @@ test("SQLite's transient codes, extended ones included, are store faults; others
     ["SQLITE_READONLY_DBMOVED", "readonly"],
     ["SQLITE_CANTOPEN", "cantopen"],
     ["SQLITE_CONSTRAINT_UNIQUE", null],
-    ["SQLITE_CORRUPT", null],
+    ["SQLITE_CORRUPT", "corrupt"],
+    ["SQLITE_CORRUPT_INDEX", "corrupt"],
+    ["SQLITE_NOTADB", null],
     ["SQLITE_ERROR", null],
   ];
   for (const [code, kind] of cases) assert.equal(sqliteFaultKind(new Database.SqliteError("m", code)), kind, code);

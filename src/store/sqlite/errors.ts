@@ -1,6 +1,9 @@
-// SQLite's error codes, classified once for the whole driver: the faults that
-// pass (a full disk, a lock, an I/O error) become StoreUnavailableError;
-// anything else (a constraint, corruption, a bug) is thrown as it is.
+// SQLite's error codes, classified once for the whole driver: the faults of
+// the file and its disk (full, locked, an I/O error, unreadable) become
+// StoreUnavailableError; anything else (a constraint, a bug) is thrown as it
+// is. SQLite reports an EIO on a read as SQLITE_CORRUPT (the unix VFS's
+// SQLITE_IOERR_CORRUPTFS), so a failing disk and a damaged file share one
+// code: either way the node cannot serve and must leave the load balancer.
 
 import Database from "better-sqlite3";
 import { StoreUnavailableError, type StoreFaultKind } from "../../core/errors.js";
@@ -9,6 +12,7 @@ import { StoreUnavailableError, type StoreFaultKind } from "../../core/errors.js
 const KINDS: Record<string, StoreFaultKind> = {
   SQLITE_FULL: "full",
   SQLITE_IOERR: "io",
+  SQLITE_CORRUPT: "corrupt",
   SQLITE_BUSY: "busy",
   SQLITE_LOCKED: "busy",
   SQLITE_READONLY: "readonly",
