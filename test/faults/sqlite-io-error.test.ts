@@ -25,12 +25,15 @@ import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { test } from "node:test";
+import { type TestContext, test } from "node:test";
 import { Worker } from "@duetime/sdk";
 import { spawnServer, waitFor, type ServerProcess } from "../helpers.js";
 import { assertAcceptedSurvive, call, type Reply } from "../store-faults.js";
 
-const SYSCALLS = "pread64,preadv,pwrite64,pwritev,fsync,fdatasync";
+/** A failing disk: its reads, writes and syncs. */
+const DISK = "pread64,preadv,pwrite64,pwritev,fsync,fdatasync";
+/** Only the syncs: writes land in the OS's cache, and never reach the disk. */
+const SYNCS = "fsync,fdatasync";
 
 /** Why EIO cannot be injected here, or null when it can: strace must be able to attach to a process of ours. */
 function injectionProblem(): string | null {
@@ -41,6 +44,16 @@ function injectionProblem(): string | null {
   return r.status === 0 ? null : `strace cannot attach to a process (${r.stderr.trim()}): run as root`;
 }
 
+/** True (the test skipped, loudly) when EIO cannot be injected here; with CI=true the test fails instead. */
+function cannotInject(t: TestContext): boolean {
+  const problem = injectionProblem();
+  if (!problem) return false;
+  if (process.env.CI === "true") assert.fail(`cannot inject I/O errors: ${problem}`);
+  console.error(`\n!!! SKIPPED sqlite-io-error: cannot inject I/O errors: ${problem}\n`);
+  t.skip(problem);
+  return true;
+}
+
 interface Injection {
   /** Detaches strace: the server's calls reach the disk again. Resolves once it is gone. */
   heal(): Promise<void>;
@@ -49,7 +62,7 @@ interface Injection {
 }
 
 /** Makes the server's writes and syncs of `paths` fail with EIO until heal(); resolves once strace is attached to all its threads. */
-async function failIo(server: ChildProcess, paths: string[], log: string): Promise<Injection> {
+async function failIo(server: ChildProcess, paths: string[], log: string, syscalls = DISK): Promise<Injection> {
   const strace = spawn(
     "strace",
     [
@@ -60,9 +73,9 @@ async function failIo(server: ChildProcess, paths: string[], log: string): Promi
       log,
       ...paths.flatMap((p) => ["-P", p]),
       "-e",
-      `trace=${SYSCALLS}`,
+      `trace=${syscalls}`,
       "-e",
-      `inject=${SYSCALLS}:error=EIO:when=2+`,
+      `inject=${syscalls}:error=EIO:when=2+`,
     ],
     { stdio: ["ignore", "ignore", "pipe"] },
   );
@@ -158,13 +171,7 @@ function load(url: () => string, accepted: string[], clients = 4) {
 test("an I/O error under load: 503 STORE_UNAVAILABLE, not ready, alive; ready again once healed; every 201 survives a SIGKILL", {
   timeout: 180_000,
 }, async (t) => {
-  const problem = injectionProblem();
-  if (problem) {
-    if (process.env.CI === "true") assert.fail(`cannot inject I/O errors: ${problem}`);
-    console.error(`\n!!! SKIPPED sqlite-io-error: cannot inject I/O errors: ${problem}\n`);
-    t.skip(problem);
-    return;
-  }
+  if (cannotInject(t)) return;
   const dir = mkdtempSync(join(tmpdir(), "duetime-ioerr-"));
   const db = join(dir, "duetime.db");
   const paths = [db, `${db}-wal`, `${db}-shm`, `${db}-journal`];
@@ -266,5 +273,89 @@ test("an I/O error under load: 503 STORE_UNAVAILABLE, not ready, alive; ready ag
     [],
   );
 
+  await assertAcceptedSurvive(start, db, accepted);
+});
+
+// Syncs alone failing (the writes land in the OS's cache): the node's full
+// commits fail (its heartbeat, a create), so it turns not ready, while the
+// worker's leases and acks, transitions committed without a sync of their
+// own, go on answering 200: durable across a process crash, not across a
+// power loss until the syncs work again.
+test("syncs that fail under a worker alone: not ready, creates refused 503, the worker runs on; ready again once healed; every job survives a SIGKILL", {
+  timeout: 180_000,
+}, async (t) => {
+  if (cannotInject(t)) return;
+  const dir = mkdtempSync(join(tmpdir(), "duetime-syncerr-"));
+  const db = join(dir, "duetime.db");
+  const paths = [db, `${db}-wal`, `${db}-shm`];
+  const start = () => spawnServer({ url: `sqlite:${db}`, options: {}, args: ["--store", `sqlite:${db}`] });
+  const server = await start();
+  let worker: Worker | undefined;
+  t.after(async () => {
+    for (const strace of injections) strace.kill("SIGKILL");
+    await worker?.shutdown();
+    await server.stop("SIGKILL");
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const accepted: string[] = [];
+  for (let i = 0; i < 2000; i++) {
+    const r = await call(`${server.url}/v1/jobs`, "POST", spec(i));
+    assert.equal(r.status, 201, JSON.stringify(r.json));
+    accepted.push(r.json.jobId!);
+  }
+  let ran = 0;
+  const workerErrors: string[] = [];
+  worker = new Worker({
+    url: server.url,
+    pool: "io",
+    concurrency: 20,
+    waitSeconds: 1,
+    handleSignals: false,
+    logger: null,
+    onEvent: (e) => {
+      if (e.type === "error") workerErrors.push(`${e.during} ${(e.error as { status?: number }).status} ${(e.error as { code?: string }).code}`);
+    },
+    handler: async () => {
+      ran++;
+    },
+  });
+  void worker.run();
+  await waitFor(() => ran >= 50, "the worker runs");
+
+  // Only the worker writes (leases and acks: transitions, committed without their own sync), and the node's own
+  // background writes (its heartbeat, a full commit) find the failing syncs.
+  const io = await failIo(server.child, paths, join(dir, "strace.log"), SYNCS);
+  const failedAt = Date.now();
+  const ranAtFault = ran;
+  await waitFor(async () => (await call(`${server.url}/readyz`)).status === 503, "not ready while syncs fail", 30_000);
+  const notReadyMs = Date.now() - failedAt;
+  assert.match(await (await fetch(`${server.url}/metrics`)).text(), /^duetime_store_writable 0$/m);
+  // A create is a full commit: refused. The worker's transitions go on, in the OS's cache (durable across a crash, not a power loss).
+  const refused = await call(`${server.url}/v1/jobs`, "POST", spec(-1));
+  assert.equal(refused.status, 503, JSON.stringify(refused.json));
+  assert.equal(refused.json.error?.details?.kind, "io");
+  await waitFor(() => ran >= ranAtFault + 50, "the worker runs on while syncs fail");
+  assert.ok(
+    workerErrors.every((e) => e.endsWith("503 STORE_UNAVAILABLE")),
+    workerErrors.join(", "),
+  );
+  const ranWhileFailing = ran;
+  await io.heal();
+  console.log(
+    `# sqlite-io-error (syncs): not ready ${notReadyMs} ms after the syncs began to fail; ${io.injected()} syncs failed; ` +
+      `the worker ran ${ranWhileFailing - ranAtFault} jobs meanwhile; worker errors: ${workerErrors.length}`,
+  );
+  await waitFor(async () => (await call(`${server.url}/readyz`)).status === 200, "ready again once healed", 30_000);
+  // Takes creates again, and the worker runs them.
+  const ranAtReady = ran;
+  for (let i = 0; i < 20; i++) {
+    const r = await call(`${server.url}/v1/jobs`, "POST", spec(10_000 + i));
+    assert.equal(r.status, 201, JSON.stringify(r.json));
+    accepted.push(r.json.jobId!);
+  }
+  await waitFor(() => ran >= ranAtReady + 20, "the worker runs the new jobs");
+  await worker.shutdown();
+  worker = undefined;
+  await server.stop("SIGKILL");
   await assertAcceptedSurvive(start, db, accepted);
 });
