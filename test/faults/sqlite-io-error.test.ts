@@ -278,9 +278,9 @@ test("an I/O error under load: 503 STORE_UNAVAILABLE, not ready, alive; ready ag
 
 // Syncs alone failing (the writes land in the OS's cache): the node's full
 // commits fail (its heartbeat, a create), so it turns not ready, while the
-// worker's leases and acks, transitions committed without a sync of their
-// own, go on answering 200: durable across a process crash, not across a
-// power loss until the syncs work again.
+// worker's leases and acks go on answering 200: transitions, committed
+// without a sync of their own until a flush fails, then each with its own
+// (src/store/sqlite/durability.test.ts shows the switch).
 test("syncs that fail under a worker alone: not ready, creates refused 503, the worker runs on; ready again once healed; every job survives a SIGKILL", {
   timeout: 180_000,
 }, async (t) => {

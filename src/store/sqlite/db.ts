@@ -35,6 +35,8 @@ export class SqliteDb {
   private incarnation: number | undefined;
   /** A transition has committed since the last FULL commit; flushTimer will flush it. */
   private unflushed = false;
+  /** The last flush failed (the disk refuses its syncs): transitions are flushed one by one until a FULL commit succeeds. */
+  private flushFailed = false;
   private flushTimer: NodeJS.Timeout | undefined;
 
   constructor(options: SqliteOpenOptions) {
@@ -67,6 +69,7 @@ export class SqliteDb {
       throw error;
     }
     this.unflushed = false;
+    this.flushFailed = false;
     return value;
   }
 
@@ -78,7 +81,8 @@ export class SqliteDb {
    * the FULL commit's fsync makes every transition before it durable too.
    */
   transition<T>(fn: () => T): T {
-    if (this.durability === "strict") return this.tx(fn);
+    // After a failed flush the bound cannot be kept: a transition is answered only once it is on disk.
+    if (this.durability === "strict" || this.flushFailed) return this.tx(fn);
     this.q("PRAGMA synchronous = NORMAL").run();
     try {
       return this.handle.transaction(fn).immediate();
@@ -101,7 +105,8 @@ export class SqliteDb {
     try {
       this.tx(() => this.q("UPDATE store_meta SET flushed_at = ? WHERE id = 1").run(Date.now()));
     } catch {
-      // Busy or the disk: the transitions stay unflushed; the next one schedules another flush, and the next accepted write fails as loudly.
+      // Busy or the disk: the transitions stay unflushed, and the next ones are flushed each in its own FULL commit (which fails as loudly).
+      this.flushFailed = true;
     }
   }
 

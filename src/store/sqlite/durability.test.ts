@@ -15,6 +15,7 @@ import Database from "better-sqlite3";
 import { newId, shardOf } from "../../core/ids.js";
 import type { Durability, NewJob, Store } from "../store.js";
 import { FLUSH_BOUND_MS } from "../store.js";
+import { SqliteDb } from "./db.js";
 import { openSqliteStore } from "./index.js";
 
 const dir = mkdtempSync(join(tmpdir(), "duetime-durability-"));
@@ -181,5 +182,24 @@ describe("SQLite durability", () => {
     await store.executionCompleteMany({ items: [{ executionId: g.executionId, tenantId: "t1", attempt: g.attempt }], now: T0 + 2 });
     await store.close();
     assert.notEqual(flushedAt(path), null);
+  });
+  test("after a flush fails, each transition is flushed by its own commit, until a FULL commit succeeds", () => {
+    const path = freshPath();
+    const db = new SqliteDb({ path, busyTimeoutMs: 10 });
+    const other = new Database(path);
+    try {
+      db.handle.exec("CREATE TABLE t (n INTEGER)");
+      const level = () => db.transition(() => db.handle.pragma("synchronous", { simple: true }));
+      assert.equal(level(), 1, "a transition commits with synchronous=NORMAL");
+      // The flush fails: here another connection holds the write lock (a disk that refuses its syncs fails it as well).
+      other.exec("BEGIN IMMEDIATE");
+      db.flush();
+      other.exec("COMMIT");
+      assert.equal(level(), 2, "the transition after a failed flush commits with synchronous=FULL");
+      assert.equal(level(), 1, "that FULL commit flushed: transitions are relaxed again");
+    } finally {
+      other.close();
+      db.close();
+    }
   });
 });
