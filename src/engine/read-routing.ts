@@ -6,14 +6,15 @@
 // call sites in jobs-service.ts and ledger.ts that only show data use this.
 //
 // Staleness is bounded: the replica's lag is checked at most once a second
-// (Store.replicaLagMs), and reads go to the primary while it is over maxLagMs
-// or unknown, or while the replica fails (a StoreUnavailableError from it
-// sends that read, and every read for the next second, to the primary). So a
-// list is at most maxLagMs + 1 s behind the primary, and a replica that is
-// down costs no request an error.
+// (Store.replicaLagMs), a read waits for a check under a second old, and
+// reads go to the primary while the lag is over maxLagMs or unknown, while
+// the check does not answer within a second, or while the replica fails (a
+// StoreUnavailableError from it sends that read, and every read for the next
+// second, to the primary). So a list is at most maxLagMs + 1 s behind the
+// primary, and a replica that is down costs no request an error.
 
 import { StoreUnavailableError } from "../core/errors.js";
-import type { Clock } from "../core/clock.js";
+import type { Clock, TimerHandle } from "../core/clock.js";
 import type { Store } from "../store/store.js";
 import type { EngineEvents } from "./events.js";
 
@@ -50,7 +51,8 @@ export function readRouting(o: ReadRoutingOptions): ReadStore & { readonly using
   const maxLagMs = o.maxLagMs ?? 10_000;
   let fresh = false;
   let checkedAt = -Infinity;
-  let checking: Promise<void> | null = null;
+  let inFlight: Promise<void> | null = null;
+  let answered: Promise<void> = Promise.resolve();
 
   /** Records the replica's state, telling the events when it starts or stops serving. */
   const judge = (serving: boolean, why: { lagMs?: number; error?: unknown }): void => {
@@ -58,18 +60,35 @@ export function readRouting(o: ReadRoutingOptions): ReadStore & { readonly using
     fresh = serving;
   };
 
-  const check = (): void => {
-    if (checking || o.clock.now() - checkedAt < CHECK_MS) return;
+  // A read waits for a judgment under a second old: after a quiet spell the
+  // last one may be long stale (the replica fresh then, far behind now). The
+  // wait is bounded too: a replica that does not answer its lag check within
+  // a second is judged out, and reads go to the primary until it answers.
+  const judged = (): Promise<void> => {
+    if (inFlight || o.clock.now() - checkedAt < CHECK_MS) return answered;
     checkedAt = o.clock.now();
-    checking = o.replica
+    const query: Promise<void> = o.replica
       .replicaLagMs()
-      .then((lagMs) => judge(lagMs <= maxLagMs, { lagMs }))
-      .catch((error: unknown) => judge(false, { error }))
-      .finally(() => void (checking = null));
+      .then(
+        (lagMs) => judge(lagMs <= maxLagMs, { lagMs }),
+        (error: unknown) => judge(false, { error }),
+      )
+      .finally(() => void (inFlight = null));
+    inFlight = query;
+    let timer: TimerHandle | undefined;
+    const bound = new Promise<void>((resolve) => {
+      timer = o.clock.setTimer(() => {
+        if (inFlight === query)
+          judge(false, { error: new StoreUnavailableError("timeout", new Error(`the replica's lag check did not answer within ${CHECK_MS} ms`)) });
+        resolve();
+      }, CHECK_MS);
+    });
+    answered = Promise.race([query, bound]).finally(() => timer?.cancel());
+    return answered;
   };
 
   const route = async <T>(read: (store: ReadStore) => Promise<T>): Promise<T> => {
-    check();
+    await judged();
     if (!fresh) return read(o.primary);
     try {
       return await read(o.replica);
