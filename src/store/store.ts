@@ -484,10 +484,12 @@ export interface Store {
    */
   storeTime(): Promise<number>;
   /**
-   * How far this store's data trails its primary, in ms: 0 for a primary
-   * (and for SQLite), Infinity for a replica that is not streaming from its
-   * primary (its lag is unknown and growing). engine/read-routing.ts sends
-   * list and history reads to a replica only while this stays small.
+   * How far this store's data trails its primary, in ms, as a replica:
+   * Infinity for a replica that is not streaming from its primary (its lag
+   * is unknown and growing) and for a primary, which is no one's replica (a
+   * promoted replica no longer follows the store it was a copy of).
+   * engine/read-routing.ts sends list and history reads to a replica only
+   * while this stays small.
    */
   replicaLagMs(): Promise<number>;
   /**

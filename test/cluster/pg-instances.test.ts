@@ -69,6 +69,7 @@ if (await pgInstancesAvailable("the private PostgreSQL harness")) {
         [job.job.jobId],
       );
       assert.equal(await replica.replicaLagMs(), 0, "caught up with an idle primary");
+      assert.equal(await store.replicaLagMs(), Infinity, "a primary is no one's replica");
       await assert.rejects(replica.pingWrite(), "a standby is read-only");
     } finally {
       await replica.close();

@@ -155,10 +155,12 @@ class PostgresStore implements Store {
   async replicaLagMs(): Promise<number> {
     // A replica trails by the age of the last transaction it replayed, unless it
     // has replayed all it received (an idle primary); not streaming: unknown.
+    // Out of recovery it is a primary, no one's replica (a promoted one no
+    // longer follows the store): it never serves.
     const row = await one<{ lag: number }>(
       this.pool,
       `SELECT (CASE
-         WHEN NOT pg_is_in_recovery() THEN 0
+         WHEN NOT pg_is_in_recovery() THEN 'Infinity'::float8
          WHEN NOT EXISTS (SELECT 1 FROM pg_stat_wal_receiver WHERE status = 'streaming') THEN 'Infinity'::float8
          WHEN pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0
          ELSE greatest(0, extract(epoch FROM now() - pg_last_xact_replay_timestamp()) * 1000)

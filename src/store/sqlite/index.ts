@@ -108,7 +108,7 @@ class SqliteStore implements Store {
   }
 
   async replicaLagMs(): Promise<number> {
-    return 0; // one file: always its own primary
+    return Infinity; // one file, its own primary: no one's replica
   }
 
   async storeTime(): Promise<number> {
