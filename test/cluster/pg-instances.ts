@@ -21,7 +21,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { promisify } from "node:util";
 import pg from "pg";
-import { waitFor } from "../helpers.js";
+import { type TestStore, waitFor } from "../helpers.js";
 
 const run = promisify(execFile);
 
@@ -269,6 +269,11 @@ export async function startStandby(primary: Primary, options: { name?: string; a
     );
   }
   return standby;
+}
+
+/** A duetime store on a private server, for spawnServer: `duetime serve` migrates the schema into it on start. */
+export function duetimeStore(server: PgInstance, schema = "duetime"): TestStore {
+  return { url: server.url, options: { schema }, args: ["--store", server.url, "--schema", schema] };
 }
 
 /** Stops every private server this process started (immediate: nothing to keep) and removes their directories. */

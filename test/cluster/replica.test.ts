@@ -9,19 +9,13 @@ import { after, test } from "node:test";
 import { DuetimeClient } from "@duetime/sdk";
 import { spawnServer, waitFor } from "../helpers.js";
 import { parseExposition, value } from "../metrics-text.js";
-import { pgInstancesAvailable, type Primary, type Standby, startPrimary, startStandby, stopAll } from "./pg-instances.js";
+import { duetimeStore, pgInstancesAvailable, type Primary, type Standby, startPrimary, startStandby, stopAll } from "./pg-instances.js";
 
 after(stopAll);
 
-const SCHEMA = "duetime";
-
 /** A node on the primary reading lists and history from the standby. */
 async function nodeWithReplica(primary: Primary, standby: Standby, maxLag?: string) {
-  const node = await spawnServer({ url: primary.url, options: { schema: SCHEMA }, args: ["--store", primary.url, "--schema", SCHEMA] }, [
-    "--read-store",
-    standby.url,
-    ...(maxLag ? ["--read-store-max-lag", maxLag] : []),
-  ]);
+  const node = await spawnServer(duetimeStore(primary), ["--read-store", standby.url, ...(maxLag ? ["--read-store-max-lag", maxLag] : [])]);
   const client = new DuetimeClient({ url: node.url, retries: 0, timeoutMs: 30_000 });
   const serving = async () => value(parseExposition(await client.metrics()), "duetime_read_replica_serving");
   const listed = async () => new Set((await client.listJobs({ limit: 500 })).items.map((j) => j.jobId));
