@@ -131,7 +131,14 @@ export class Scheduler {
   private setShards(epochs: Map<number, number>): void {
     const gained = shardsNotIn(epochs, this.epochs);
     const lost = shardsNotIn(this.epochs, epochs);
-    if (gained === 0 && lost === 0) return;
+    if (gained === 0 && lost === 0) {
+      // The store answers the keeper again: the pass held back by the failures' backoff (up to a reload interval) runs now.
+      if (this.failures > 0 && !this.stopped) {
+        this.retryAt = 0;
+        void this.runOnce();
+      }
+      return;
+    }
     this.epochs = epochs;
     this.index.setShards([...epochs.keys()]);
     this.options.events.emit("shards:changed", { owned: epochs.size, gained, lost });

@@ -11,6 +11,7 @@ import Database from "better-sqlite3";
 import { FakeClock } from "../core/clock.js";
 import { SHARD_COUNT } from "../core/ids.js";
 import { openSqliteStore } from "../store/sqlite/index.js";
+import { recurringJobs } from "../store/test-support.js";
 import { EngineEvents, type EngineEventMap } from "./events.js";
 import { createMetrics } from "./metrics.js";
 import { Scheduler } from "./scheduler.js";
@@ -87,6 +88,36 @@ test("the scheduler's shard keeper retries a failing store with backoff, not at 
   clock.advance(5_000);
   await new Promise((resolve) => setImmediate(resolve));
   assert.equal(scheduler.ownedShards.length, SHARD_COUNT, "the next retry takes the shards");
+  await scheduler.stop();
+  health.stop();
+  lock.close();
+  await store.close();
+});
+
+test("a scheduler whose passes failed dispatches at the keeper's first good round once the store works, not at the end of its backoff", async () => {
+  const { clock, events, health, lock, store } = await setup();
+  const scheduler = new Scheduler({ store, clock, nodeId: "n", events, onDispatched: () => {} });
+  const dispatched: number[] = [];
+  events.on("execution:dispatched", () => dispatched.push(clock.now()));
+  events.on("error", () => {}); // the failed passes, reported
+  await scheduler.start();
+  await store.jobCreateMany({ jobs: recurringJobs(1, { createdAt: clock.now(), dueAt: clock.now() + 2_000 }), nodeId: "n", now: clock.now() });
+  scheduler.reloadNow();
+  const step = async (ms: number) => {
+    for (let t = 0; t < ms; t += 100) {
+      clock.advance(100);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  };
+  // Locked past the shard lease: every dispatch pass fails, each retry backs off further (1, 2, 4, 8 s, up to the reload interval).
+  lock.exec("BEGIN EXCLUSIVE");
+  await step(18_000);
+  assert.deepEqual(dispatched, []);
+  lock.exec("COMMIT");
+  const backAt = clock.now();
+  await step(4_000); // the keeper's next round comes within a third of a lease (3.3 s); it takes back the same shards, same epochs
+  assert.equal(dispatched.length, 1, "the due occurrence is dispatched once the keeper's round finds the store working");
+  assert.ok(dispatched[0]! - backAt <= 3_400, `dispatched ${dispatched[0]! - backAt} ms after the store came back`);
   await scheduler.stop();
   health.stop();
   lock.close();
