@@ -81,10 +81,11 @@ function createContinuously(nodes: ClusterNode[]) {
 }
 
 /**
- * Marks, again and again, a time before which every committed create is on
- * the standby: the primary's WAL position read after the mark, replayed by the
- * standby. Stops by itself once the primary is gone or the standby no longer
- * catches up.
+ * Marks, again and again, a time before which every create answered 201 is
+ * on the standby: its commit was flushed (creates commit synchronously), so
+ * it lies below the primary's WAL position read after the mark, which the
+ * standby then replayed. Stops by itself once the primary is gone or the
+ * standby no longer catches up.
  */
 function trackCaughtUp(standby: Standby) {
   const state = { at: 0, running: true };
