@@ -8,70 +8,19 @@
 // half-open link: the node must notice by its client's read timeout, not hang.
 
 import assert from "node:assert/strict";
-import { createServer, connect, type Server, type Socket } from "node:net";
 import { DuetimeClient, DuetimeApiError } from "@duetime/sdk";
 import { freshPostgresSchema, postgresAvailable, TEST_PG_URL } from "../../src/store/postgres/test-support.js";
 import { spawnServer, waitFor } from "../helpers.js";
 import { test } from "node:test";
-
-/**
- * A TCP proxy to PostgreSQL that can be cut (closed, every connection dropped)
- * and opened again on its port, or stalled: connections stay open and new ones
- * are accepted, but nothing passes either way (a half-open link, packets
- * dropped, not refused).
- */
-class CuttableProxy {
-  private server: Server | null = null;
-  private readonly sockets = new Set<Socket>();
-  private stalled = false;
-  port = 0;
-
-  stall(): void {
-    this.stalled = true;
-  }
-
-  /** Ends the stall: the connections it broke are dropped (their streams lost bytes), new ones pass. */
-  unstall(): void {
-    for (const s of this.sockets) s.destroy();
-    this.stalled = false;
-  }
-
-  async open(): Promise<void> {
-    const target = new URL(TEST_PG_URL);
-    const server = createServer((client) => {
-      const upstream = connect({ host: target.hostname, port: Number(target.port || 5432) });
-      for (const s of [client, upstream]) {
-        this.sockets.add(s);
-        s.on("error", () => s.destroy());
-        s.on("close", () => this.sockets.delete(s));
-      }
-      // Forwarded by hand, not piped: while stalled, bytes are dropped as a dead link drops packets.
-      client.on("data", (chunk) => this.stalled || upstream.write(chunk));
-      upstream.on("data", (chunk) => this.stalled || client.write(chunk));
-      client.on("close", () => upstream.destroy());
-      upstream.on("close", () => client.destroy());
-    });
-    await new Promise<void>((resolve) => server.listen(this.port, "127.0.0.1", resolve));
-    this.port = (server.address() as { port: number }).port;
-    this.server = server;
-  }
-
-  async cut(): Promise<void> {
-    const server = this.server;
-    this.server = null;
-    for (const s of this.sockets) s.destroy();
-    await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
-  }
-}
+import { CuttableProxy } from "./tcp-proxy.js";
 
 /** A `duetime serve` on a fresh schema that reaches PostgreSQL only through a proxy of its own; the client's calls wait up to timeoutMs. */
 async function nodeBehindProxy(timeoutMs: number) {
   const proxy = new CuttableProxy();
   await proxy.open();
   const { schema } = freshPostgresSchema();
-  const url = new URL(TEST_PG_URL);
-  url.port = String(proxy.port);
-  const node = await spawnServer({ url: url.toString(), options: { schema }, args: ["--store", url.toString(), "--schema", schema] });
+  const url = proxy.urlOf(TEST_PG_URL);
+  const node = await spawnServer({ url, options: { schema }, args: ["--store", url, "--schema", schema] });
   const client = new DuetimeClient({ url: node.url, retries: 0, timeoutMs });
   const ready = async () => (await fetch(`${node.url}/readyz`)).status;
   return { proxy, node, client, ready };

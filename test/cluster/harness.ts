@@ -8,7 +8,7 @@
 
 import { spawn, type ChildProcess } from "node:child_process";
 import type { ClusterView, ExecutionItem, JobSpec, JobState, LeasedExecution, OccurrenceItem } from "@duetime/sdk/contract";
-import { DuetimeClient, Worker } from "@duetime/sdk";
+import { DuetimeClient, Worker, type WorkerEvent } from "@duetime/sdk";
 import { waitFor } from "../helpers.js";
 import type { ClusterStore } from "./stores.js";
 
@@ -36,6 +36,8 @@ function signal(child: ChildProcess, name: NodeJS.Signals): void {
 export interface NodeOptions {
   /** A command the node runs under, e.g. ["faketime", "-f", "+30s"]. */
   launcher?: string[];
+  /** The store flags in place of the cluster's (the same store reached another way, e.g. through a proxy). */
+  storeArgs?: string[];
 }
 
 export class ClusterNode {
@@ -105,7 +107,7 @@ export class Cluster {
 
   /** `duetime serve --node-id ID` on the cluster's store; resolves once it listens. */
   async start(id: string, options: NodeOptions = {}): Promise<ClusterNode> {
-    const argv = [process.execPath, BIN, "serve", "--port", "0", "--node-id", id, ...this.store.args, "--log-level", "warn"];
+    const argv = [process.execPath, BIN, "serve", "--port", "0", "--node-id", id, ...(options.storeArgs ?? this.store.args), "--log-level", "warn"];
     const [command, ...args] = [...(options.launcher ?? []), ...argv] as [string, ...string[]];
     // Its own process group (detached), so a signal reaches the node under any launcher.
     const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"], detached: true });
@@ -189,7 +191,7 @@ export class Cluster {
     node: ClusterNode,
     pool: string,
     recorder: Deliveries,
-    options: { concurrency?: number; workerId?: string; busyMs?: number; leaseSeconds?: number } = {},
+    options: { concurrency?: number; workerId?: string; busyMs?: number; leaseSeconds?: number; onEvent?: (event: WorkerEvent) => void } = {},
   ): Worker {
     const workerId = options.workerId ?? `${node.id}-w${this.workers.length}`;
     const worker = new Worker({
@@ -201,6 +203,7 @@ export class Cluster {
       leaseSeconds: options.leaseSeconds ?? 30,
       handleSignals: false,
       logger: null,
+      ...(options.onEvent ? { onEvent: options.onEvent } : {}),
       client: { retries: 0 },
       handler: async (job) => {
         recorder.record(job, workerId, node.id);
