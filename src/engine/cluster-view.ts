@@ -2,7 +2,7 @@
 // store's clock), the HTTP-target runner's origins, and readiness.
 
 import type { ClusterView, TargetStatus } from "@duetime/sdk/contract";
-import type { Clock } from "../core/clock.js";
+import type { Clock, TimerHandle } from "../core/clock.js";
 import { toIso } from "../core/time.js";
 import type { Store } from "../store/store.js";
 import { actsForEveryTenant, type RequestContext } from "./service.js";
@@ -15,6 +15,8 @@ export interface ClusterViewOptions {
   targets?: (view: { tenantId?: string }) => TargetStatus[];
   /** Readiness: the store answers and takes writes. */
   storeHealth: Pick<StoreHealth, "ready">;
+  /** Readiness: this node's membership has not lapsed (shard-keeper.ts); absent, the store alone decides. */
+  membership?: { lapsesAt(): number | null };
 }
 
 export class ClusterService {
@@ -59,7 +61,25 @@ export class ClusterService {
     return { items: this.o.targets?.(actsForEveryTenant(ctx) ? {} : { tenantId: ctx.tenantId }) ?? [] };
   }
 
-  ready(): Promise<boolean> {
-    return this.o.storeHealth.ready();
+  /**
+   * The store answers and takes writes, and this node's membership holds: a
+   * node that has not renewed for a shard lease is not ready, at once, even
+   * while its store calls hang on a half-open link (they give up only at the
+   * client's read timeout, 35 s by default).
+   */
+  async ready(): Promise<boolean> {
+    const lapsesAt = this.o.membership?.lapsesAt() ?? null;
+    if (lapsesAt === null) return this.o.storeHealth.ready();
+    const left = lapsesAt - this.clock.now();
+    if (left <= 0) return false;
+    let timer: TimerHandle | undefined;
+    const lapsed = new Promise<boolean>((resolve) => {
+      timer = this.clock.setTimer(() => resolve(false), left);
+    });
+    try {
+      return await Promise.race([this.o.storeHealth.ready(), lapsed]);
+    } finally {
+      timer?.cancel();
+    }
   }
 }

@@ -132,6 +132,12 @@ export function logEngineEvents(events: EngineEvents, log: BaseLogger, options: 
     events.on("shards:changed", (e) => {
       log.info({ owned: e.owned, gained: e.gained, lost: e.lost }, "shards changed");
     }),
+    events.on("shards:lapsed", (e) => {
+      log.warn(
+        { held: e.held, sinceMs: e.sinceMs },
+        "shard leases lapsed: the store was not reached for a whole shard lease; this node dispatches nothing and is not ready until it renews",
+      );
+    }),
     events.on("shard:taken_over", (e) => {
       log.info({ shard: e.shard, from: e.from, afterExpiryMs: e.afterExpiryMs }, "shard taken over from an owner whose lease expired");
     }),

@@ -29,6 +29,8 @@ export interface EngineEventMap {
   };
   /** This node's shards changed: how many it holds now, and how many it gained and lost since the last change. */
   "shards:changed": { owned: number; gained: number; lost: number };
+  /** No round renewed this node's shard leases for a whole lease (the store unreachable): it dropped the `held` shards it had. */
+  "shards:lapsed": { held: number; sinceMs: number };
   /** This node took a shard whose owner let its lease expire, this long after the expiry. */
   "shard:taken_over": { shard: number; from: string; afterExpiryMs: number };
   "retention:purged": { kind: RetentionKind; deleted: number };

@@ -56,7 +56,13 @@ export function createService(o: ServiceOptions): Service {
   const audit = new AuditLog(reads);
   const stats = new StatsService(reads, o.clock);
   const preview = new SchedulePreview(o.clock);
-  const cluster = new ClusterService({ store: o.store, clock: o.clock, storeHealth: o.storeHealth, ...(o.targets ? { targets: o.targets } : {}) });
+  const cluster = new ClusterService({
+    store: o.store,
+    clock: o.clock,
+    storeHealth: o.storeHealth,
+    membership: o.scheduler.shards,
+    ...(o.targets ? { targets: o.targets } : {}),
+  });
   return {
     createJob: (ctx, spec, options) => jobs.createJob(ctx, spec, options?.idempotencyKey),
     createJobs: (ctx, items, options) => jobs.createJobs(ctx, items, options),

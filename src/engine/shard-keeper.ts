@@ -3,6 +3,9 @@
 // beyond this node's share and takes free or expired ones up to it
 // (core/shards.ts), and renews the rest. It runs on its own timer, a third
 // of a lease apart, so a long dispatch pass never lets a lease lapse.
+// A node that cannot renew (its database unreachable while the others reach
+// it: a partition) gives its shards up in its own mind when the lease it last
+// wrote runs out, as the others are about to take them, and turns not ready.
 
 import type { Clock, TimerHandle } from "../core/clock.js";
 import { planShards } from "../core/shards.js";
@@ -35,6 +38,9 @@ export class ShardKeeper {
   private held = 0;
   /** Whether a round has told which shards are this node's. */
   private known = false;
+  /** When the last round that renewed began, by this node's clock: what it wrote runs out a lease later. */
+  private renewedAt: number | null = null;
+  private lapseTimer: TimerHandle | null = null;
 
   constructor(private readonly o: ShardKeeperOptions) {
     this.leaseMs = o.leaseMs ?? SHARD_LEASE_MS;
@@ -55,6 +61,8 @@ export class ShardKeeper {
     this.stopped = true;
     this.timer?.cancel();
     this.timer = null;
+    this.lapseTimer?.cancel();
+    this.lapseTimer = null;
     await this.running;
     const { store, nodeId } = this.o;
     // Left first: whoever sees the shards free already counts this node out.
@@ -62,6 +70,33 @@ export class ShardKeeper {
     await store.nodeLeave({ nodeId }).catch((error: unknown) => this.o.events.emit("error", { where: "shards", error }));
     if (this.held > 0) await store.shardRelease({ owner: nodeId }).catch((error: unknown) => this.o.events.emit("error", { where: "shards", error }));
     this.held = 0;
+  }
+
+  /**
+   * When this node's heartbeat and shard leases run out unless a round renews
+   * them (this node's clock); null while the keeper is not running.
+   */
+  lapsesAt(): number | null {
+    return this.stopped || this.renewedAt === null ? null : this.renewedAt + this.leaseMs;
+  }
+
+  /**
+   * No round has renewed for a whole lease: the others may own these shards
+   * now. They are dropped (the scheduler stops dispatching from them; its
+   * dispatches would be fenced anyway), until a round renews again.
+   */
+  private lapse(): void {
+    this.lapseTimer = null;
+    if (this.stopped) return;
+    this.o.events.emit("shards:lapsed", { held: this.held, sinceMs: this.o.clock.now() - (this.renewedAt ?? 0) });
+    this.held = 0;
+    this.known = false;
+    this.o.onShards(new Map());
+  }
+
+  private armLapse(): void {
+    this.lapseTimer?.cancel();
+    this.lapseTimer = this.o.clock.setTimer(() => this.lapse(), Math.max(0, this.lapsesAt()! - this.o.clock.now()));
   }
 
   /** Shards now held that another owner let expire: how long after the expiry they were taken (metrics). */
@@ -96,6 +131,7 @@ export class ShardKeeper {
 
   private async round(): Promise<void> {
     const { store, clock, nodeId: self } = this.o;
+    const startedAt = clock.now(); // before the store's clock is read: the lapse comes no later than the leases' end
     // Heartbeats, liveness and the plan go by the store's clock, as the leases do: a node whose own clock
     // runs ahead or behind neither counts others out early nor keeps shards late. A fake clock pins it in tests.
     const now = this.o.storeTime ? await this.o.storeTime() : (clock.storeNow() ?? (await store.storeTime()));
@@ -108,6 +144,8 @@ export class ShardKeeper {
     this.reportTakeovers(leases, held, now);
     this.held = held.length;
     this.known = true;
+    this.renewedAt = startedAt;
+    if (!this.stopped) this.armLapse();
     this.o.onShards(new Map(held.map((l) => [l.shard, l.epoch])));
   }
 
