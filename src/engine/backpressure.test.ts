@@ -12,7 +12,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { JobSpec } from "@duetime/sdk/contract";
 import { Registry } from "prom-client";
 import { FakeClock } from "../core/clock.js";
-import { DuetimeError } from "../core/errors.js";
+import { DuetimeError, StoreUnavailableError } from "../core/errors.js";
 import type { Store } from "../store/store.js";
 import { Backpressure } from "./backpressure.js";
 import { openEngine } from "./engine.js";
@@ -126,4 +126,20 @@ test("the event loop held busy past its threshold sheds creates; a signal at 0 i
     await on.stop();
     await off.stop();
   }
+});
+
+test("store calls that failed for a lost link do not shed creates (a half-open link's calls all end when it comes back); timeouts do", async () => {
+  const backpressure = new Backpressure({ storeLatencyMs: 2_000 }, new EngineEvents(), new FakeClock());
+  for (let i = 0; i < 5; i++) backpressure.observeStoreCall(35_000, new StoreUnavailableError("connection", new Error("Query read timeout")));
+  backpressure.observeStoreCall(3);
+  await backpressure.runOnce();
+  assert.doesNotThrow(() => backpressure.checkCreate(), "a lost link is not load");
+  for (let i = 0; i < 5; i++)
+    backpressure.observeStoreCall(30_000, new StoreUnavailableError("timeout", new Error("canceling statement due to statement timeout")));
+  await backpressure.runOnce();
+  assert.throws(
+    () => backpressure.checkCreate(),
+    (err: unknown) => refused(err) !== null,
+    "statements past their timeout are",
+  );
 });

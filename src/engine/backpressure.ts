@@ -13,7 +13,7 @@
 import { monitorEventLoopDelay, type IntervalHistogram } from "node:perf_hooks";
 import { Gauge, type Registry } from "prom-client";
 import type { Clock } from "../core/clock.js";
-import { DuetimeError } from "../core/errors.js";
+import { DuetimeError, StoreUnavailableError } from "../core/errors.js";
 import type { EngineEvents } from "./events.js";
 import { Periodic } from "./periodic.js";
 
@@ -67,8 +67,15 @@ export class Backpressure {
     events.on("execution:dispatched", (e) => this.lagMs.push(e.lagMs));
   }
 
-  /** A store call's duration (store-timing.ts observes every call). */
-  observeStoreCall(ms: number): void {
+  /**
+   * A store call's duration (store-timing.ts observes every call). One that
+   * failed for a lost link says nothing about the store's load: on a
+   * half-open link such calls end together, after up to the client's read
+   * timeout, when the link comes back, and would shed the first creates
+   * after it.
+   */
+  observeStoreCall(ms: number, error?: unknown): void {
+    if (error instanceof StoreUnavailableError && error.kind === "connection") return;
     this.storeMs.push(ms);
   }
 

@@ -171,7 +171,10 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   const opened = await openStore(options.store, options.storeOptions);
   const storeHealth = new StoreHealth(options.storeWrapper ? options.storeWrapper(opened) : opened, hostClock, events);
   const backpressure = new Backpressure(options.backpressure ?? {}, events, hostClock);
-  const store = timedStore(storeHealth.store, [(_, ms) => backpressure.observeStoreCall(ms), (op, ms) => workload.observeStoreCall(op, ms)]);
+  const store = timedStore(storeHealth.store, [
+    (_, ms, error) => backpressure.observeStoreCall(ms, error),
+    (op, ms) => workload.observeStoreCall(op, ms),
+  ]);
   // From here on every time is the store's (store-clock.ts): a node with a skewed clock keeps due times.
   const clock = new StoreClock(hostClock, store);
   await clock.sync();

@@ -4,13 +4,13 @@
 
 import type { Store } from "../store/store.js";
 
-/** Told each call's method and duration in ms, once it settles (failed calls included). */
-export type StoreCallObserver = (op: string, ms: number) => void;
+/** Told each call's method and duration in ms, once it settles (failed calls included, with their error). */
+export type StoreCallObserver = (op: string, ms: number, error?: unknown) => void;
 
 export function timedStore(store: Store, observers: readonly StoreCallObserver[]): Store {
-  const observe = (op: string, started: number) => {
+  const observe = (op: string, started: number, error?: unknown) => {
     const ms = performance.now() - started;
-    for (const o of observers) o(op, ms);
+    for (const o of observers) o(op, ms, error);
   };
   return new Proxy(store, {
     get: (target, prop, receiver) => {
@@ -19,9 +19,12 @@ export function timedStore(store: Store, observers: readonly StoreCallObserver[]
       return (...args: unknown[]) => {
         const started = performance.now();
         const result = (value as (...a: unknown[]) => unknown).apply(target, args);
-        const done = () => observe(prop, started);
-        if (result instanceof Promise) result.then(done, done);
-        else done();
+        if (result instanceof Promise)
+          result.then(
+            () => observe(prop, started),
+            (error: unknown) => observe(prop, started, error),
+          );
+        else observe(prop, started);
         return result;
       };
     },
