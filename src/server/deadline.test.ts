@@ -66,3 +66,19 @@ test("a long poll's deadline is its waitSeconds more", async () => {
   assert.ok(ms >= 1000 + DEADLINE_MS - 20, `answered after ${ms} ms`);
   delete svc.override.lease;
 });
+
+test("authentication that waits on the store (a stored key, or whether there are any) answers 503 UNAVAILABLE at the deadline too", async () => {
+  const stuck = new RecordingService();
+  stuck.hasStoredKeys = () => new Promise(() => {}); // the store's answer never comes: a half-open link
+  const stuckApp = buildApp({ service: stuck, requestDeadlineMs: DEADLINE_MS });
+  await stuckApp.listen({ host: "127.0.0.1", port: 0 });
+  try {
+    const response = await fetch(`http://127.0.0.1:${(stuckApp.server.address() as AddressInfo).port}/v1/jobs`);
+    const body = (await response.json()) as { error: { code: string; message: string } };
+    assert.equal(response.status, 503);
+    assert.equal(body.error.code, "UNAVAILABLE");
+    assert.ok(Number(response.headers.get("retry-after")) > 0, "Retry-After");
+  } finally {
+    await stuckApp.close();
+  }
+});

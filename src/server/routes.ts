@@ -20,7 +20,7 @@
 // service answers 409 VERSION_CONFLICT when the job has moved on.
 //
 // Deadlines: every request has one (default 10 s; a long poll's is its
-// waitSeconds more). When it passes, the request's signal aborts (the service
+// waitSeconds more), and its authentication another as long. When it passes, the request's signal aborts (the service
 // stops waiting) and the answer is 503 UNAVAILABLE with Retry-After: a client
 // retries 503s already, and the catalog has no better code (a timeout is "not
 // available now", not the caller's mistake). See withDeadline().
@@ -168,7 +168,9 @@ export function registerRoutes(app: FastifyInstance, service: Service, runtime: 
       // Fastify and its plugins may annotate schemas; keep ours pristine.
       schema: structuredClone(routeSchema(name, op, runtime)),
       onRequest: async (request) => {
-        const principal = await runtime.keyRing.authenticate(request.headers.authorization);
+        // Under the deadline too: a stored key's lookup on a link that drops packets would hang until the client's read timeout.
+        const deadlineMs = runtime.deadlineMs ?? DEFAULT_REQUEST_DEADLINE_MS;
+        const principal = await withDeadline(() => runtime.keyRing.authenticate(request.headers.authorization), deadlineMs, new AbortController());
         authorize(principal, op.roles, label);
         principals.set(request, principal);
       },
