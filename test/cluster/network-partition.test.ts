@@ -38,11 +38,17 @@ const RECURRING = 40;
 /** The workers' lease: an attempt n1's worker ran but could not acknowledge runs again this long after its grant, at most. */
 const LEASE_SECONDS = 5;
 
-type Mode = "cut" | "stall";
+type Mode = "cut" | "stall" | "mid-dispatch";
+const LINK: Record<Mode, string> = {
+  cut: "connections refused",
+  stall: "half-open link",
+  // The session stays in the database, idle in a transaction that holds n1's shard rows FOR SHARE.
+  "mid-dispatch": "half-open link between a dispatch's first statement and its COMMIT",
+};
 
-for (const mode of ["cut", "stall"] as const) {
+for (const mode of ["cut", "stall", "mid-dispatch"] as const) {
   await clusterTest(
-    `n1 cut off from PostgreSQL (${mode === "cut" ? "connections refused" : "half-open link"}) while its workers reach it: ` +
+    `n1 cut off from PostgreSQL (${LINK[mode]}) while its workers reach it: ` +
       "it refuses them 503 and is not ready, the others take its shards and its work; back: every occurrence dispatched once, every re-run recorded",
     STORES,
     (t, store) => partition(t, store, mode),
@@ -145,9 +151,10 @@ async function partition(t: TestContext, store: ClusterStore, mode: Mode): Promi
     if (lapsedAt === null && chunk.toString().includes("shard leases lapsed")) lapsedAt = Date.now();
   });
 
+  if (mode === "mid-dispatch") await proxy.stallAfter("dispatch_consume_due");
   const cutAt = Date.now();
   if (mode === "cut") await proxy.cut();
-  else proxy.stall();
+  else if (mode === "stall") proxy.stall();
 
   // Measured side by side: n1 not ready, n1's first 503 to a lease call, the others owning n1's shards.
   const since = () => Date.now() - cutAt;

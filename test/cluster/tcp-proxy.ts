@@ -15,6 +15,8 @@ export class CuttableProxy {
   private server: Server | null = null;
   private readonly sockets = new Set<Socket>();
   private stalled = false;
+  /** Stall once a chunk from the node contains this (after passing it on). */
+  private stallMarker: string | null = null;
   port = 0;
 
   /** The database URL with the proxy's address in place of the database's (its path and parameters kept). */
@@ -27,6 +29,23 @@ export class CuttableProxy {
 
   stall(): void {
     this.stalled = true;
+  }
+
+  /**
+   * Stalls right after the node sends a message containing `marker` (a
+   * prepared statement's name, say), which reaches the database: the link
+   * goes half-open in the middle of that transaction. Resolves then.
+   */
+  stallAfter(marker: string): Promise<void> {
+    this.stallMarker = marker;
+    return new Promise((resolve) => {
+      const check = setInterval(() => {
+        if (this.stalled) {
+          clearInterval(check);
+          resolve();
+        }
+      }, 5);
+    });
   }
 
   /** Ends the stall: the connections it broke are dropped (their streams lost bytes), new ones pass. */
@@ -45,10 +64,18 @@ export class CuttableProxy {
         s.on("close", () => this.sockets.delete(s));
       }
       // Forwarded by hand, not piped: while stalled, bytes are dropped as a dead link drops packets.
-      client.on("data", (chunk) => this.stalled || upstream.write(chunk));
+      client.on("data", (chunk: Buffer) => {
+        if (this.stalled) return;
+        upstream.write(chunk);
+        if (this.stallMarker !== null && chunk.includes(this.stallMarker)) {
+          this.stallMarker = null;
+          this.stalled = true;
+        }
+      });
       upstream.on("data", (chunk) => this.stalled || client.write(chunk));
-      client.on("close", () => upstream.destroy());
-      upstream.on("close", () => client.destroy());
+      // While stalled, a close does not pass either (the FIN is dropped too): the database keeps the session.
+      client.on("close", () => this.stalled || upstream.destroy());
+      upstream.on("close", () => this.stalled || client.destroy());
     });
     await new Promise<void>((resolve) => server.listen(this.port, "127.0.0.1", resolve));
     this.port = (server.address() as { port: number }).port;

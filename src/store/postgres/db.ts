@@ -36,6 +36,18 @@ const types: pg.CustomTypesConfig = {
 /** How long past statement_timeout the client waits for an answer before it calls the link dead. */
 const QUERY_TIMEOUT_MARGIN_MS = 5_000;
 
+/**
+ * How long the server lets a session sit idle inside a transaction before it
+ * ends the session (idle_in_transaction_session_timeout). The store's
+ * transactions send their statements back to back, so a session idle that
+ * long lost its node: a link that went half-open between a dispatch's first
+ * statement and its COMMIT left the shard rows locked FOR SHARE, and every
+ * other node's shard round waited on them (and lost its own leases) until
+ * the server's TCP keepalive, hours later. Well under a shard lease (10 s),
+ * so the others renew in time.
+ */
+const IDLE_IN_TRANSACTION_MS = 5_000;
+
 /** What every connection of the store is opened with, the pool's and the signal listener's. */
 export function clientConfig(o: PoolOptions): pg.ClientConfig {
   return {
@@ -58,7 +70,7 @@ export function clientConfig(o: PoolOptions): pg.ClientConfig {
     // (force_custom_plan) guards as well but costs a quarter more database CPU.
     // No JIT: a disabled scan's cost penalty makes even a read of a few rows
     // look expensive enough to compile (0.45 s of JIT for a 1 ms /v1/stats).
-    options: `-c search_path=${ident(o.schema)} -c enable_seqscan=off -c jit=off`,
+    options: `-c search_path=${ident(o.schema)} -c enable_seqscan=off -c jit=off -c idle_in_transaction_session_timeout=${IDLE_IN_TRANSACTION_MS}`,
     types,
   };
 }
