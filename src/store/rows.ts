@@ -60,6 +60,17 @@ export function toDueRef(r: Row): DueRef {
   return { jobId: r.job_id as string, shard: r.shard as number, dueAt: r.due_at as number };
 }
 
+/**
+ * A lease token (LeasedRow.leaseToken: the grant's lease_incarnation, SQLite's
+ * store-handle incarnation or PostgreSQL's WAL timeline) as the column holds
+ * it; null when the call names none (the attempt alone fences), and 0 (no
+ * incarnation is) for one no grant of the store gave.
+ */
+export function incarnationOf(leaseToken: string | undefined): number | null {
+  if (leaseToken === undefined) return null;
+  return /^[1-9][0-9]{0,14}$/.test(leaseToken) ? Number(leaseToken) : 0;
+}
+
 /** The executions a lease of `pool` granted, in the lease's order: priority, then ready time, then id. */
 export function toLeasedRows(granted: Row[], pool: string, json: JsonColumn): LeasedRow[] {
   granted.sort(

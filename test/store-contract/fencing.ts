@@ -1,7 +1,7 @@
 // The store contract, in part (index.ts runs the parts in order).
 // Lease time and fencing: leases set and judged by the store's own clock when
-// `now` is omitted, and the fences (owner, attempt, lease expiry) the other
-// sections leave untested.
+// `now` is omitted, and the fences (owner, attempt, lease token, lease expiry)
+// the other sections leave untested.
 
 import assert from "node:assert/strict";
 import { describe } from "node:test";
@@ -20,6 +20,7 @@ import {
   history,
   attemptOf,
   assertOk,
+  fail,
   unmarked,
   type ContractTests,
 } from "./support.js";
@@ -123,6 +124,55 @@ export function fencingContract({ storeTest }: ContractTests): void {
         now: T0 + LEASE_MS + 4,
       });
       assert.deepEqual(unmarked(late), { status: "lost" });
+    });
+
+    storeTest(
+      "heartbeat, complete and fail are fenced by the lease token: another token answers lost, changes nothing and records the possible duplicate",
+      async (store) => {
+        const epochs = await acquireAll(store, "n1");
+        const r = await runningExecution(store, epochs);
+        // Every driver's grants name a token (SQLite's store-handle incarnation, PostgreSQL's WAL timeline): opaque here.
+        const token = r.leased.leaseToken;
+        assert.ok(token !== undefined, "the grant names a lease token");
+        const call = { executionId: r.executionId, tenantId: "t1", attempt: 1 };
+        const mark = { tenantId: "t1", attempt: 1, reason: "lease_lost" };
+        for (const [n, other] of [`${token}0`, "x"].entries()) {
+          const stale = { ...call, leaseToken: other };
+          const beat = await store.executionHeartbeat({ ...stale, leaseMs: 10 * LEASE_MS, now: T0 + 1 });
+          assert.deepEqual(beat, n === 0 ? { status: "lost", possibleDuplicate: mark } : { status: "lost" }, `heartbeat with ${other}`);
+          const [done] = await store.executionCompleteMany({ items: [stale], now: T0 + 2 });
+          assert.deepEqual(done, { status: "lost" }, `complete with ${other}`);
+          const [failed] = await store.executionFailMany({
+            items: [{ ...stale, error: { message: "stale", class: "permanent" }, jitter: 0 }],
+            now: T0 + 3,
+          });
+          assert.deepEqual(failed, { status: "lost" }, `fail with ${other}`);
+        }
+        assert.equal(attemptOf(await history(store, "t1", r.job.jobId), r.executionId, 1).state, "RUNNING", "the attempt runs on");
+        assert.deepEqual(
+          (await store.executionPossibleDuplicates({ tenantId: "t1", limit: 10 })).map((d) => [d.executionId, d.duplicateAttempt, d.reason]),
+          [[r.executionId, 1, "lease_lost"]],
+        );
+        // The grant's token holds: it renews the lease and completes the attempt.
+        const beat = await store.executionHeartbeat({ ...call, leaseToken: token, now: T0 + 4 });
+        assert.deepEqual(beat, { status: "ok", leaseUntil: T0 + 4 + LEASE_MS, cancelRequested: false });
+        assertOk((await store.executionCompleteMany({ items: [{ ...call, leaseToken: token }], now: T0 + 5 }))[0], "SUCCEEDED");
+        // A success repeated answers ok again with the grant's token, and lost with another.
+        assertOk((await store.executionCompleteMany({ items: [{ ...call, leaseToken: token }], now: T0 + 6 }))[0], "SUCCEEDED");
+        assert.deepEqual(unmarked((await store.executionCompleteMany({ items: [{ ...call, leaseToken: `${token}0` }], now: T0 + 6 }))[0]), {
+          status: "lost",
+        });
+      },
+    );
+
+    storeTest("a call with no lease token is fenced by the attempt alone: heartbeat, fail and complete hold", async (store) => {
+      const epochs = await acquireAll(store, "n1");
+      const r = await runningExecution(store, epochs);
+      const call = { executionId: r.executionId, tenantId: "t1", attempt: 1 };
+      assert.equal((await store.executionHeartbeat({ ...call, now: T0 + 1 })).status, "ok");
+      assertOk((await store.executionFailMany({ items: [fail({ ...call })], now: T0 + 2 }))[0], "READY");
+      const second = await leaseOne(store, T0 + 20 * SECOND);
+      assertOk((await store.executionCompleteMany({ items: [{ ...call, attempt: second.attempt }], now: T0 + 21 * SECOND }))[0], "SUCCEEDED");
     });
 
     storeTest("release is fenced by attempt: a stale attempt answers lost and the running one keeps its lease", async (store) => {

@@ -34,7 +34,7 @@ export function leasesContract({ storeTest }: ContractTests): void {
       const r = await readyExecution(store, epochs, { name: "send-mail", payload: { to: "a@b.c", n: [1, 2] }, timeoutSeconds: 120 });
       const rows = await lease(store, T0 + 100, { leaseMs: 20 * SECOND, workerId: "w9" });
       assert.equal(rows.length, 1);
-      // The token is the store's own (absent where grants are durable before they answer): opaque, as the wire allows it.
+      // The token is the store's own (fencing.ts has what it fences): opaque, as the wire allows it.
       const { leaseToken, ...row } = rows[0]!;
       if (leaseToken !== undefined) assert.match(leaseToken, /^[0-9A-Za-z._~-]{1,64}$/);
       assert.deepEqual(row, {

@@ -1,7 +1,7 @@
 // Acknowledgements on PostgreSQL: heartbeats, completions, failures, releases
 // and the reaper, and the possible duplicates a lost answer records. Every
 // write that ends or renews an attempt is a compare-and-set in its WHERE on
-// (attempt, RUNNING, lease_until >= now), or < now for the reaper, which
+// (attempt, lease token, RUNNING, lease_until >= now), or < now for the reaper, which
 // claims its rows with SKIP LOCKED so two reapers never wait for each other.
 // Times come from the caller when pinned, else from the database clock
 // inside the statement (db.ts nowOr). leases.ts grants the attempts.
@@ -11,25 +11,37 @@ import type { ErrorRecord } from "@duetime/sdk/contract";
 import { type AttemptEnd, endExpiredAttempt, endFailedAttempt, endReleasedAttempt, lastErrorOf, expiredAttemptError } from "../../core/retry.js";
 import { jobChangeAfterExecution } from "../../core/states.js";
 import type { AckOutcome, CompleteInput, FailInput, PossibleDuplicateMark, PossibleDuplicateRow } from "../store.js";
-import { attemptFacts, toPossibleDuplicate } from "../rows.js";
+import { attemptFacts, incarnationOf, toPossibleDuplicate } from "../rows.js";
 import { changeJobs } from "./changes.js";
 import { type Db, executionKey, json, nowOr, one, type Row, rows } from "./db.js";
 import { LEASE_EXPIRED, LEASE_HELD } from "./leases.js";
 
-export async function heartbeat(db: Db, p: { tenantId: string | null; executionId: string; attempt: number; leaseMs?: number; now?: number }) {
+/** A call's lease token (`token`, a bigint from incarnationOf, NULL for none) matches the grant's of alias `e`. */
+const tokenHeld = (token: string): string => `(${token} IS NULL OR e.lease_incarnation = ${token})`;
+
+/** What a call about an attempt names: its execution, the caller's tenant (null: any), the attempt and the grant's token. */
+interface AttemptCall {
+  executionId: string;
+  tenantId: string | null;
+  attempt: number;
+  leaseToken?: string;
+}
+
+export async function heartbeat(db: Db, p: AttemptCall & { leaseMs?: number; now?: number }) {
   const key = executionKey(p.executionId);
   if (!key) return { status: "not_found" as const };
   const row = await one(
     db,
     `WITH t AS (SELECT ${nowOr("$5")} AS now)
      UPDATE executions e SET lease_until = least(t.now + coalesce($6::bigint, e.lease_ms), e.deadline) FROM t
-     WHERE e.job_id = $1 AND e.scheduled_for = $2 AND ($3::text IS NULL OR e.tenant_id = $3::text) AND e.attempt = $4 AND ${LEASE_HELD}
+     WHERE e.job_id = $1 AND e.scheduled_for = $2 AND ($3::text IS NULL OR e.tenant_id = $3::text) AND e.attempt = $4
+       AND ${tokenHeld("$7::bigint")} AND ${LEASE_HELD}
      RETURNING e.lease_until, e.cancel_requested`,
-    [key.jobId, key.scheduledFor, p.tenantId, p.attempt, p.now ?? null, p.leaseMs ?? null],
+    [key.jobId, key.scheduledFor, p.tenantId, p.attempt, p.now ?? null, p.leaseMs ?? null, incarnationOf(p.leaseToken)],
     "heartbeat",
   );
   if (row) return { status: "ok" as const, leaseUntil: row.lease_until as number, cancelRequested: row.cancel_requested as boolean };
-  const found = await states(db, [{ executionId: p.executionId, tenantId: p.tenantId }]);
+  const found = await states(db, [p]);
   if (!found[0]) return { status: "not_found" as const };
   const marked = await markLost(db, [p], p.now ?? null);
   return lostAnswer(marked, p);
@@ -37,30 +49,36 @@ export async function heartbeat(db: Db, p: { tenantId: string | null; executionI
 
 /**
  * Records the possible duplicates of lost answers: an attempt the execution
- * granted (attempt <= its latest) that is later than the one recorded, a
- * compare-and-set in the UPDATE (core/attempt-rules.ts lostAnswerIsDuplicate
- * says the rule). Answers the executions newly marked, with their tenant.
+ * granted (attempt <= its latest; or its latest under another token: granted
+ * on a primary a failover lost, and granted again) that is later than the one
+ * recorded, a compare-and-set in the UPDATE (core/attempt-rules.ts
+ * lostAnswerIsDuplicate says the rule). Answers the executions newly marked,
+ * with their tenant.
  */
-async function markLost(
-  db: Db,
-  items: readonly { executionId: string; tenantId: string | null; attempt: number }[],
-  now: number | null,
-): Promise<Map<string, PossibleDuplicateMark>> {
+async function markLost(db: Db, items: readonly AttemptCall[], now: number | null): Promise<Map<string, PossibleDuplicateMark>> {
   const keyed = items.flatMap((i) => {
     const key = executionKey(i.executionId);
-    return key && i.attempt >= 1 ? [{ ...key, tenantId: i.tenantId, attempt: i.attempt }] : [];
+    return key && i.attempt >= 1 ? [{ ...key, tenantId: i.tenantId, attempt: i.attempt, token: incarnationOf(i.leaseToken) }] : [];
   });
   if (keyed.length === 0) return new Map();
   const marked = await rows<{ id: string; tenant_id: string; dup_attempt: number }>(
     db,
     `WITH t AS (SELECT ${nowOr("$5")} AS now)
      UPDATE executions e SET dup_attempt = x.attempt, dup_reason = 'lease_lost', dup_at = t.now
-     FROM unnest($1::text[], $2::bigint[], $3::text[], $4::int[]) AS x(job_id, scheduled_for, tenant_id, attempt), t
+     FROM unnest($1::text[], $2::bigint[], $3::text[], $4::int[], $6::bigint[]) AS x(job_id, scheduled_for, tenant_id, attempt, token), t
      WHERE e.job_id = x.job_id AND e.scheduled_for = x.scheduled_for AND (x.tenant_id IS NULL OR e.tenant_id = x.tenant_id)
-       AND (e.attempt > x.attempt OR (e.attempt = x.attempt AND e.state = 'RUNNING' AND e.lease_until < t.now))
+       AND (e.attempt > x.attempt OR (e.attempt = x.attempt AND e.state = 'RUNNING' AND e.lease_until < t.now)
+            OR (e.attempt = x.attempt AND NOT ${tokenHeld("x.token")}))
        AND (e.dup_attempt IS NULL OR e.dup_attempt < x.attempt)
      RETURNING e.id, e.tenant_id, e.dup_attempt`,
-    [keyed.map((k) => k.jobId), keyed.map((k) => k.scheduledFor), keyed.map((k) => k.tenantId), keyed.map((k) => k.attempt), now],
+    [
+      keyed.map((k) => k.jobId),
+      keyed.map((k) => k.scheduledFor),
+      keyed.map((k) => k.tenantId),
+      keyed.map((k) => k.attempt),
+      now,
+      keyed.map((k) => k.token),
+    ],
   );
   return new Map(marked.map((m) => [m.id, { tenantId: m.tenant_id, attempt: m.dup_attempt, reason: "lease_lost" as const }]));
 }
@@ -87,20 +105,24 @@ export async function possibleDuplicates(
   return found.map(toPossibleDuplicate);
 }
 
-/** Each item's execution as it is now (state, attempt), or undefined when the tenant (any, for null) has no such execution. */
+/**
+ * Each item's execution as it is now (state, attempt, whether the item's lease
+ * token is its grant's), or undefined when the tenant (any, for null) has no
+ * such execution. Each execution once: a batch's rounds (rounds) name it once.
+ */
 async function states(
   db: Db,
-  items: readonly { executionId: string; tenantId: string | null }[],
-): Promise<({ state: string; attempt: number; tenant_id: string; pool: string } | undefined)[]> {
+  items: readonly { executionId: string; tenantId: string | null; leaseToken?: string }[],
+): Promise<({ state: string; attempt: number; tenant_id: string; pool: string; token_held: boolean } | undefined)[]> {
   const keys = items.map((i) => executionKey(i.executionId));
-  const known = items.flatMap((i, n) => (keys[n] ? [{ ...keys[n]!, tenantId: i.tenantId }] : []));
+  const known = items.flatMap((i, n) => (keys[n] ? [{ ...keys[n]!, tenantId: i.tenantId, token: incarnationOf(i.leaseToken) }] : []));
   if (known.length === 0) return items.map(() => undefined);
-  const found = await rows<{ id: string; tenant_id: string; pool: string; state: string; attempt: number }>(
+  const found = await rows<{ id: string; tenant_id: string; pool: string; state: string; attempt: number; token_held: boolean }>(
     db,
-    `SELECT e.id, e.tenant_id, e.pool, e.state, e.attempt FROM executions e
-     JOIN unnest($1::text[], $2::bigint[], $3::text[]) AS x(job_id, scheduled_for, tenant_id)
+    `SELECT e.id, e.tenant_id, e.pool, e.state, e.attempt, coalesce(${tokenHeld("x.token")}, false) AS token_held FROM executions e
+     JOIN unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[]) AS x(job_id, scheduled_for, tenant_id, token)
        ON e.job_id = x.job_id AND e.scheduled_for = x.scheduled_for AND (x.tenant_id IS NULL OR e.tenant_id = x.tenant_id)`,
-    [known.map((k) => k.jobId), known.map((k) => k.scheduledFor), known.map((k) => k.tenantId)],
+    [known.map((k) => k.jobId), known.map((k) => k.scheduledFor), known.map((k) => k.tenantId), known.map((k) => k.token)],
   );
   const byId = new Map(found.map((r) => [r.id, r]));
   return items.map((i) => {
@@ -155,8 +177,8 @@ export async function complete(db: Db, items: CompleteInput[], now: number | nul
           }>(
             db,
             `WITH t AS (SELECT ${nowOr("$6")} AS now),
-             x AS (SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::int[], $5::text[])
-               AS x(job_id, scheduled_for, tenant_id, attempt, result))
+             x AS (SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::int[], $5::text[], $7::bigint[])
+               AS x(job_id, scheduled_for, tenant_id, attempt, result, token))
              UPDATE executions e SET state = 'SUCCEEDED', finished_at = t.now, result = x.result::jsonb, lease_until = NULL,
                -- an attempt reaped for an expired lease may have run too: a possible duplicate (once)
                dup_attempt = CASE WHEN e.expired_attempt > coalesce(e.dup_attempt, 0) THEN e.expired_attempt ELSE e.dup_attempt END,
@@ -164,7 +186,7 @@ export async function complete(db: Db, items: CompleteInput[], now: number | nul
                dup_at = CASE WHEN e.expired_attempt > coalesce(e.dup_attempt, 0) THEN t.now ELSE e.dup_at END
              FROM x, t
              WHERE e.job_id = x.job_id AND e.scheduled_for = x.scheduled_for AND (x.tenant_id IS NULL OR e.tenant_id = x.tenant_id)
-               AND e.attempt = x.attempt AND ${LEASE_HELD}
+               AND e.attempt = x.attempt AND ${tokenHeld("x.token")} AND ${LEASE_HELD}
              RETURNING e.id, e.job_id, e.tenant_id, e.pool, (SELECT kind FROM jobs WHERE jobs.id = e.job_id) AS kind, t.now,
                CASE WHEN e.dup_reason = 'expired_then_succeeded' AND e.dup_at = t.now AND e.dup_attempt = e.expired_attempt
                  THEN e.dup_attempt END AS dup_new`,
@@ -175,6 +197,7 @@ export async function complete(db: Db, items: CompleteInput[], now: number | nul
               batch.map((b) => b.item.attempt),
               batch.map((b) => json(b.item.result)),
               now,
+              batch.map((b) => incarnationOf(b.item.leaseToken)),
             ],
             "complete",
           );
@@ -204,7 +227,7 @@ export async function complete(db: Db, items: CompleteInput[], now: number | nul
     }
     const lostItems = missed.filter((i, n) => {
       const e = found[n];
-      return e !== undefined && !(e.state === "SUCCEEDED" && e.attempt === items[i]!.attempt);
+      return e !== undefined && !(e.state === "SUCCEEDED" && e.attempt === items[i]!.attempt && e.token_held);
     });
     const marked = await markLost(
       db,
@@ -214,7 +237,7 @@ export async function complete(db: Db, items: CompleteInput[], now: number | nul
     missed.forEach((i, n) => {
       const e = found[n];
       if (!e) out[i] = { status: "not_found" };
-      else if (e.state === "SUCCEEDED" && e.attempt === items[i]!.attempt)
+      else if (e.state === "SUCCEEDED" && e.attempt === items[i]!.attempt && e.token_held)
         out[i] = { status: "ok", state: "SUCCEEDED", pool: e.pool, tenantId: e.tenant_id };
       else out[i] = lostAnswer(marked, items[i]!);
     });
@@ -233,7 +256,7 @@ interface Ending {
 
 /**
  * Ends attempts as decided, in one statement: a compare-and-set on each
- * one's attempt, its lease (held, or expired for the reaper) and the facts
+ * one's attempt and lease token, its lease (held, or expired for the reaper) and the facts
  * the decision read (attempt_base, cancel_requested); the attempt row is
  * recorded for each one that ended. Answers the ids that ended: one whose
  * facts moved meanwhile is left alone. Dead ones change their job.
@@ -245,13 +268,15 @@ async function endAttempts(db: Db, endings: Ending[], now: number, lease: typeof
     db,
     `WITH t AS (SELECT $1::bigint AS now),
      u AS (SELECT * FROM unnest($2::text[], $3::bigint[], $4::int[], $5::int[], $6::bool[], $7::text[], $8::bigint[], $9::text[],
-       $10::text[], $11::text[]) AS u(job_id, scheduled_for, attempt, base, cancel, state, ready_at, last_error, attempt_state, error)),
+       $10::text[], $11::text[], $12::bigint[]) AS u(job_id, scheduled_for, attempt, base, cancel, state, ready_at, last_error, attempt_state, error,
+       incarnation)),
      ended AS (
        UPDATE executions e SET state = u.state, ready_at = coalesce(u.ready_at, e.ready_at),
          dead_at = CASE WHEN u.state = 'DEAD' THEN t.now END, finished_at = CASE WHEN u.state <> 'READY' THEN t.now END,
          last_error = u.last_error::jsonb, lease_until = NULL${lease === LEASE_EXPIRED ? ", expired_attempt = e.attempt" : ""}
        FROM u, t
-       WHERE e.job_id = u.job_id AND e.scheduled_for = u.scheduled_for AND e.attempt = u.attempt AND ${lease}
+       WHERE e.job_id = u.job_id AND e.scheduled_for = u.scheduled_for AND e.attempt = u.attempt
+         AND e.lease_incarnation IS NOT DISTINCT FROM u.incarnation AND ${lease}
          AND e.attempt_base = u.base AND e.cancel_requested = u.cancel
        RETURNING e.job_id, e.scheduled_for, e.attempt, e.worker_id, e.started_at, e.throttled_ms, u.attempt_state, u.error, t.now)
      INSERT INTO attempts (job_id, scheduled_for, attempt, state, worker_id, started_at, finished_at, error, throttled_ms)
@@ -271,6 +296,7 @@ async function endAttempts(db: Db, endings: Ending[], now: number, lease: typeof
       col((x) => json(x.lastError)),
       col((x) => x.attemptState),
       col((x) => json(x.error)),
+      col((x) => x.e.lease_incarnation),
     ],
     lease === LEASE_HELD ? "end_attempts_held" : "end_attempts_expired",
   );
@@ -285,13 +311,13 @@ async function endAttempts(db: Db, endings: Ending[], now: number, lease: typeof
   return new Set(done.map((x) => x.e.id as string));
 }
 
-/** Running rows of the items that still hold their lease, with their job's kind and the call's time. */
+/** Running rows of the items that still hold their lease (attempt and token), with their job's kind and the call's time. */
 const HELD_ROWS = `
 WITH t AS (SELECT ${nowOr("$5")} AS now)
 SELECT e.*, (SELECT kind FROM jobs WHERE jobs.id = e.job_id) AS job_kind, t.now AS call_now
-FROM executions e JOIN unnest($1::text[], $2::bigint[], $3::text[], $4::int[]) AS x(job_id, scheduled_for, tenant_id, attempt)
+FROM executions e JOIN unnest($1::text[], $2::bigint[], $3::text[], $4::int[], $6::bigint[]) AS x(job_id, scheduled_for, tenant_id, attempt, token)
   ON e.job_id = x.job_id AND e.scheduled_for = x.scheduled_for AND (x.tenant_id IS NULL OR e.tenant_id = x.tenant_id) AND e.attempt = x.attempt, t
-WHERE ${LEASE_HELD}`;
+WHERE ${tokenHeld("x.token")} AND ${LEASE_HELD}`;
 
 /**
  * Fails items while their attempt holds the lease: each row is read, core
@@ -317,6 +343,7 @@ export async function fail(db: Db, items: FailInput[], pinned: number | null): P
                 batch.map((b) => b.item.tenantId),
                 batch.map((b) => b.item.attempt),
                 pinned,
+                batch.map((b) => incarnationOf(b.item.leaseToken)),
               ],
               "fail_read",
             );

@@ -56,19 +56,32 @@ const RATE_PROBE = (g: string, allowed: string): string => `(CASE WHEN ${g}.rate
 const CHARGED_TAT = "greatest(coalesce(tn.dispatch_tat, t.now), t.now) + s.n * 1000.0 / tn.dispatch_rate_per_second";
 
 /**
- * The grant of a lease: the picked rows RUNNING as a new attempt; `picked`
+ * The lease token: the server's WAL timeline, the first 8 hex digits of the
+ * WAL file name at the insert position. Every promotion (and every
+ * point-in-time recovery) starts a new one, so an attempt granted on a
+ * primary whose last commits a failover lost, and granted again under the
+ * same number on the promoted standby, carries another token. Read in the
+ * grant: it is the timeline the grant's own commit is written on, from the
+ * promotion on (pg_control_checkpoint's timeline_id lags until the first
+ * checkpoint). Any role may call both functions.
+ */
+const LEASE_TIMELINE = "('x' || left(pg_walfile_name(pg_current_wal_lsn()), 8))::bit(32)::bigint";
+
+/**
+ * The grant of a lease: the picked rows RUNNING as a new attempt, under the
+ * lease token t.timeline (LEASE_TIMELINE); `picked`
  * names (job_id, scheduled_for) pairs. Each records the wait its tenant's
  * dispatch rate imposed: since its lane was throttled, as the lease found it.
  * Its deadline and lease end are core/attempt-rules.ts attemptDeadline and leaseEnd.
  */
-const GRANT = `UPDATE executions e SET state = 'RUNNING', attempt = e.attempt + 1, worker_id = $4, cancel_requested = false,
+const GRANT = `UPDATE executions e SET state = 'RUNNING', attempt = e.attempt + 1, lease_incarnation = t.timeline, worker_id = $4, cancel_requested = false,
   started_at = t.now, deadline = t.now + e.timeout_ms + $6, lease_ms = $5,
   lease_until = least(t.now + $5, t.now + e.timeout_ms + $6),
   throttled_ms = (SELECT CASE WHEN l.throttled_since IS NOT NULL THEN greatest(0, t.now - greatest(e.ready_at, l.throttled_since)) END
                   FROM lanes l WHERE l.pool = e.pool AND l.tenant_id = e.tenant_id)
 FROM (SELECT array_agg(job_id) AS job_ids, array_agg(scheduled_for) AS fors FROM picked) k, unnest(k.job_ids, k.fors) AS p(job_id, scheduled_for), t
 WHERE e.job_id = p.job_id AND e.scheduled_for = p.scheduled_for
-RETURNING e.id, e.tenant_id, e.job_id, e.name, e.attempt, e.attempt_base, e.payload, e.scheduled_for, e.lease_until, e.timeout_ms, e.target,
+RETURNING e.id, e.tenant_id, e.job_id, e.name, e.attempt, e.attempt_base, e.lease_incarnation, e.payload, e.scheduled_for, e.lease_until, e.timeout_ms, e.target,
   e.priority, e.ready_at, e.trace_parent`;
 
 /**
@@ -86,7 +99,7 @@ RETURNING e.id, e.tenant_id, e.job_id, e.name, e.attempt, e.attempt_base, e.payl
  * arrays per row (117-188 ms per lease of 500; bench/lease-plan.ts). Then its rate is charged, and its lane marked throttled or not.
  */
 const LEASE_TENANT = `
-WITH RECURSIVE t AS (SELECT ${nowOr("$1")} AS now),
+WITH RECURSIVE t AS (SELECT ${nowOr("$1")} AS now, ${LEASE_TIMELINE} AS timeline),
 ${levels("$2", "$7")},
 gate AS MATERIALIZED (SELECT g.rate, ${byRate("g", "$3::int")} AS by_rate, ${allowance("g", "$7", "$3::int")} AS n FROM t, ${limitsOf("$7")} g),
 offered AS MATERIALIZED (
@@ -158,7 +171,7 @@ WHERE l.pool = $2 AND l.idle_until IS NOT NULL AND (l.idle_until <= t.now OR l.t
  * while a lease claims at most twice the rows it grants.
  */
 export const LEASE_ACROSS_TENANTS = `
-WITH RECURSIVE t AS (SELECT ${nowOr("$1")} AS now),
+WITH RECURSIVE t AS (SELECT ${nowOr("$1")} AS now, ${LEASE_TIMELINE} AS timeline),
 chosen AS MATERIALIZED (
   SELECT l.tenant_id, l.vtime, coalesce(g.weight, 1)::float8 AS weight, g.rate, g.tat, ${byRate("g", "$3::int")} AS by_rate,
     ${allowance("g", "l.tenant_id", "$3::int")} AS allowed

@@ -416,6 +416,16 @@ CREATE INDEX due_by_shard ON due (shard, job_id);
 ALTER TABLE jobs ADD COLUMN mode text NOT NULL DEFAULT 'live';
 `,
   },
+  {
+    version: 10,
+    sql: `
+-- The lease token (leases.ts LEASE_TIMELINE): the server's WAL timeline when
+-- the attempt was granted. A promotion starts a new timeline, so an attempt
+-- granted on the old primary and lost with it, then granted again under the
+-- same number, carries another token. NULL on attempts granted before it.
+ALTER TABLE executions ADD COLUMN lease_incarnation bigint;
+`,
+  },
 ];
 
 /** Classid of the migration lock (pg_advisory_xact_lock(classid, objid)): "duet". */

@@ -9,10 +9,9 @@ import type { ErrorRecord } from "@duetime/sdk/contract";
 import { type AttemptEnd, endExpiredAttempt, endFailedAttempt, endReleasedAttempt, lastErrorOf, expiredAttemptError } from "../../core/retry.js";
 import { jobChangeAfterExecution } from "../../core/states.js";
 import type { AckOutcome, CompleteInput, FailInput, PossibleDuplicateMark, PossibleDuplicateRow, StoreParams } from "../store.js";
-import { attemptFacts, toPossibleDuplicate } from "../rows.js";
+import { attemptFacts, incarnationOf, toPossibleDuplicate } from "../rows.js";
 import { changeJobs } from "./changes.js";
 import { json, type Query, type Row } from "./db.js";
-import { incarnationOf } from "./leases.js";
 
 /** The lease fences: an attempt holds its lease up to and including leaseUntil. */
 const LEASE_HELD = "state = 'RUNNING' AND lease_until >= @now";

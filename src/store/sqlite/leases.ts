@@ -10,16 +10,6 @@ import { HTTP_POOL } from "../store.js";
 import { toLeasedRows } from "../rows.js";
 import { parse, type Query, type Row } from "./db.js";
 
-/**
- * A lease token (LeasedRow.leaseToken: the grant's incarnation) as the
- * column holds it; null when the call names none (the attempt alone fences),
- * and 0 (no incarnation is) for one no grant of this store gave.
- */
-export function incarnationOf(leaseToken: string | undefined): number | null {
-  if (leaseToken === undefined) return null;
-  return /^[1-9][0-9]{0,14}$/.test(leaseToken) ? Number(leaseToken) : 0;
-}
-
 /** A tenant's caps as one lease sees them: what it may still be granted, and its dispatch rate's state. */
 interface TenantGate {
   left: number;
