@@ -259,6 +259,8 @@ export interface Delivery {
   workerId: string;
   /** The node the worker leased through. */
   via: string;
+  /** The grant's lease token, as the lease gave it. */
+  leaseToken?: string;
 }
 
 /** Every attempt handed to the test's workers, in order. */
@@ -274,6 +276,7 @@ export class Deliveries {
       receivedAt: Date.now(),
       workerId,
       via,
+      ...(job.leaseToken !== undefined ? { leaseToken: job.leaseToken } : {}),
     });
   }
 

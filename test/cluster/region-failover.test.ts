@@ -11,7 +11,11 @@
 // asserted is what the replication mode guarantees, never a count that can
 // flake: asynchronous, nothing answered before the standby last caught up is
 // lost, and everything created after the link stalled is; synchronous, no job
-// that got a 201 is lost. Then, asynchronous only, the split brain: the old
+// that got a 201 is lost. Asynchronous only: an attempt granted on the old
+// primary after the stall is granted again on the new one under the same
+// number, and the old region's completion of it, sent to region B with its
+// lease token, is refused (the token is the WAL timeline, which the promotion
+// moved on) while the new holder's stands. Then the split brain: the old
 // primary comes back as a primary of its own with a region-A node still on
 // it, and another region-A node restarts on the new primary. The epoch fence
 // is per database: the new primary's ledger has each occurrence once and
@@ -32,6 +36,9 @@ const CREATORS = 4;
 /** Creates answered 201 after the link to region B stalled, before the primary is crashed. */
 const AFTER_STALL = 30;
 const STANDBY = "region_b";
+/** One-offs on the standby before the stall, due just after it: granted in region A after the stall, so never on the standby. */
+const PROBES = 5;
+const PROBE_DELAY_MS = 1_500;
 
 /** The nodes' store: the private server's postgres database, schema duetime (region B's nodes migrate the same schema, replicated). */
 function storeOn(server: { url: string }): ClusterStore {
@@ -173,11 +180,27 @@ async function drill(t: TestContext, synchronous: boolean): Promise<void> {
   const caughtUp = trackCaughtUp(standby);
   await waitFor(() => creates.accepted.length >= 200 && caughtUp.at > startedAt, "region A accepts jobs, the standby keeps up", 30_000);
 
+  // Asynchronous: probes the standby has, due after the stall, so region A grants them where region B never sees it.
+  const probeDue = Date.now() + PROBE_DELAY_MS;
+  const probes = synchronous
+    ? []
+    : await createAll(
+        a1!.client,
+        Array.from({ length: PROBES }, (_, i) => ({
+          name: `probe-${i}`,
+          target: { type: "queue", pool: POOL },
+          schedule: { runAt: new Date(probeDue).toISOString() },
+        })),
+      );
+  if (!synchronous) await standby.waitCaughtUp(5_000);
+
   // The link to region B stalls. Asynchronous: the primary goes on accepting; synchronous: its commits wait for the standby.
   await stallReplication(primary);
   const stalledAt = Date.now();
   if (!synchronous) {
+    assert.ok(stalledAt < probeDue, `the link stalled before the probes were due (${probeDue - stalledAt} ms before)`);
     await waitFor(() => creates.accepted.filter((a) => a.sentAt > stalledAt).length >= AFTER_STALL, "creates accepted after the stall", 20_000);
+    await waitFor(() => probes.every((id) => deliveries.all.some((d) => d.jobId === id)), "every probe granted in region A after the stall", 20_000);
   } else {
     // Creates sent after the stall are in flight (their commits wait), and the deliveries of a second go on in region A's workers.
     await waitFor(() => Date.now() > stalledAt + 2_000, "two seconds of stall", 5_000);
@@ -261,7 +284,64 @@ async function drill(t: TestContext, synchronous: boolean): Promise<void> {
       `stall ${crashedAt - stalledAt} ms, crash ${stoppedAt - crashedAt} ms, promotion ${promotedAt - stoppedAt} ms, region B's takeover ${takenOverAt - promotedAt} ms after it`,
   );
 
+  if (!synchronous) await staleCompletions(t, { client: b1!.client, deliveries, probes });
   if (!synchronous) await splitBrain(t, { primary, regionA, regionB, recurring, deliveries });
+}
+
+/**
+ * Asynchronous: the attempts region A was granted and region B granted again
+ * under the same number (every probe among them). Each one's completion by
+ * region A's worker, sent to region B with region A's lease token, is refused
+ * LEASE_LOST and recorded as a possible duplicate; the new holder's success
+ * stands, and its own token's completion, repeated, answers ok.
+ */
+async function staleCompletions(t: TestContext, c: { client: DuetimeClient; deliveries: Deliveries; probes: readonly string[] }): Promise<void> {
+  const { client, deliveries, probes } = c;
+  const inRegion = (region: string) => deliveries.all.filter((d) => regionOf(d.via) === region);
+  const regrants = inRegion("a").flatMap((old) => {
+    const holder = inRegion("b").find((d) => d.executionId === old.executionId && d.attempt === old.attempt);
+    return holder ? [{ old, holder }] : [];
+  });
+  assert.deepEqual(
+    probes.filter((id) => !regrants.some((r) => r.old.jobId === id)),
+    [],
+    "every probe was granted in both regions under the same attempt number",
+  );
+  for (const { old, holder } of regrants) {
+    assert.ok(old.leaseToken !== undefined && holder.leaseToken !== undefined, `${old.executionId}: both grants carry a lease token`);
+    assert.notEqual(old.leaseToken, holder.leaseToken, `${old.executionId}#${old.attempt}: the promotion moved the token on`);
+  }
+  const marks = async () =>
+    new Map((await client.listPossibleDuplicates({ limit: 500 })).items.map((i) => [i.executionId, i.possibleDuplicate] as const));
+  const before = await marks();
+  await mapLimit(regrants, 4, async ({ old, holder }) => {
+    const succeeded = async () =>
+      (await history(client, old.jobId)).find((i) => i.executionId === old.executionId && i.attempt === old.attempt && i.state === "SUCCEEDED");
+    await waitFor(async () => (await succeeded()) !== undefined, `${old.executionId}#${old.attempt}: the new holder's success`, 30_000);
+    await assert.rejects(client.complete(old.executionId, old.attempt, null, { leaseToken: old.leaseToken! }), (err: unknown) => {
+      assert.ok(err instanceof DuetimeApiError, String(err));
+      assert.equal(err.status, 409, `${old.executionId}#${old.attempt}: region A's completion, with its token`);
+      assert.equal(err.code, "LEASE_LOST");
+      return true;
+    });
+    await client.complete(holder.executionId, holder.attempt, null, { leaseToken: holder.leaseToken! });
+    assert.equal((await succeeded())?.workerId, holder.workerId, `${old.executionId}#${old.attempt}: the new holder's success stands`);
+  });
+  const after = await marks();
+  for (const { old } of regrants) {
+    const mark = after.get(old.executionId);
+    assert.deepEqual(
+      mark && { attempt: mark.attempt, reason: mark.reason },
+      { attempt: old.attempt, reason: "lease_lost" },
+      `${old.executionId}: region A's attempt ${old.attempt} recorded as a possible duplicate`,
+    );
+    assert.notDeepEqual(before.get(old.executionId), mark, `${old.executionId}: recorded by the refused completion`);
+  }
+  t.diagnostic(
+    `stale completions: ${regrants.length} attempts granted in both regions under one number (${probes.length} probes among them), ` +
+      `tokens ${JSON.stringify([...new Set(regrants.map((r) => r.old.leaseToken))])} in region A and ` +
+      `${JSON.stringify([...new Set(regrants.map((r) => r.holder.leaseToken))])} in region B; every one refused LEASE_LOST and recorded`,
+  );
 }
 
 /**
