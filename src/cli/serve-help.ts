@@ -56,8 +56,8 @@ ${STORE_HELP}
   --metrics-max-tenants N     DUETIME_METRICS_MAX_TENANTS  tenants with a label of their own on /metrics, 1 to 10000;
                                                            the rest are tenant="_other" (default 100)
   --history-retention D       DUETIME_HISTORY_RETENTION    executions (dead letters too) and their attempts are removed
-                                                           this long after they end; so are ended jobs with no
-                                                           execution left (default 30d; at least 1h)
+                                                           this long after they end (never sooner than idempotency
+                                                           keys); so are ended jobs (default 30d; at least 1h)
   --idempotency-retention D   DUETIME_IDEMPOTENCY_RETENTION  idempotency keys are kept this long (default 24h, the least)
   --audit-retention D         DUETIME_AUDIT_RETENTION      audit entries are kept this long (default 90d; at least 1h)
   --archive-dir DIR           DUETIME_ARCHIVE_DIR          write what retention removes there first, as gzip NDJSON

@@ -5,12 +5,11 @@ import {
   DISPATCHING_STATES,
   inFlightOnCancel,
   IN_FLIGHT_STATES,
-  jobChangeAfterExecution,
   jobVerdict,
   LAST_DISPATCH_JOB_CHANGE,
+  ONE_OFF_END,
   occurrenceHome,
   PENDING_ON_ACTION,
-  REPLAY_JOB_CHANGE,
 } from "./states.js";
 
 test("cancel: scheduled and paused jobs are cancelled, repeating is a no-op, finished jobs refuse", () => {
@@ -37,16 +36,13 @@ test("every state has a verdict for every action", () => {
   for (const s of JOB_STATES) for (const a of ["cancel", "pause", "resume", "trigger"] as const) assert.ok(jobVerdict(s, a));
 });
 
-test("a one-off job ends with its execution, only while still scheduled; a recurring one goes on", () => {
-  assert.deepEqual(jobChangeAfterExecution("once", "SUCCEEDED"), { from: "SCHEDULED", to: "COMPLETED", due: "drop" });
-  assert.deepEqual(jobChangeAfterExecution("once", "DEAD"), { from: "SCHEDULED", to: "DEAD", due: "drop" });
-  assert.equal(jobChangeAfterExecution("cron", "SUCCEEDED"), null);
-  assert.equal(jobChangeAfterExecution("cron", "DEAD"), null);
+test("a one-off's end is read from its execution while its job is scheduled or paused; a cancel stays", () => {
+  assert.deepEqual(ONE_OFF_END.over, ["SCHEDULED", "PAUSED"]);
+  assert.deepEqual(ONE_OFF_END.by, { SUCCEEDED: "COMPLETED", DEAD: "DEAD" });
 });
 
-test("a last dispatch completes a scheduled job; replaying a dead letter revives a dead job; only scheduled jobs are dispatched", () => {
-  assert.deepEqual(LAST_DISPATCH_JOB_CHANGE, { from: "SCHEDULED", to: "COMPLETED", due: "keep" });
-  assert.deepEqual(REPLAY_JOB_CHANGE, { from: "DEAD", to: "SCHEDULED", due: "keep" });
+test("a last dispatch completes a scheduled job; only scheduled jobs are dispatched", () => {
+  assert.deepEqual(LAST_DISPATCH_JOB_CHANGE, { from: "SCHEDULED", to: "COMPLETED" });
   assert.deepEqual(DISPATCHING_STATES, ["SCHEDULED"]);
 });
 

@@ -25,33 +25,29 @@ export function jobVerdict(state: JobState, action: JobAction): Verdict {
 // What the store applies to rows as compare-and-sets: each rule is data here,
 // the driver only writes it (DESIGN.md, "Rules of the port").
 
-/**
- * A job state change the store makes only while the job is still in `from`.
- * "drop" deletes its due entry and its pending executions (NOT_STARTED: a
- * one-off's execution that a trigger overtook); "keep" leaves both.
- */
+/** A job state change the store makes only while the job is still in `from` (a compare-and-set on its state). */
 export interface JobChange {
   from: JobState;
   to: JobState;
-  due: "drop" | "keep";
 }
 
 /**
- * A one-off job ends with its execution: COMPLETED when it succeeds, DEAD
- * when it dies, and only while still SCHEDULED (a cancelled or paused one
- * stays so). A recurring job goes on to its next occurrence.
+ * A one-off's end is read, not written (docs/design-notes.md, "What a
+ * one-off writes"): its job row keeps what accepted writes set, and while
+ * that says SCHEDULED or PAUSED, an execution of it that ended says the
+ * job's state, COMPLETED when it succeeded and DEAD when it died (the first
+ * to end, if a trigger made two). A cancel stays CANCELLED. The stores
+ * compute it in their reads (rows.ts jobStateSql); an execution's end drops
+ * the one-off's executions that had not started (a trigger overtook them).
+ * A recurring job goes on to its next occurrence.
  */
-export function jobChangeAfterExecution(kind: "once" | "cron", execution: "SUCCEEDED" | "DEAD"): JobChange | null {
-  if (kind !== "once") return null;
-  // An occurrence triggered early is still due (its execution not started): the ended job has none left.
-  return { from: "SCHEDULED", to: execution === "SUCCEEDED" ? "COMPLETED" : "DEAD", due: "drop" };
-}
+export const ONE_OFF_END = {
+  over: ["SCHEDULED", "PAUSED"],
+  by: { SUCCEEDED: "COMPLETED", DEAD: "DEAD" },
+} as const satisfies { over: readonly JobState[]; by: Record<string, JobState> };
 
 /** A recurring job's last dispatch completes it (core/misfire.ts completesAtDispatch); its due entry has gone with the dispatch. */
-export const LAST_DISPATCH_JOB_CHANGE: JobChange = { from: "SCHEDULED", to: "COMPLETED", due: "keep" };
-
-/** Replaying a dead letter revives the job that died with it. */
-export const REPLAY_JOB_CHANGE: JobChange = { from: "DEAD", to: "SCHEDULED", due: "keep" };
+export const LAST_DISPATCH_JOB_CHANGE: JobChange = { from: "SCHEDULED", to: "COMPLETED" };
 
 /** Job states whose due occurrences the scheduler turns into executions (trigger and backfill go by jobVerdict instead). */
 export const DISPATCHING_STATES: readonly JobState[] = ["SCHEDULED"];

@@ -95,7 +95,7 @@ test("idempotency: a key is kept 24 hours; after that the same key creates a new
   await engine.stop();
 });
 
-test("a job outlives its idempotency key, even when history is kept for less", async () => {
+test("a job outlives its idempotency key, even when history is kept for less: a one-off's history is kept as long as its key", async () => {
   const { clock, engine } = await setup({ historyMs: HOUR });
   const spec = { name: "once", target: { type: "queue" as const, pool: "p" }, schedule: { delaySeconds: 0 } };
   const first = await engine.service.createJob(ctx, spec, { idempotencyKey: "key-1" });
@@ -103,11 +103,12 @@ test("a job outlives its idempotency key, even when history is kept for less", a
   const { leased } = await engine.executor.lease({ pool: "p", workerId: "w", max: 1, leaseMs: 30_000, waitMs: 0 });
   await engine.executor.complete(leased.map((l) => ({ executionId: l.executionId, tenantId: l.tenantId, attempt: l.attempt })));
   clock.jump(2 * HOUR);
-  assert.deepEqual(await engine.retention.runOnce(), { executions: 1, jobs: 0, idempotency: 0, audit: 0 });
+  assert.deepEqual(await engine.retention.runOnce(), { executions: 0, jobs: 0, idempotency: 0, audit: 0 });
   const retried = await engine.service.createJob(ctx, spec, { idempotencyKey: "key-1" });
   assert.equal(retried.jobId, first.jobId, "a retried create still answers the first job");
+  assert.equal(retried.state, "COMPLETED", "read from its execution, still kept");
   clock.jump(23 * HOUR);
-  assert.deepEqual(await engine.retention.runOnce(), { executions: 0, jobs: 1, idempotency: 1, audit: 0 });
+  assert.deepEqual(await engine.retention.runOnce(), { executions: 1, jobs: 1, idempotency: 1, audit: 0 }, "the job with its execution");
   await engine.stop();
 });
 
@@ -143,7 +144,11 @@ test("a run yields to the event loop between batches, so dispatch and leases are
   const run = engine.retention.runOnce();
   setImmediate(() => order.push("other work"));
   await run;
-  assert.deepEqual(order.slice(0, 3), ["executions", "other work", "executions"]);
+  assert.deepEqual(
+    order.filter((e) => e !== "jobs").slice(0, 3),
+    ["executions", "other work", "executions"],
+    "each batch's one-off jobs are reported with it",
+  );
   await engine.stop();
 });
 
@@ -254,7 +259,11 @@ test("with an archive: a failed write deletes nothing; a failed delete leaves th
   assert.equal((await executionsOf(engine, jobId!)).length, 1, "not archived, so not deleted");
   failing = "delete";
   assert.deepEqual(await retention.runOnce(), none);
-  assert.deepEqual(await archived(), [`executions ${execution} SUCCEEDED`]);
+  assert.deepEqual(
+    await archived(),
+    [`executions ${execution} SUCCEEDED`, `jobs ${jobId} COMPLETED`],
+    "a one-off's job is archived with its last execution, as read",
+  );
   assert.equal((await executionsOf(engine, jobId!)).length, 1);
   failing = null;
   assert.deepEqual(errors, ["disk full", "crash"]);

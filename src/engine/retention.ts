@@ -31,8 +31,9 @@ export type RetentionCounts = Record<RetentionKind, number>;
 /** Rows whose retention started before these times are due for removal. */
 export function retentionCutoffs(periods: RetentionPeriods, now: number): Record<RetentionKind, number> {
   return {
-    executions: now - periods.historyMs,
-    // A job outlives its idempotency key, so a retried create never makes a second job.
+    // A job outlives its idempotency key, so a retried create never makes a second job; a one-off's goes
+    // with its last execution (its state is read from it), so history is kept at least as long as the keys.
+    executions: now - Math.max(periods.historyMs, periods.idempotencyMs),
     jobs: now - Math.max(periods.historyMs, periods.idempotencyMs),
     idempotency: now - periods.idempotencyMs,
     audit: now - periods.auditMs,
@@ -87,9 +88,11 @@ export class Retention {
     const cutoffs = retentionCutoffs(this.o.periods, this.o.clock.now());
     const counts = Object.fromEntries(RETENTION_KINDS.map((k) => [k, 0])) as RetentionCounts;
     for (const kind of RETENTION_KINDS) {
-      // in order: a job goes once its executions have
+      // in order: a job goes once its executions have (a one-off's with its last one: counted as a job)
       try {
-        counts[kind] = await this.purge(kind, cutoffs[kind]);
+        const purged = await this.purge(kind, cutoffs[kind]);
+        counts[kind] += purged.deleted;
+        counts.jobs += purged.jobs;
       } catch (error) {
         // The "error" event is both the metric and the log line (engine/event-log.ts).
         this.o.events.emit("error", { where: "retention", error });
@@ -99,12 +102,15 @@ export class Retention {
     return counts;
   }
 
-  private async purge(kind: RetentionKind, before: number): Promise<number> {
-    let total = 0;
+  /** A kind's batches: its rows removed, and the one-off jobs that went with executions. */
+  private async purge(kind: RetentionKind, before: number): Promise<{ deleted: number; jobs: number }> {
+    const total = { deleted: 0, jobs: 0 };
     for (let batch = 0; batch < this.maxBatches && !this.stopping; batch++) {
-      const { deleted, full } = await this.batch(kind, before);
-      total += deleted;
+      const { deleted, jobs = 0, full } = await this.batch(kind, before);
+      total.deleted += deleted;
+      total.jobs += jobs;
       if (deleted > 0) this.o.events.emit("retention:purged", { kind, deleted });
+      if (jobs > 0) this.o.events.emit("retention:purged", { kind: "jobs", deleted: jobs });
       if (!full) break;
       // The SQLite store answers synchronously: give leases and dispatch a turn between batches.
       await new Promise<void>((resolve) => setImmediate(resolve));
@@ -112,18 +118,20 @@ export class Retention {
     return total;
   }
 
-  /** One batch: how many rows went, and whether the batch was full (so more may be due). */
-  private async batch(kind: RetentionKind, before: number): Promise<{ deleted: number; full: boolean }> {
+  /** One batch: how many rows went (and one-off jobs with them), and whether the batch was full (so more may be due). */
+  private async batch(kind: RetentionKind, before: number): Promise<{ deleted: number; jobs?: number; full: boolean }> {
     const params = { kind, before, limit: this.batchSize };
     if (!this.o.archive) {
-      const { deleted } = await this.o.store.retentionPurge(params);
-      return { deleted, full: deleted >= this.batchSize };
+      const purged = await this.o.store.retentionPurge(params);
+      return { ...purged, full: purged.deleted >= this.batchSize };
     }
     const rows = await this.o.store.retentionExpired(params);
     if (rows.length === 0) return { deleted: 0, full: false };
     // Durable before the delete: a crash between the two archives the rows again, never loses them.
     await this.o.archive.write(rows);
-    const { deleted } = await this.o.store.retentionPurge({ ...params, only: rows });
-    return { deleted, full: rows.length >= this.batchSize };
+    // The rows of the kind: the one-off jobs read with executions go with them by the store's own rule.
+    const only = rows.filter((r) => r.kind === kind);
+    const purged = await this.o.store.retentionPurge({ ...params, only });
+    return { ...purged, full: only.length >= this.batchSize };
   }
 }

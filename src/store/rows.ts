@@ -4,6 +4,7 @@
 
 import type { ErrorRecord, JobState, Role, TenantLimitSettings } from "@duetime/sdk/contract";
 import { type AttemptFacts, retryDeadlineOf } from "../core/retry.js";
+import { ONE_OFF_END } from "../core/states.js";
 import { isInternalPool } from "../core/targets.js";
 import type {
   ApiKeyRecord,
@@ -153,7 +154,49 @@ export function toTenantLimits(r: Record<string, unknown>): TenantLimitSettings 
 /** jobList's kind filter, on jobs aliased j: a literal, not a parameter, so the partial index of cron jobs (jobs_cron_by_tenant_created) matches it. */
 export const KIND_FILTER = { once: "j.kind = 'once'", cron: "j.kind = 'cron'" } as const;
 
-/** A jobs row (with next_run_at and next_due_at, store.ts JobRecord.nextRunAt) as its record. */
+/** core/states.ts ONE_OFF_END's execution states, as an SQL list: the ends a one-off's job state is read from. */
+export const ONE_OFF_ENDED = Object.keys(ONE_OFF_END.by)
+  .map((s) => `'${s}'`)
+  .join(", ");
+
+/**
+ * A jobs row (of alias `j`) whose state is read from its executions
+ * (core/states.ts ONE_OFF_END): retention removes it with the last of them,
+ * so no job row outlives what its state is read from.
+ */
+export const readsItsEnd = (j: string): string => `${j}.kind = 'once' AND ${j}.state IN (${ONE_OFF_END.over.map((s) => `'${s}'`).join(", ")})`;
+
+/**
+ * A one-off's job row removed with its executions (readsItsEnd), as the
+ * archive keeps it: with its state as reads answered it (core/states.ts
+ * ONE_OFF_END over the first of them to end), not as stored.
+ */
+export function endedOneOffRow(job: Row, executions: readonly Row[]): Row {
+  const ends: Record<string, string> = ONE_OFF_END.by;
+  const first = executions
+    .filter((e) => e.job_id === job.id && ends[e.state as string] !== undefined)
+    .sort((a, b) => Number(a.finished_at) - Number(b.finished_at))[0];
+  return first ? { ...job, state: ends[first.state as string] } : job;
+}
+
+/**
+ * core/states.ts ONE_OFF_END as SQL, on a jobs row aliased `j` and the first
+ * ended one-off execution of it aliased `f` (joined by the driver; all NULL
+ * when there is none): the job's state as reads answer it and lists filter by.
+ */
+export function jobStateSql(j = "j", f = "f"): string {
+  const over = ONE_OFF_END.over.map((s) => `'${s}'`).join(", ");
+  const by = Object.entries(ONE_OFF_END.by)
+    .map(([ended, state]) => `WHEN '${ended}' THEN '${state}'`)
+    .join(" ");
+  return `CASE WHEN ${j}.state IN (${over}) THEN coalesce(CASE ${f}.state ${by} END, ${j}.state) ELSE ${j}.state END`;
+}
+
+/**
+ * A jobs row (with next_run_at and next_due_at, store.ts JobRecord.nextRunAt;
+ * job_state and ended_at, jobStateSql's answer and its execution's end) as
+ * its record: a one-off read as ended changed last when its execution ended.
+ */
 export function toJob(r: Row, json: JsonColumn): JobRecord {
   return {
     tenantId: r.tenant_id as string,
@@ -161,7 +204,7 @@ export function toJob(r: Row, json: JsonColumn): JobRecord {
     shard: r.shard as number,
     kind: r.kind as "once" | "cron",
     name: r.name as string,
-    state: r.state as JobState,
+    state: r.job_state as JobState,
     target: json(r.target),
     payload: json(r.payload) ?? null,
     schedule: json(r.schedule),
@@ -171,7 +214,7 @@ export function toJob(r: Row, json: JsonColumn): JobRecord {
     mode: r.mode as JobRecord["mode"],
     version: r.version as number,
     createdAt: r.created_at as number,
-    updatedAt: r.updated_at as number,
+    updatedAt: r.job_state === r.state ? (r.updated_at as number) : Math.max(r.updated_at as number, r.ended_at as number),
     nextRunAt: (r.next_run_at as number | null) ?? null,
     nextDueAt: (r.next_due_at as number | null) ?? null,
   };

@@ -531,8 +531,10 @@ export interface Store {
    * inFlightOnCancel says (READY and PAUSED ones end CANCELLED, RUNNING ones
    * are asked to stop), and applies `pending` to a one-off's pending
    * execution (PendingChange). Nothing of it is written when the version
-   * moved; the execution's change is itself a compare-and-set on its state.
-   * Returns null when the version moved (the caller re-reads and retries).
+   * moved, or when the job is a one-off whose execution ended meanwhile (its
+   * end moves no version: core/states.ts ONE_OFF_END); the execution's change
+   * is itself a compare-and-set on its state. Returns null then (the caller
+   * re-reads and retries).
    */
   jobTransition(params: {
     tenantId: string;
@@ -604,7 +606,8 @@ export interface Store {
    * Compare-and-set of a job's definition at fromVersion (PATCH): replaces the
    * given fields, bumps the version, replaces the due entry ("keep" leaves
    * it) and a one-off's pending execution (PendingReplace), in one
-   * transaction. Null, writing nothing, when the version moved.
+   * transaction. Null, writing nothing, when the version moved or the job is
+   * a one-off whose execution ended meanwhile.
    */
   jobUpdate(params: {
     tenantId: string;
@@ -659,9 +662,9 @@ export interface Store {
   >;
   /**
    * Succeeds an item while its attempt still holds the lease; repeating a
-   * success answers ok again. Its job changes as core/states.ts
-   * jobChangeAfterExecution says of the job's kind (a one-off ends
-   * COMPLETED), a compare-and-set on the job's state. Fence: one UPDATE
+   * success answers ok again. The job row is not written: a one-off is read
+   * as COMPLETED from its execution (core/states.ts ONE_OFF_END), and its
+   * executions that had not started are dropped. Fence: one UPDATE
    * whose WHERE holds (attempt, RUNNING, leaseUntil >= now); only a miss is
    * read, to answer it.
    */
@@ -671,8 +674,8 @@ export interface Store {
    * core/retry.ts endFailedAttempt of the row (attempts since the last
    * replay, the retry policy, whether the job was cancelled) and the item
    * (error class, retryAfterSeconds, jitter) at now: READY at readyAt, DEAD,
-   * or CANCELLED; a DEAD one changes its job as core/states.ts
-   * jobChangeAfterExecution says (a one-off ends DEAD). Fence: the write is
+   * or CANCELLED; a one-off is read as DEAD from a DEAD one (core/states.ts
+   * ONE_OFF_END), which drops its executions not started. Fence: the write is
    * a compare-and-set on (attempt, RUNNING, leaseUntil >= now) and on the
    * facts the decision read; when those facts moved meanwhile (a cancel), the
    * driver reads and decides again.
@@ -745,8 +748,8 @@ export interface Store {
   deadLetterList(params: { tenantId: string; limit: number; after?: { deadAt: number; executionId: string } }): Promise<DeadLetterRow[]>;
   /**
    * DEAD → READY now with a fresh retry budget (attempt numbers keep growing);
-   * the job changes as core/states.ts REPLAY_JOB_CHANGE says (one that died
-   * with it is SCHEDULED again, a compare-and-set on DEAD); the audit entry is
+   * a one-off that died with it is read as SCHEDULED again (core/states.ts
+   * ONE_OFF_END), with no write of its job; the audit entry is
    * written in the same transaction. The row's attempt is the number of
    * attempts made so far. Null when not dead.
    */
@@ -907,7 +910,12 @@ export interface Store {
    * costs no more than the limit to measure.
    */
   dueInWindow(params: { tenantId: string; pool: string; priority: number; from: number; to: number; limit: number }): Promise<number>;
-  /** A tenant's jobs not yet ended (SCHEDULED or PAUSED): counted from an index of those only, so it costs what it counts. */
+  /**
+   * A tenant's jobs not yet ended: recurring ones SCHEDULED or PAUSED, and
+   * one-offs by their executions not yet ended (a cancelled one counts until
+   * its running attempt stops); each counted from an index of those only, so
+   * it costs what it counts.
+   */
   jobCountPending(params: { tenantId: string }): Promise<number>;
   /** Sets a tenant's limits whole, and the audit entry (if given) in the same transaction; a new weight applies to the next cross-tenant lease. */
   tenantLimitsPut(params: { tenantId: string; limits: TenantLimitSettings; now: number; audit?: AuditEntry }): Promise<TenantLimitSettings>;
@@ -916,7 +924,9 @@ export interface Store {
   // What is due for removal: rows of one kind whose retention started before
   // `before`, oldest first:
   // - executions: SUCCEEDED, DEAD, CANCELLED or SKIPPED ones that finished
-  //   before `before` (never a READY or RUNNING one), with their attempts;
+  //   before `before` (never a READY or RUNNING one), with their attempts,
+  //   and a one-off's job with the last of them (its state is read from
+  //   them: core/states.ts ONE_OFF_END);
   // - jobs: COMPLETED, DEAD or CANCELLED jobs last changed before `before`
   //   that have no execution left, with their due entry;
   // - idempotency: keys stored before `before`;
@@ -927,7 +937,8 @@ export interface Store {
 
   /**
    * Reads, without changing any row, up to `limit` due rows of one kind,
-   * oldest first, as the archive takes them. A driver with time partitions
+   * oldest first, as the archive takes them; for executions, followed by the
+   * rows (of kind jobs) of the one-offs that go with them. A driver with time partitions
    * (PostgreSQL, postgres/partitions.ts) may do its partition upkeep here:
    * create the ranges ahead, and drop an old range none of whose rows is left
    * (with an archive, retention runs through this call and purge's `only`).
@@ -942,12 +953,13 @@ export interface Store {
    * `only`, removes up to `limit` due rows, oldest first; a PostgreSQL driver
    * may instead drop whole time partitions older than `before`, and so remove
    * more than `limit` at once. Answers how many rows were removed (attempts
-   * and due entries not counted).
+   * and due entries not counted), and for executions how many one-off jobs
+   * went with them (`jobs`, present when some did).
    */
   retentionPurge(params: {
     kind: RetentionKind;
     before: number;
     limit: number;
     only?: readonly { tenantId: string; id: string }[];
-  }): Promise<{ deleted: number }>;
+  }): Promise<{ deleted: number; jobs?: number }>;
 }

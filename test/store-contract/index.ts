@@ -27,6 +27,7 @@ import { leasesContract } from "./leases.js";
 import { tenantsContract } from "./tenants.js";
 import { leaseAcksContract } from "./leases-acks.js";
 import { leaseFailuresContract } from "./leases-failures.js";
+import { oneOffEndContract } from "./one-off-end.js";
 import { historyContract } from "./history.js";
 import { replaysContract } from "./replays.js";
 import { clusterContract } from "./cluster.js";
@@ -75,6 +76,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
     tenantsContract(tests);
     leaseAcksContract(tests);
     leaseFailuresContract(tests);
+    oneOffEndContract(tests);
     historyContract(tests);
     replaysContract(tests);
     clusterContract(tests);

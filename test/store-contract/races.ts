@@ -37,6 +37,7 @@ import {
   unmarked,
   RACE_ROUNDS,
   race,
+  rescheduled,
   type ContractTests,
 } from "./support.js";
 
@@ -322,6 +323,42 @@ export function racesContract({ pairTest }: ContractTests): void {
     // Cancelling "cancels READY executions and asks RUNNING ones to stop" (jobTransition):
     // no attempt is granted after the cancel commits, and one granted before
     // it sees cancelRequested and cannot go back to READY.
+    // A one-off's end is not written on its job (core/states.ts ONE_OFF_END): the job's writes must still see it.
+    pairTest(
+      "a PATCH against a one-off's completion: refused, or ended by it; the job reads COMPLETED and nothing of it runs again",
+      async (a, b) => {
+        const epochs = await acquireAll(a, "n1");
+        for (let round = 0; round < RACE_ROUNDS; round++) {
+          const pool = `race-patch-${round}`;
+          const r = await runningExecution(a, epochs, { target: { type: "queue", pool } });
+          const { version } = await getJob(a, r.job);
+          const later = { scheduledFor: T0 + HOUR, dueAt: T0 + HOUR };
+          const [patched, [done]] = await race(
+            round,
+            () =>
+              a.jobUpdate({
+                tenantId: "t1",
+                jobId: r.job.jobId,
+                fromVersion: version,
+                fields: rescheduled(r.job, later.scheduledFor),
+                due: null,
+                pending: { from: null, to: later },
+                nodeId: "n1",
+                now: T0 + 1,
+              }),
+            () => b.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 1 }], now: T0 + 1 }),
+          );
+          assertOk(done, "SUCCEEDED");
+          assert.equal((await getJob(a, r.job)).state, "COMPLETED", `round ${round}`);
+          assert.deepEqual(
+            await lease(b, T0 + 2 * HOUR, { pool }),
+            [],
+            `round ${round}: nothing runs again (the PATCH ${patched ? "applied" : "was refused"})`,
+          );
+        }
+      },
+    );
+
     pairTest("cancel against a lease: an attempt is granted only before the cancel, and then it is asked to stop", async (a, b) => {
       const epochs = await acquireAll(a, "n1");
       for (let round = 0; round < RACE_ROUNDS; round++) {

@@ -11,7 +11,9 @@ import {
   SECOND,
   MINUTE,
   HOUR,
+  CRON,
   FATAL,
+  type JobOverrides,
   newJob,
   cronJob,
   acquireAll,
@@ -27,17 +29,20 @@ import {
   type ContractTests,
 } from "./support.js";
 
+/** The retention helpers' jobs are recurring unless asked: a one-off's job goes with its last execution, which these tests check on their own. */
+const ONE_OFF: JobOverrides = {};
+
 export function retentionContract({ storeTest }: ContractTests): void {
   describe("retention", () => {
     /** A job in its own pool (so leases never mix), leased at T0 and completed at `at`. */
-    async function succeededAt(store: Store, epochs: ReadonlyMap<number, number>, at: number): Promise<Ready> {
-      const r = await runningExecution(store, epochs, { target: { type: "queue", pool: `p-${newId(at)}` } });
+    async function succeededAt(store: Store, epochs: ReadonlyMap<number, number>, at: number, overrides: JobOverrides = CRON): Promise<Ready> {
+      const r = await runningExecution(store, epochs, { target: { type: "queue", pool: `p-${newId(at)}` }, ...overrides });
       assertOk((await store.executionCompleteMany({ items: [{ executionId: r.executionId, tenantId: "t1", attempt: 1 }], now: at }))[0], "SUCCEEDED");
       return r;
     }
 
-    async function deadAt(store: Store, epochs: ReadonlyMap<number, number>, at: number): Promise<Ready> {
-      const r = await runningExecution(store, epochs, { target: { type: "queue", pool: `p-${newId(at)}` }, payload: { order: 7 } });
+    async function deadAt(store: Store, epochs: ReadonlyMap<number, number>, at: number, overrides: JobOverrides = CRON): Promise<Ready> {
+      const r = await runningExecution(store, epochs, { target: { type: "queue", pool: `p-${newId(at)}` }, payload: { order: 7 }, ...overrides });
       const [outcome] = await store.executionFailMany({
         items: [fail({ executionId: r.executionId, tenantId: "t1", attempt: 1, error: FATAL })],
         now: at,
@@ -59,15 +64,18 @@ export function retentionContract({ storeTest }: ContractTests): void {
 
     storeTest("executions: removes ended ones that finished before `before`, with their attempts; never a READY or RUNNING one", async (store) => {
       const epochs = await acquireAll(store, "n1");
-      const old = await succeededAt(store, epochs, T0 + SECOND);
+      const old = await succeededAt(store, epochs, T0 + SECOND, ONE_OFF);
       const oldDead = await deadAt(store, epochs, T0 + 2 * SECOND);
-      const recent = await succeededAt(store, epochs, T0 + 20 * SECOND);
+      const recent = await succeededAt(store, epochs, T0 + 20 * SECOND, ONE_OFF);
       const running = await runningExecution(store, epochs, { target: { type: "queue", pool: "p-running" } });
       const ready = await readyExecution(store, epochs, { target: { type: "queue", pool: "p-ready" } });
 
-      assert.deepEqual(await store.retentionPurge({ kind: "executions", before: T0 + 10 * SECOND, limit: 100 }), { deleted: 2 });
+      assert.deepEqual(await store.retentionPurge({ kind: "executions", before: T0 + 10 * SECOND, limit: 100 }), { deleted: 2, jobs: 1 });
       assert.deepEqual(await executionIds(store, old), []);
+      assert.equal(await store.jobGet({ tenantId: "t1", jobId: old.job.jobId }), null, "a one-off's job goes with its last execution");
       assert.deepEqual(await executionIds(store, oldDead), [], "the attempts went with the execution");
+      assert.equal((await getJob(store, oldDead.nj)).state, "SCHEDULED", "a recurring job stays");
+      assert.equal((await getJob(store, recent.nj)).state, "COMPLETED", "a one-off whose execution stays: read from it");
       assert.deepEqual(await store.deadLetterList({ tenantId: "t1", limit: 10 }), [], "a dead letter follows the history retention");
       // The same occurrence made again (a backfill) starts afresh: no attempt of the removed one is left behind.
       await store.executionCreateMany({
@@ -83,7 +91,7 @@ export function retentionContract({ storeTest }: ContractTests): void {
       );
       assert.deepEqual(await executionIds(store, recent), [recent.executionId]);
 
-      assert.deepEqual(await store.retentionPurge({ kind: "executions", before: T0 + 1000 * HOUR, limit: 100 }), { deleted: 1 });
+      assert.deepEqual(await store.retentionPurge({ kind: "executions", before: T0 + 1000 * HOUR, limit: 100 }), { deleted: 1, jobs: 1 });
       assert.deepEqual(await executionIds(store, running), [running.executionId], "RUNNING is never removed");
       assert.deepEqual(await executionIds(store, ready), [ready.executionId], "READY is never removed");
       assert.equal((await lease(store, T0 + 1000 * HOUR, { pool: "p-ready" })).length, 1, "and still leasable");
@@ -209,15 +217,26 @@ export function retentionContract({ storeTest }: ContractTests): void {
       const cancelled = cronJob({ at: T0 + 1000 * HOUR });
       await createOne(store, cancelled);
       assert.ok(await store.jobTransition({ tenantId: "t1", jobId: cancelled.job.jobId, fromVersion: 1, state: "CANCELLED", due: null, now: T0 }));
-      const completed = await succeededAt(store, epochs, T0 + SECOND);
+      const completed = await succeededAt(store, epochs, T0 + SECOND, ONE_OFF);
       assert.equal((await getJob(store, completed.nj)).state, "COMPLETED");
+      const cancelledLater = cronJob({ at: T0 + 1000 * HOUR });
+      await createOne(store, cancelledLater);
+      const cancelLater = {
+        tenantId: "t1",
+        jobId: cancelledLater.job.jobId,
+        fromVersion: 1,
+        state: "CANCELLED",
+        due: null,
+        now: T0 + 30 * SECOND,
+      } as const;
+      assert.ok(await store.jobTransition(cancelLater));
       const live = cronJob({ at: T0 + 1000 * HOUR });
       await createOne(store, live);
       const paused = cronJob({ at: T0 + 1000 * HOUR });
       await createOne(store, paused);
       assert.ok(await store.jobTransition({ tenantId: "t1", jobId: paused.job.jobId, fromVersion: 1, state: "PAUSED", due: "keep", now: T0 }));
 
-      const purge = () => expireAndPurge(store, { kind: "jobs", before: T0 + MINUTE, limit: 10 });
+      const purge = () => expireAndPurge(store, { kind: "jobs", before: T0 + SECOND, limit: 10 });
       const { rows, deleted } = await purge();
       assert.equal(deleted, 1);
       assert.equal(await store.jobGet({ tenantId: "t1", jobId: cancelled.job.jobId }), null);
@@ -226,10 +245,23 @@ export function retentionContract({ storeTest }: ContractTests): void {
         [["jobs", cancelled.job.jobId, cancelled.job.jobId, T0]],
       );
       assert.equal((await getJob(store, completed.nj)).state, "COMPLETED", "kept while its execution is");
-
-      await store.retentionPurge({ kind: "executions", before: T0 + MINUTE, limit: 10 });
       assert.equal((await store.retentionPurge({ kind: "jobs", before: T0 + MINUTE, limit: 10 })).deleted, 1, "without `only` too");
-      assert.equal(await store.jobGet({ tenantId: "t1", jobId: completed.job.jobId }), null);
+      assert.equal(await store.jobGet({ tenantId: "t1", jobId: cancelledLater.job.jobId }), null);
+      assert.equal((await getJob(store, completed.nj)).state, "COMPLETED", "a one-off's end is read from its execution, which stays");
+
+      const read = await store.retentionExpired({ kind: "executions", before: T0 + MINUTE, limit: 10 });
+      assert.deepEqual(
+        read.map((r) => [r.kind, r.id, r.jobId]),
+        [
+          ["executions", completed.executionId, completed.job.jobId],
+          ["jobs", completed.job.jobId, completed.job.jobId],
+        ],
+        "the one-off's job is read with its last execution, for the archive",
+      );
+      assert.deepEqual([read[1]!.row.kind, read[1]!.row.state], ["once", "COMPLETED"], "as read, not as stored");
+      const only = read.filter((r) => r.kind === "executions");
+      assert.deepEqual(await store.retentionPurge({ kind: "executions", before: T0 + MINUTE, limit: 10, only }), { deleted: 1, jobs: 1 });
+      assert.equal(await store.jobGet({ tenantId: "t1", jobId: completed.job.jobId }), null, "and removed with it");
       assert.equal((await getJob(store, live)).state, "SCHEDULED");
       assert.equal((await getJob(store, paused)).state, "PAUSED");
       assert.equal((await store.dueLoad({ shards: [...epochs.keys()], before: T0 + 2000 * HOUR, limit: 10 })).length, 2, "live due entries kept");

@@ -97,6 +97,12 @@ export function cronJob(overrides: JobOverrides = {}): NewJob {
 
 export const CRON: JobOverrides = { kind: "cron", schedule: { ...CRON_SCHEDULE } };
 
+/** A one-off's definition as jobUpdate takes it, with a new runAt. */
+export function rescheduled(job: JobRecord, at: number) {
+  const { kind, name, target, payload, retry, timeoutSeconds, priority, mode } = job;
+  return { kind, name, target, payload, schedule: { runAt: iso(at) }, retry, timeoutSeconds, priority, mode };
+}
+
 /** A job whose shard is not in `avoid`. */
 export function jobOutsideShards(avoid: ReadonlySet<number>, overrides: JobOverrides = {}): NewJob {
   for (;;) {

@@ -9,10 +9,9 @@
 import type pg from "pg";
 import type { ErrorRecord } from "@duetime/sdk/contract";
 import { type AttemptEnd, endExpiredAttempt, endFailedAttempt, endReleasedAttempt, lastErrorOf, expiredAttemptError } from "../../core/retry.js";
-import { jobChangeAfterExecution } from "../../core/states.js";
 import type { AckOutcome, CompleteInput, FailInput, PossibleDuplicateMark, PossibleDuplicateRow } from "../store.js";
 import { attemptFacts, incarnationOf, toPossibleDuplicate } from "../rows.js";
-import { changeJobs } from "./changes.js";
+import { dropOvertaken } from "./changes.js";
 import { type Db, executionKey, json, nowOr, one, type Row, rows } from "./db.js";
 import { LEASE_EXPIRED, LEASE_HELD } from "./leases.js";
 
@@ -156,8 +155,8 @@ function keyed<T extends { executionId: string }>(items: readonly T[]) {
 }
 
 /**
- * Succeeds every item that still holds its lease in one UPDATE, and ends
- * their one-off jobs in one more; only the misses are read, to answer them.
+ * Succeeds every item that still holds its lease in one UPDATE (a one-off's
+ * job is read as ended from it); only the misses are read, to answer them.
  */
 export async function complete(db: Db, items: CompleteInput[], now: number | null): Promise<AckOutcome[]> {
   const out: AckOutcome[] = new Array(items.length);
@@ -171,7 +170,7 @@ export async function complete(db: Db, items: CompleteInput[], now: number | nul
             job_id: string;
             tenant_id: string;
             pool: string;
-            kind: "once" | "cron" | null;
+            once: boolean;
             now: number;
             dup_new: number | null;
           }>(
@@ -187,7 +186,7 @@ export async function complete(db: Db, items: CompleteInput[], now: number | nul
              FROM x, t
              WHERE e.job_id = x.job_id AND e.scheduled_for = x.scheduled_for AND (x.tenant_id IS NULL OR e.tenant_id = x.tenant_id)
                AND e.attempt = x.attempt AND ${tokenHeld("x.token")} AND ${LEASE_HELD}
-             RETURNING e.id, e.job_id, e.tenant_id, e.pool, (SELECT kind FROM jobs WHERE jobs.id = e.job_id) AS kind, t.now,
+             RETURNING e.id, e.job_id, e.tenant_id, e.pool, e.once, t.now,
                CASE WHEN e.dup_reason = 'expired_then_succeeded' AND e.dup_at = t.now AND e.dup_attempt = e.expired_attempt
                  THEN e.dup_attempt END AS dup_new`,
             [
@@ -202,10 +201,10 @@ export async function complete(db: Db, items: CompleteInput[], now: number | nul
             "complete",
           );
     // The succeeding attempt stays on the execution row (history reads it there).
-    await changeJobs(
+    // A one-off's job is read as COMPLETED from it (core/states.ts ONE_OFF_END).
+    await dropOvertaken(
       db,
-      done.map((d) => ({ jobId: d.job_id, change: d.kind ? jobChangeAfterExecution(d.kind, "SUCCEEDED") : null })),
-      done[0]?.now ?? now,
+      done.filter((d) => d.once).map((d) => d.job_id),
     );
     const succeeded = new Map(done.map((d) => [d.id, d]));
     const missed = round.filter((i) => !succeeded.has(items[i]!.executionId));
@@ -259,7 +258,7 @@ interface Ending {
  * one's attempt and lease token, its lease (held, or expired for the reaper) and the facts
  * the decision read (attempt_base, cancel_requested); the attempt row is
  * recorded for each one that ended. Answers the ids that ended: one whose
- * facts moved meanwhile is left alone. Dead ones change their job.
+ * facts moved meanwhile is left alone. A dead one-off drops what a trigger overtook.
  */
 async function endAttempts(db: Db, endings: Ending[], now: number, lease: typeof LEASE_HELD | typeof LEASE_EXPIRED): Promise<Set<string>> {
   if (endings.length === 0) return new Set();
@@ -303,18 +302,17 @@ async function endAttempts(db: Db, endings: Ending[], now: number, lease: typeof
   const ids = new Set(ended.map((r) => `${r.job_id}\n${r.scheduled_for}`));
   const done = endings.filter((x) => ids.has(`${x.e.job_id}\n${x.e.scheduled_for}`));
   const dead = done.filter((x) => x.end.state === "DEAD");
-  await changeJobs(
+  await dropOvertaken(
     db,
-    dead.map((x) => ({ jobId: x.e.job_id as string, change: jobChangeAfterExecution(x.e.job_kind as "once" | "cron", "DEAD") })),
-    now,
+    dead.filter((x) => x.e.once === true).map((x) => x.e.job_id as string),
   );
   return new Set(done.map((x) => x.e.id as string));
 }
 
-/** Running rows of the items that still hold their lease (attempt and token), with their job's kind and the call's time. */
+/** Running rows of the items that still hold their lease (attempt and token), with the call's time. */
 const HELD_ROWS = `
 WITH t AS (SELECT ${nowOr("$5")} AS now)
-SELECT e.*, (SELECT kind FROM jobs WHERE jobs.id = e.job_id) AS job_kind, t.now AS call_now
+SELECT e.*, t.now AS call_now
 FROM executions e JOIN unnest($1::text[], $2::bigint[], $3::text[], $4::int[], $6::bigint[]) AS x(job_id, scheduled_for, tenant_id, attempt, token)
   ON e.job_id = x.job_id AND e.scheduled_for = x.scheduled_for AND (x.tenant_id IS NULL OR e.tenant_id = x.tenant_id) AND e.attempt = x.attempt, t
 WHERE ${tokenHeld("x.token")} AND ${LEASE_HELD}`;
@@ -399,7 +397,7 @@ export async function reap(c: pg.PoolClient, p: { now?: number; limit: number })
   const expired = await rows(
     c,
     `WITH t AS (SELECT ${nowOr("$1")} AS now)
-     SELECT e.*, (SELECT kind FROM jobs WHERE jobs.id = e.job_id) AS job_kind, t.now AS call_now
+     SELECT e.*, t.now AS call_now
      FROM executions e, t WHERE ${LEASE_EXPIRED}
      ORDER BY e.lease_until LIMIT $2
      FOR UPDATE OF e SKIP LOCKED`,

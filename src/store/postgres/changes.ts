@@ -18,27 +18,34 @@ export const NOT_STARTED_SQL = `(state = ANY('{${NOT_STARTED.held},${NOT_STARTED
 
 /**
  * Applies core's job changes in one statement, each only while the job is
- * still in change.from (a job that moved meanwhile is left alone); the
- * changed jobs whose change says "drop" lose their due entry and their
- * executions that have not started (a one-off's pending one, overtaken by a
- * trigger). Null changes are skipped. `now` absent: the database clock.
- * The pending executions are found by job id as an array (an index
- * condition on the primary key), never by a join the planner could answer
- * by reading the history whole.
+ * still in change.from (a job that moved meanwhile is left alone). `now`
+ * absent: the database clock.
  */
-export async function changeJobs(db: Db, items: { jobId: string; change: JobChange | null }[], now: number | null): Promise<void> {
-  const changes = items.flatMap(({ jobId, change }) => (change ? [{ jobId, ...change }] : []));
-  if (changes.length === 0) return;
+export async function changeJobs(db: Db, items: { jobId: string; change: JobChange }[], now: number | null): Promise<void> {
+  if (items.length === 0) return;
   await db.query({
     name: "change_jobs",
-    text: `WITH x AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bool[]) AS x(id, from_state, to_state, drop_due)),
-     changed AS (
-       UPDATE jobs SET state = x.to_state, version = version + 1, updated_at = ${nowOr("$5")}
-       FROM x WHERE jobs.id = x.id AND jobs.state = x.from_state
-       RETURNING jobs.id, x.drop_due),
-     pending AS (DELETE FROM executions WHERE job_id = ANY(ARRAY(SELECT id FROM changed WHERE drop_due)) AND ${NOT_STARTED_SQL})
-     DELETE FROM due USING changed WHERE due.job_id = changed.id AND changed.drop_due`,
-    values: [changes.map((c) => c.jobId), changes.map((c) => c.from), changes.map((c) => c.to), changes.map((c) => c.due === "drop"), now],
+    text: `UPDATE jobs SET state = x.to_state, version = version + 1, updated_at = ${nowOr("$4")}
+       FROM unnest($1::text[], $2::text[], $3::text[]) AS x(id, from_state, to_state)
+       WHERE jobs.id = x.id AND jobs.state = x.from_state`,
+    values: [items.map((i) => i.jobId), items.map((i) => i.change.from), items.map((i) => i.change.to), now],
+  });
+}
+
+/**
+ * What an ended one-off leaves (core/states.ts ONE_OFF_END): its executions
+ * that had not started, which a trigger overtook. Found by job id as an
+ * array (an index condition on the primary key), never by a join the
+ * planner could answer by reading the history whole; only rows found are
+ * checked against their job's kind.
+ */
+export async function dropOvertaken(db: Db, jobIds: readonly string[]): Promise<void> {
+  if (jobIds.length === 0) return;
+  await db.query({
+    name: "drop_overtaken",
+    text: `DELETE FROM executions e WHERE e.job_id = ANY($1::text[]) AND e.once AND ${NOT_STARTED_SQL}
+       AND (SELECT kind FROM jobs WHERE jobs.id = e.job_id) = 'once'`,
+    values: [jobIds],
   });
 }
 

@@ -162,13 +162,13 @@ export async function insertExecutions(
     c,
     `INSERT INTO executions (id, tenant_id, job_id, scheduled_for, pool, name, priority, state, max_attempts,
        backoff_seconds, max_backoff_seconds, retry_deadline_seconds, timeout_ms, ready_at, payload, target, dispatched_at, dispatched_by,
-       last_error, finished_at, trace_parent)
+       last_error, finished_at, trace_parent, once)
      SELECT x.id, j.tenant_id, j.id, x.scheduled_for, j.pool, j.name, j.priority, CASE WHEN ${DRY_RUN} THEN 'SKIPPED' ELSE x.state END,
        (j.retry ->> 'maxAttempts')::int, (j.retry ->> 'backoffSeconds')::float8, (j.retry ->> 'maxBackoffSeconds')::float8,
        (j.retry ->> 'deadlineSeconds')::float8,
        round(j.timeout_seconds * 1000)::bigint, x.ready_at, j.payload, j.target, $8, $9,
        CASE WHEN ${DRY_RUN} THEN $14::jsonb ELSE x.last_error::jsonb END,
-       CASE WHEN ${DRY_RUN} OR x.state = 'SKIPPED' THEN $8::bigint END, j.trace_parent
+       CASE WHEN ${DRY_RUN} OR x.state = 'SKIPPED' THEN $8::bigint END, j.trace_parent, j.kind = 'once'
      FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::bool[])
        AS x(id, job_id, scheduled_for, ready_at, state, last_error, when_idle)
      JOIN jobs j ON j.id = x.job_id

@@ -3,9 +3,7 @@
 // the primary key (job_id, scheduled_for).
 
 import type pg from "pg";
-import { REPLAY_JOB_CHANGE } from "../../core/states.js";
 import type { AttemptRow, AuditEntry, DeadLetterRow } from "../store.js";
-import { changeJobs } from "./changes.js";
 import { jsonb, toAttemptRow, toDeadLetter } from "../rows.js";
 import { type Db, executionKey, json, one, type Row, rows } from "./db.js";
 
@@ -82,7 +80,7 @@ export async function deadLetters(
   return found.map((e) => toDeadLetter(e, jsonb));
 }
 
-/** DEAD → READY now with a fresh retry budget, the job revived (REPLAY_JOB_CHANGE) and the audit entry, in the caller's transaction. */
+/** DEAD → READY now with a fresh retry budget (its one-off job is read as scheduled again: core/states.ts ONE_OFF_END) and the audit entry, in the caller's transaction. */
 export async function replay(c: pg.PoolClient, p: { tenantId: string; executionId: string; now: number; audit: AuditEntry }) {
   const key = executionKey(p.executionId);
   if (!key) return null;
@@ -93,7 +91,6 @@ export async function replay(c: pg.PoolClient, p: { tenantId: string; executionI
     [p.now, key.jobId, key.scheduledFor, p.tenantId],
   );
   if (!row) return null;
-  await changeJobs(c, [{ jobId: row.job_id, change: REPLAY_JOB_CHANGE }], p.now);
   await appendAudit(c, p.audit);
   const replayed = (await attemptZeros(c, [p.executionId])).get(p.executionId)!;
   return { pool: row.pool, row: replayed };

@@ -316,7 +316,8 @@ class PostgresStore implements Store {
   async jobCountPending(p: { tenantId: string }): Promise<number> {
     const row = await one<{ n: number }>(
       this.pool,
-      "SELECT count(*)::int AS n FROM jobs WHERE tenant_id = $1 AND state IN ('SCHEDULED', 'PAUSED')",
+      `SELECT (SELECT count(*) FROM jobs WHERE tenant_id = $1 AND kind = 'cron' AND state IN ('SCHEDULED', 'PAUSED'))::int
+         + (SELECT count(DISTINCT job_id) FROM executions WHERE tenant_id = $1 AND once AND finished_at IS NULL)::int AS n`,
       [p.tenantId],
       "job_count_pending",
     );
@@ -573,7 +574,10 @@ class PostgresStore implements Store {
     await createAhead(this.pool, this.schema);
     await leases.settleStaleWakes(this.pool);
     const dropped = await dropEnded(this.pool, this.schema, p.before, "due");
-    return { deleted: dropped + (await purgeBatch(this.pool, p)).deleted };
+    const batch = await purgeBatch(this.pool, p);
+    const jobs = dropped.jobs + (batch.jobs ?? 0);
+    const deleted = dropped.executions + batch.deleted;
+    return jobs > 0 ? { deleted, jobs } : { deleted };
   }
 
   // ---- cluster membership (cluster.ts) ---------------------------------------------

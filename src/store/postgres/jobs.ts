@@ -11,12 +11,16 @@ import { NOT_STARTED } from "../../core/states.js";
 import type { JobCreateOutcome, JobRecord, NewJob, NextOccurrence, PendingChange, PendingReplace, StoreParams } from "../store.js";
 import { poolOf } from "../../core/targets.js";
 import { cancelInFlight, NOT_STARTED_SQL } from "./changes.js";
-import { jsonb, KIND_FILTER, toJob } from "../rows.js";
+import { jobStateSql, jsonb, KIND_FILTER, ONE_OFF_ENDED, toJob } from "../rows.js";
 import { type Db, json, one, Rollback, type Row, rows } from "./db.js";
 
 /** A jobs row as its record. */
 const jobRecord = (r: Row): JobRecord => toJob(r, jsonb);
 import { insertExecutions, type NewExecution } from "./dispatch.js";
+
+/** The first ended one-off execution of the job aliased `j` (core/states.ts ONE_OFF_END reads its state), by the job's primary-key range. */
+const firstEnded = (j: string) => `SELECT x.state, x.finished_at FROM executions x
+    WHERE ${j}.kind = 'once' AND x.job_id = ${j}.id AND x.once AND x.state || '' IN (${ONE_OFF_ENDED}) ORDER BY x.finished_at LIMIT 1`;
 
 /**
  * A job with its next occurrence (store.ts JobRecord.nextRunAt): a recurring
@@ -27,12 +31,16 @@ import { insertExecutions, type NewExecution } from "./dispatch.js";
 // with statistics not yet analysed after a bulk load, the planner chose a
 // bitmap of every READY row for each job (22 ms a job, 1.1 s a page of 50
 // with a million one-offs) over the job's own range (0.6 ms the page).
-const JOB_WITH_NEXT = `SELECT j.*, coalesce(d.scheduled_for, p.scheduled_for) AS next_run_at, coalesce(d.due_at, p.ready_at) AS next_due_at
+// Its state is read over its first ended one-off execution f (rows.ts
+// jobStateSql), found the same way.
+const JOB_WITH_NEXT = `SELECT j.*, coalesce(d.scheduled_for, p.scheduled_for) AS next_run_at, coalesce(d.due_at, p.ready_at) AS next_due_at,
+    ${jobStateSql()} AS job_state, f.finished_at AS ended_at
   FROM jobs j LEFT JOIN due d ON d.job_id = j.id
   LEFT JOIN LATERAL (
     SELECT x.scheduled_for, x.ready_at FROM executions x
     WHERE j.kind = 'once' AND x.job_id = j.id AND x.state || '' = '${NOT_STARTED.waiting}' AND x.attempt = ${NOT_STARTED.attempt}
-    ORDER BY x.ready_at LIMIT 1) p ON true`;
+    ORDER BY x.ready_at LIMIT 1) p ON true
+  LEFT JOIN LATERAL (${firstEnded("j")}) f ON true`;
 
 export async function getJob(db: Db, tenantId: string, jobId: string): Promise<JobRecord | null> {
   const row = await one(db, `${JOB_WITH_NEXT} WHERE j.id = $1 AND j.tenant_id = $2`, [jobId, tenantId], "job_get");
@@ -49,7 +57,7 @@ export async function listJobs(db: Db, p: StoreParams<"jobList">): Promise<JobRe
   const where = ["j.tenant_id = $1"];
   const values: unknown[] = [p.tenantId, p.limit];
   const bind = (value: unknown): string => `$${values.push(value)}`;
-  if (p.state) where.push(`j.state = ${bind(p.state)}`);
+  if (p.state) where.push(`${jobStateSql()} = ${bind(p.state)}`);
   if (p.name) where.push(`j.name = ${bind(p.name)}`);
   if (p.pool) where.push(`j.pool = ${bind(p.pool)}`);
   if (p.kind) where.push(KIND_FILTER[p.kind]);
@@ -204,15 +212,30 @@ async function lockDue(c: pg.PoolClient, jobId: string): Promise<void> {
   await c.query({ name: "due_lock", text: "SELECT 1 FROM due WHERE job_id = $1 FOR UPDATE", values: [jobId] });
 }
 
+/**
+ * Locks the job's executions not yet ended, after its due row (the lock
+ * order): a one-off's end is not written on its job (core/states.ts
+ * ONE_OFF_END), so a change of the job waits for a completion in flight and
+ * then sees its end (NOT_ENDED refuses it), or the completion waits and
+ * then drops what this change left not started.
+ */
+async function lockLive(c: pg.PoolClient, jobId: string): Promise<void> {
+  await c.query({ name: "live_lock", text: "SELECT 1 FROM executions WHERE job_id = $1 AND finished_at IS NULL FOR UPDATE", values: [jobId] });
+}
+
+/** A compare-and-set of a jobs row's write: the job is not a one-off that ended (read from its execution, which moves without the job). */
+const NOT_ENDED = `NOT EXISTS (${firstEnded("jobs")})`;
+
 export async function transitionJob(c: pg.PoolClient, p: StoreParams<"jobTransition">): Promise<JobRecord | null> {
   await lockDue(c, p.jobId);
+  await lockLive(c, p.jobId);
   // Executions before the job row (the lock order); undone below when the version moved.
   if (p.cancelExecutions) await cancelInFlight(c, [p.jobId], p.now, null);
   if (p.pending) await changePending(c, p.jobId, p.pending);
   const row = await one<{ shard: number }>(
     c,
     `UPDATE jobs SET state = $1, version = version + 1, updated_at = $2
-     WHERE id = $3 AND tenant_id = $4 AND version = $5 RETURNING shard`,
+     WHERE id = $3 AND tenant_id = $4 AND version = $5 AND ${NOT_ENDED} RETURNING shard`,
     [p.state, p.now, p.jobId, p.tenantId, p.fromVersion],
     "job_transition",
   );
@@ -223,12 +246,13 @@ export async function transitionJob(c: pg.PoolClient, p: StoreParams<"jobTransit
 
 export async function updateJob(c: pg.PoolClient, p: StoreParams<"jobUpdate">): Promise<JobRecord | null> {
   await lockDue(c, p.jobId);
+  await lockLive(c, p.jobId);
   const f = p.fields;
   const row = await one<{ shard: number; state: JobState }>(
     c,
     `UPDATE jobs SET kind = $1, name = $2, target = $3::jsonb, pool = $4, payload = $5::jsonb, schedule = $6::jsonb,
        retry = $7::jsonb, timeout_seconds = $8, priority = $9, version = version + 1, updated_at = $10, mode = $14
-     WHERE id = $11 AND tenant_id = $12 AND version = $13 RETURNING shard, state`,
+     WHERE id = $11 AND tenant_id = $12 AND version = $13 AND ${NOT_ENDED} RETURNING shard, state`,
     [
       f.kind,
       f.name,

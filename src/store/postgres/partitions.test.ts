@@ -115,12 +115,13 @@ if (await postgresAvailable("PostgreSQL time partitions")) {
       assert.equal((await pool.query(`SELECT count(*)::int AS n FROM ${nameOf("attempts", gone)}`)).rows[0].n, 1);
 
       const before = kept + WEEK + 1; // both ranges ended before it
-      // limit 1: the drop removes its four at once, then one row of the range kept goes by a delete.
-      assert.deepEqual(await store.retentionPurge({ kind: "executions", before, limit: 1 }), { deleted: 4 + 1 });
+      // limit 1: the drop removes its four at once, then one row of the range kept goes by a delete; their one-offs' jobs with them.
+      assert.deepEqual(await store.retentionPurge({ kind: "executions", before, limit: 1 }), { deleted: 4 + 1, jobs: 4 + 1 });
       for (const table of ["executions", "attempts"]) assert.equal(await exists(pool, nameOf(table, gone)), false, `${table} range dropped`);
       assert.ok(await exists(pool, nameOf("executions", kept)), "the range with a live row stays");
-      assert.deepEqual(await store.retentionPurge({ kind: "executions", before, limit: 1 }), { deleted: 1 });
+      assert.deepEqual(await store.retentionPurge({ kind: "executions", before, limit: 1 }), { deleted: 1, jobs: 1 });
       assert.deepEqual(await store.retentionPurge({ kind: "executions", before, limit: 1 }), { deleted: 0 });
+      assert.equal((await pool.query("SELECT count(*)::int AS n FROM jobs")).rows[0].n, 1, "only the live one-off's job is left");
       const { rows } = await pool.query("SELECT scheduled_for::bigint AS at, state FROM executions WHERE scheduled_for < $1", [before]);
       assert.deepEqual(
         rows.map((r) => [Number(r.at), r.state]),

@@ -15,6 +15,7 @@
 
 import type pg from "pg";
 import { IN_FLIGHT_STATES } from "../../core/states.js";
+import { readsItsEnd } from "../rows.js";
 import { type Db, DB_NOW, one, rows, transaction } from "./db.js";
 
 const DAY = 86_400_000;
@@ -119,26 +120,38 @@ const keeps = async (db: Db, partition: string, mode: "due" | "empty", before: n
  * nothing to keep (keepSql), and any range left detached by a run that
  * stopped halfway. Answers the executions removed with them.
  */
-export async function dropEnded(pool: pg.Pool, schema: string, before: number, mode: "due" | "empty"): Promise<number> {
-  let removed = 0;
+export async function dropEnded(pool: pg.Pool, schema: string, before: number, mode: "due" | "empty"): Promise<{ executions: number; jobs: number }> {
+  let executions = 0;
+  let jobs = 0;
   for (const range of await attachedRanges(pool)) {
     if (range.to > before || (await keeps(pool, range.name, mode, before))) continue;
-    await detach(pool, schema, range.from, mode, before);
+    jobs += await detach(pool, schema, range.from, mode, before);
   }
-  for (const from of await detachedRanges(pool)) removed += await dropDetached(pool, schema, from);
-  return removed;
+  for (const from of await detachedRanges(pool)) executions += await dropDetached(pool, schema, from);
+  return { executions, jobs };
 }
 
-/** Detaches [from, …) from both parents, under their lock, if it still holds nothing to keep. */
-async function detach(pool: pg.Pool, schema: string, from: number, mode: "due" | "empty", before: number): Promise<void> {
-  await maintaining(pool, schema, async (c) => {
+/**
+ * Detaches [from, …) from both parents, under their lock, if it still holds
+ * nothing to keep, and removes the one-off jobs whose last executions it
+ * held; answers how many.
+ */
+async function detach(pool: pg.Pool, schema: string, from: number, mode: "due" | "empty", before: number): Promise<number> {
+  const jobs = await maintaining(pool, schema, async (c) => {
     await c.query("LOCK TABLE ONLY executions, ONLY attempts IN ACCESS EXCLUSIVE MODE");
     const name = partitionName("executions", from);
     const attached = (await attachedRanges(c)).some((r) => r.name === name);
-    if (!attached || (await keeps(c, name, mode, before))) return;
+    if (!attached || (await keeps(c, name, mode, before))) return 0;
     // Not CONCURRENTLY: PostgreSQL refuses it while a DEFAULT partition exists.
     for (const table of TABLES) await c.query(`ALTER TABLE ${table} DETACH PARTITION ${partitionName(table, from)}`);
+    // A one-off's job goes with its last execution (retention.ts CHILDREN), in the same transaction: none is left unreadable.
+    const removed = await c.query(
+      `DELETE FROM jobs j USING (SELECT DISTINCT job_id FROM ${name} WHERE once) o
+       WHERE j.id = o.job_id AND ${readsItsEnd("j")} AND NOT EXISTS (SELECT 1 FROM executions e WHERE e.job_id = j.id)`,
+    );
+    return removed.rowCount ?? 0;
   });
+  return jobs ?? 0;
 }
 
 /** Ranges of executions that exist as tables but are no longer partitions. */

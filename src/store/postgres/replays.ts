@@ -4,11 +4,9 @@
 // compare-and-set on DEAD, the progress written.
 
 import type pg from "pg";
-import { REPLAY_JOB_CHANGE } from "../../core/states.js";
 import { nextIds, replaySlots, toReplay } from "../replays.js";
 import { jsonb } from "../rows.js";
 import type { ReplayCursor, ReplayRecord, ReplaySelection, StoreParams } from "../store.js";
-import { changeJobs } from "./changes.js";
 import { type Db, executionKey, json, nowOr, one, type Row, rows } from "./db.js";
 import { appendAudit } from "./history.js";
 
@@ -136,11 +134,6 @@ export async function stepReplay(c: pg.PoolClient, p: StoreParams<"replayStep">)
           [candidates.map((k) => k.jobId), candidates.map((k) => k.scheduledFor), slots.readyAt, replay.tenantId],
         );
   skipped += candidates.length - revived.length;
-  await changeJobs(
-    c,
-    revived.map((r) => ({ jobId: r.job_id as string, change: REPLAY_JOB_CHANGE })),
-    p.at,
-  );
   const state = done ? "DONE" : "RUNNING";
   const updated = await one(
     c,

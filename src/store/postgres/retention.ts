@@ -7,14 +7,15 @@
 // reads a retention index of migration 1 in time order, or a primary key.
 
 import type { PurgedRow, RetentionKind } from "../store.js";
-import { toPurged } from "../rows.js";
+import { endedOneOffRow, readsItsEnd, toPurged } from "../rows.js";
 import { type Db, executionKey, rows } from "./db.js";
 
 /** A kind's table, key columns, time column and rule of what is due at $1 (before). */
-const DUE: Record<RetentionKind, { table: string; key: string[]; time: string; rule: string }> = {
+const DUE: Record<RetentionKind, { table: string; key: string[]; time: string; rule: string; returns?: string }> = {
   executions: {
     table: "executions",
     key: ["job_id", "scheduled_for"],
+    returns: "job_id, scheduled_for, once",
     time: "finished_at",
     rule: "state IN ('SUCCEEDED', 'DEAD', 'CANCELLED', 'SKIPPED') AND finished_at < $1",
   },
@@ -41,19 +42,40 @@ const LISTED: Record<RetentionKind, string> = {
   audit: "unnest($2::bigint[])",
 };
 
-/** What goes with removed rows: an execution's attempts, a job's due entry. */
-const CHILDREN: Partial<Record<RetentionKind, string>> = {
-  executions: "DELETE FROM attempts a USING gone WHERE a.job_id = gone.job_id AND a.scheduled_for = gone.scheduled_for",
-  jobs: "DELETE FROM due d USING gone WHERE d.job_id = gone.id",
+/**
+ * Of the jobs of one-off executions in `gone` (job_id, scheduled_for, once),
+ * those whose every execution is there: their state is read from them
+ * (core/states.ts ONE_OFF_END), so they go with them.
+ */
+const endedWith = (gone: string) => `FROM jobs j WHERE j.id IN (SELECT job_id FROM ${gone} WHERE once) AND ${readsItsEnd("j")}
+  AND NOT EXISTS (SELECT 1 FROM executions e WHERE e.job_id = j.id
+    AND NOT EXISTS (SELECT 1 FROM ${gone} g WHERE g.job_id = e.job_id AND g.scheduled_for = e.scheduled_for))`;
+
+/**
+ * What goes with removed rows: an execution's attempts, and a one-off's job
+ * with the last of its executions (the statement's snapshot still sees the
+ * removed executions, so endedWith leaves them out by key); a job's due entry.
+ */
+const CHILDREN: Partial<Record<RetentionKind, string[]>> = {
+  executions: [
+    "DELETE FROM attempts a USING gone WHERE a.job_id = gone.job_id AND a.scheduled_for = gone.scheduled_for",
+    `DELETE ${endedWith("gone")} RETURNING 1`,
+  ],
+  jobs: ["DELETE FROM due d USING gone WHERE d.job_id = gone.id"],
 };
+
+/** The one-off jobs that go with the executions read ($1, $2: their keys; $3: the ones of one-offs), as the archive takes them. */
+const JOBS_ENDED_WITH = `WITH read AS (SELECT * FROM unnest($1::text[], $2::bigint[], $3::bool[]) AS g(job_id, scheduled_for, once))
+  SELECT j.* ${endedWith("read")} ORDER BY j.updated_at, j.id`;
 
 const byKind = (sql: (kind: RetentionKind) => string) =>
   Object.fromEntries(Object.keys(DUE).map((kind) => [kind, sql(kind as RetentionKind)])) as Record<RetentionKind, string>;
 
 /** Removes the rows `remove` (a DELETE … RETURNING the key) answers, with what goes with them; answers their count. */
 const withChildren = (kind: RetentionKind, remove: string): string => {
-  const children = CHILDREN[kind];
-  return `WITH gone AS (${remove})${children ? `, children AS (${children})` : ""} SELECT count(*) AS n FROM gone`;
+  const children = (CHILDREN[kind] ?? []).map((sql, i) => `, children_${i} AS (${sql})`).join("");
+  const jobs = kind === "executions" ? ", (SELECT count(*) FROM children_1)::int AS jobs" : "";
+  return `WITH gone AS (${remove})${children} SELECT count(*)::int AS n${jobs} FROM gone`;
 };
 
 /** The due rows at $1, oldest first, at most $2; executions with their attempts. Exported (as are the others) for the plan test. */
@@ -70,7 +92,7 @@ export const PURGE_SQL = byKind((kind) => {
   return withChildren(
     kind,
     `DELETE FROM ${d.table} WHERE (${key}) IN (
-      SELECT ${key} FROM ${d.table} WHERE ${d.rule} ORDER BY ${d.time} LIMIT $2 FOR UPDATE SKIP LOCKED) RETURNING ${key}`,
+      SELECT ${key} FROM ${d.table} WHERE ${d.rule} ORDER BY ${d.time} LIMIT $2 FOR UPDATE SKIP LOCKED) RETURNING ${d.returns ?? key}`,
   );
 });
 
@@ -78,29 +100,36 @@ export const PURGE_SQL = byKind((kind) => {
 export const PURGE_ONLY_SQL = byKind((kind) => {
   const d = DUE[kind];
   const key = d.key.join(", ");
-  return withChildren(kind, `DELETE FROM ${d.table} WHERE (${key}) IN (SELECT * FROM ${LISTED[kind]}) AND ${d.rule} RETURNING ${key}`);
+  return withChildren(kind, `DELETE FROM ${d.table} WHERE (${key}) IN (SELECT * FROM ${LISTED[kind]}) AND ${d.rule} RETURNING ${d.returns ?? key}`);
 });
 
-/** Reads up to `limit` due rows, oldest first, in one statement (one snapshot). */
+/**
+ * Reads up to `limit` due rows, oldest first, in one statement (one
+ * snapshot); for executions, then the one-off jobs that go with them.
+ */
 export async function expiredRows(db: Db, p: { kind: RetentionKind; before: number; limit: number }): Promise<PurgedRow[]> {
   const found = await rows(db, EXPIRED_SQL[p.kind], [p.before, p.limit]);
-  return found.map((r) => toPurged(p.kind, r)).sort((a, b) => a.at - b.at || (a.id < b.id ? -1 : 1));
+  const due = found.map((r) => toPurged(p.kind, r)).sort((a, b) => a.at - b.at || (a.id < b.id ? -1 : 1));
+  if (p.kind !== "executions" || found.length === 0) return due;
+  const jobs = await rows(db, JOBS_ENDED_WITH, [found.map((r) => r.job_id), found.map((r) => r.scheduled_for), found.map((r) => r.once)]);
+  return [...due, ...jobs.map((j) => toPurged("jobs", endedOneOffRow(j, found)))];
 }
 
 /** Deletes one batch with what goes with it, in one statement; answers how many rows of the kind went. */
 export async function purgeBatch(
   db: Db,
   p: { kind: RetentionKind; before: number; limit: number; only?: readonly { tenantId: string; id: string }[] },
-): Promise<{ deleted: number }> {
-  let counted: { n: number } | undefined;
+): Promise<{ deleted: number; jobs?: number }> {
+  let counted: { n: number; jobs?: number } | undefined;
   if (p.only === undefined) {
-    counted = (await rows<{ n: number }>(db, PURGE_SQL[p.kind], [p.before, p.limit]))[0];
+    counted = (await rows<{ n: number; jobs?: number }>(db, PURGE_SQL[p.kind], [p.before, p.limit]))[0];
   } else {
     const listed = listedKeys(p.kind, p.only.slice(0, p.limit));
     if (listed[0]!.length === 0) return { deleted: 0 };
-    counted = (await rows<{ n: number }>(db, PURGE_ONLY_SQL[p.kind], [p.before, ...listed]))[0];
+    counted = (await rows<{ n: number; jobs?: number }>(db, PURGE_ONLY_SQL[p.kind], [p.before, ...listed]))[0];
   }
-  return { deleted: counted?.n ?? 0 };
+  const deleted = counted?.n ?? 0;
+  return counted?.jobs ? { deleted, jobs: counted.jobs } : { deleted };
 }
 
 /** The listed rows' keys as columns; ids that name no row of the kind are left out. */

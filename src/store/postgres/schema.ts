@@ -426,6 +426,23 @@ ALTER TABLE jobs ADD COLUMN mode text NOT NULL DEFAULT 'live';
 ALTER TABLE executions ADD COLUMN lease_incarnation bigint;
 `,
   },
+  {
+    version: 11,
+    sql: `
+-- A one-off's end is read from its execution, not written on its job
+-- (core/states.ts ONE_OFF_END): executions say which are a one-off's, a
+-- one-off's end written by an earlier version is read from its execution
+-- again, and the pending-jobs quota counts a one-off by its executions not
+-- yet ended and a recurring job by its own state.
+ALTER TABLE executions ADD COLUMN once boolean NOT NULL DEFAULT false;
+UPDATE executions e SET once = true FROM jobs j WHERE j.id = e.job_id AND j.kind = 'once';
+UPDATE jobs j SET state = 'SCHEDULED' WHERE j.kind = 'once' AND j.state IN ('COMPLETED', 'DEAD')
+  AND EXISTS (SELECT 1 FROM executions e WHERE e.job_id = j.id AND e.state IN ('SUCCEEDED', 'DEAD'));
+DROP INDEX jobs_pending_by_tenant;
+CREATE INDEX jobs_pending_by_tenant ON jobs (tenant_id) WHERE kind = 'cron' AND state IN ('SCHEDULED', 'PAUSED');
+CREATE INDEX executions_once_pending ON executions (tenant_id, job_id) WHERE once AND finished_at IS NULL;
+`,
+  },
 ];
 
 /** Classid of the migration lock (pg_advisory_xact_lock(classid, objid)): "duet". */

@@ -7,18 +7,14 @@
 
 import type { ErrorRecord } from "@duetime/sdk/contract";
 import { type AttemptEnd, endExpiredAttempt, endFailedAttempt, endReleasedAttempt, lastErrorOf, expiredAttemptError } from "../../core/retry.js";
-import { jobChangeAfterExecution } from "../../core/states.js";
 import type { AckOutcome, CompleteInput, FailInput, PossibleDuplicateMark, PossibleDuplicateRow, StoreParams } from "../store.js";
 import { attemptFacts, incarnationOf, toPossibleDuplicate } from "../rows.js";
-import { changeJobs } from "./changes.js";
+import { dropOvertaken } from "./changes.js";
 import { json, type Query, type Row } from "./db.js";
 
 /** The lease fences: an attempt holds its lease up to and including leaseUntil. */
 const LEASE_HELD = "state = 'RUNNING' AND lease_until >= @now";
 const LEASE_EXPIRED = "state = 'RUNNING' AND lease_until < @now";
-
-/** An execution row read to end its attempt, with its job's kind (a one-off ends with it). */
-const ENDING_ROW = "*, (SELECT kind FROM jobs WHERE jobs.id = executions.job_id) AS job_kind FROM executions";
 
 /** A call's lease token matches the grant (of alias `e`, or none): SQL over @token, from incarnationOf. */
 const tokenHeld = (e = "") => `(@token IS NULL OR ${e}lease_incarnation = @token)`;
@@ -56,8 +52,8 @@ function exists(q: Query, tenantId: string | null, executionId: string): boolean
 
 /**
  * Set-based: one UPDATE … FROM json_each succeeds every item that still
- * holds its lease, one UPDATE ends their one-off jobs; only the misses are
- * looked at one by one.
+ * holds its lease (a one-off's job is read as ended from it, core/states.ts
+ * ONE_OFF_END); only the misses are looked at one by one.
  */
 export function complete(q: Query, items: CompleteInput[], now: number): AckOutcome[] {
   if (items.length === 0) return [];
@@ -74,7 +70,7 @@ export function complete(q: Query, items: CompleteInput[], now: number): AckOutc
        AND (x.token IS NULL OR executions.lease_incarnation = x.token)
        AND executions.state = 'RUNNING' AND executions.lease_until >= @now
      RETURNING executions.id AS id, executions.attempt AS attempt, executions.job_id AS job_id, executions.tenant_id AS tenant_id,
-       executions.pool AS pool, (SELECT kind FROM jobs WHERE jobs.id = executions.job_id) AS kind,
+       executions.pool AS pool, executions.once AS once,
        CASE WHEN executions.dup_reason = 'expired_then_succeeded' AND executions.dup_at = @now
          AND executions.dup_attempt = executions.expired_attempt THEN executions.dup_attempt END AS dup_new`,
   ).all({ now, input }) as {
@@ -83,14 +79,13 @@ export function complete(q: Query, items: CompleteInput[], now: number): AckOutc
     job_id: string;
     tenant_id: string;
     pool: string;
-    kind: "once" | "cron";
+    once: number;
     dup_new: number | null;
   }[];
   // The succeeding attempt stays on the execution row (history reads it there).
-  changeJobs(
+  dropOvertaken(
     q,
-    done.map((d) => ({ jobId: d.job_id, change: jobChangeAfterExecution(d.kind, "SUCCEEDED") })),
-    now,
+    done.filter((d) => d.once === 1).map((d) => d.job_id),
   );
   // By execution and attempt: a batch naming one execution twice answers a stale attempt lost, not with the holder's success.
   const succeeded = new Map(done.map((d) => [`${d.id}\u0000${d.attempt}`, d]));
@@ -143,7 +138,7 @@ function failOne(q: Query, item: FailInput, now: number): AckOutcome {
   // between (another handle) is the one fact that can move: decide again.
   for (;;) {
     const e = q(
-      `SELECT ${ENDING_ROW} WHERE id = @id AND (@tenant IS NULL OR tenant_id = @tenant) AND attempt = @attempt AND ${tokenHeld()} AND ${LEASE_HELD}`,
+      `SELECT * FROM executions WHERE id = @id AND (@tenant IS NULL OR tenant_id = @tenant) AND attempt = @attempt AND ${tokenHeld()} AND ${LEASE_HELD}`,
     ).get({
       id: item.executionId,
       tenant: item.tenantId,
@@ -197,8 +192,7 @@ function endAttempt(
     }).changes === 1;
   if (!ended) return false;
   finishAttempt(q, id, attempt, o.attemptState, o.now, o.error);
-  if (end.state === "DEAD")
-    changeJobs(q, [{ jobId: e.job_id as string, change: jobChangeAfterExecution(e.job_kind as "once" | "cron", "DEAD") }], o.now);
+  if (end.state === "DEAD" && e.once === 1) dropOvertaken(q, [e.job_id as string]);
   return true;
 }
 
@@ -270,7 +264,7 @@ export function release(
 
 /** Ends attempts whose lease expired, as core/retry.ts endExpiredAttempt says, oldest lease first. */
 export function reap(q: Query, p: { limit: number }, now: number) {
-  const rows = q(`SELECT ${ENDING_ROW} WHERE ${LEASE_EXPIRED} ORDER BY lease_until LIMIT @limit`).all({ now, limit: p.limit }) as Row[];
+  const rows = q(`SELECT * FROM executions WHERE ${LEASE_EXPIRED} ORDER BY lease_until LIMIT @limit`).all({ now, limit: p.limit }) as Row[];
   const reaped: { executionId: string; tenantId: string; pool: string; state: "READY" | "DEAD" | "CANCELLED" }[] = [];
   for (const e of rows) {
     const error = expiredAttemptError({

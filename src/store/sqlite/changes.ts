@@ -13,26 +13,30 @@ export const notStarted = (e = "") =>
 /**
  * Applies core's job changes (core/states.ts JobChange), each a
  * compare-and-set on the job's state in one UPDATE; a job that moved
- * meanwhile is left alone. Null changes are skipped.
+ * meanwhile is left alone.
  */
-export function changeJobs(q: Query, items: { jobId: string; change: JobChange | null }[], now: number): void {
-  const changes = items.flatMap(({ jobId, change }) => (change ? [{ jobId, ...change }] : []));
-  if (changes.length === 0) return;
-  const input = changes.map((c) => [c.jobId, c.from, c.to]);
-  const dropDue = new Set(changes.filter((c) => c.due === "drop").map((c) => c.jobId));
-  const changed = q(
+export function changeJobs(q: Query, items: { jobId: string; change: JobChange }[], now: number): void {
+  if (items.length === 0) return;
+  const input = items.map(({ jobId, change }) => [jobId, change.from, change.to]);
+  q(
     `UPDATE jobs SET state = x.state, version = version + 1, updated_at = @now
        FROM (SELECT value ->> 0 AS id, value ->> 1 AS from_state, value ->> 2 AS state FROM json_each(@input)) AS x
-       WHERE jobs.id = x.id AND jobs.state = x.from_state
-       RETURNING jobs.id AS id`,
-  ).all({ now, input: JSON.stringify(input) }) as { id: string }[];
-  const drop = changed.filter((c) => dropDue.has(c.id)).map((c) => c.id);
-  if (drop.length === 0) return;
-  q("DELETE FROM due WHERE job_id IN (SELECT value FROM json_each(?))").run(JSON.stringify(drop));
+       WHERE jobs.id = x.id AND jobs.state = x.from_state`,
+  ).run({ now, input: JSON.stringify(input) });
+}
+
+/**
+ * What an ended one-off leaves (core/states.ts ONE_OFF_END): its executions
+ * that had not started, which a trigger overtook. Of the listed jobs, only a
+ * one-off's are looked at, and only rows found are checked against its kind.
+ */
+export function dropOvertaken(q: Query, jobIds: readonly string[]): void {
+  if (jobIds.length === 0) return;
   q(
     `DELETE FROM executions WHERE id IN (
-         SELECT e.id FROM json_each(?) x JOIN executions e ON e.id > x.value || '-' AND e.id < x.value || '.' WHERE ${notStarted("e.")})`,
-  ).run(JSON.stringify(drop));
+         SELECT e.id FROM json_each(?) x JOIN executions e ON e.id > x.value || '-' AND e.id < x.value || '.'
+         WHERE ${notStarted("e.")} AND e.once = 1 AND (SELECT kind FROM jobs WHERE jobs.id = e.job_id) = 'once')`,
+  ).run(JSON.stringify(jobIds));
 }
 
 /** Cancels a job's in-flight executions as core/states.ts inFlightOnCancel says: ends some (with error, if given), asks others to stop. */

@@ -179,11 +179,12 @@ export function insertExecutions(
   const inserted = q(
     `INSERT INTO executions (id, tenant_id, job_id, pool, name, scheduled_for, priority, state, max_attempts,
            backoff_seconds, max_backoff_seconds, retry_deadline_seconds, timeout_ms, ready_at, payload, target, dispatched_at, dispatched_by,
-           last_error, finished_at, trace_parent)
+           last_error, finished_at, trace_parent, once)
          SELECT x.value ->> 0, j.tenant_id, j.id, j.pool, j.name, x.value ->> 2, j.priority, CASE WHEN ${DRY_RUN} THEN 'SKIPPED' ELSE x.value ->> 4 END,
            j.retry ->> '$.maxAttempts', j.retry ->> '$.backoffSeconds', j.retry ->> '$.maxBackoffSeconds', j.retry ->> '$.deadlineSeconds',
            CAST(round(j.timeout_seconds * 1000) AS INTEGER), x.value ->> 3, j.payload, j.target, @now, @node,
-           CASE WHEN ${DRY_RUN} THEN @dryRun ELSE x.value ->> 5 END, CASE WHEN ${DRY_RUN} OR x.value ->> 4 = 'SKIPPED' THEN @now END, j.trace_parent
+           CASE WHEN ${DRY_RUN} THEN @dryRun ELSE x.value ->> 5 END, CASE WHEN ${DRY_RUN} OR x.value ->> 4 = 'SKIPPED' THEN @now END, j.trace_parent,
+           j.kind = 'once'
          FROM json_each(@items) x JOIN jobs j ON j.id = x.value ->> 1
          WHERE (@any = 1 OR (@tenant IS NULL AND j.state IN (SELECT value FROM json_each(@dispatching))) OR j.tenant_id = @tenant)
            AND (coalesce(x.value ->> 6, 0) = 0 OR NOT EXISTS (

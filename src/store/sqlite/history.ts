@@ -3,10 +3,8 @@
 // job's executions are one range of the executions primary key (db.ts
 // jobRange).
 
-import { REPLAY_JOB_CHANGE } from "../../core/states.js";
 import type { AttemptRow, AuditEntry, DeadLetterRow } from "../store.js";
 import { toAttemptRow, toDeadLetter } from "../rows.js";
-import { changeJobs } from "./changes.js";
 import { jobRange, json, OF_JOB, OF_JOB_NAMED, parse, type Query, type Row } from "./db.js";
 
 /** An execution waiting for a grant whose last one left no attempt (handed back unused): history shows it as it waits. */
@@ -75,14 +73,13 @@ export function deadLetters(q: Query, p: { tenantId: string; limit: number; afte
   return rows.map((e) => toDeadLetter(e, parse));
 }
 
-/** DEAD → READY now with a fresh retry budget, the job revived (REPLAY_JOB_CHANGE) and the audit entry, in the caller's transaction. */
+/** DEAD → READY now with a fresh retry budget (its one-off job is read as scheduled again: core/states.ts ONE_OFF_END) and the audit entry, in the caller's transaction. */
 export function replay(q: Query, p: { tenantId: string; executionId: string; now: number; audit: AuditEntry }) {
   const row = q(
     `UPDATE executions SET state = 'READY', ready_at = ?, dead_at = NULL, finished_at = NULL, attempt_base = attempt
          WHERE id = ? AND tenant_id = ? AND state = 'DEAD' RETURNING job_id, pool`,
   ).get(p.now, p.executionId, p.tenantId) as Row | undefined;
   if (!row) return null;
-  changeJobs(q, [{ jobId: row.job_id as string, change: REPLAY_JOB_CHANGE }], p.now);
   appendAudit(q, p.audit);
   return { pool: row.pool as string, row: attemptZero(q, p.executionId) };
 }

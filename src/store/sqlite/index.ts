@@ -480,7 +480,10 @@ class SqliteStore implements Store {
   }
 
   async jobCountPending(p: { tenantId: string }): Promise<number> {
-    const row = this.q("SELECT count(*) AS n FROM jobs WHERE tenant_id = ? AND state IN ('SCHEDULED', 'PAUSED')").get(p.tenantId) as { n: number };
+    const row = this.q(
+      `SELECT (SELECT count(*) FROM jobs WHERE tenant_id = @tenant AND kind = 'cron' AND state IN ('SCHEDULED', 'PAUSED'))
+         + (SELECT count(DISTINCT job_id) FROM executions WHERE tenant_id = @tenant AND once = 1 AND finished_at IS NULL) AS n`,
+    ).get({ tenant: p.tenantId }) as { n: number };
     return row.n;
   }
 

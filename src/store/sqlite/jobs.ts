@@ -7,7 +7,7 @@ import { executionIdFor } from "../../core/ids.js";
 import { NOT_STARTED } from "../../core/states.js";
 import { poolOf } from "../../core/targets.js";
 import type { JobCreateOutcome, JobRecord, NewJob, NextOccurrence, PendingChange, PendingReplace, StoreParams } from "../store.js";
-import { KIND_FILTER, toJob } from "../rows.js";
+import { jobStateSql, KIND_FILTER, ONE_OFF_ENDED, toJob } from "../rows.js";
 import { cancelInFlight, notStarted } from "./changes.js";
 import { json, parse, type Query, type Row } from "./db.js";
 import { insertExecutions, type NewExecution, readyInserted } from "./dispatch.js";
@@ -15,16 +15,26 @@ import { insertExecutions, type NewExecution, readyInserted } from "./dispatch.j
 /** A jobs row as its record. */
 const jobRecord = (r: Row): JobRecord => toJob(r, parse);
 
+/** The first ended execution of a one-off (of alias `j`), as an SQL subquery of its id: core/states.ts ONE_OFF_END reads its state. */
+const FIRST_ENDED = `SELECT x.id FROM executions x WHERE j.kind = 'once' AND x.id > j.id || '-' AND x.id < j.id || '.'
+      AND x.once = 1 AND x.state IN (${ONE_OFF_ENDED}) ORDER BY x.finished_at LIMIT 1`;
+
 /**
  * A job with its next occurrence (store.ts JobRecord.nextRunAt): a recurring
- * job's due entry; a one-off's pending execution that is ready first.
+ * job's due entry; a one-off's pending execution that is ready first. And
+ * its state as read (rows.ts jobStateSql, over its first ended execution f).
  */
-const JOB_WITH_NEXT = `SELECT j.*, coalesce(d.scheduled_for, p.scheduled_for) AS next_run_at, coalesce(d.due_at, p.ready_at) AS next_due_at
+const JOB_WITH_NEXT = `SELECT j.*, coalesce(d.scheduled_for, p.scheduled_for) AS next_run_at, coalesce(d.due_at, p.ready_at) AS next_due_at,
+    ${jobStateSql()} AS job_state, f.finished_at AS ended_at
   FROM jobs j LEFT JOIN due d ON d.job_id = j.id
   LEFT JOIN executions p ON p.id = (
     SELECT x.id FROM executions x WHERE j.kind = 'once' AND x.id > j.id || '-' AND x.id < j.id || '.'
       AND x.state = '${NOT_STARTED.waiting}' AND x.attempt = ${NOT_STARTED.attempt}
-    ORDER BY x.ready_at LIMIT 1)`;
+    ORDER BY x.ready_at LIMIT 1)
+  LEFT JOIN executions f ON f.id = (${FIRST_ENDED})`;
+
+/** A compare-and-set of a job row's write: the job is not a one-off that ended (ONE_OFF_END: read from its execution, which moves without the job). */
+const NOT_ENDED = `NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = jobs.id AND EXISTS (${FIRST_ENDED}))`;
 
 /** A one-off's pending execution (store.ts NewJob.execution), held when its job is paused. */
 function pendingRow(jobId: string, at: NextOccurrence, held: boolean): NewExecution {
@@ -107,8 +117,8 @@ function insertOneOffExecution(
   q(
     `INSERT INTO executions (id, tenant_id, job_id, pool, name, scheduled_for, priority, state, max_attempts,
            backoff_seconds, max_backoff_seconds, retry_deadline_seconds, timeout_ms, ready_at, payload, target, dispatched_at, dispatched_by,
-           trace_parent)
-         VALUES (?, ?, ?, ?, ?, ?, ?, '${NOT_STARTED.waiting}', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+           trace_parent, once)
+         VALUES (?, ?, ?, ?, ?, ?, ?, '${NOT_STARTED.waiting}', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
   ).run(
     executionIdFor(job.jobId, at.scheduledFor),
     job.tenantId,
@@ -170,7 +180,7 @@ export function getJob(q: Query, tenantId: string, jobId: string): JobRecord | n
 
 export function listJobs(q: Query, p: StoreParams<"jobList">): JobRecord[] {
   const where = ["j.tenant_id = @tenant"];
-  if (p.state) where.push("j.state = @state");
+  if (p.state) where.push(`${jobStateSql()} = @state`);
   if (p.name) where.push("j.name = @name");
   if (p.pool) where.push("j.pool = @pool");
   if (p.kind) where.push(KIND_FILTER[p.kind]);
@@ -190,7 +200,7 @@ export function listJobs(q: Query, p: StoreParams<"jobList">): JobRecord[] {
 export function transitionJob(q: Query, p: StoreParams<"jobTransition">): JobRecord | null {
   const row = q(
     `UPDATE jobs SET state = ?, version = version + 1, updated_at = ?
-         WHERE id = ? AND tenant_id = ? AND version = ? RETURNING shard`,
+         WHERE id = ? AND tenant_id = ? AND version = ? AND ${NOT_ENDED} RETURNING shard`,
   ).get(p.state, p.now, p.jobId, p.tenantId, p.fromVersion) as { shard: number } | undefined;
   if (!row) return null;
   replaceDue(q, p.jobId, p.tenantId, row.shard, p.due);
@@ -234,7 +244,7 @@ export function updateJob(q: Query, p: StoreParams<"jobUpdate">): JobRecord | nu
   const row = q(
     `UPDATE jobs SET kind = @kind, name = @name, target = @target, pool = @pool, payload = @payload, schedule = @schedule,
            retry = @retry, timeout_seconds = @timeout, priority = @priority, mode = @mode, version = version + 1, updated_at = @now
-         WHERE id = @id AND tenant_id = @tenant AND version = @version RETURNING shard, state`,
+         WHERE id = @id AND tenant_id = @tenant AND version = @version AND ${NOT_ENDED} RETURNING shard, state`,
   ).get({
     kind: f.kind,
     name: f.name,

@@ -4,10 +4,8 @@
 // DEAD, the progress written by a compare-and-set on the lease the step
 // renewed (no longer held: the step rolls back, db.ts Rollback).
 
-import { REPLAY_JOB_CHANGE } from "../../core/states.js";
 import { nextIds, replaySlots, toReplay } from "../replays.js";
 import type { ReplayCursor, ReplayRecord, ReplaySelection, StoreParams } from "../store.js";
-import { changeJobs } from "./changes.js";
 import { json, parse, type Query, Rollback, type Row } from "./db.js";
 import { appendAudit } from "./history.js";
 
@@ -106,7 +104,6 @@ export function stepReplay(q: Query, p: StoreParams<"replayStep">, now: number) 
      WHERE id = ? AND tenant_id = ? AND state = 'DEAD' RETURNING job_id, pool`,
   );
   const replayed: { executionId: string; pool: string; readyAt: number }[] = [];
-  const jobs: { jobId: string; change: typeof REPLAY_JOB_CHANGE }[] = [];
   candidates.forEach((id, i) => {
     const readyAt = slots.readyAt[i]!;
     const row = revive.get(readyAt, id, replay.tenantId) as Row | undefined;
@@ -115,9 +112,7 @@ export function stepReplay(q: Query, p: StoreParams<"replayStep">, now: number) 
       return;
     }
     replayed.push({ executionId: id, pool: row.pool as string, readyAt });
-    jobs.push({ jobId: row.job_id as string, change: REPLAY_JOB_CHANGE });
   });
-  changeJobs(q, jobs, p.at);
   const updated = q(
     `UPDATE dead_letter_replays SET replayed = replayed + @replayed, skipped = skipped + @skipped, cursor = @cursor,
        next_at = @nextAt, updated_at = @at, state = @state, finished_at = @finished,

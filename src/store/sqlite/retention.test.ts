@@ -25,9 +25,9 @@ test("every retention statement searches an index (in time order, or by key), ne
         Object.entries(sqls).map(([kind, sql]) => [`${group}.${kind}`, sql] as const),
       );
       for (const [name, sql] of statements) {
-        const plan = (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all({ before: 0, limit: 1, ids: "[]", keys: "[]" }) as { detail: string }[]).map(
-          (r) => r.detail,
-        );
+        const plan = (
+          db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all({ before: 0, limit: 1, ids: "[]", keys: "[]", jobIds: "[]" }) as { detail: string }[]
+        ).map((r) => r.detail);
         const bad = plan.filter((step) => (/^SCAN /.test(step) && !/^SCAN json_each/.test(step)) || /TEMP B-TREE/.test(step));
         assert.deepEqual(bad, [], `${name}: ${plan.join(" | ")}`);
         assert.ok(

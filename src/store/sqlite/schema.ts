@@ -435,6 +435,24 @@ INSERT INTO store_meta (id, incarnation) VALUES (1, 0);
 ALTER TABLE executions ADD COLUMN lease_incarnation INTEGER;
 `,
   },
+  {
+    version: 17,
+    sql: `
+-- A one-off's end is read from its execution, not written on its job
+-- (core/states.ts ONE_OFF_END): executions say which are a one-off's, a
+-- one-off's end written by an earlier version is read from its execution
+-- again, and the pending-jobs quota counts a one-off by its executions not
+-- yet ended (an index the lease does not touch: finished_at is set at the
+-- end) and a recurring job by its own state.
+ALTER TABLE executions ADD COLUMN once INTEGER NOT NULL DEFAULT 0;
+UPDATE executions SET once = 1 WHERE job_id IN (SELECT id FROM jobs WHERE kind = 'once');
+UPDATE jobs SET state = 'SCHEDULED' WHERE kind = 'once' AND state IN ('COMPLETED', 'DEAD')
+  AND EXISTS (SELECT 1 FROM executions e WHERE e.id > jobs.id || '-' AND e.id < jobs.id || '.' AND e.state IN ('SUCCEEDED', 'DEAD'));
+DROP INDEX jobs_pending_by_tenant;
+CREATE INDEX jobs_pending_by_tenant ON jobs (tenant_id) WHERE kind = 'cron' AND state IN ('SCHEDULED', 'PAUSED');
+CREATE INDEX executions_once_pending ON executions (tenant_id, job_id) WHERE once = 1 AND finished_at IS NULL;
+`,
+  },
 ];
 
 /**
