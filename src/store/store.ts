@@ -439,6 +439,31 @@ export type ClusterSignal = { kind: "due"; entry: LoadedDueEntry } | { kind: "re
 /** What a subscriber hears: a batch from one node, or "resync" after the channel was down (signals may have been lost meanwhile). */
 export type SignalEvent = { from: string; signals: ClusterSignal[] } | { resync: true };
 
+/**
+ * The index row of a payload kept by reference (core/payload-refs.ts;
+ * docs/design-notes.md "Large payloads by reference"). It lives in the job
+ * store whatever holds the bytes (the backend): "store", the blob_chunks
+ * table beside it, or "s3", an S3-compatible bucket (store/blobs/). Its
+ * state says what may be read and what the sweep removes:
+ * - writing: begun, its bytes not all written (never read; removed once older than the sweep's grace);
+ * - ready: every byte written and counted, its job perhaps not yet committed;
+ * - attached: its job was created with it;
+ * - gone: its job was removed by retention (removed by the next sweep).
+ */
+export interface BlobRecord {
+  blobId: string;
+  tenantId: string;
+  /** The job it was written for (the job may not exist: a create that failed or was cut off). */
+  jobId: string;
+  backend: "store" | "s3";
+  state: "writing" | "ready" | "attached" | "gone";
+  /** Bytes of the payload's JSON text, its SHA-256 (hex) and how many chunks hold it; null while writing. */
+  bytes: number | null;
+  sha256: string | null;
+  chunks: number | null;
+  createdAt: number;
+}
+
 /** The params object of a Store method, for drivers that implement it without restating it. */
 export type StoreParams<M extends keyof Store> = Store[M] extends (params: infer P) => unknown ? P : never;
 
@@ -920,6 +945,37 @@ export interface Store {
   /** Sets a tenant's limits whole, and the audit entry (if given) in the same transaction; a new weight applies to the next cross-tenant lease. */
   tenantLimitsPut(params: { tenantId: string; limits: TenantLimitSettings; now: number; audit?: AuditEntry }): Promise<TenantLimitSettings>;
 
+  // ---- payload blobs (blobs.ts) ---------------------------------------------------
+  // A payload larger than the inline limit is written before its job: begun
+  // (writing), its chunks in bounded transactions, sealed (ready), and once
+  // the job is created with its marker, attached. A crash at any point leaves
+  // rows blobSweep finds: nothing of a blob is read before it is sealed.
+
+  /** Records a blob about to be written (state writing), flushed before any of its bytes: the sweep can always find what a crash left. */
+  blobBegin(params: { blob: Pick<BlobRecord, "blobId" | "tenantId" | "jobId" | "backend" | "createdAt"> }): Promise<void>;
+  /** Stores chunks first, first + 1, … of a blob's bytes (the "store" backend), in one transaction; a chunk written again replaces itself. */
+  blobChunksPut(params: { blobId: string; first: number; chunks: readonly Uint8Array[] }): Promise<void>;
+  /** Up to `limit` chunks of a blob from `first` on, in order (fewer at its end). */
+  blobChunksGet(params: { blobId: string; first: number; limit: number }): Promise<Uint8Array[]>;
+  /** Deletes every chunk of these blobs. */
+  blobChunksDelete(params: { blobIds: readonly string[] }): Promise<void>;
+  /** writing → ready with its size, digest and chunk count, flushed; false (nothing changed) when the blob is not writing. */
+  blobSeal(params: { blobId: string; bytes: number; sha256: string; chunks: number }): Promise<boolean>;
+  /** ready → attached: their jobs were created with them. */
+  blobAttach(params: { blobIds: readonly string[] }): Promise<void>;
+  /** A blob that may be read (ready or attached): of this tenant only when tenantId is given; null otherwise. */
+  blobGet(params: { blobId: string; tenantId?: string }): Promise<BlobRecord | null>;
+  /**
+   * One round of the sweep, oldest first, up to `limit`: attaches the ready
+   * blobs created before `before` whose job exists (a crash between the job's
+   * create and the attach), and answers the blobs to remove: gone ones, and
+   * those created before `before` still writing or ready without their job.
+   * Changes nothing else; the caller deletes their bytes, then blobRemove.
+   */
+  blobSweep(params: { before: number; limit: number }): Promise<BlobRecord[]>;
+  /** Deletes these blobs' index rows (their bytes first: blobChunksDelete, or the backend's own delete). */
+  blobRemove(params: { blobIds: readonly string[] }): Promise<void>;
+
   // ---- retention ----------------------------------------------------------------
   // What is due for removal: rows of one kind whose retention started before
   // `before`, oldest first:
@@ -928,7 +984,8 @@ export interface Store {
   //   and a one-off's job with the last of them (its state is read from
   //   them: core/states.ts ONE_OFF_END);
   // - jobs: COMPLETED, DEAD or CANCELLED jobs last changed before `before`
-  //   that have no execution left, with their due entry;
+  //   that have no execution left, with their due entry; their payload
+  //   blobs become gone in the same transaction (blobSweep removes them);
   // - idempotency: keys stored before `before`;
   // - audit: entries recorded before `before`.
   // The engine archives what retentionExpired reads, then removes exactly

@@ -36,6 +36,7 @@ import { keysContract } from "./keys.js";
 import { fencingContract } from "./fencing.js";
 import { rulesContract } from "./rules.js";
 import { retentionContract } from "./retention.js";
+import { blobsContract } from "./blobs.js";
 import { racesContract } from "./races.js";
 import { signalsContract } from "./signals.js";
 import type { ContractTests } from "./support.js";
@@ -85,6 +86,7 @@ export function storeContract(name: string, open: () => Promise<Store>, openPair
     fencingContract(tests);
     rulesContract(tests);
     retentionContract(tests);
+    blobsContract(tests);
     racesContract(tests);
     signalsContract(tests);
   });

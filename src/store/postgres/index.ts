@@ -37,6 +37,7 @@ import { rethrowPostgresError } from "./errors.js";
 import { appendAudit, deadLetters, history, inWindow, replay } from "./history.js";
 import { createJobs, getJob, listJobs, transitionJob, updateJob } from "./jobs.js";
 import * as acks from "./acks.js";
+import * as blobs from "./blobs.js";
 import * as keys from "./keys.js";
 import * as leases from "./leases.js";
 import { expiredRows, purgeBatch } from "./retention.js";
@@ -578,6 +579,45 @@ class PostgresStore implements Store {
     const jobs = dropped.jobs + (batch.jobs ?? 0);
     const deleted = dropped.executions + batch.deleted;
     return jobs > 0 ? { deleted, jobs } : { deleted };
+  }
+
+  // ---- payload blobs (blobs.ts) ------------------------------------------------------
+
+  async blobBegin(p: StoreParams<"blobBegin">): Promise<void> {
+    await blobs.beginBlob(this.pool, p.blob);
+  }
+
+  /** A transition's commit: the seal after the last chunk commits synchronously, and so flushes the WAL of every chunk before it. */
+  async blobChunksPut(p: StoreParams<"blobChunksPut">): Promise<void> {
+    await this.transition((c) => blobs.putChunks(c, p));
+  }
+
+  async blobChunksGet(p: StoreParams<"blobChunksGet">): Promise<Uint8Array[]> {
+    return blobs.getChunks(this.pool, p);
+  }
+
+  async blobChunksDelete(p: StoreParams<"blobChunksDelete">): Promise<void> {
+    await blobs.deleteChunks(this.pool, p.blobIds);
+  }
+
+  async blobSeal(p: StoreParams<"blobSeal">): Promise<boolean> {
+    return blobs.sealBlob(this.pool, p);
+  }
+
+  async blobAttach(p: StoreParams<"blobAttach">): Promise<void> {
+    await blobs.attachBlobs(this.pool, p.blobIds);
+  }
+
+  async blobGet(p: StoreParams<"blobGet">) {
+    return blobs.getBlob(this.pool, p);
+  }
+
+  async blobSweep(p: StoreParams<"blobSweep">) {
+    return this.tx((c) => blobs.sweepBlobs(c, p));
+  }
+
+  async blobRemove(p: StoreParams<"blobRemove">): Promise<void> {
+    await blobs.removeBlobs(this.pool, p.blobIds);
   }
 
   // ---- cluster membership (cluster.ts) ---------------------------------------------

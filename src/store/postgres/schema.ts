@@ -443,6 +443,35 @@ CREATE INDEX jobs_pending_by_tenant ON jobs (tenant_id) WHERE kind = 'cron' AND 
 CREATE INDEX executions_once_pending ON executions (tenant_id, job_id) WHERE once AND finished_at IS NULL;
 `,
   },
+  {
+    version: 12,
+    sql: `
+-- Payloads larger than the inline limit are kept by reference (blobs.ts):
+-- the index of every blob, whatever holds its bytes, and the bytes of the
+-- default backend in chunks of 256 KiB, so no row or statement holds a whole
+-- payload. Blobs not attached to their job are few (in-flight creates, what a
+-- crash or retention left): the sweep reads them through a partial index.
+CREATE TABLE blobs (
+  blob_id    text PRIMARY KEY,
+  tenant_id  text NOT NULL,
+  job_id     text NOT NULL,
+  backend    text NOT NULL,
+  state      text NOT NULL,
+  bytes      bigint,
+  sha256     text,
+  chunks     integer,
+  created_at bigint NOT NULL
+);
+CREATE INDEX blobs_by_job ON blobs (job_id);
+CREATE INDEX blobs_unattached ON blobs (created_at) WHERE state <> 'attached';
+CREATE TABLE blob_chunks (
+  blob_id text NOT NULL,
+  seq     integer NOT NULL,
+  data    bytea NOT NULL,
+  PRIMARY KEY (blob_id, seq)
+);
+`,
+  },
 ];
 
 /** Classid of the migration lock (pg_advisory_xact_lock(classid, objid)): "duet". */

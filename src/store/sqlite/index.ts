@@ -51,6 +51,7 @@ import { rethrowSqliteError } from "./errors.js";
 import { appendAudit, deadLetters, history, inWindow, replay } from "./history.js";
 import { createJobs, getJob, listJobs, transitionJob, updateJob } from "./jobs.js";
 import * as acks from "./acks.js";
+import * as blobs from "./blobs.js";
 import * as leases from "./leases.js";
 import { cancelReplay, claimReplays, createReplay, getReplay, listReplays, releaseReplays, stepReplay } from "./replays.js";
 import { expiredRows, purgeBatch } from "./retention.js";
@@ -496,6 +497,45 @@ class SqliteStore implements Store {
 
   async retentionPurge(p: { kind: RetentionKind; before: number; limit: number; only?: readonly { tenantId: string; id: string }[] }) {
     return this.tx(() => purgeBatch(this.q, p));
+  }
+
+  // ---- payload blobs (blobs.ts) --------------------------------------------------------
+
+  async blobBegin(p: StoreParams<"blobBegin">): Promise<void> {
+    this.tx(() => blobs.beginBlob(this.q, p.blob));
+  }
+
+  /** A transition's commit: the seal after the last chunk is flushed, and with it every chunk before it (a WAL commit's frames are a prefix). */
+  async blobChunksPut(p: StoreParams<"blobChunksPut">): Promise<void> {
+    this.transition(() => blobs.putChunks(this.q, p));
+  }
+
+  async blobChunksGet(p: StoreParams<"blobChunksGet">): Promise<Uint8Array[]> {
+    return blobs.getChunks(this.q, p);
+  }
+
+  async blobChunksDelete(p: StoreParams<"blobChunksDelete">): Promise<void> {
+    this.transition(() => blobs.deleteChunks(this.q, p.blobIds));
+  }
+
+  async blobSeal(p: StoreParams<"blobSeal">): Promise<boolean> {
+    return this.tx(() => blobs.sealBlob(this.q, p));
+  }
+
+  async blobAttach(p: StoreParams<"blobAttach">): Promise<void> {
+    this.transition(() => blobs.attachBlobs(this.q, p.blobIds));
+  }
+
+  async blobGet(p: StoreParams<"blobGet">) {
+    return blobs.getBlob(this.q, p);
+  }
+
+  async blobSweep(p: StoreParams<"blobSweep">) {
+    return this.transition(() => blobs.sweepBlobs(this.q, p));
+  }
+
+  async blobRemove(p: StoreParams<"blobRemove">): Promise<void> {
+    this.transition(() => blobs.removeBlobs(this.q, p.blobIds));
   }
 
   // ---- cluster membership (cluster.ts) ------------------------------------------------

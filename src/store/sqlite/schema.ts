@@ -453,6 +453,35 @@ CREATE INDEX jobs_pending_by_tenant ON jobs (tenant_id) WHERE kind = 'cron' AND 
 CREATE INDEX executions_once_pending ON executions (tenant_id, job_id) WHERE once = 1 AND finished_at IS NULL;
 `,
   },
+  {
+    version: 18,
+    sql: `
+-- Payloads larger than the inline limit are kept by reference (blobs.ts):
+-- the index of every blob, whatever holds its bytes, and the bytes of the
+-- default backend in chunks of 256 KiB, so no row or statement holds a whole
+-- payload. Blobs not attached to their job are few (in-flight creates, what a
+-- crash or retention left): the sweep reads them through a partial index.
+CREATE TABLE blobs (
+  blob_id    TEXT PRIMARY KEY,
+  tenant_id  TEXT NOT NULL,
+  job_id     TEXT NOT NULL,
+  backend    TEXT NOT NULL,
+  state      TEXT NOT NULL,
+  bytes      INTEGER,
+  sha256     TEXT,
+  chunks     INTEGER,
+  created_at INTEGER NOT NULL
+);
+CREATE INDEX blobs_by_job ON blobs (job_id);
+CREATE INDEX blobs_unattached ON blobs (created_at) WHERE state <> 'attached';
+CREATE TABLE blob_chunks (
+  blob_id TEXT NOT NULL,
+  seq     INTEGER NOT NULL,
+  data    BLOB NOT NULL,
+  PRIMARY KEY (blob_id, seq)
+);
+`,
+  },
 ];
 
 /**
