@@ -51,7 +51,17 @@ ${STORE_HELP}
                                                            (development and bootstrap; production keys are kept in
                                                            the store: duetime keys create. Auth is on, with or
                                                            without this flag, once the store holds a key)
-  --body-limit BYTES          DUETIME_BODY_LIMIT           request body limit (default 1048576)
+  --body-limit BYTES          DUETIME_BODY_LIMIT           request body limit (default 1048576); a create or PATCH
+                                                           may carry --max-payload-bytes more
+  --max-payload-bytes BYTES   DUETIME_MAX_PAYLOAD_BYTES    the largest payload of a job, in bytes of JSON
+                                                           (default 16777216; 400 over it)
+  --inline-payload-bytes BYTES  DUETIME_INLINE_PAYLOAD_BYTES  payloads over this are kept by reference in the
+                                                           blob store (default: the body limit)
+  --blob-store S              DUETIME_BLOB_STORE           where those go: store (default: the job store, in
+                                                           chunks) or s3://BUCKET[/PREFIX] (credentials: the
+                                                           AWS variables, AWS_ACCESS_KEY_ID and so on)
+  --blob-s3-endpoint URL      DUETIME_BLOB_S3_ENDPOINT     an S3-compatible server (path-style URLs)
+  --blob-s3-region R          DUETIME_BLOB_S3_REGION       its region (default us-east-1)
   --misfire-threshold S       DUETIME_MISFIRE_THRESHOLD    a recurring occurrence later than this is a misfire (default 60)
   --metrics-max-tenants N     DUETIME_METRICS_MAX_TENANTS  tenants with a label of their own on /metrics, 1 to 10000;
                                                            the rest are tenant="_other" (default 100)

@@ -29,6 +29,7 @@ import {
 import { UsageError, expectPositionals, integerOption, parseDuration, strictParse, type Env } from "./args.js";
 import type { Io } from "./output.js";
 import { SERVE_HELP } from "./serve-help.js";
+import { parseS3Url } from "../store/blobs/s3-settings.js";
 import { parseStoreOptions, STORE_OPTIONS } from "./store-options.js";
 
 export { SERVE_HELP };
@@ -71,6 +72,11 @@ const SERVE_OPTIONS = {
   "audit-retention": { type: "string" },
   "archive-dir": { type: "string" },
   "body-limit": { type: "string" },
+  "max-payload-bytes": { type: "string" },
+  "inline-payload-bytes": { type: "string" },
+  "blob-store": { type: "string" },
+  "blob-s3-endpoint": { type: "string" },
+  "blob-s3-region": { type: "string" },
   "backpressure-event-loop-ms": { type: "string" },
   "backpressure-store-latency-ms": { type: "string" },
   "backpressure-due-lag-ms": { type: "string" },
@@ -149,6 +155,7 @@ export function parseServe(args: string[], env: Env): ServeCommand {
   if (keys) options.apiKeys = parseKeys(keys.value, keys.source, usage);
   const bodyLimit = pick("body-limit", "DUETIME_BODY_LIMIT");
   if (bodyLimit) options.bodyLimitBytes = integerOption(bodyLimit.source.replace(/^--/, ""), bodyLimit.value, 1, 2 ** 31 - 1, usage)!;
+  parsePayloads(pick, options, usage);
   const misfire = pick("misfire-threshold", "DUETIME_MISFIRE_THRESHOLD");
   if (misfire) options.misfireThresholdSeconds = integerOption(misfire.source.replace(/^--/, ""), misfire.value, 1, 86_400, usage)!;
   const maxTenants = pick("metrics-max-tenants", "DUETIME_METRICS_MAX_TENANTS");
@@ -398,6 +405,39 @@ const RETENTION_FLAGS = {
   idempotencyMs: ["idempotency-retention", "DUETIME_IDEMPOTENCY_RETENTION"],
   auditMs: ["audit-retention", "DUETIME_AUDIT_RETENTION"],
 } as const satisfies Record<keyof RetentionPeriods, readonly [keyof typeof SERVE_OPTIONS, string]>;
+
+/** The largest payload a flag may allow: 1 GiB (a create's body is held whole while it is checked). */
+const MAX_PAYLOAD_CEILING = 1024 * 1024 * 1024;
+
+/** The payload limits and the blob store (docs/design-notes.md "Large payloads by reference"). */
+function parsePayloads(pick: PickOption, options: ServerOptions, usage: string): void {
+  const bytes = (flag: "max-payload-bytes" | "inline-payload-bytes", variable: string): number | undefined => {
+    const given = pick(flag, variable);
+    return given ? integerOption(given.source.replace(/^--/, ""), given.value, 1, MAX_PAYLOAD_CEILING, usage) : undefined;
+  };
+  const max = bytes("max-payload-bytes", "DUETIME_MAX_PAYLOAD_BYTES");
+  if (max !== undefined) options.maxPayloadBytes = max;
+  const inline = bytes("inline-payload-bytes", "DUETIME_INLINE_PAYLOAD_BYTES");
+  if (inline !== undefined) options.inlinePayloadBytes = inline;
+  const store = pick("blob-store", "DUETIME_BLOB_STORE");
+  const endpoint = pick("blob-s3-endpoint", "DUETIME_BLOB_S3_ENDPOINT");
+  const region = pick("blob-s3-region", "DUETIME_BLOB_S3_REGION");
+  if (store === undefined || store.value === "store") {
+    const stray = endpoint ?? region;
+    if (stray) throw new UsageError(`${stray.source}: only applies with --blob-store s3://BUCKET[/PREFIX]`, usage);
+    return;
+  }
+  const bucket = parseS3Url(store.value);
+  if (!bucket) throw new UsageError(`${store.source}: expected store or s3://BUCKET[/PREFIX], got ${JSON.stringify(store.value)}`, usage);
+  if (endpoint && !/^https?:\/\/[^/]+/.test(endpoint.value))
+    throw new UsageError(`${endpoint.source}: expected an http:// or https:// URL, got ${JSON.stringify(endpoint.value)}`, usage);
+  options.blobStore = {
+    kind: "s3",
+    ...bucket,
+    ...(endpoint ? { endpoint: endpoint.value } : {}),
+    ...(region ? { region: region.value } : {}),
+  };
+}
 
 /** The retention flags, checked against the engine's floors (core/retention.ts); undefined when none is given. */
 function parseRetention(pick: PickOption, usage: string): RetentionOptions | undefined {

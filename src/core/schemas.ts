@@ -127,6 +127,19 @@ const leaseToken = {
 } as const;
 /** Free-form JSON: any value. */
 const anyJson = {} as const;
+
+/** A payload kept by reference (docs/api.md "Large payloads"): the job's, an execution's or a dead letter's `payload` is null then. */
+const payloadRefSchema = {
+  type: "object",
+  required: ["blobId", "bytes", "sha256", "href"],
+  description: "The payload is larger than the server's inline limit: GET href for it (payload is null).",
+  properties: {
+    blobId: { type: "string" },
+    bytes: { type: "integer", description: "The payload's size in bytes of JSON (UTF-8)." },
+    sha256: { type: "string", description: "SHA-256 (hex) of those bytes." },
+    href: { type: "string", description: "/v1/blobs/{blobId}" },
+  },
+} as const;
 const limitQuery = { type: "integer", minimum: 1, maximum: LIMITS.listLimitMax, default: 50 } as const;
 const cursorQuery = { type: "string", minLength: 1, maxLength: LIMITS.cursorMaxLength } as const;
 
@@ -642,6 +655,14 @@ export const replayIdParams = {
   properties: { replayId: idString },
 } as const;
 
+/** GET /v1/blobs/{blobId}: a malformed id answers 404 like an unknown one. */
+export const blobIdParams = {
+  type: "object",
+  additionalProperties: false,
+  required: ["blobId"],
+  properties: { blobId: idString },
+} as const;
+
 /** Every request schema by id: validate(id, value, part) looks them up here. */
 /** GET and PUT /v1/tenants/{tenantId}/limits: a tenant, never "*" (every tenant). */
 export const tenantIdParams = {
@@ -730,6 +751,7 @@ export const REQUEST_SCHEMAS = {
   tenantLimitsBody,
   replayDeadLettersBody,
   replayIdParams,
+  blobIdParams,
   statsHistoryQuery,
   executionsQuery,
 } as const satisfies Record<string, JsonSchema>;
@@ -794,6 +816,7 @@ export const jobResponse = {
     state: listJobsQuery.properties.state,
     target: { type: "object", additionalProperties: true, required: ["type"], properties: { type: { type: "string", enum: TARGET_TYPES } } },
     payload: anyJson,
+    payloadRef: payloadRefSchema,
     schedule: { type: "object", additionalProperties: true },
     retry: {
       type: "object",
@@ -875,6 +898,7 @@ export const deadLetterPageResponse = pageOf({
     lastError: recordedError,
     deadAt: dateTime,
     payload: anyJson,
+    payloadRef: payloadRefSchema,
   },
 });
 
@@ -1027,6 +1051,7 @@ export const leaseResponse = {
           attempt: { type: "integer" },
           leaseToken: { type: "string", description: "With the attempt, the fencing token: send it back on heartbeat, complete and fail." },
           payload: anyJson,
+          payloadRef: payloadRefSchema,
           scheduledFor: dateTime,
           leaseUntil: dateTime,
           timeoutSeconds: { type: "number" },
@@ -1312,6 +1337,9 @@ export const whoamiResponse = {
   },
 } as const;
 
+/** GET /v1/blobs/{blobId}: the payload itself, any JSON. */
+export const payloadBlobResponse = { description: "The payload, as it was created (any JSON)." } as const;
+
 export const statusResponse = {
   type: "object",
   required: ["status"],
@@ -1350,6 +1378,7 @@ export const RESPONSE_SCHEMAS = {
   deadLetterReplayPage: deadLetterReplayPageResponse,
   possibleDuplicatePage: possibleDuplicatePageResponse,
   whoami: whoamiResponse,
+  payloadBlob: payloadBlobResponse,
 } as const satisfies Record<ResponseSchemaName, JsonSchema>;
 
 // Every request schema the operation table names exists (a compile error names the one that does not).

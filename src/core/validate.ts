@@ -14,6 +14,7 @@ import AjvModule, { type ErrorObject, type Options, type ValidateFunction } from
 import addFormatsModule from "ajv-formats";
 import type { BatchCreateItem, BatchCreateResult } from "@duetime/sdk/contract";
 import { DuetimeError, invalidArgument, notFound } from "./errors.js";
+import { reservedKeyProblem } from "./payload-refs.js";
 import {
   AMQP_EXCHANGE_PATTERN,
   AMQP_ROUTING_KEY_PATTERN,
@@ -77,6 +78,7 @@ const ID_PARAMS: Partial<Record<SchemaId, { name: string; what: string }>> = {
   jobIdParams: { name: "jobId", what: "job" },
   executionIdParams: { name: "executionId", what: "execution" },
   keyIdParams: { name: "keyId", what: "API key" },
+  blobIdParams: { name: "blobId", what: "blob" },
 };
 
 /** Cross-field rules ajv cannot word well; run after the schema passed. */
@@ -360,9 +362,16 @@ const CRON_ONLY = ["tz", "jitterSeconds", "misfire", "misfireThresholdSeconds", 
 
 /** The rules of a job spec that are not plain shape: one schedule variant, backoff order. */
 function checkJobSpec(value: unknown, path: string): void {
-  const spec = value as { schedule: Record<string, unknown>; retry?: Record<string, unknown> };
+  const spec = value as { schedule: Record<string, unknown>; retry?: Record<string, unknown>; payload?: unknown };
   checkSchedule(spec.schedule, joinPath(path, "schedule"));
   checkRetry(spec.retry, joinPath(path, "retry"));
+  checkPayloadKeys(spec.payload, joinPath(path, "payload"));
+}
+
+/** A payload may not look like a reference to a stored one (core/payload-refs.ts). */
+function checkPayloadKeys(payload: unknown, payloadPath: string): void {
+  const problem = reservedKeyProblem(payload);
+  if (problem) throw invalidArgument(payloadPath, problem);
 }
 
 /** Exactly one of runAt | delaySeconds | cron, and the cron-only fields only beside cron. */
@@ -406,6 +415,7 @@ function checkJobPatch(value: unknown, path: string): void {
   }
   if (patch.schedule !== undefined) checkSchedule(patch.schedule, joinPath(path, "schedule"));
   checkRetry(patch.retry, joinPath(path, "retry"));
+  checkPayloadKeys(patch.payload, joinPath(path, "payload"));
 }
 
 /** A time window: from < to when both are real instants (the formats are checked by the schema). */

@@ -8,6 +8,7 @@ import { isExecutionId } from "../core/ids.js";
 import { toIso } from "../core/time.js";
 import type { Store } from "../store/store.js";
 import { pageOf } from "./cursor.js";
+import { wirePayload } from "./payload-blobs.js";
 import type { Executor } from "./executor.js";
 import type { ReadStore } from "./read-routing.js";
 import type { RequestContext } from "./service.js";
@@ -35,7 +36,7 @@ export class DeadLetterService {
         attempts: r.attempts,
         lastError: r.lastError,
         deadAt: toIso(r.deadAt),
-        payload: r.payload,
+        ...wirePayload(r.payload),
       }),
     );
   }

@@ -30,6 +30,7 @@ import { StoreClock } from "./store-clock.js";
 import { Backpressure, type BackpressureOptions } from "./backpressure.js";
 import { timedStore } from "./store-timing.js";
 import { Retention, type RetentionOptions } from "./retention.js";
+import { openBlobBackend, PayloadBlobs, type PayloadOptions, payloadLimits } from "./payload-blobs.js";
 import { RetryBudget, type RetryBudgetSettings } from "./retry-budget.js";
 import { Scheduler } from "./scheduler.js";
 import { Tracing } from "./tracing.js";
@@ -118,6 +119,12 @@ export interface EngineOptions {
   brokers?: Record<string, BrokerSettings>;
   /** Tests only: opens the broker connections in place of the drivers (a scripted broker). */
   openBrokerConnection?: (options: BrokerConnectOptions) => BrokerConnection;
+  /**
+   * Payloads kept by reference (engine/payload-blobs.ts): those over
+   * inlineBytes (default 1 MiB) are stored once in a blob store (default the
+   * job store itself; or S3), up to maxBytes (default 16 MiB).
+   */
+  payloads?: PayloadOptions;
 }
 
 export interface RedisDueIndexSettings {
@@ -138,6 +145,8 @@ export interface Engine {
   readonly scheduler: Scheduler;
   readonly executor: Executor;
   readonly retention: Retention;
+  /** Payloads kept by reference (payload-blobs.ts): retention runs its sweep; tests and tools run it themselves. */
+  readonly payloads: PayloadBlobs;
   /** Reconciles the Redis due index with the store; null with the default index. */
   readonly reconciler: DueIndexReconciler | null;
   /** Starts the scheduler, reaper, HTTP-target executor and retention. */
@@ -159,6 +168,8 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   if (options.dueIndex && !/^rediss?:\/\//.test(options.dueIndex.url))
     throw new RangeError(`dueIndex.url: a redis:// or rediss:// URL, got ${JSON.stringify(options.dueIndex.url)}`);
   const brokerKinds = brokerCatalog(options.brokers ?? {});
+  const { blobStore, orphanGraceMs, ...limitOptions } = options.payloads ?? {};
+  const limits = payloadLimits(limitOptions);
   const { cacheMs, ...labelCaps } = options.metrics ?? {};
   for (const [field, value] of Object.entries(labelCaps)) {
     const problem = value === undefined ? null : maxLabelsProblem(value);
@@ -188,7 +199,16 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
         ...(options.readStoreMaxLagMs !== undefined ? { maxLagMs: options.readStoreMaxLagMs } : {}),
       })
     : store;
-  const retention = new Retention({ store, clock, events, periods, archive, tuning: { intervalMs, batchSize, maxBatchesPerRun } });
+  const backend = await withStoreOpen(store, () => openBlobBackend(blobStore));
+  const payloads = new PayloadBlobs({
+    store,
+    clock,
+    events,
+    limits,
+    ...(orphanGraceMs !== undefined ? { orphanGraceMs } : {}),
+    ...(backend ? { backend } : {}),
+  });
+  const retention = new Retention({ store, clock, events, periods, archive, blobs: payloads, tuning: { intervalMs, batchSize, maxBatchesPerRun } });
   const signals = new ClusterSignals({
     store,
     clock,
@@ -276,6 +296,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
       ...(options.allowTargetHosts ? { allowTargetHosts: options.allowTargetHosts } : {}),
       signingSecrets,
       observer,
+      payloadText: (ref) => payloads.text(ref),
     });
   }
   const runner = http;
@@ -297,6 +318,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     events,
     replays,
     brokers: brokerKinds,
+    payloads,
     ...(runner ? { targets: (view) => runner.targets(view) } : {}),
   });
   let state: "open" | "running" | "stopped" = "open";
@@ -308,6 +330,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     scheduler,
     executor,
     retention,
+    payloads,
     reconciler: redis?.reconciler ?? null,
     async start() {
       if (state !== "open") return;
@@ -342,10 +365,21 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
       await Promise.all(relays.map((relay) => relay.connection.close()));
       await signals.stop();
       storeHealth.stop();
+      await payloads.close();
       await Promise.all([store.close(), replica?.close()]);
     },
     metricsText: () => registry.metrics(),
   };
+}
+
+/** Opens a part of the engine once the store is open; the store is closed when that fails. */
+async function withStoreOpen<T>(store: Store, open: () => Promise<T>): Promise<T> {
+  try {
+    return await open();
+  } catch (err) {
+    await store.close().catch(() => {});
+    throw err;
+  }
 }
 
 /** The Redis due index and its reconciler, on one connection (closed with the index, when the scheduler stops). */

@@ -33,7 +33,7 @@ export interface EngineEventMap {
   "shards:lapsed": { held: number; sinceMs: number };
   /** This node took a shard whose owner let its lease expire, this long after the expiry. */
   "shard:taken_over": { shard: number; from: string; afterExpiryMs: number };
-  "retention:purged": { kind: RetentionKind; deleted: number };
+  "retention:purged": { kind: RetentionKind | "blobs"; deleted: number };
   /** A retention run ended: the rows it removed by kind, and how long it took. */
   "retention:ran": { deleted: Record<RetentionKind, number>; ms: number };
   /** A store call failed with StoreUnavailableError (store-health.ts). */

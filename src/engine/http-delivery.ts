@@ -8,6 +8,7 @@
 import { type HttpTarget, type SigningKeys, signatureHeader } from "@duetime/sdk/contract";
 import type { Dispatcher } from "undici";
 import type { Clock } from "../core/clock.js";
+import { type StoredRef, storedRefOf } from "../core/payload-refs.js";
 import type { LeasedRow } from "../store/store.js";
 import { HTTP_POOL } from "../store/store.js";
 import { DELIVERY_HEADERS, deliveryHeaders } from "./delivery-headers.js";
@@ -25,11 +26,13 @@ export interface DeliveryContext {
   dispatcher: Dispatcher;
   maxResponseBytes: number;
   keptBodyBytes: number;
+  /** A payload kept by reference: its JSON text, read from the blob store. */
+  payloadText?: ((ref: StoredRef) => Promise<string>) | undefined;
 }
 
 /** Sends one leased execution's call, timeoutMs at most; the outcome says what the answer means. */
 export async function deliver(ctx: DeliveryContext, row: LeasedRow, target: HttpTarget, timeoutMs: number): Promise<CallOutcome> {
-  const body = target.method === "GET" ? undefined : JSON.stringify(row.payload ?? null);
+  const body = target.method === "GET" ? undefined : await bodyOf(ctx, row.payload);
   const method = target.method ?? "POST";
   const headers = signedHeaders(ctx, row, target, body ?? "");
   // Tracing on: the call is a span of the job's trace, and the receiver continues it from the traceparent header.
@@ -51,6 +54,14 @@ export async function deliver(ctx: DeliveryContext, row: LeasedRow, target: Http
   });
   if (traced) tracing!.httpCallEnded(traced.span, outcome);
   return outcome;
+}
+
+/** The payload as the body: its JSON text, read from the blob store when it is kept by reference (the receiver sees no difference). */
+async function bodyOf(ctx: DeliveryContext, payload: unknown): Promise<string> {
+  const ref = storedRefOf(payload);
+  if (!ref) return JSON.stringify(payload ?? null);
+  if (!ctx.payloadText) throw new Error(`the payload is kept by reference (blob ${ref.blobId}) and this runner cannot read blobs`);
+  return ctx.payloadText(ref);
 }
 
 /** The contract's headers, the job's own (never over a reserved one), the timestamp and, when the tenant has secrets, the signature. */

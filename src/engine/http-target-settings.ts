@@ -11,6 +11,7 @@ import type { EngineEvents } from "./events.js";
 import type { Executor } from "./executor.js";
 import type { CallOutcome } from "./http-call.js";
 import type { OriginLimit } from "./origin-limits.js";
+import type { StoredRef } from "../core/payload-refs.js";
 
 /** Tuning of the HTTP-target executor; every field has a default. */
 export interface HttpTargetSettings {
@@ -48,6 +49,8 @@ export interface HttpTargetOptions extends HttpTargetSettings {
   signingSecrets?: Record<string, string | readonly string[]>;
   /** Observers (metrics). */
   observer?: HttpTargetObserver;
+  /** The JSON text of a payload kept by reference (payload-blobs.ts), sent as the body; absent: such a call fails. */
+  payloadText?: (ref: StoredRef) => Promise<string>;
 }
 
 export interface HttpTargetObserver {

@@ -495,6 +495,7 @@ export class HttpTargetRunner {
           dispatcher: this.agent,
           maxResponseBytes: this.o.maxResponseBytes ?? 64 * 1024,
           keptBodyBytes: this.o.keptBodyBytes ?? 4 * 1024,
+          payloadText: this.o.payloadText,
         },
         row,
         slot.target,

@@ -37,6 +37,8 @@ import { ScheduleLedger } from "./ledger.js";
 import { type BrokerKind, brokerRefusal, poolOf } from "../core/targets.js";
 import { dryRunRefusal, invalidState, toExecution, toJob } from "./wire.js";
 import type { Executor } from "./executor.js";
+import type { PayloadBlobs, PlannedBlob } from "./payload-blobs.js";
+import { storedRefOf } from "../core/payload-refs.js";
 import type { Backpressure } from "./backpressure.js";
 import type { TenantQuotas } from "./quotas.js";
 import type { SpikeWatch } from "./spikes.js";
@@ -65,6 +67,8 @@ export interface JobsServiceOptions {
   spikes?: SpikeWatch;
   /** The broker connections this server publishes through, by name (--broker NAME=URL); broker targets naming another are refused. */
   brokers?: ReadonlyMap<string, BrokerKind>;
+  /** Where payloads over the inline limit are kept (payload-blobs.ts), and the payload limits. */
+  payloads: PayloadBlobs;
 }
 
 const NO_BROKERS: ReadonlyMap<string, BrokerKind> = new Map();
@@ -152,13 +156,13 @@ export class JobsService {
     const now = this.clock.now();
     const limits = await this.o.quotas.limitsOf(ctx.tenantId);
     const results: (CreatedJob | DuetimeError | null)[] = [];
-    const writes: { index: number; job: NewJob }[] = [];
+    const writes: Write[] = [];
     specs.forEach(({ spec, idempotencyKey, prefix }, index) => {
       try {
         this.o.quotas.checkPayload(limits, spec, `${prefix}payload`);
         const job = this.newJob(ctx, spec, idempotencyKey, now, prefix);
         if (trace) job.traceParent = trace.traceparent;
-        writes.push({ index, job });
+        writes.push({ index, job, blob: this.o.payloads.plan(job.job.payload, job.job.target.type, `${prefix}payload`) });
         results.push(null);
       } catch (err) {
         if (throwFirst || !(err instanceof DuetimeError)) throw err;
@@ -171,7 +175,18 @@ export class JobsService {
     }
     // A repeat answered from its Idempotency-Key counts too: the quota cannot know before the write.
     if (writes.length > 0) await this.o.quotas.admit(ctx.tenantId, limits, writes.length);
-    const outcomes = writes.length ? await this.store.jobCreateMany({ jobs: writes.map((w) => w.job), nodeId: this.o.nodeId, now }) : [];
+    const blobs = await this.offload(ctx.tenantId, writes);
+    let outcomes: JobCreateOutcome[] = [];
+    try {
+      if (writes.length > 0) outcomes = await this.store.jobCreateMany({ jobs: writes.map((w) => w.job), nodeId: this.o.nodeId, now });
+    } catch (err) {
+      await this.o.payloads.discard([...blobs.values()]);
+      throw err;
+    }
+    // The blobs of jobs created are theirs; those of repeats and refusals are nobody's.
+    const taken = [...blobs].filter(([i]) => outcomes[i]?.status === "created").map(([, blobId]) => blobId);
+    await this.o.payloads.attach(taken);
+    await this.o.payloads.discard([...blobs].filter(([i]) => outcomes[i]?.status !== "created").map(([, blobId]) => blobId));
     outcomes.forEach((outcome, i) => {
       const { index } = writes[i]!;
       if (outcome.status === "idempotency_mismatch") {
@@ -195,10 +210,31 @@ export class JobsService {
     return results as (CreatedJob | DuetimeError)[];
   }
 
+  /**
+   * Writes the payloads bound for blobs (payload-blobs.ts), each job then
+   * holding its marker; answers each blob's id by the write's position. A
+   * failure discards what was written and fails the call: nothing was created.
+   */
+  private async offload(tenantId: string, writes: Write[]): Promise<Map<number, string>> {
+    const written = new Map<number, string>();
+    try {
+      for (const [i, w] of writes.entries()) {
+        if (!w.blob) continue;
+        const { blobId, marker } = await this.o.payloads.write({ tenantId, jobId: w.job.job.jobId, planned: w.blob });
+        w.job.job.payload = marker;
+        written.set(i, blobId);
+      }
+    } catch (err) {
+      await this.o.payloads.discard([...written.values()]);
+      throw err;
+    }
+    return written;
+  }
+
   /** Adds the spike warnings (spikes.ts) to the jobs this call created. */
   private async warnOfSpikes(
     ctx: RequestContext,
-    writes: { index: number; job: NewJob }[],
+    writes: Write[],
     outcomes: JobCreateOutcome[],
     results: (CreatedJob | DuetimeError | null)[],
   ): Promise<void> {
@@ -390,15 +426,33 @@ export class JobsService {
     };
     const { first, ...fields } = effectiveJob(spec, jobId, now);
     if (patch.target !== undefined) this.checkBroker(patch.target, "");
-    const updated = await this.store.jobUpdate({
-      tenantId: ctx.tenantId,
-      jobId,
-      fromVersion: job.version,
-      fields,
-      ...nextAfterPatch(job, fields.kind, { changed: patch.schedule !== undefined, first }),
-      nodeId: this.o.nodeId,
-      now,
-    });
+    const kept = storedRefOf(fields.payload);
+    if (kept && (fields.target.type === "nats" || fields.target.type === "amqp")) {
+      throw invalidArgument(
+        "target.type",
+        `a ${fields.target.type} target publishes its payload whole, and this job's payload (${kept.bytes} bytes) is kept by reference: send a smaller payload with it`,
+      );
+    }
+    // A new payload over the inline limit is written first; the old one's blob stays with the job (executions made before may hold it).
+    const planned = patch.payload !== undefined ? this.o.payloads.plan(fields.payload, fields.target.type, "payload") : null;
+    const blob = planned ? await this.o.payloads.write({ tenantId: ctx.tenantId, jobId, planned }) : null;
+    if (blob) fields.payload = blob.marker;
+    let updated: JobRecord | null;
+    try {
+      updated = await this.store.jobUpdate({
+        tenantId: ctx.tenantId,
+        jobId,
+        fromVersion: job.version,
+        fields,
+        ...nextAfterPatch(job, fields.kind, { changed: patch.schedule !== undefined, first }),
+        nodeId: this.o.nodeId,
+        now,
+      });
+    } catch (err) {
+      if (blob) await this.o.payloads.discard([blob.blobId]);
+      throw err;
+    }
+    if (blob) await (updated ? this.o.payloads.attach([blob.blobId]) : this.o.payloads.discard([blob.blobId]));
     if (!updated) throw new DuetimeError("VERSION_CONFLICT", "the job changed concurrently; GET it and retry");
     this.offer(updated);
     return toJob(updated);
@@ -421,6 +475,13 @@ export class JobsService {
       (r) => toExecution(r, this.clock.now()),
     );
   }
+}
+
+/** One job of a create, where it answers, and its payload's bytes when they go to a blob. */
+interface Write {
+  index: number;
+  job: NewJob;
+  blob: PlannedBlob | null;
 }
 
 /**

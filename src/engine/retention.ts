@@ -1,6 +1,6 @@
 // Retention: a background loop that removes what the store no longer needs to
-// keep (ended executions and their attempts, ended jobs, idempotency keys,
-// audit entries), optionally archiving it first (archive.ts). The engine
+// keep (ended executions and their attempts, ended jobs and their payload
+// blobs, idempotency keys, audit entries), optionally archiving it first (archive.ts). The engine
 // decides what is old enough (retentionCutoffs); the store removes it in
 // bounded batches, one transaction each, yielding to the event loop between
 // batches so that dispatch and leases are never held up for long. With an
@@ -12,6 +12,7 @@ import type { RetentionPeriods } from "../core/retention.js";
 import { RETENTION_KINDS, type RetentionKind, type Store } from "../store/store.js";
 import type { ArchiveWriter } from "./archive.js";
 import type { EngineEvents } from "./events.js";
+import type { PayloadBlobs } from "./payload-blobs.js";
 import { Periodic } from "./periodic.js";
 
 /** Retention settings as EngineOptions takes them; periods default to RETENTION_DEFAULTS (core/retention.ts). */
@@ -26,6 +27,7 @@ export interface RetentionOptions extends Partial<RetentionPeriods> {
   maxBatchesPerRun?: number;
 }
 
+/** Rows removed by kind (the payload blobs the sweep removes are counted by their "retention:purged" event). */
 export type RetentionCounts = Record<RetentionKind, number>;
 
 /** Rows whose retention started before these times are due for removal. */
@@ -54,6 +56,8 @@ export class Retention {
       periods: RetentionPeriods;
       /** Where removed rows are written before they are deleted; null: removed without a copy. */
       archive: ArchiveWriter | null;
+      /** Payload blobs: each run sweeps those of removed jobs and those a cut-off create left, after the jobs. */
+      blobs?: Pick<PayloadBlobs, "sweep">;
       tuning?: Pick<RetentionOptions, "intervalMs" | "batchSize" | "maxBatchesPerRun">;
     },
   ) {
@@ -95,6 +99,15 @@ export class Retention {
         counts.jobs += purged.jobs;
       } catch (error) {
         // The "error" event is both the metric and the log line (engine/event-log.ts).
+        this.o.events.emit("error", { where: "retention", error });
+      }
+    }
+    // After the jobs: their blobs were marked gone as they went.
+    if (this.o.blobs && !this.stopping) {
+      try {
+        const deleted = await this.o.blobs.sweep();
+        if (deleted > 0) this.o.events.emit("retention:purged", { kind: "blobs", deleted });
+      } catch (error) {
         this.o.events.emit("error", { where: "retention", error });
       }
     }

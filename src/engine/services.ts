@@ -17,17 +17,21 @@ import type { Executor } from "./executor.js";
 import { JobsService, type JobsServiceOptions } from "./jobs-service.js";
 import { KeyManager } from "./keys.js";
 import { SchedulePreview } from "./schedule-preview.js";
-import type { Service } from "./service.js";
+import { type Service, tenantScope } from "./service.js";
 import { SigningSecretReader } from "./signing-secrets.js";
 import { StatsService } from "./stats.js";
-import type { EngineEvents } from "./events.js";
+import { EngineEvents } from "./events.js";
+import { PayloadBlobs } from "./payload-blobs.js";
+import { DEFAULT_PAYLOAD_LIMITS } from "../core/payload-refs.js";
 import { TenantQuotas } from "./quotas.js";
 import { SpikeWatch } from "./spikes.js";
 import { TenantsService } from "./tenants.js";
 import type { StoreHealth } from "./store-health.js";
 import { WorkerProtocol } from "./worker-protocol.js";
 
-export interface ServiceOptions extends Omit<JobsServiceOptions, "quotas" | "spikes"> {
+export interface ServiceOptions extends Omit<JobsServiceOptions, "quotas" | "spikes" | "payloads"> {
+  /** Payloads over the inline limit (payload-blobs.ts); default: kept in the store, with the default limits. */
+  payloads?: PayloadBlobs;
   /** Where the services report what metrics count (spike warnings). */
   events?: EngineEvents;
   store: Store;
@@ -46,7 +50,9 @@ export interface ServiceOptions extends Omit<JobsServiceOptions, "quotas" | "spi
 export function createService(o: ServiceOptions): Service {
   const reads = o.reads ?? o.store;
   const quotas = new TenantQuotas(o.store, o.clock);
-  const jobs = new JobsService({ ...o, quotas, spikes: new SpikeWatch(o.store, o.clock, o.events) });
+  const payloads =
+    o.payloads ?? new PayloadBlobs({ store: o.store, clock: o.clock, events: o.events ?? new EngineEvents(), limits: DEFAULT_PAYLOAD_LIMITS });
+  const jobs = new JobsService({ ...o, quotas, payloads, spikes: new SpikeWatch(o.store, o.clock, o.events) });
   const deadLetters = new DeadLetterService(o.store, reads, o.clock, o.executor);
   const replays = new ReplayService(o.store, o.clock, o.replays ?? null);
   const protocol = new WorkerProtocol(o.store, o.clock, o.executor);
@@ -89,6 +95,7 @@ export function createService(o: ServiceOptions): Service {
     fail: (ctx, executionId, attempt, error, options) => protocol.fail(ctx, executionId, attempt, error, options?.leaseToken),
     completeMany: (ctx, items) => protocol.completeMany(ctx, items),
     failMany: (ctx, items) => protocol.failMany(ctx, items),
+    getBlob: (ctx, blobId) => payloads.payload(tenantScope(ctx), blobId),
     poolStats: (ctx, pool) => stats.pool(ctx, pool),
     stats: (ctx) => stats.all(ctx),
     statsHistory: (ctx, query) => stats.history(ctx, query),

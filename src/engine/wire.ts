@@ -6,6 +6,7 @@ import { DuetimeError } from "../core/errors.js";
 import { isCron, localTime } from "../core/schedule.js";
 import { toIso, toIsoOrNull } from "../core/time.js";
 import type { AttemptRow, JobRecord } from "../store/store.js";
+import { wirePayload } from "./payload-blobs.js";
 
 /** A page's size when the request names none. */
 export const DEFAULT_LIMIT = 50;
@@ -16,7 +17,7 @@ export function toJob(r: JobRecord): Job {
     name: r.name,
     state: r.state,
     target: r.target,
-    payload: r.payload,
+    ...wirePayload(r.payload),
     schedule: r.schedule,
     retry: r.retry,
     timeoutSeconds: r.timeoutSeconds,

@@ -21,6 +21,7 @@ import { isExecutionId } from "../core/ids.js";
 import { msOfSeconds, toIso } from "../core/time.js";
 import type { AckOutcome, Store } from "../store/store.js";
 import type { Executor } from "./executor.js";
+import { wirePayload } from "./payload-blobs.js";
 import type { RequestContext } from "./service.js";
 
 export class WorkerProtocol {
@@ -52,7 +53,7 @@ export class WorkerProtocol {
       name: r.name,
       attempt: r.attempt,
       ...(r.leaseToken !== undefined ? { leaseToken: r.leaseToken } : {}),
-      payload: r.payload,
+      ...wirePayload(r.payload),
       scheduledFor: toIso(r.scheduledFor),
       leaseUntil: toIso(r.leaseUntil),
       timeoutSeconds: r.timeoutSeconds,

@@ -29,7 +29,7 @@ import {
 import { HttpMetrics, METRICS_CONTENT_TYPE } from "./http-metrics.js";
 import { DEFAULT_MAX_JSON_DEPTH, drainUnreadBody, installJsonParser } from "./json-body.js";
 import { checkRequestHead, HEAD_LIMITS } from "./request-head.js";
-import { ERROR_RESPONSES, markOptionalBodies, registerRoutes } from "./routes.js";
+import { carriesPayload, ERROR_RESPONSES, markOptionalBodies, registerRoutes } from "./routes.js";
 import type { Service } from "../engine/service.js";
 
 export type { ApiKey } from "./auth.js";
@@ -61,6 +61,11 @@ export interface AppOptions {
   service: Service;
   /** Request body limit (default 1 MiB); larger bodies answer 413 PAYLOAD_TOO_LARGE. */
   bodyLimitBytes?: number;
+  /**
+   * The body limit of a create or a PATCH, whose payload may be larger than
+   * the body limit (it is then kept by reference): default bodyLimitBytes.
+   */
+  payloadBodyLimitBytes?: number;
   /** When non-empty, every /v1 call needs a Bearer key (see auth.ts); so it does once the store holds a key. */
   apiKeys?: readonly ApiKey[];
   /** Caching of stored keys' lookups (tests shorten it); see auth.ts. */
@@ -125,7 +130,8 @@ export function buildApp(options: AppOptions): FastifyInstance {
   // Expect: 100-continue: a body announced over the limit is refused (413)
   // without inviting the client to send it; Node would send 100 Continue first.
   app.server.on("checkContinue", (req: IncomingMessage, res: ServerResponse) => {
-    if (!(Number(req.headers["content-length"]) > bodyLimitBytes)) res.writeContinue();
+    const limit = carriesPayload(req.method, req.url) ? (options.payloadBodyLimitBytes ?? bodyLimitBytes) : bodyLimitBytes;
+    if (!(Number(req.headers["content-length"]) > limit)) res.writeContinue();
     app.routing(req, res);
   });
   app.server.on("connect", connectHandler);
@@ -188,7 +194,12 @@ export function buildApp(options: AppOptions): FastifyInstance {
 
   // Registered after swagger so its onRoute hook sees every route.
   void app.register(async (scope) => {
-    registerRoutes(scope, options.service, { keyRing, inflight, deadlineMs: options.requestDeadlineMs });
+    registerRoutes(scope, options.service, {
+      keyRing,
+      inflight,
+      deadlineMs: options.requestDeadlineMs,
+      payloadBodyLimitBytes: options.payloadBodyLimitBytes,
+    });
 
     scope.get("/healthz", open("getHealth", "The process is up", { 200: statusResponse }), async () => ({
       status: "ok",

@@ -50,6 +50,23 @@ function bySize(executions: Json[]): Json[][] {
   return out;
 }
 
+/**
+ * Leased executions with every payload inline: one kept by reference
+ * (payloadRef) is read from the blob store here, since a gRPC worker has no
+ * HTTP route to fetch it from. Each Work message then holds at most one
+ * such payload (grpc-work.ts bySize).
+ */
+export async function withPayloadsInline(service: Service, ctx: RequestContext, items: Json[]): Promise<Json[]> {
+  return Promise.all(
+    items.map(async (item) => {
+      const ref = item.payloadRef as { blobId: string } | undefined;
+      if (ref === undefined) return item;
+      const { payloadRef: _ref, ...inline } = item;
+      return { ...inline, payload: await service.getBlob(ctx, ref.blobId) };
+    }),
+  );
+}
+
 const byKind = (acks: Ack[]) => ({
   complete: acks.filter((a) => a.kind === "complete").map((a) => a.item),
   fail: acks.filter((a) => a.kind === "fail").map((a) => a.item),
@@ -223,7 +240,14 @@ export class WorkStream {
         // Granted after the worker went away: leased to nobody, each runs again once its lease expires.
         if (this.ended) break;
         this.credit -= answer.items.length;
-        for (const items of bySize(answer.items.map(executionMessage))) this.stream.write({ executions: { items } });
+        // A payload that cannot be read leaves its execution unsent: it runs again once its lease expires, and its credit comes back.
+        const leased = await withPayloadsInline(this.deps.service, this.ctx!, answer.items).catch((error: unknown) => {
+          this.deps.onInternalError(error, "Work lease");
+          const sendable = answer.items.filter((item) => item.payloadRef === undefined);
+          this.credit += answer.items.length - sendable.length;
+          return sendable;
+        });
+        for (const items of bySize(leased.map(executionMessage))) this.stream.write({ executions: { items } });
       }
     } finally {
       this.leasing = false;

@@ -29,7 +29,7 @@ import {
   parseJson,
   toGrpcError,
 } from "./grpc-wire.js";
-import { WorkStream } from "./grpc-work.js";
+import { WorkStream, withPayloadsInline } from "./grpc-work.js";
 import { DEFAULT_REQUEST_DEADLINE_MS, withDeadline } from "./routes.js";
 import { DEFAULT_BODY_LIMIT_BYTES } from "./app.js";
 
@@ -184,6 +184,11 @@ function unaryHandler(o: GrpcServerOptions, name: string, rpc: Rpc, inflight: Se
         const checked = checkRequest(op, rpc.request(call.request));
         const deadlineMs = (o.requestDeadlineMs ?? DEFAULT_REQUEST_DEADLINE_MS) + 1000 * (op.waitSeconds?.(checked) ?? 0);
         const answer = await withDeadline(() => callService(o.service, rpc.op, ctx, checked), deadlineMs, controller);
+        // A gRPC worker has no route to fetch a payload kept by reference: its leased executions carry every payload inline.
+        if (rpc.op === "lease") {
+          const leased = answer as { items: Json[] };
+          leased.items = await withPayloadsInline(o.service, ctx, leased.items);
+        }
         callback(null, rpc.response(answer));
       } catch (thrown) {
         const { error, internal } = toGrpcError(thrown);

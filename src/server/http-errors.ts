@@ -115,7 +115,8 @@ export function sendError(reply: FastifyReply, error: DuetimeError): FastifyRepl
 /** Fastify error handler: every error of every route ends here. */
 export function makeErrorHandler(bodyLimitBytes: number) {
   return function errorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
-    const { error, internal } = toDuetimeError(err, bodyLimitBytes);
+    // A route's own limit (the creates' and PATCH's: the body limit plus the payload limit) names itself in the 413.
+    const { error, internal } = toDuetimeError(err, request.routeOptions?.bodyLimit ?? bodyLimitBytes);
     if (internal) {
       request.log.error({ err }, "unexpected error");
       const withId = new DuetimeError("INTERNAL", "internal error", { requestId: String(request.id) });

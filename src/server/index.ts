@@ -13,7 +13,8 @@ import { pino } from "pino";
 import type { Engine, EngineOptions } from "../engine/engine.js";
 import { LOG_REDACT_PATHS, logEngineEvents } from "../engine/event-log.js";
 import { redactStoreUrl } from "../store/names.js";
-import { buildApp } from "./app.js";
+import { buildApp, DEFAULT_BODY_LIMIT_BYTES } from "./app.js";
+import { DEFAULT_PAYLOAD_LIMITS } from "../core/payload-refs.js";
 import { KeyRing } from "./auth.js";
 import type { RunningGrpcServer } from "./grpc.js";
 
@@ -69,6 +70,15 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   if (options.tracing === true) engineOptions.tracing = true;
   if (options.misfireThresholdSeconds !== undefined) engineOptions.scheduler = { misfireThresholdMs: options.misfireThresholdSeconds * 1000 };
   if (options.metricsMaxTenants !== undefined) engineOptions.metrics = { maxTenants: options.metricsMaxTenants };
+  // Payloads up to the body limit stay inline, as before blobs existed, unless told otherwise; a broker's are published whole.
+  const bodyLimitBytes = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
+  const maxPayloadBytes = options.maxPayloadBytes ?? DEFAULT_PAYLOAD_LIMITS.maxBytes;
+  engineOptions.payloads = {
+    inlineBytes: options.inlinePayloadBytes ?? bodyLimitBytes,
+    maxBytes: maxPayloadBytes,
+    brokerBytes: bodyLimitBytes,
+    ...(options.blobStore !== undefined ? { blobStore: options.blobStore } : {}),
+  };
 
   const engine = await open(engineOptions);
   // One logger for requests and engine events; nodeId on every line.
@@ -85,7 +95,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     await engine.start();
     app = buildApp({
       service: engine.service,
-      ...(options.bodyLimitBytes !== undefined ? { bodyLimitBytes: options.bodyLimitBytes } : {}),
+      bodyLimitBytes,
+      // A create or PATCH carries its payload beside the rest of the job: the payload limit on top of the body limit.
+      payloadBodyLimitBytes: bodyLimitBytes + maxPayloadBytes,
       keyRing,
       loggerInstance: log as FastifyBaseLogger,
       metricsText: () => engine.metricsText(),

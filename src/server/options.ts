@@ -9,12 +9,21 @@ import type { Engine, EngineOptions, RedisDueIndexSettings } from "../engine/eng
 import type { BrokerSettings } from "../engine/brokers/index.js";
 import type { HttpTargetSettings } from "../engine/http-target-settings.js";
 import type { RetentionOptions } from "../engine/retention.js";
+import type { BlobStoreSettings } from "../engine/payload-blobs.js";
 import type { BackpressureOptions } from "../engine/backpressure.js";
 import type { RetryBudgetSettings } from "../engine/retry-budget.js";
 import type { StoreOptions } from "../store/factory.js";
 import type { ApiKey } from "./auth.js";
 
-export type { BackpressureOptions, BrokerSettings, HttpTargetSettings, RedisDueIndexSettings, RetentionOptions, RetryBudgetSettings };
+export type {
+  BackpressureOptions,
+  BlobStoreSettings,
+  BrokerSettings,
+  HttpTargetSettings,
+  RedisDueIndexSettings,
+  RetentionOptions,
+  RetryBudgetSettings,
+};
 export type { OriginLimit } from "../engine/origin-limits.js";
 // Loads no broker client: the drivers are imported only when a server opens them.
 export { brokerKind, brokerNameProblem } from "../engine/brokers/index.js";
@@ -54,6 +63,16 @@ export interface ServerOptions {
   apiKeys?: ApiKey[];
   /** Request body limit in bytes (default 1 MiB). */
   bodyLimitBytes?: number;
+  /**
+   * The largest payload of a job, in bytes of JSON (default 16 MiB): a create
+   * or PATCH body may be this much larger than the body limit. Payloads over
+   * inlinePayloadBytes are kept by reference in the blob store.
+   */
+  maxPayloadBytes?: number;
+  /** Payloads up to this stay in the job's row (default: the body limit); larger ones are kept by reference. */
+  inlinePayloadBytes?: number;
+  /** Where payloads kept by reference go: the store (default) or an S3-compatible bucket (engine/payload-blobs.ts). */
+  blobStore?: BlobStoreSettings;
   /** Serve the worker protocol over gRPC on this port too (grpc.ts; 0 picks a free one); absent: no gRPC. */
   grpcPort?: number;
   /** The gRPC port serves TLS with this certificate chain and key (PEM files); absent: plaintext. */

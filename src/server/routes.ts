@@ -61,7 +61,23 @@ export interface RouteRuntime {
   inflight: Set<AbortController>;
   /** A request's deadline (default DEFAULT_REQUEST_DEADLINE_MS); a long poll's is its waitSeconds more. */
   deadlineMs?: number | undefined;
+  /** The body limit of the operations whose body carries a payload (createJob, updateJob): absent, the server's. */
+  payloadBodyLimitBytes?: number | undefined;
 }
+
+/**
+ * Whether a request goes to an operation whose body carries a payload (its
+ * body limit is then payloadBodyLimitBytes): for the Expect: 100-continue
+ * check, which runs before routing.
+ */
+export function carriesPayload(method: string | undefined, url: string | undefined): boolean {
+  const path = (url ?? "").split("?")[0] ?? "";
+  return PAYLOAD_ROUTES.some((r) => r.method === method && r.path.test(path));
+}
+
+const PAYLOAD_ROUTES = OPERATION_NAMES.map(operationNamed)
+  .filter((op) => op.carriesPayload)
+  .map((op) => ({ method: op.method, path: new RegExp(`^${op.path.replace(/\{\w+\}/g, "[^/:]+")}$`) }));
 
 /**
  * The handler's answer, or 503 UNAVAILABLE once `ms` have passed, when the
@@ -165,6 +181,7 @@ export function registerRoutes(app: FastifyInstance, service: Service, runtime: 
     app.route({
       method: op.method,
       url: fastifyUrl(op.path),
+      ...(op.carriesPayload && runtime.payloadBodyLimitBytes !== undefined ? { bodyLimit: runtime.payloadBodyLimitBytes } : {}),
       // Fastify and its plugins may annotate schemas; keep ours pristine.
       schema: structuredClone(routeSchema(name, op, runtime)),
       onRequest: async (request) => {

@@ -299,6 +299,9 @@ export class RecordingService implements Service {
       items.map((i) => ({ executionId: i.executionId, attempt: i.attempt, status: 200 as const, state: "SUCCEEDED" as const })),
     );
   }
+  getBlob(ctx: RequestContext, blobId: string): Promise<unknown> {
+    return this.answer("getBlob", ctx, [blobId], () => ({ blob: blobId }));
+  }
   failMany(ctx: RequestContext, items: FailItem[]): Promise<AckItem[]> {
     return this.answer("failMany", ctx, [items], () =>
       items.map((i) => ({

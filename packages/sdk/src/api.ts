@@ -104,12 +104,33 @@ export interface JobSpec {
 }
 
 /** A job as GET shows it: every default filled in. */
+/**
+ * A payload kept by reference: larger than the server's inline limit, it was
+ * stored once in the server's blob store, and the job, its executions and
+ * its dead letters carry this in place of it (their `payload` is null).
+ * GET `href` (`/v1/blobs/{blobId}`, with the caller's key) answers the
+ * payload as it was created; the SDK's Worker does so before the handler
+ * runs, so a handler sees the payload as if it were inline.
+ */
+export interface PayloadRef {
+  blobId: string;
+  /** The payload's size in bytes of JSON (UTF-8). */
+  bytes: number;
+  /** SHA-256 (hex) of those bytes. */
+  sha256: string;
+  /** Where to fetch it: `/v1/blobs/{blobId}`, relative to the server. */
+  href: string;
+}
+
 export interface Job {
   jobId: string;
   name: string;
   state: JobState;
   target: Target;
+  /** Null when the payload is kept by reference (payloadRef). */
   payload: unknown;
+  /** Present when the payload is larger than the server's inline limit: where to fetch it. */
+  payloadRef?: PayloadRef;
   /** A delaySeconds job shows runAt (the computed time); a cron job its effective tz, misfire, overlap, jitter. */
   schedule: RunAtSchedule | (Required<Pick<CronSchedule, "cron" | "tz" | "jitterSeconds" | "misfire" | "overlap">> & CronSchedule);
   retry: RetryPolicy;
@@ -241,7 +262,9 @@ export interface DeadLetter {
   attempts: number;
   lastError: ErrorRecord | null;
   deadAt: string;
+  /** Null when the payload is kept by reference (payloadRef). */
   payload: unknown;
+  payloadRef?: PayloadRef;
 }
 
 /** What fences every call about a leased attempt: its execution, its number and, when the lease gave one, its token. */
@@ -295,7 +318,10 @@ export interface LeasedExecution {
    * on heartbeat, complete and fail; absent when the store never loses a grant.
    */
   leaseToken?: string;
+  /** The payload; null when it is kept by reference (payloadRef), which the SDK's Worker fetches before the handler runs. */
   payload: unknown;
+  /** Present when the payload is larger than the server's inline limit: GET its href for the payload. */
+  payloadRef?: PayloadRef;
   scheduledFor: string;
   leaseUntil: string;
   timeoutSeconds: number;

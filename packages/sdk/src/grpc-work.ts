@@ -161,7 +161,8 @@ export class WorkStream {
       url.protocol === "grpcs:"
         ? grpc.credentials.createSsl(options.ca === undefined ? null : Buffer.from(options.ca))
         : grpc.credentials.createInsecure();
-    const client = new WorkerService(url.host, credentials);
+    // Payloads kept by reference come inline over gRPC, up to the server's payload limit: past grpc-js's 4 MiB default.
+    const client = new WorkerService(url.host, credentials, { "grpc.max_receive_message_length": -1 });
     const metadata = new grpc.Metadata();
     if (options.token) metadata.set("authorization", `Bearer ${options.token}`);
     const work = client.Work as (metadata: Grpc.Metadata) => Grpc.ClientDuplexStream<Json, Json>;

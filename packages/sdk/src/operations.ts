@@ -176,6 +176,7 @@ export type RequestSchemaName =
   | "tenantLimitsBody"
   | "replayDeadLettersBody"
   | "replayIdParams"
+  | "blobIdParams"
   | "executionsQuery"
   | "statsHistoryQuery";
 
@@ -210,7 +211,8 @@ export type ResponseSchemaName =
   | "deadLetterReplayPage"
   | "possibleDuplicatePage"
   | "whoami"
-  | "statsHistory";
+  | "statsHistory"
+  | "payloadBlob";
 
 export type OperationTag = "jobs" | "workers" | "dead-letters" | "operations" | "keys" | "tenants" | "schedules";
 
@@ -232,6 +234,8 @@ export interface Operation<Args extends unknown[] = never, Result = unknown> {
   bodyEnvelope?: RequestSchemaName;
   /** An absent body is fine (DELETE and the action POSTs). */
   bodyOptional?: boolean;
+  /** The body carries a job's payload: the server takes it up to its payload limit on top of the body limit (a large one is kept by reference). */
+  carriesPayload?: boolean;
   /** Answer schema by status; null: no body. */
   responses: Partial<Record<number, ResponseSchemaName | null>>;
   /**
@@ -363,6 +367,7 @@ export const OPERATIONS = {
     roles: ["client"],
     headers: "createJobHeaders",
     body: "createJobBody",
+    carriesPayload: true,
     responses: { 201: "job", 200: "job" },
     minimalResponse: "jobMinimal",
     retry: (request) => request.headers?.["idempotency-key"] !== undefined,
@@ -462,6 +467,7 @@ export const OPERATIONS = {
     params: "jobIdParams",
     headers: "updateJobHeaders",
     body: "updateJobBody",
+    carriesPayload: true,
     ...json<Job>("job"),
     answer: (job) => ({ status: 200, headers: { etag: `"${job.version}"` }, body: job }),
     retry: namesVersion,
@@ -718,6 +724,25 @@ export const OPERATIONS = {
     shortcut: (list) => (list.length === 0 ? [] : undefined),
     encode: (list: FailItem[], options?: CallOptions) => ({ body: { items: list }, options }),
     decode: (request): [items: FailItem[], options?: CallOptions] => [(request.body as { items: FailItem[] }).items],
+  }),
+
+  /**
+   * GET /v1/blobs/{blobId}: a payload kept by reference (a PayloadRef's
+   * href), as it was created. The caller's tenant's only (a platform key's:
+   * any tenant's); the SDK's Worker calls it before the handler runs.
+   */
+  getBlob: operation({
+    method: "GET",
+    path: "/v1/blobs/{blobId}",
+    summary: "A payload kept by reference (a payloadRef's href), as it was created",
+    tag: "workers",
+    roles: ["worker", "client"],
+    acrossTenants: true,
+    params: "blobIdParams",
+    ...json<unknown>("payloadBlob"),
+    retry: true,
+    encode: (blobId: string, options?: CallOptions): WireRequest => ({ params: { blobId }, options }),
+    decode: (request): [blobId: string, options?: CallOptions] => [param(request, "blobId")],
   }),
 
   /** GET /v1/pools/{pool}/stats: pending, queued and running counts. */
@@ -1045,8 +1070,8 @@ export type DuetimeApi = Omit<ApiMethods, "createJob" | "createJobs"> & {
   };
 };
 
-/** What a worker needs of an API. */
-export type WorkerApi = Pick<DuetimeApi, "lease" | "heartbeat" | "completeMany" | "failMany">;
+/** What a worker needs of an API; getBlob fetches payloads kept by reference (without it such a job's attempt fails). */
+export type WorkerApi = Pick<DuetimeApi, "lease" | "heartbeat" | "completeMany" | "failMany"> & Partial<Pick<DuetimeApi, "getBlob">>;
 
 export const OPERATION_NAMES = Object.keys(OPERATIONS) as OperationName[];
 

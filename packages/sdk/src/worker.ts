@@ -174,6 +174,8 @@ export class Worker {
   private readonly api: AttemptApi;
   /** The lease call of the HTTP and in-process transports; undefined with gRPC. */
   private readonly leaseCall: WorkerApi["lease"] | undefined;
+  /** Fetches a payload kept by reference (GET /v1/blobs/{blobId}); undefined with gRPC, whose server sends every payload inline. */
+  private readonly fetchBlob: WorkerApi["getBlob"];
   /** Where the gRPC transport opens its Work streams; undefined over HTTP. */
   private readonly streamAt: Pick<WorkStreamOptions, "url" | "token" | "ca"> | undefined;
   private stream: WorkStream | undefined;
@@ -234,6 +236,7 @@ export class Worker {
     if (transport === "grpc") {
       this.streamAt = { url: options.url!, ...(options.token ? { token: options.token } : {}), ...(options.ca ? { ca: options.ca } : {}) };
       this.leaseCall = undefined;
+      this.fetchBlob = undefined;
       const closed = () => Promise.reject(new DuetimeApiError("UNAVAILABLE", "no work stream is open", { status: 503 }));
       this.api = {
         heartbeat: (executionId, request) => this.stream?.heartbeat(executionId, request) ?? closed(),
@@ -248,6 +251,7 @@ export class Worker {
           : options.api!;
       this.api = api;
       this.leaseCall = (pool, request, callOptions) => api.lease(pool, request, callOptions);
+      this.fetchBlob = api.getBlob ? (blobId, callOptions) => api.getBlob!(blobId, callOptions) : undefined;
     }
     this.acks = new AckBuffer({
       sink: this.api,
@@ -489,13 +493,22 @@ export class Worker {
       heartbeat: () => this.heartbeatNow(run),
     };
     // A traced job's handler runs in a child span of the job's create span (tracing.ts).
-    const handle = () => this.handler(job, ctx);
+    // A payload kept by reference is fetched first, inside the attempt (its heartbeats run meanwhile): the handler sees it inline.
+    const handle = async () => this.handler(job.payloadRef ? await this.withPayload(job, run) : job, ctx);
     Promise.resolve()
       .then(() => (job.traceparent === undefined ? handle() : traced(job, this.pool, this.workerId, handle)))
       .then(
         (result) => this.finish(run, { ok: true, result }),
         (error: unknown) => this.finish(run, { ok: false, error }),
       );
+  }
+
+  /** The leased execution with its payload fetched (GET its payloadRef's href), as if it had come inline; a failed fetch fails the attempt. */
+  private async withPayload(job: LeasedExecution, run: Running): Promise<LeasedExecution> {
+    const { payloadRef, ...inline } = job;
+    if (!this.fetchBlob) throw new Error(`the payload of execution ${job.executionId} is kept by reference, and this worker's api has no getBlob`);
+    const payload = await this.fetchBlob(payloadRef!.blobId, { signal: controllerOf(run).signal });
+    return { ...inline, payload };
   }
 
   private finish(run: Running, outcome: { ok: true; result: unknown } | { ok: false; error: unknown }): void {
