@@ -24,6 +24,9 @@ const payloadOf = (bytes: number) => ({
     .toString("hex")
     .slice(0, bytes),
 });
+/** The error envelope, as these tests read it. */
+type ErrorAnswer = { error: { code: string; message: string; details: { field?: string; limitBytes?: number } } };
+
 const sha256 = (value: unknown) => createHash("sha256").update(JSON.stringify(value)).digest("hex");
 
 describe("payloads by reference", () => {
@@ -209,13 +212,13 @@ describe("payloads by reference", () => {
   });
 
   /** A JSON request with a key, read back whatever its status. */
-  async function post(path: string, body: unknown, key = "a", method = "POST"): Promise<{ status: number; body: any }> {
+  async function post(path: string, body: unknown, key = "a", method = "POST"): Promise<{ status: number; body: ErrorAnswer }> {
     const answer = await fetch(new URL(path, t.url), {
       method,
       headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
       body: JSON.stringify(body),
     });
-    return { status: answer.status, body: await answer.json() };
+    return { status: answer.status, body: (await answer.json()) as ErrorAnswer };
   }
 
   /** The first line the server answers to a head announcing `length` bytes with Expect: 100-continue (no body sent). */
