@@ -71,14 +71,16 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   if (options.misfireThresholdSeconds !== undefined) engineOptions.scheduler = { misfireThresholdMs: options.misfireThresholdSeconds * 1000 };
   if (options.metricsMaxTenants !== undefined) engineOptions.metrics = { maxTenants: options.metricsMaxTenants };
   // Payloads up to the body limit stay inline, as before blobs existed, unless told otherwise; a broker's are published whole.
+  // The engine's defaults are the server's (1 MiB, 16 MiB): only what differs is passed.
   const bodyLimitBytes = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
   const maxPayloadBytes = options.maxPayloadBytes ?? DEFAULT_PAYLOAD_LIMITS.maxBytes;
-  engineOptions.payloads = {
-    inlineBytes: options.inlinePayloadBytes ?? bodyLimitBytes,
-    maxBytes: maxPayloadBytes,
-    brokerBytes: bodyLimitBytes,
+  const payloads: NonNullable<EngineOptions["payloads"]> = {
+    ...(options.bodyLimitBytes !== undefined ? { inlineBytes: bodyLimitBytes, brokerBytes: bodyLimitBytes } : {}),
+    ...(options.inlinePayloadBytes !== undefined ? { inlineBytes: options.inlinePayloadBytes } : {}),
+    ...(options.maxPayloadBytes !== undefined ? { maxBytes: options.maxPayloadBytes } : {}),
     ...(options.blobStore !== undefined ? { blobStore: options.blobStore } : {}),
   };
+  if (Object.keys(payloads).length > 0) engineOptions.payloads = payloads;
 
   const engine = await open(engineOptions);
   // One logger for requests and engine events; nodeId on every line.
