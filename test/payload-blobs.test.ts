@@ -251,3 +251,34 @@ test("without API keys (development mode) the default tenant reads its own blobs
     await t.close();
   }
 });
+
+test("over gRPC the SDK's Worker gets a payload kept by reference inline, larger than grpc-js's 4 MiB default message", { timeout: 30_000 }, async () => {
+  const t = await startTestServer({ grpcPort: 0, inlinePayloadBytes: 64 * 1024, maxPayloadBytes: 8 * MiB });
+  const client = new DuetimeClient({ url: t.url });
+  try {
+    const payload = payloadOf(6 * MiB);
+    const created = await client.createJob({ name: "g", target: { type: "queue", pool: "grpc-big" }, payload, schedule: { delaySeconds: 0 } });
+    assert.ok(created.payloadRef);
+    const seen = new Promise<LeasedExecution>((resolve) => {
+      const worker = new Worker({
+        url: `grpc://${t.server.grpcAddress}`,
+        transport: "grpc",
+        pool: "grpc-big",
+        handleSignals: false,
+        logger: null,
+        handler: async (job) => {
+          resolve(job);
+          void worker.shutdown();
+        },
+      });
+      void worker.run();
+    });
+    const job = await seen;
+    assert.equal(sha256(job.payload), created.payloadRef.sha256);
+    assert.equal(job.payloadRef, undefined);
+    await waitFor(async () => (await client.getJob(created.jobId)).state === "COMPLETED", "the job completes");
+  } finally {
+    await client.close();
+    await t.close();
+  }
+});
