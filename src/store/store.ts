@@ -448,7 +448,7 @@ export type SignalEvent = { from: string; signals: ClusterSignal[] } | { resync:
  * - writing: begun, its bytes not all written (never read; removed once older than the sweep's grace);
  * - ready: every byte written and counted, its job perhaps not yet committed;
  * - attached: its job was created with it;
- * - gone: its job was removed by retention (removed by the next sweep).
+ * - gone: its job was removed, however (a trigger on jobs, in the deleting transaction); the next sweep removes it.
  */
 export interface BlobRecord {
   blobId: string;
@@ -984,8 +984,7 @@ export interface Store {
   //   and a one-off's job with the last of them (its state is read from
   //   them: core/states.ts ONE_OFF_END);
   // - jobs: COMPLETED, DEAD or CANCELLED jobs last changed before `before`
-  //   that have no execution left, with their due entry; their payload
-  //   blobs become gone in the same transaction (blobSweep removes them);
+  //   that have no execution left, with their due entry;
   // - idempotency: keys stored before `before`;
   // - audit: entries recorded before `before`.
   // The engine archives what retentionExpired reads, then removes exactly

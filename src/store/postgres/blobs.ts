@@ -99,6 +99,3 @@ export async function sweepBlobs(db: Db, p: { before: number; limit: number }): 
 export async function removeBlobs(db: Db, blobIds: readonly string[]): Promise<void> {
   if (blobIds.length > 0) await db.query("DELETE FROM blobs WHERE blob_id = ANY($1::text[])", [blobIds]);
 }
-
-/** Retention's hook (retention.ts): the blobs of the removed jobs (the CTE `gone`) are gone, in the statement that removes them. */
-export const BLOBS_OF_REMOVED_JOBS = "UPDATE blobs b SET state = 'gone' FROM gone WHERE b.job_id = gone.id";

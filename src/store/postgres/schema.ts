@@ -470,6 +470,16 @@ CREATE TABLE blob_chunks (
   data    bytea NOT NULL,
   PRIMARY KEY (blob_id, seq)
 );
+-- A job's blobs go with it, however it is removed (retention of jobs, or of
+-- a one-off with its last execution): gone, in the deleting statement, once
+-- per statement; the sweep deletes their bytes.
+CREATE FUNCTION blobs_of_removed_jobs() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+  UPDATE blobs b SET state = 'gone' FROM removed r WHERE b.job_id = r.id AND b.state <> 'gone';
+  RETURN NULL;
+END $$;
+CREATE TRIGGER jobs_delete_blobs_gone AFTER DELETE ON jobs REFERENCING OLD TABLE AS removed
+  FOR EACH STATEMENT EXECUTE FUNCTION blobs_of_removed_jobs();
 `,
   },
 ];

@@ -82,6 +82,3 @@ export function sweepBlobs(q: Query, p: { before: number; limit: number }): Blob
 export function removeBlobs(q: Query, blobIds: readonly string[]): void {
   if (blobIds.length > 0) q("DELETE FROM blobs WHERE blob_id IN (SELECT value FROM json_each(?))").run(JSON.stringify(blobIds));
 }
-
-/** Retention's hook (retention.ts): the blobs of removed jobs are gone, in the transaction that removes the jobs. */
-export const BLOBS_OF_REMOVED_JOBS = "UPDATE blobs SET state = 'gone' WHERE job_id IN (SELECT value FROM json_each(@ids))";

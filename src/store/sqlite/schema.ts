@@ -480,6 +480,13 @@ CREATE TABLE blob_chunks (
   data    BLOB NOT NULL,
   PRIMARY KEY (blob_id, seq)
 );
+-- A job's blobs go with it, however it is removed (retention of jobs, or of
+-- a one-off with its last execution): gone, in the deleting transaction; the
+-- sweep deletes their bytes.
+CREATE TRIGGER jobs_delete_blobs_gone AFTER DELETE ON jobs
+BEGIN
+  UPDATE blobs SET state = 'gone' WHERE job_id = OLD.id AND state <> 'gone';
+END;
 `,
   },
 ];
