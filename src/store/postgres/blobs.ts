@@ -1,4 +1,4 @@
-// Payload blobs for PostgreSQL (store.ts "payload blobs"; migration 11): the
+// Payload blobs for PostgreSQL (store.ts "payload blobs"; migration 12): the
 // index in `blobs`, the bytes of the "store" backend in `blob_chunks`, one
 // bytea row per chunk of core/payload-refs.ts BLOB_CHUNK_BYTES, so no row or
 // statement holds a whole payload. Every statement has an index to go by

@@ -1,4 +1,4 @@
-// Payload blobs for SQLite (store.ts "payload blobs"; migration 17): the
+// Payload blobs for SQLite (store.ts "payload blobs"; migration 18): the
 // index in `blobs`, the bytes of the "store" backend in `blob_chunks`, one
 // row per chunk of core/payload-refs.ts BLOB_CHUNK_BYTES, so no row or
 // statement holds a whole payload. Each function runs inside the caller's
