@@ -252,7 +252,9 @@ test("without API keys (development mode) the default tenant reads its own blobs
   }
 });
 
-test("over gRPC the SDK's Worker gets a payload kept by reference inline, larger than grpc-js's 4 MiB default message", { timeout: 30_000 }, async () => {
+test("over gRPC the SDK's Worker gets a payload kept by reference inline, larger than grpc-js's 4 MiB default message", {
+  timeout: 30_000,
+}, async () => {
   const t = await startTestServer({ grpcPort: 0, inlinePayloadBytes: 64 * 1024, maxPayloadBytes: 8 * MiB });
   const client = new DuetimeClient({ url: t.url });
   try {
