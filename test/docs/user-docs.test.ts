@@ -25,7 +25,7 @@ const FORBIDDEN: { what: string; pattern: RegExp }[] = [
   // "#42" as a word of its own; not cron's `1#3`, a colour "#123456" in JSON, an anchor "(#the-dashboard)" or a route "#/jobs/ID".
   { what: "a tracker reference", pattern: /(?<![\w#&"'/-])#\d+\b(?![\w-])/g },
   // An absolute path on a developer's machine, also in a store URL or file: URL; not a path after a host or a
-  // segment ("https://host/home/…", "/v1/tenants/root/"), nor a relative one ("./tmp/", "~/work/").
+  // segment ("https://host/home/…", "/v1/tenants/root/"), nor a relative one ("./tmp/", "~/projects/").
   {
     what: "a machine's absolute path",
     pattern: /(?<![\w.~%-])(?:\/(?:work|home|root|Users|tmp)\/|\/private\/var\/folders\/|\/var\/folders\/|[A-Za-z]:\\Users\\)\S*/g,
@@ -44,6 +44,8 @@ function findings(text: string): { line: number; what: string; found: string }[]
 
 /** An absolute path from its segments: the samples name machine paths without this file naming one. */
 const abs = (...segments: string[]): string => `/${segments.join("/")}`;
+/** A path under the user's home directory, from its segments (same reason). */
+const home = (...segments: string[]): string => ["~", ...segments].join("/");
 
 describe("the scanner", () => {
   test("finds tracker references and machine paths", () => {
@@ -74,7 +76,7 @@ describe("the scanner", () => {
       '"color": "#123456", "fixedColor": "#73BF69"',
       "&#8212; an HTML entity",
       `cron's log: ${abs("var", "log", "syslog")}, the script ${abs("usr", "local", "bin", "backup.sh")}`,
-      `--dir ${abs("var", "lib", "duetime", "archive")}, or ~/work/duetime, or ./tmp/duetime.db`,
+      `--dir ${abs("var", "lib", "duetime", "archive")}, or ${home("work", "duetime")}, or ./tmp/duetime.db`,
       "https://example.com/home/work/tmp/ and /v1/tenants/root/",
       "the issue of ordering; 3 issues remain open",
     ])
