@@ -201,7 +201,8 @@ export async function complete(db: Db, items: CompleteInput[], now: number | nul
             "complete",
           );
     // The succeeding attempt stays on the execution row (history reads it there).
-    // A one-off's job is read as COMPLETED from it (core/states.ts ONE_OFF_END).
+    // A one-off's job is read as COMPLETED from it (core/states.ts ONE_OFF_END). A statement of its own, not a CTE of the
+    // UPDATE: it must see what a change of the job that the UPDATE waited for left (jobs.ts lockLive).
     await dropOvertaken(
       db,
       done.filter((d) => d.once).map((d) => d.job_id),

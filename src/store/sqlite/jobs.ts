@@ -15,8 +15,8 @@ import { insertExecutions, type NewExecution, readyInserted } from "./dispatch.j
 /** A jobs row as its record. */
 const jobRecord = (r: Row): JobRecord => toJob(r, parse);
 
-/** The first ended execution of a one-off (of alias `j`), as an SQL subquery of its id: core/states.ts ONE_OFF_END reads its state. */
-const FIRST_ENDED = `SELECT x.id FROM executions x WHERE j.kind = 'once' AND x.id > j.id || '-' AND x.id < j.id || '.'
+/** The first ended execution of the one-off aliased `j`, as an SQL subquery of its id: core/states.ts ONE_OFF_END reads its state. */
+const firstEnded = (j: string) => `SELECT x.id FROM executions x WHERE ${j}.kind = 'once' AND x.id > ${j}.id || '-' AND x.id < ${j}.id || '.'
       AND x.once = 1 AND x.state IN (${ONE_OFF_ENDED}) ORDER BY x.finished_at LIMIT 1`;
 
 /**
@@ -31,10 +31,10 @@ const JOB_WITH_NEXT = `SELECT j.*, coalesce(d.scheduled_for, p.scheduled_for) AS
     SELECT x.id FROM executions x WHERE j.kind = 'once' AND x.id > j.id || '-' AND x.id < j.id || '.'
       AND x.state = '${NOT_STARTED.waiting}' AND x.attempt = ${NOT_STARTED.attempt}
     ORDER BY x.ready_at LIMIT 1)
-  LEFT JOIN executions f ON f.id = (${FIRST_ENDED})`;
+  LEFT JOIN executions f ON f.id = (${firstEnded("j")})`;
 
 /** A compare-and-set of a job row's write: the job is not a one-off that ended (ONE_OFF_END: read from its execution, which moves without the job). */
-const NOT_ENDED = `NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = jobs.id AND EXISTS (${FIRST_ENDED}))`;
+const NOT_ENDED = `NOT EXISTS (${firstEnded("jobs")})`;
 
 /** A one-off's pending execution (store.ts NewJob.execution), held when its job is paused. */
 function pendingRow(jobId: string, at: NextOccurrence, held: boolean): NewExecution {
