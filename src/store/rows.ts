@@ -10,6 +10,7 @@ import type {
   ApiKeyRecord,
   AttemptRow,
   AuditEntry,
+  BlobRecord,
   DeadLetterRow,
   DueRef,
   JobRecord,
@@ -217,6 +218,24 @@ export function toJob(r: Row, json: JsonColumn): JobRecord {
     updatedAt: r.job_state === r.state ? (r.updated_at as number) : Math.max(r.updated_at as number, r.ended_at as number),
     nextRunAt: (r.next_run_at as number | null) ?? null,
     nextDueAt: (r.next_due_at as number | null) ?? null,
+  };
+}
+
+/** The blobs columns a blob's record is read from (toBlob). */
+export const BLOB_COLUMNS = "blob_id, tenant_id, job_id, backend, state, bytes, sha256, chunks, created_at";
+
+/** A blobs row as its record. */
+export function toBlob(r: Row): BlobRecord {
+  return {
+    blobId: r.blob_id as string,
+    tenantId: r.tenant_id as string,
+    jobId: r.job_id as string,
+    backend: r.backend as BlobRecord["backend"],
+    state: r.state as BlobRecord["state"],
+    bytes: (r.bytes as number | null) ?? null,
+    sha256: (r.sha256 as string | null) ?? null,
+    chunks: (r.chunks as number | null) ?? null,
+    createdAt: r.created_at as number,
   };
 }
 

@@ -6,23 +6,8 @@
 // and the partial blobs_unattached for the sweep.
 
 import type { BlobRecord } from "../store.js";
-import { type Db, type Row, rows } from "./db.js";
-
-const COLUMNS = "blob_id, tenant_id, job_id, backend, state, bytes, sha256, chunks, created_at";
-
-function toBlob(r: Row): BlobRecord {
-  return {
-    blobId: r.blob_id as string,
-    tenantId: r.tenant_id as string,
-    jobId: r.job_id as string,
-    backend: r.backend as BlobRecord["backend"],
-    state: r.state as BlobRecord["state"],
-    bytes: (r.bytes as number | null) ?? null,
-    sha256: (r.sha256 as string | null) ?? null,
-    chunks: (r.chunks as number | null) ?? null,
-    createdAt: r.created_at as number,
-  };
-}
+import { BLOB_COLUMNS as COLUMNS, toBlob } from "../rows.js";
+import { type Db, rows } from "./db.js";
 
 export async function beginBlob(db: Db, b: Pick<BlobRecord, "blobId" | "tenantId" | "jobId" | "backend" | "createdAt">): Promise<void> {
   await db.query("INSERT INTO blobs (blob_id, tenant_id, job_id, backend, state, created_at) VALUES ($1, $2, $3, $4, 'writing', $5)", [

@@ -5,23 +5,8 @@
 // transaction (index.ts picks which kind).
 
 import type { BlobRecord } from "../store.js";
+import { BLOB_COLUMNS as COLUMNS, toBlob } from "../rows.js";
 import type { Query, Row } from "./db.js";
-
-const COLUMNS = "blob_id, tenant_id, job_id, backend, state, bytes, sha256, chunks, created_at";
-
-function toBlob(r: Row): BlobRecord {
-  return {
-    blobId: r.blob_id as string,
-    tenantId: r.tenant_id as string,
-    jobId: r.job_id as string,
-    backend: r.backend as BlobRecord["backend"],
-    state: r.state as BlobRecord["state"],
-    bytes: (r.bytes as number | null) ?? null,
-    sha256: (r.sha256 as string | null) ?? null,
-    chunks: (r.chunks as number | null) ?? null,
-    createdAt: r.created_at as number,
-  };
-}
 
 export function beginBlob(q: Query, b: Pick<BlobRecord, "blobId" | "tenantId" | "jobId" | "backend" | "createdAt">): void {
   q(
