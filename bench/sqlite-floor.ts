@@ -1,7 +1,9 @@
 // What a herd's drain costs SQLite itself, with nothing of duetime around it:
 // the floor under the embedded targets. Not a test: a measurement.
 //
-//   node --import tsx bench/sqlite-floor.ts [--jobs 20000] [--lease 100] [--runs 3]
+//   node --import tsx bench/sqlite-floor.ts [--jobs 20000] [--lease 100] [--runs 3] [--only TEXT]
+//
+// (--only: just the rows whose name contains TEXT, e.g. --only "own cycle").
 //
 // One table of one-offs in a fresh WAL file (better-sqlite3, as the store opens
 // it), created outside the timing, then drained as a worker's cycle does: one
@@ -67,8 +69,20 @@ const COMPLETE_SQL = `UPDATE executions SET state = 'SUCCEEDED', finished_at = ?
 
 type Done = { id: string | number; attempt: number }[];
 
+/** A drain's wall time and this process's CPU time over it (user + system), ms. */
+interface Drained {
+  ms: number;
+  cpuMs: number;
+}
+
+const startClock = () => ({ wall: performance.now(), cpu: process.cpuUsage() });
+const readClock = (from: ReturnType<typeof startClock>): Drained => {
+  const cpu = process.cpuUsage(from.cpu);
+  return { ms: performance.now() - from.wall, cpuMs: (cpu.user + cpu.system) / 1000 };
+};
+
 /** Drains the file's READY rows with the two statements, a write transaction per call: its wall time, ms. */
-function drainBySql(db: Database.Database): number {
+function drainBySql(db: Database.Database): Drained {
   db.pragma("synchronous = NORMAL");
   const lease = db.prepare(LEASE_SQL);
   const complete = db.prepare(COMPLETE_SQL);
@@ -77,16 +91,16 @@ function drainBySql(db: Database.Database): number {
     for (const d of done) if (complete.run(at, d.id, d.attempt, at).changes !== 1) throw new Error("a completion changed nothing");
     return lease.all({ now: at, n: LEASE }) as Done;
   });
-  const start = performance.now();
+  const start = startClock();
   let done: Done = [];
   let leased = 0;
   do {
     done = cycle.immediate(done);
     leased += done.length;
   } while (done.length > 0);
-  const ms = performance.now() - start;
+  const drained = readClock(start);
   if (leased !== JOBS) throw new Error(`leased ${leased} of ${JOBS}`);
-  return ms;
+  return drained;
 }
 
 /** A fresh directory for one run's file, removed after it. */
@@ -137,7 +151,7 @@ const storeTable = (how: "statements" | "store") =>
       }
     }
     try {
-      const start = performance.now();
+      const start = startClock();
       let complete: CompleteItem[] = [];
       let leased = 0;
       do {
@@ -151,9 +165,9 @@ const storeTable = (how: "statements" | "store") =>
         leased += r.items.length;
         complete = r.items.map((x) => ({ executionId: x.executionId, attempt: x.attempt, ...(x.leaseToken ? { leaseToken: x.leaseToken } : {}) }));
       } while (complete.length > 0);
-      const ms = performance.now() - start;
+      const drained = readClock(start);
       if (leased !== JOBS) throw new Error(`leased ${leased} of ${JOBS}`);
-      return ms;
+      return drained;
     } finally {
       await store.close();
     }
@@ -161,18 +175,21 @@ const storeTable = (how: "statements" | "store") =>
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
-const rows: { name: string; run: () => Promise<number> }[] = [
+const only = argv.includes("--only") ? argv[argv.indexOf("--only") + 1]! : "";
+const all: { name: string; run: () => Promise<Drained> }[] = [
   ...TRACKS.map((t, i) => ({ name: t.name, run: () => narrow(i + 1) })),
   { name: "the store's executions table and rows, the same two statements", run: () => storeTable("statements") },
   { name: "the store's own cycle (Service.lease with the previous call's acks)", run: () => storeTable("store") },
 ];
-console.log(`${JOBS} one-offs, leases of ${LEASE}, median of ${RUNS} (min–max); µs/job = drain ÷ jobs\n`);
-console.log("| table and statements | drain | µs/job |\n| --- | --- | --- |");
+const rows = all.filter((r) => r.name.includes(only));
+console.log(`${JOBS} one-offs, leases of ${LEASE}, median of ${RUNS} (min–max); µs/job = drain ÷ jobs; CPU = this process's, over the drain\n`);
+console.log("| table and statements | drain | µs/job | CPU µs/job |\n| --- | --- | --- | --- |");
+const spread = (xs: number[]) => `${median(xs).toFixed(0)} ms (${Math.min(...xs).toFixed(0)}–${Math.max(...xs).toFixed(0)})`;
 for (const row of rows) {
-  const ms: number[] = [];
-  for (let i = 0; i < RUNS; i++) ms.push(await row.run());
-  const m = median(ms);
-  console.log(
-    `| ${row.name} | ${m.toFixed(0)} ms (${Math.min(...ms).toFixed(0)}–${Math.max(...ms).toFixed(0)}) | ${((m * 1000) / JOBS).toFixed(1)} |`,
-  );
+  const runs: Drained[] = [];
+  for (let i = 0; i < RUNS; i++) runs.push(await row.run());
+  const wall = runs.map((r) => r.ms);
+  const cpu = runs.map((r) => r.cpuMs);
+  const perJob = (ms: number) => ((ms * 1000) / JOBS).toFixed(1);
+  console.log(`| ${row.name} | ${spread(wall)} | ${perJob(median(wall))} | ${perJob(median(cpu))} |`);
 }

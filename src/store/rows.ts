@@ -64,7 +64,7 @@ export function toDueRef(r: Row): DueRef {
 
 /**
  * A lease token (LeasedRow.leaseToken: the grant's lease_incarnation, SQLite's
- * store-handle incarnation or PostgreSQL's WAL timeline) as the column holds
+ * store-handle incarnation or PostgreSQL's lease epoch) as the column holds
  * it; null when the call names none (the attempt alone fences), and 0 (no
  * incarnation is) for one no grant of the store gave.
  */

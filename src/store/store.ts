@@ -166,8 +166,8 @@ export interface LeasedRow {
   attempt: number;
   /**
    * Names the grant when the store may lose one (SQLite: a relaxed commit
-   * lost in a power loss; PostgreSQL: a commit the standby had not received
-   * when it was promoted): with the attempt, the fence a later call must
+   * lost in a power loss; PostgreSQL: a relaxed commit lost in a crash, or
+   * one the standby had not received when it was promoted): with the attempt, the fence a later call must
    * match, so a grant lost and made again never matches a token from before.
    * Absent: the store's grants are never lost once answered, and the attempt
    * alone fences.

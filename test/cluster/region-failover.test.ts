@@ -14,10 +14,11 @@
 // that got a 201 is lost. Asynchronous only: an attempt granted on the old
 // primary after the stall is granted again on the new one under the same
 // number, and the old region's completion of it, sent to region B with its
-// lease token, is refused (the token is the WAL timeline, which the promotion
-// moved on) while the new holder's stands. Then the split brain: the old
-// primary comes back as a primary of its own with a region-A node still on
-// it, and another region-A node restarts on the new primary. The epoch fence
+// lease token, is refused (the token is the lease epoch, which the promoted
+// standby writes anew: its unlogged tables start empty) while the new
+// holder's stands. Then the split brain: the old primary comes back as a
+// primary of its own with a region-A node still on it, and another region-A
+// node restarts on the new primary. The epoch fence
 // is per database: the new primary's ledger has each occurrence once and
 // nothing of the node left on the old one, which runs the schedule there too.
 

@@ -131,7 +131,7 @@ export function fencingContract({ storeTest }: ContractTests): void {
       async (store) => {
         const epochs = await acquireAll(store, "n1");
         const r = await runningExecution(store, epochs);
-        // Every driver's grants name a token (SQLite's store-handle incarnation, PostgreSQL's WAL timeline): opaque here.
+        // Every driver's grants name a token (SQLite's store-handle incarnation, PostgreSQL's lease epoch): opaque here.
         const token = r.leased.leaseToken;
         assert.ok(token !== undefined, "the grant names a lease token");
         const call = { executionId: r.executionId, tenantId: "t1", attempt: 1 };

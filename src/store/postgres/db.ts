@@ -100,27 +100,16 @@ const RETRYABLE = new Set(["40P01", "40001"]);
 const TX_ATTEMPTS = 3;
 
 /**
- * A statement or transaction that failed without doing anything and may run
- * again: a deadlock, a serialization failure, or PostgreSQL's internal
+ * A transaction that failed without doing anything and may run again
+ * (transaction(), up to TX_ATTEMPTS in all): a deadlock, a serialization failure, or PostgreSQL's internal
  * "ModifyTable should not be called during EvalPlanQual" (XX000, seen on 15
  * in the contract suite's two-leaser race): a lease's UPDATE CTEs (lanes,
  * tenants) met a row another lease had just changed, and the READ COMMITTED
  * recheck of that row reached a data-modifying CTE.
  */
-function mayRunAgain(error: unknown): boolean {
+export function mayRunAgain(error: unknown): boolean {
   const { code, message } = error as { code?: string; message?: string };
   return RETRYABLE.has(code ?? "") || (code === "XX000" && /during EvalPlanQual/.test(message ?? ""));
-}
-
-/** One statement (outside a transaction) that runs again, up to TX_ATTEMPTS in all, when mayRunAgain says it did nothing. */
-export async function statementAgain<T>(run: () => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await run();
-    } catch (error) {
-      if (attempt >= TX_ATTEMPTS || !mayRunAgain(error)) throw error;
-    }
-  }
 }
 
 /** BEGIN for a transition (store.ts Durability): its commit does not wait for the WAL flush (the WAL writer, or the next synchronous commit, flushes it). */

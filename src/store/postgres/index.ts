@@ -31,7 +31,7 @@ import { checkSchemaName } from "../names.js";
 import { countHour, type CountRow, countsSql, toPoolCounts, toUpcoming, upcomingSql, upcomingWindow } from "../ready-counts.js";
 import { fromWorkloadRow, WORKLOAD_COLUMNS, workloadJson, workloadUpsertSql } from "../workload-minutes.js";
 import { DUE_COLUMNS, DUE_REF_COLUMNS, jsonb, TENANT_LIMIT_COLUMNS, toAudit, toDueRef, toLoadedDue, toTenantLimits } from "../rows.js";
-import { clientConfig, createPool, executionKey, one, type PoolOptions, rows, statementAgain, transaction } from "./db.js";
+import { clientConfig, createPool, executionKey, one, type PoolOptions, rows, transaction } from "./db.js";
 import { createExecutions, dispatch } from "./dispatch.js";
 import { rethrowPostgresError } from "./errors.js";
 import { appendAudit, deadLetters, history, inWindow, replay } from "./history.js";
@@ -118,10 +118,10 @@ class PostgresStore implements Store {
   }
 
   /**
-   * A transition after acceptance (store.ts Durability) that grants no lease:
-   * under "accepted", its commit does not wait for the WAL flush. Lease
-   * grants stay synchronous here: PostgreSQL can lose an asynchronous commit
-   * in a crash, and a lost grant would hand its attempt number out twice.
+   * A transition after acceptance (store.ts Durability), lease grants
+   * included: under "accepted", its commit does not wait for the WAL flush.
+   * A grant that a crash loses is granted again under a new lease epoch
+   * (leases.ts), so its attempt number never goes out twice under one token.
    * The flush comes within FLUSH_BOUND_MS (flushSoon).
    */
   private async transition<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
@@ -326,23 +326,16 @@ class PostgresStore implements Store {
   }
 
   async executionLease(p: LeaseParams) {
-    return statementAgain(() => leases.lease(this.pool, p));
+    return this.transition((c) => leases.lease(c, p));
   }
 
   async executionAckAndLease(p: LeaseParams & { complete: CompleteInput[]; fail: FailInput[] }) {
     // One transaction: now() is its start, so the three agree on the time when it is not pinned.
-    let relaxed = false;
-    const result = await this.tx(async (c) => {
+    return this.transition(async (c) => {
       const completed = await acks.complete(c, p.complete, p.now ?? null);
       const failed = await acks.fail(c, p.fail, p.now ?? null);
-      const leased = await leases.lease(c, p);
-      // Only acknowledgements to commit (the last call of a drain): a transition like any other.
-      relaxed = leased.length === 0 && completed.length + failed.length > 0 && this.durability === "accepted";
-      if (relaxed) await c.query("SET LOCAL synchronous_commit = off");
-      return { completed, failed, leased };
+      return { completed, failed, leased: await leases.lease(c, p) };
     });
-    if (relaxed) this.flushSoon();
-    return result;
   }
 
   async executionNextReady(p: StoreParams<"executionNextReady">) {

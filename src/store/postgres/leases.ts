@@ -56,25 +56,31 @@ const RATE_PROBE = (g: string, allowed: string): string => `(CASE WHEN ${g}.rate
 const CHARGED_TAT = "greatest(coalesce(tn.dispatch_tat, t.now), t.now) + s.n * 1000.0 / tn.dispatch_rate_per_second";
 
 /**
- * The lease token: the server's WAL timeline, the first 8 hex digits of the
- * WAL file name at the insert position. Every promotion (and every
- * point-in-time recovery) starts a new one, so an attempt granted on a
- * primary whose last commits a failover lost, and granted again under the
- * same number on the promoted standby, carries another token. Read in the
- * grant: it is the timeline the grant's own commit is written on, from the
- * promotion on (pg_control_checkpoint's timeline_id lags until the first
- * checkpoint). Any role may call both functions.
+ * The lease token: the store's lease epoch, a value in an UNLOGGED table
+ * (migration 14). PostgreSQL empties unlogged tables at every crash
+ * recovery (a crash of the server, of the machine, a backend's crash that
+ * makes the postmaster reinitialise) and a promoted standby starts with
+ * them empty, which are the only ways a commit it acknowledged can be lost.
+ * So a grant lost with its asynchronous commit is granted again under a
+ * new epoch, and a worker holding the lost grant's token is refused
+ * (LEASE_LOST). Read in the grant's own statement (`t`, from lease_epoch):
+ * with no epoch, `t` has no row and nothing is granted until lease()
+ * writes one (NEW_EPOCH): the database clock in ms, times 100, plus a
+ * random 0–99, so it is later than every epoch before it while the clock
+ * moves forward; of two nodes that write one at once, the primary key keeps
+ * the first. Below 10^15, as incarnationOf reads tokens.
  */
-const LEASE_TIMELINE = "('x' || left(pg_walfile_name(pg_current_wal_lsn()), 8))::bit(32)::bigint";
+const NEW_EPOCH = `INSERT INTO lease_epoch (token)
+  VALUES ((extract(epoch FROM clock_timestamp()) * 1000)::bigint * 100 + floor(random() * 100)::bigint) ON CONFLICT DO NOTHING`;
 
 /**
  * The grant of a lease: the picked rows RUNNING as a new attempt, under the
- * lease token t.timeline (LEASE_TIMELINE); `picked`
+ * lease token t.epoch (the lease epoch); `picked`
  * names (job_id, scheduled_for) pairs. Each records the wait its tenant's
  * dispatch rate imposed: since its lane was throttled, as the lease found it.
  * Its deadline and lease end are core/attempt-rules.ts attemptDeadline and leaseEnd.
  */
-const GRANT = `UPDATE executions e SET state = 'RUNNING', attempt = e.attempt + 1, lease_incarnation = t.timeline, worker_id = $4, cancel_requested = false,
+const GRANT = `UPDATE executions e SET state = 'RUNNING', attempt = e.attempt + 1, lease_incarnation = t.epoch, worker_id = $4, cancel_requested = false,
   started_at = t.now, deadline = t.now + e.timeout_ms + $6, lease_ms = $5,
   lease_until = least(t.now + $5, t.now + e.timeout_ms + $6),
   throttled_ms = (SELECT CASE WHEN l.throttled_since IS NOT NULL THEN greatest(0, t.now - greatest(e.ready_at, l.throttled_since)) END
@@ -99,7 +105,7 @@ RETURNING e.id, e.tenant_id, e.job_id, e.name, e.attempt, e.attempt_base, e.leas
  * arrays per row (117-188 ms per lease of 500; bench/lease-plan.ts). Then its rate is charged, and its lane marked throttled or not.
  */
 const LEASE_TENANT = `
-WITH RECURSIVE t AS (SELECT ${nowOr("$1")} AS now, ${LEASE_TIMELINE} AS timeline),
+WITH RECURSIVE t AS (SELECT ${nowOr("$1")} AS now, token AS epoch FROM lease_epoch),
 ${levels("$2", "$7")},
 gate AS MATERIALIZED (SELECT g.rate, ${byRate("g", "$3::int")} AS by_rate, ${allowance("g", "$7", "$3::int")} AS n FROM t, ${limitsOf("$7")} g),
 offered AS MATERIALIZED (
@@ -171,7 +177,7 @@ WHERE l.pool = $2 AND l.idle_until IS NOT NULL AND (l.idle_until <= t.now OR l.t
  * while a lease claims at most twice the rows it grants.
  */
 export const LEASE_ACROSS_TENANTS = `
-WITH RECURSIVE t AS (SELECT ${nowOr("$1")} AS now, ${LEASE_TIMELINE} AS timeline),
+WITH RECURSIVE t AS (SELECT ${nowOr("$1")} AS now, token AS epoch FROM lease_epoch),
 chosen AS MATERIALIZED (
   SELECT l.tenant_id, l.vtime, coalesce(g.weight, 1)::float8 AS weight, g.rate, g.tat, ${byRate("g", "$3::int")} AS by_rate,
     ${allowance("g", "l.tenant_id", "$3::int")} AS allowed
@@ -247,15 +253,17 @@ export async function settleStaleWakes(db: Db): Promise<void> {
 }
 
 export async function lease(db: Db, p: LeaseParams): Promise<LeasedRow[]> {
-  const values = [p.now ?? null, p.pool, p.max, p.workerId, p.leaseMs, p.graceMs ?? 0];
-  let granted: Row[];
-  if (p.tenantId !== undefined) {
-    granted = await rows(db, LEASE_TENANT, [...values, p.tenantId], "lease_tenant");
-  } else {
-    await rows(db, WAKE_LANES, [p.now ?? null, p.pool], "wake_lanes");
-    granted = await rows(db, LEASE_ACROSS_TENANTS, [...values, LANES_PER_PICK, NO_WORK], "lease_fair");
-  }
+  let granted = await grant(db, p);
+  // Nothing granted: maybe nothing is ready, maybe the epoch is gone (a crash recovery). A new one, and the lease once more.
+  if (granted.length === 0 && (await db.query(NEW_EPOCH)).rowCount === 1) granted = await grant(db, p);
   return toLeasedRows(granted, p.pool, jsonb);
+}
+
+async function grant(db: Db, p: LeaseParams): Promise<Row[]> {
+  const values = [p.now ?? null, p.pool, p.max, p.workerId, p.leaseMs, p.graceMs ?? 0];
+  if (p.tenantId !== undefined) return rows(db, LEASE_TENANT, [...values, p.tenantId], "lease_tenant");
+  await rows(db, WAKE_LANES, [p.now ?? null, p.pool], "wake_lanes");
+  return rows(db, LEASE_ACROSS_TENANTS, [...values, LANES_PER_PICK, NO_WORK], "lease_fair");
 }
 
 /** The database clock, epoch ms. */

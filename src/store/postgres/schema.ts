@@ -482,6 +482,32 @@ CREATE TRIGGER jobs_delete_blobs_gone AFTER DELETE ON jobs REFERENCING OLD TABLE
   FOR EACH STATEMENT EXECUTE FUNCTION blobs_of_removed_jobs();
 `,
   },
+  {
+    version: 13,
+    sql: `
+-- One running index instead of two, keyed by tenant first: it also counts a
+-- tenant's RUNNING attempts for its max_leased_attempts (the reaper reads all
+-- of it, bounded by the workers' concurrency), so a lease and a completion
+-- each write one index entry less.
+DROP INDEX executions_running_by_tenant;
+DROP INDEX executions_running;
+CREATE INDEX executions_running ON executions (tenant_id, lease_until) WHERE state = 'RUNNING';
+`,
+  },
+  {
+    version: 14,
+    sql: `
+-- The lease epoch (leases.ts), the lease token from now on: a row of an
+-- UNLOGGED table, which crash recovery and a promotion empty, so a lease
+-- grant may commit without waiting for its flush (durability "accepted"):
+-- one that a crash loses is granted again under a new epoch. Attempts
+-- granted before keep the timeline token they were granted under.
+CREATE UNLOGGED TABLE lease_epoch (
+  one   boolean PRIMARY KEY DEFAULT true CHECK (one),
+  token bigint NOT NULL
+);
+`,
+  },
 ];
 
 /** Classid of the migration lock (pg_advisory_xact_lock(classid, objid)): "duet". */

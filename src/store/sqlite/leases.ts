@@ -7,6 +7,7 @@ import { dispatchAllowance, nextDispatchAt } from "../../core/dispatch-rate.js";
 import { fairPick, NO_WORK, type Lane, type LaneGrant } from "../../core/fair-share.js";
 import type { LeasedRow, LeaseParams } from "../store.js";
 import { HTTP_POOL } from "../store.js";
+import { COUNT_HOUR_MS } from "../ready-counts.js";
 import { toLeasedRows } from "../rows.js";
 import { parse, type Query, type Row } from "./db.js";
 
@@ -83,10 +84,28 @@ export function lease(q: Query, p: LeaseParams, now: number, incarnation: number
           grace: p.graceMs ?? 0,
           incarnation,
         }) as Row[]);
+  leaveReadyCounts(q, p.pool, rows);
   // After the grant: a lane's next READY row is one not granted now.
   const wakes = chargeRates(q, p.pool, gates, rows, now);
   if (fair) settleLanes(q, p.pool, fair.lanes, wakes);
   return toLeasedRows(rows, p.pool, parse);
+}
+
+/** A granted row's ready_counts bucket: tenant, priority and the hour of its ready_at (as the triggers of migration 10 compute it). */
+const bucketOf = (r: Row) => `${r.tenant_id as string}\u0000${r.priority as number}\u0000${Math.floor((r.ready_at as number) / COUNT_HOUR_MS)}`;
+
+/**
+ * The granted rows leave ready_counts: one UPDATE per bucket, not a trigger
+ * per row (migration 19 leaves READY → RUNNING to this).
+ */
+function leaveReadyCounts(q: Query, pool: string, granted: readonly Row[]): void {
+  const buckets = new Map<string, number>();
+  for (const r of granted) buckets.set(bucketOf(r), (buckets.get(bucketOf(r)) ?? 0) + 1);
+  const leave = q("UPDATE ready_counts SET n = n - @n WHERE tenant_id = @tenant AND pool = @pool AND priority = @priority AND hour = @hour");
+  for (const [bucket, n] of buckets) {
+    const [tenant, priority, hour] = bucket.split("\u0000");
+    leave.run({ tenant, pool, priority: Number(priority), hour: Number(hour), n });
+  }
 }
 
 /** Up to max READY executions of one tenant's pool due by now, highest priority first, then earliest; `skip` are passed over. */

@@ -489,6 +489,26 @@ BEGIN
 END;
 `,
   },
+  {
+    version: 19,
+    sql: `
+-- A lease writes one index entry per attempt and no counter row per
+-- attempt: the running index, keyed by tenant first, also counts a
+-- tenant's RUNNING attempts for its max_leased_attempts (the reaper reads
+-- all of it, bounded by the workers' concurrency), and the lease takes its
+-- rows out of ready_counts itself, once per bucket (leases.ts), so the
+-- per-row trigger leaves READY rows that become RUNNING to it.
+DROP INDEX executions_running_by_tenant;
+DROP INDEX executions_running;
+CREATE INDEX executions_running ON executions (tenant_id, lease_until) WHERE state = 'RUNNING';
+DROP TRIGGER executions_ready_count_leave;
+CREATE TRIGGER executions_ready_count_leave AFTER UPDATE OF state, ready_at, priority, pool ON executions
+  WHEN OLD.state = 'READY' AND NEW.state IS NOT 'RUNNING' BEGIN
+  UPDATE ready_counts SET n = n - 1
+    WHERE tenant_id = OLD.tenant_id AND pool = OLD.pool AND priority = OLD.priority AND hour = CAST(coalesce(OLD.ready_at, 0) / 3600000 AS INTEGER);
+END;
+`,
+  },
 ];
 
 /**
