@@ -41,9 +41,15 @@ const STANDBY = "region_b";
 const PROBES = 5;
 const PROBE_DELAY_MS = 1_500;
 
-/** The nodes' store: the private server's postgres database, schema duetime (region B's nodes migrate the same schema, replicated). */
-function storeOn(server: { url: string }): ClusterStore {
-  return { kind: "postgres", args: ["--store", server.url, "--schema", "duetime"], schema: "duetime", drop: async () => {} };
+/**
+ * The nodes' store: the private server's postgres database, schema duetime
+ * (region B's nodes migrate the same schema, replicated). With a synchronous
+ * standby the nodes run --durability strict, so their lease grants wait for
+ * it too: under "accepted" a grant commits without waiting, as completions do.
+ */
+function storeOn(server: { url: string }, synchronous: boolean): ClusterStore {
+  const args = ["--store", server.url, "--schema", "duetime", ...(synchronous ? ["--durability", "strict"] : [])];
+  return { kind: "postgres", args, schema: "duetime", drop: async () => {} };
 }
 
 /** One create, as the test saw it: sent, and answered 201. */
@@ -165,7 +171,7 @@ async function drill(t: TestContext, synchronous: boolean): Promise<void> {
   const standby = await startStandby(primary, { name: STANDBY });
 
   // Region A under load.
-  const regionA = new Cluster(storeOn(primary));
+  const regionA = new Cluster(storeOn(primary, synchronous));
   t.after(() => regionA.close());
   const [a1, a2] = await regionA.startAll(["a1", "a2"]);
   await regionA.waitForCounts({ a1: 128, a2: 128 }, 20_000);
@@ -216,7 +222,7 @@ async function drill(t: TestContext, synchronous: boolean): Promise<void> {
   const promotedAt = Date.now();
 
   // Region B: two nodes on the promoted standby, with workers.
-  const regionB = new Cluster(storeOn(standby));
+  const regionB = new Cluster(storeOn(standby, synchronous));
   t.after(() => regionB.close());
   const [b1, b2] = await regionB.startAll(["b1", "b2"]);
   for (const node of [b1!, b2!]) regionB.worker(node, POOL, deliveries, { leaseSeconds: 5 });
@@ -267,7 +273,7 @@ async function drill(t: TestContext, synchronous: boolean): Promise<void> {
   );
   const recorded = new Set((await b1!.client.listPossibleDuplicates({ limit: 500 })).items.map((i) => i.executionId));
   if (synchronous) {
-    // Grants commit synchronously, so each is on the standby before its worker has it: region B reaps the attempt
+    // Grants commit synchronously (strict), so each is on the standby before its worker has it: region B reaps the attempt
     // and runs the next one, and the store records the possible duplicate.
     assert.equal(attemptTwice, 0, "synchronous: no attempt number granted twice across the failover");
     assert.deepEqual(
