@@ -137,7 +137,7 @@ async function testLine(line) {
     npm_config_audit: "false",
     DUETIME_TEST_STORE: "sqlite",
   };
-  const where = `Node ${node.version} (line ${line})`;
+  const where = line.includes("/") ? `Node ${node.version} (${node.dir})` : `Node ${node.version} (line ${line})`;
   try {
     const got = spawnSync(join(node.dir, "bin/node"), ["--version"], { encoding: "utf8" }).stdout.trim();
     if (got !== node.version) throw new StepFailed(`bin/node --version says ${JSON.stringify(got)}`);
