@@ -160,6 +160,8 @@ export class DueIndexReconciler {
     }
     const owned = new Set(this.o.shards());
     for (const shard of this.built.keys()) if (!owned.has(shard)) this.built.delete(shard);
+    // A shard given up mid-pass drops what its pass held (its new owner passes it).
+    for (const shard of this.cursors.keys()) if (!owned.has(shard)) this.cursors.delete(shard);
     const unknown = [...owned].filter((s) => !this.built.has(s));
     if (unknown.length === 0) return;
     const built = await this.o.keys.builtIn(unknown, seen);
