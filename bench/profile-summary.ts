@@ -13,6 +13,10 @@
 // (e.g. --since dispatchMany: the herd's drain, from its first dispatch).
 // [--after NAME]: count only samples after the last one in function NAME
 // (e.g. --after createOne: the herd's drain, once every job is created).
+// [--from S] [--to S]: count only samples between S seconds after the
+// profile's start and S seconds after it (an idle window between phases).
+// [--timeline S]: also print the busy share of every S seconds, to find
+// the phases (creation, a rebuild, the idle window between them).
 
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
@@ -33,7 +37,16 @@ interface Profile {
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { top: { type: "string" }, callers: { type: "string" }, skip: { type: "string" }, since: { type: "string" }, after: { type: "string" } },
+  options: {
+    top: { type: "string" },
+    callers: { type: "string" },
+    skip: { type: "string" },
+    since: { type: "string" },
+    after: { type: "string" },
+    from: { type: "string" },
+    to: { type: "string" },
+    timeline: { type: "string" },
+  },
 });
 const top = Number(values.top ?? 25);
 const ROOT = new URL("../", import.meta.url).href;
@@ -69,8 +82,30 @@ for (const file of positionals) {
     if (last < 0) throw new Error(`no sample in ${values.after}`);
     from = Math.max(from, last + 1);
   }
+  // Each sample's time since the profile's start (ms).
+  const at: number[] = [];
+  let clock = 0;
+  for (let i = 0; i < samples.length; i++) at.push((clock += (deltas[i] ?? 0) / 1000));
+  const fromMs = values.from === undefined ? -Infinity : Number(values.from) * 1000;
+  const toMs = values.to === undefined ? Infinity : Number(values.to) * 1000;
+  const isIdle = (id: number) => byId.get(id)!.callFrame.functionName === "(idle)";
+  if (values.timeline) {
+    const bucketMs = Number(values.timeline) * 1000;
+    const busyIn = new Map<number, number>();
+    for (let i = 0; i < samples.length; i++) {
+      if (isIdle(samples[i]!)) continue;
+      const b = Math.floor(at[i]! / bucketMs);
+      busyIn.set(b, (busyIn.get(b) ?? 0) + (deltas[i] ?? 0) / 1000);
+    }
+    const last = Math.floor(clock / bucketMs);
+    const lines: string[] = [];
+    for (let b = 0; b <= last; b++)
+      lines.push(`${String(b * Number(values.timeline)).padStart(6)} s ${(((busyIn.get(b) ?? 0) / bucketMs) * 100).toFixed(1).padStart(6)}%`);
+    console.log(`\n== ${file}: busy share per ${values.timeline} s\n${lines.join("\n")}`);
+  }
   let total = 0;
   for (let i = from; i < samples.length; i++) {
+    if (at[i]! < fromMs || at[i]! >= toMs) continue;
     const ms = (deltas[i] ?? 0) / 1000;
     total += ms;
     self.set(samples[i]!, (self.get(samples[i]!) ?? 0) + ms);

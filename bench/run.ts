@@ -27,7 +27,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { lagChart, type Series } from "./chart.js";
 import type { Contender } from "./contender.js";
-import { CONTENDERS, PRECONDITIONS } from "./contenders/index.js";
+import { addBaselines, CONTENDERS, PRECONDITIONS } from "./contenders/index.js";
 import { NoiseGauge, Progress, waitForQuiet } from "./measure.js";
 import { herd, idle, immediate, STATS_SETTLE_MS, steady, type Column, type RunOutput, type Scenario } from "./scenarios.js";
 
@@ -38,6 +38,7 @@ const USAGE = `usage: npm run bench -- <herd|cron-herd|steady|immediate|idle|all
        [--merge]   (keep the rows of contenders not run now from the last results of the same scenario, marked †)
        [--render-only]   (run nothing: rebuild <scenario>.md and .svg from <scenario>.json; rows of contenders not in --contenders are marked †)
        [--quiet-wait S]   (before each run, wait up to S s for the machine to be quiet; default 60, smoke 0)
+       [--baseline DIR]   (also offer <name>@baseline for every duetime serve contender: the same, spawned from the build in DIR, e.g. a checkout of main; for A/B runs in one command)
        [--recurring]   (idle: recurring jobs, each next due next week; steady: recurring jobs created up front, --rate of them firing each second; instead of one-offs: what a due index serves)
        npm run bench -- fairness [--rate R] [--seconds S] [--flood N] [--concurrency N] [--store sqlite|postgres://…] [--schema S]
                   (duetime alone: a steady tenant's start lag with and without another tenant's flood)
@@ -80,6 +81,7 @@ const { values, positionals } = parseArgs({
     merge: { type: "boolean" },
     recurring: { type: "boolean" },
     "render-only": { type: "boolean" },
+    baseline: { type: "string" },
     help: { type: "boolean", short: "h" },
   },
 });
@@ -107,6 +109,10 @@ const concurrency = num(values.concurrency, 100);
 const runsOverride = values.runs === undefined ? undefined : num(values.runs, 1);
 const timeoutMs = num(values.timeout, smoke ? 60 : 900) * 1000;
 const quietWaitMs = values["quiet-wait"] === "0" ? 0 : num(values["quiet-wait"], smoke ? 0.001 : 60) * 1000;
+if (values.baseline) {
+  if (!existsSync(join(values.baseline, "dist/cli/main.js"))) usage(`--baseline: no built duetime in ${values.baseline} (run npm run build there)`);
+  addBaselines(resolve(values.baseline));
+}
 const names = values.contenders?.split(",").filter(Boolean) ?? (values["render-only"] ? Object.keys(CONTENDERS) : await workingContenders());
 for (const name of names) if (!CONTENDERS[name]) usage(`unknown contender ${name}`);
 

@@ -40,6 +40,8 @@ export interface DuetimeServerOptions {
   redisDueIndex?: boolean;
   /** Serve gRPC too (`--grpc-port 0`) and run the workers on its Work stream. */
   grpc?: boolean;
+  /** Another build's package folder to spawn `bin/duetime.js` from (`--baseline DIR`: the contender `<name>@baseline`); default this checkout. */
+  root?: string;
 }
 
 export class DuetimeServers implements Contender {
@@ -67,6 +69,7 @@ export class DuetimeServers implements Contender {
 
   constructor(private readonly options: DuetimeServerOptions) {
     this.name = options.name;
+    if (options.root) this.version = `duetime serve of the baseline build in ${options.root}`;
   }
 
   async setup(ctx: ContenderContext): Promise<void> {
@@ -75,7 +78,7 @@ export class DuetimeServers implements Contender {
     const db = this.store.database;
     if (db) this.rowsWritten = () => db.rowsWritten();
     if (this.options.redisDueIndex) {
-      this.index = await redisPrefix(`bench-${this.name}-${ctx.runId}:`);
+      this.index = await redisPrefix(`bench-${this.name.replace("@", "-")}-${ctx.runId}:`);
       const index = this.index;
       this.indexBytes = () => index.bytes();
       this.indexPids = () => pidsNamed(["redis-server"]);
@@ -108,7 +111,7 @@ export class DuetimeServers implements Contender {
       // Every node gets its own id: the default (host and port) would be the same for all with --port 0.
       [
         ...SERVER_NODE_ARGS,
-        join(ROOT, "bin/duetime.js"),
+        join(this.options.root ?? ROOT, "bin/duetime.js"),
         "serve",
         "--port",
         "0",
@@ -247,13 +250,24 @@ export function postgresStoreProblem(): Promise<string | undefined> {
   return postgresProbe;
 }
 
-export const duetimeServer = () => new DuetimeServers({ name: "duetime-server", nodes: 1, store: sqliteStore });
-export const duetimeGrpc = () => new DuetimeServers({ name: "duetime-grpc", nodes: 1, store: sqliteStore, grpc: true });
-export const duetimePg1 = () => new DuetimeServers({ name: "duetime-pg-1", nodes: 1, store: postgresStore });
-export const duetimePg3 = () => new DuetimeServers({ name: "duetime-pg-3", nodes: 3, store: postgresStore });
-export const duetimeServerRedis = () => new DuetimeServers({ name: "duetime-server-redis", nodes: 1, store: sqliteStore, redisDueIndex: true });
-export const duetimePgRedis = () => new DuetimeServers({ name: "duetime-pg-redis", nodes: 1, store: postgresStore, redisDueIndex: true });
-export const duetimePg3Redis = () => new DuetimeServers({ name: "duetime-pg-3-redis", nodes: 3, store: postgresStore, redisDueIndex: true });
+/** A contender run from another build (`--baseline DIR`), under its own name. */
+export interface Baseline {
+  name?: string;
+  root?: string;
+}
+
+export const duetimeServer = (o: Baseline = {}) =>
+  new DuetimeServers({ name: o.name ?? "duetime-server", nodes: 1, store: sqliteStore, root: o.root });
+export const duetimeGrpc = (o: Baseline = {}) =>
+  new DuetimeServers({ name: o.name ?? "duetime-grpc", nodes: 1, store: sqliteStore, grpc: true, root: o.root });
+export const duetimePg1 = (o: Baseline = {}) => new DuetimeServers({ name: o.name ?? "duetime-pg-1", nodes: 1, store: postgresStore, root: o.root });
+export const duetimePg3 = (o: Baseline = {}) => new DuetimeServers({ name: o.name ?? "duetime-pg-3", nodes: 3, store: postgresStore, root: o.root });
+export const duetimeServerRedis = (o: Baseline = {}) =>
+  new DuetimeServers({ name: o.name ?? "duetime-server-redis", nodes: 1, store: sqliteStore, redisDueIndex: true, root: o.root });
+export const duetimePgRedis = (o: Baseline = {}) =>
+  new DuetimeServers({ name: o.name ?? "duetime-pg-redis", nodes: 1, store: postgresStore, redisDueIndex: true, root: o.root });
+export const duetimePg3Redis = (o: Baseline = {}) =>
+  new DuetimeServers({ name: o.name ?? "duetime-pg-3-redis", nodes: 3, store: postgresStore, redisDueIndex: true, root: o.root });
 
 let redisProbe: Promise<string | undefined> | undefined;
 

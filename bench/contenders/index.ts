@@ -10,6 +10,7 @@ import {
   duetimePgRedis,
   duetimeServer,
   duetimeServerRedis,
+  type Baseline,
   postgresStoreProblem,
   redisDueIndexProblem,
 } from "./duetime-server.js";
@@ -29,6 +30,21 @@ export const CONTENDERS: Record<string, () => Contender> = {
   "pg-boss": () => new PgBossContender(),
   "graphile-worker": () => new GraphileWorker(),
 };
+
+/** The `duetime serve` contenders, which `--baseline DIR` also runs from another build as `<name>@baseline`. */
+const FROM_A_BUILD: Record<string, (o: Baseline) => Contender> = {
+  "duetime-server": duetimeServer,
+  "duetime-server-redis": duetimeServerRedis,
+  "duetime-pg-1": duetimePg1,
+  "duetime-pg-redis": duetimePgRedis,
+  "duetime-pg-3": duetimePg3,
+  "duetime-pg-3-redis": duetimePg3Redis,
+};
+
+/** Adds `<name>@baseline` for every `duetime serve` contender, spawned from the build in `root` (a package folder with bin/ and dist/). */
+export function addBaselines(root: string): void {
+  for (const [name, make] of Object.entries(FROM_A_BUILD)) CONTENDERS[`${name}@baseline`] = () => make({ name: `${name}@baseline`, root });
+}
 
 /**
  * Contenders whose store may not work in this checkout: a run that names no

@@ -60,3 +60,51 @@ redisTest("a restart against an intact index does not hurry; a shard that lost i
   const afterLoss = await restarted.runOnce();
   assert.equal(restarted.rebuildingShards(), afterLoss.shard === 5 ? 256 : 255, "a new generation: the marks of the old one do not count");
 });
+
+redisTest(
+  "a pass where store and index agree reads nothing back and writes nothing; where they differ, only the differing ids are read again and repaired",
+  async (t) => {
+    const prefix = testPrefix("agree");
+    const store = await openStore(`sqlite:${join(dir, "agree.db")}`);
+    const keys = RedisDueKeys.connect({ url: REDIS_URL, prefix });
+    t.after(async () => {
+      await keys.close();
+      await store.close();
+      await deletePrefix(prefix);
+    });
+    const now = Date.now();
+    // Shard 9 holds five entries: with pages of two, its pass takes three steps on each side.
+    const jobs = recurringJobs(5, { createdAt: now, dueAt: now + 3_600_000, shard: 9 });
+    await store.jobCreateMany({ nodeId: "n", jobs, now });
+    const ids = jobs.map((j) => j.job.jobId);
+    // What the reconciler asks again, and of which ids.
+    const readBack: { scores: string[][]; dueRefs: string[][] } = { scores: [], dueRefs: [] };
+    const scores = keys.scores.bind(keys);
+    keys.scores = (shard, jobIds) => {
+      readBack.scores.push([...jobIds]);
+      return scores(shard, jobIds);
+    };
+    const dueRefs = store.dueRefs.bind(store);
+    store.dueRefs = (p) => {
+      readBack.dueRefs.push([...p.jobIds]);
+      return dueRefs(p);
+    };
+    const reconciler = new DueIndexReconciler({ keys, store, clock: systemClock, events: new EngineEvents(), shards: () => [9], pageSize: 2 });
+    assert.deepEqual(await reconciler.runCycle(), { added: 5, removed: 0 }, "a new index: the first pass adds every entry");
+
+    readBack.scores = [];
+    readBack.dueRefs = [];
+    assert.deepEqual(await reconciler.runCycle(), { added: 0, removed: 0 });
+    assert.deepEqual(readBack, { scores: [], dueRefs: [] }, "an index that agrees with the store costs one read of each side, nothing more");
+
+    const dueAt = now + 3_600_000;
+    await keys.remove([{ jobId: ids[1]!, shard: 9 }]); // a create's ZADD lost
+    await keys.add([{ jobId: ids[3]!, shard: 9, dueAt: dueAt + 60_000 }]); // an update's ZADD lost: the index says later
+    await keys.add([{ jobId: "job_notinthestore", shard: 9, dueAt }]); // a delete's ZREM lost
+    assert.deepEqual(await reconciler.runCycle(), { added: 2, removed: 1 });
+    assert.deepEqual(readBack.scores.flat().sort(), [ids[1]!, ids[3]!].sort(), "only the entries the index lacked or held later are read again");
+    assert.deepEqual(readBack.dueRefs.flat(), ["job_notinthestore"], "only the member the store pass did not meet is read back");
+    const after = await keys.scores(9, [...ids, "job_notinthestore"]);
+    assert.deepEqual(after.scheduled, [dueAt, dueAt, dueAt, dueAt, dueAt, null], "the index holds what the store holds");
+  },
+);

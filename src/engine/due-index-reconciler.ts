@@ -1,15 +1,20 @@
-// Reconciles the Redis due index with the store, one page of one owned shard
-// per step, so it never loads everything:
-// - store → index: each due entry of the page (dueScan, by job id) that the
-//   index holds neither scheduled nor claimed is added; one the index holds
-//   later than the store is lowered (repair.lua, which skips an id claimed
-//   meanwhile: an index that says "later" makes a job late, one that says
-//   "earlier" costs only a claim that the store answers);
-// - index → store: each member of the page (ZSCAN) that the store has no due
-//   entry for is removed, if its score is still the one read (a re-add
-//   since is kept).
-// A shard is done when both cursors come round; a cycle when every owned
-// shard is done. The lag (the age of the oldest owned shard's last pass) is
+// Reconciles the Redis due index with the store, one shard at a time, a page
+// of each side per step (dueScan by job id, ZSCAN of the scheduled set):
+// - store → index: each due entry of the shard that the index holds neither
+//   scheduled nor claimed is added; one the index holds later than the store
+//   is lowered (repair.lua, which skips an id claimed meanwhile: an index that
+//   says "later" makes a job late, one that says "earlier" costs only a claim
+//   that the store answers);
+// - index → store: each member of the shard that the store has no due entry
+//   for is removed, if its score is still the one read (a re-add since is
+//   kept).
+// Both sides' pages of the shard are held until both cursors come round (one
+// shard's ids at a time: about 4,000 per million recurring jobs) and
+// compared in memory; only the ids they disagree on are read again (ZMSCORE,
+// dueRefs) before a repair. So a pass over a shard where both agree, which is
+// every pass of an idle index, reads each side once and writes nothing. The
+// shard is done when both cursors come round and its differences are
+// settled; a cycle when every owned shard is done. The lag (the age of the oldest owned shard's last pass) is
 // what an index that lost writes may be behind the store, at most.
 //
 // Paced slowly (a page a second: a full pass over a million recurring jobs
@@ -51,6 +56,10 @@ interface ShardCursor {
   index: string;
   storeDone: boolean;
   indexDone: boolean;
+  /** The shard's due entries read from the store so far in this pass. */
+  stored: Map<string, DueRef>;
+  /** The shard's scheduled members (and scores) read from the index so far in this pass. */
+  indexed: Map<string, number>;
 }
 
 export class DueIndexReconciler {
@@ -106,11 +115,14 @@ export class DueIndexReconciler {
   private async page(): Promise<{ shard: number | null; added: number; removed: number }> {
     const shard = this.nextShard();
     if (shard === null) return { shard, added: 0, removed: 0 };
-    const cursor = this.cursors.get(shard) ?? { store: "", index: "0", storeDone: false, indexDone: false };
+    const cursor = this.cursors.get(shard) ?? { store: "", index: "0", storeDone: false, indexDone: false, stored: new Map(), indexed: new Map() };
     this.cursors.set(shard, cursor);
-    const added = cursor.storeDone ? 0 : await this.storeToIndex(shard, cursor);
-    const removed = cursor.indexDone ? 0 : await this.indexToStore(shard, cursor);
+    await Promise.all([cursor.storeDone ? null : this.readStore(shard, cursor), cursor.indexDone ? null : this.readIndex(shard, cursor)]);
+    let added = 0;
+    let removed = 0;
     if (cursor.storeDone && cursor.indexDone) {
+      added = await this.storeToIndex(shard, cursor);
+      removed = await this.indexToStore(shard, cursor);
       this.cursors.delete(shard);
       this.passedAt.set(shard, this.o.clock.now());
       this.queue = this.queue.filter((s) => s !== shard);
@@ -148,6 +160,8 @@ export class DueIndexReconciler {
     }
     const owned = new Set(this.o.shards());
     for (const shard of this.built.keys()) if (!owned.has(shard)) this.built.delete(shard);
+    // A shard given up mid-pass drops what its pass held (its new owner passes it).
+    for (const shard of this.cursors.keys()) if (!owned.has(shard)) this.cursors.delete(shard);
     const unknown = [...owned].filter((s) => !this.built.has(s));
     if (unknown.length === 0) return;
     const built = await this.o.keys.builtIn(unknown, seen);
@@ -168,32 +182,54 @@ export class DueIndexReconciler {
     return this.queue[0] ?? null;
   }
 
-  private async storeToIndex(shard: number, cursor: ShardCursor): Promise<number> {
+  private async readStore(shard: number, cursor: ShardCursor): Promise<void> {
     const page = this.o.pageSize ?? 500;
     const entries = await this.o.store.dueScan({ shard, after: cursor.store, limit: page });
     if (entries.length < page) cursor.storeDone = true;
-    if (entries.length === 0) return 0;
-    cursor.store = entries[entries.length - 1]!.jobId;
-    const { scheduled, leased } = await this.o.keys.scores(
-      shard,
-      entries.map((e) => e.jobId),
-    );
-    // Read first, so a page in step costs one round trip; the script re-checks what it writes.
-    const candidates = entries.filter((e, i) => leased[i] === null && (scheduled[i] === null || scheduled[i]! > e.dueAt));
-    if (candidates.length === 0) return 0;
-    const repaired = await this.o.keys.repair(candidates);
-    if (repaired > 0) this.o.onRepaired?.(candidates);
-    return repaired;
+    for (const e of entries) cursor.stored.set(e.jobId, e);
+    if (entries.length > 0) cursor.store = entries[entries.length - 1]!.jobId;
   }
 
-  private async indexToStore(shard: number, cursor: ShardCursor): Promise<number> {
+  private async readIndex(shard: number, cursor: ShardCursor): Promise<void> {
     const { cursor: next, members } = await this.o.keys.scan(shard, cursor.index, this.o.pageSize ?? 500);
     cursor.index = next;
     if (next === "0") cursor.indexDone = true;
-    if (members.length === 0) return 0;
-    const held = new Set((await this.o.store.dueRefs({ jobIds: members.map((m) => m.jobId) })).map((e) => e.jobId));
-    const orphans = members.filter((m) => !held.has(m.jobId));
-    return orphans.length > 0 ? this.o.keys.removeIf(shard, orphans) : 0;
+    for (const m of members) cursor.indexed.set(m.jobId, m.score);
+  }
+
+  /** The shard's store entries the index did not hold scheduled at or before their time: read again, then added or lowered unless claimed. */
+  private async storeToIndex(shard: number, cursor: ShardCursor): Promise<number> {
+    const differing = [...cursor.stored.values()].filter((e) => {
+      const held = cursor.indexed.get(e.jobId);
+      return held === undefined || held > e.dueAt;
+    });
+    let repaired = 0;
+    for (const entries of slices(differing, this.o.pageSize ?? 500)) {
+      // Read again: the scan may have missed a member added meanwhile, and a claimed one sits in leased.
+      const { scheduled, leased } = await this.o.keys.scores(
+        shard,
+        entries.map((e) => e.jobId),
+      );
+      const candidates = entries.filter((e, i) => leased[i] === null && (scheduled[i] === null || scheduled[i]! > e.dueAt));
+      if (candidates.length === 0) continue;
+      const n = await this.o.keys.repair(candidates);
+      if (n > 0) this.o.onRepaired?.(candidates);
+      repaired += n;
+    }
+    return repaired;
+  }
+
+  /** The shard's members the store pass did not meet: read back from the store, and removed (if their score is unchanged) when it has no entry. */
+  private async indexToStore(shard: number, cursor: ShardCursor): Promise<number> {
+    const unmatched = [...cursor.indexed].filter(([jobId]) => !cursor.stored.has(jobId)).map(([jobId, score]) => ({ jobId, score }));
+    let removed = 0;
+    for (const members of slices(unmatched, this.o.pageSize ?? 500)) {
+      // Read again: an entry written after the store's cursor passed its place is kept.
+      const held = new Set((await this.o.store.dueRefs({ jobIds: members.map((m) => m.jobId) })).map((e) => e.jobId));
+      const orphans = members.filter((m) => !held.has(m.jobId));
+      if (orphans.length > 0) removed += await this.o.keys.removeIf(shard, orphans);
+    }
+    return removed;
   }
 
   private schedule(ms: number): void {
@@ -217,4 +253,10 @@ export class DueIndexReconciler {
     this.lastPageAt = now;
     await this.page();
   }
+}
+
+function slices<T>(items: readonly T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
 }
