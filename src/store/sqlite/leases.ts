@@ -100,7 +100,10 @@ const bucketOf = (r: Row) => `${r.tenant_id as string}\u0000${r.priority as numb
  */
 function leaveReadyCounts(q: Query, pool: string, granted: readonly Row[]): void {
   const buckets = new Map<string, number>();
-  for (const r of granted) buckets.set(bucketOf(r), (buckets.get(bucketOf(r)) ?? 0) + 1);
+  for (const r of granted) {
+    const bucket = bucketOf(r);
+    buckets.set(bucket, (buckets.get(bucket) ?? 0) + 1);
+  }
   const leave = q("UPDATE ready_counts SET n = n - @n WHERE tenant_id = @tenant AND pool = @pool AND priority = @priority AND hour = @hour");
   for (const [bucket, n] of buckets) {
     const [tenant, priority, hour] = bucket.split("\u0000");
