@@ -14,6 +14,15 @@ test("rejects what is not RFC 3339", () => {
   }
 });
 
+test("knows each month's last day, leap years by the Gregorian rule", () => {
+  assert.equal(parseRfc3339("2024-02-29T00:00:00Z"), Date.UTC(2024, 1, 29));
+  assert.equal(parseRfc3339("2000-02-29T00:00:00Z"), Date.UTC(2000, 1, 29));
+  assert.equal(parseRfc3339("2026-12-31 23:59:59Z"), Date.UTC(2026, 11, 31, 23, 59, 59));
+  for (const bad of ["2026-02-29T00:00:00Z", "1900-02-29T00:00:00Z", "2026-04-31T00:00:00Z", "2026-10-16T24:00:00Z", "1899-12-31T23:59:59Z"]) {
+    assert.equal(parseRfc3339(bad), null, bad);
+  }
+});
+
 test("writes UTC with millisecond precision", () => {
   assert.equal(toIso(Date.UTC(2026, 9, 16, 9)), "2026-10-16T09:00:00.000Z");
 });

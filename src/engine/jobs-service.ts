@@ -10,6 +10,7 @@ import type {
   BatchCreateItem,
   BatchCreateResult,
   CreatedJob,
+  DueWarning,
   CreateJobsOptions,
   ExecutionItem,
   Job,
@@ -29,7 +30,7 @@ import { canonicalJson, effectiveJob } from "../core/job-spec.js";
 import { RETENTION_DEFAULTS } from "../core/retention.js";
 import { firstOccurrence, isCron, nextOccurrence, type Occurrence } from "../core/schedule.js";
 import { jobVerdict, occurrenceHome, PENDING_ON_ACTION, type JobAction } from "../core/states.js";
-import { parseRfc3339 } from "../core/time.js";
+import { parseRfc3339, toIsoOrNull } from "../core/time.js";
 import { validateBatch } from "../core/validate.js";
 import type { JobCreateOutcome, JobRecord, LoadedDueEntry, NewJob, PendingChange, PendingReplace, Store } from "../store/store.js";
 import { pageOf } from "./cursor.js";
@@ -91,8 +92,9 @@ export class JobsService {
   // ---- jobs ---------------------------------------------------------------------
 
   async createJob(ctx: RequestContext, spec: JobSpec, idempotencyKey?: string): Promise<CreatedJob> {
-    const [result] = await this.createMany(ctx, [{ spec, idempotencyKey, prefix: "" }], { throwFirst: true });
-    return result as CreatedJob;
+    const [result] = (await this.createMany(ctx, [{ spec, idempotencyKey, prefix: "" }], { throwFirst: true })) as Written[];
+    const { record, created, warnings } = result!;
+    return { ...toJob(record), created, ...(warnings ? { warnings } : {}) };
   }
 
   /** `items` as they came: each is checked on its own, so a bad job fails alone (answering its error in its place). */
@@ -117,7 +119,12 @@ export class JobsService {
       results.map((r) =>
         r instanceof DuetimeError
           ? (r.toJSON() as BatchCreateResult)
-          : { jobId: r.jobId, nextRunAt: r.nextRunAt, created: r.created ?? true, ...(r.warnings ? { warnings: r.warnings } : {}) },
+          : {
+              jobId: r.record.jobId,
+              nextRunAt: toIsoOrNull(r.record.nextRunAt),
+              created: r.created,
+              ...(r.warnings ? { warnings: r.warnings } : {}),
+            },
       ),
     );
   }
@@ -127,7 +134,7 @@ export class JobsService {
     ctx: RequestContext,
     specs: { spec: JobSpec; idempotencyKey: string | undefined; prefix: string }[],
     how: WriteHow,
-  ): Promise<(CreatedJob | DuetimeError)[]> {
+  ): Promise<(Written | DuetimeError)[]> {
     const tracing = this.o.executor.tracing;
     if (!tracing) return this.writeMany(ctx, specs, how);
     const { span, traceparent } = tracing.createStarted(ctx.tenantId, specs.length);
@@ -151,11 +158,11 @@ export class JobsService {
     specs: { spec: JobSpec; idempotencyKey: string | undefined; prefix: string }[],
     { throwFirst = false, atomic }: WriteHow,
     trace?: CreateTrace,
-  ): Promise<(CreatedJob | DuetimeError)[]> {
+  ): Promise<(Written | DuetimeError)[]> {
     this.o.backpressure?.checkCreate();
     const now = this.clock.now();
     const limits = await this.o.quotas.limitsOf(ctx.tenantId);
-    const results: (CreatedJob | DuetimeError | null)[] = [];
+    const results: (Written | DuetimeError | null)[] = [];
     const writes: Write[] = [];
     specs.forEach(({ spec, idempotencyKey, prefix }, index) => {
       try {
@@ -204,10 +211,10 @@ export class JobsService {
           trace.created.push({ jobId: outcome.job.jobId, ...(run ? { executionId: executionIdFor(outcome.job.jobId, run.scheduledFor) } : {}) });
         }
       }
-      results[index] = { ...toJob(outcome.job), created: outcome.status === "created" };
+      results[index] = { record: outcome.job, created: outcome.status === "created" };
     });
     await this.warnOfSpikes(ctx, writes, outcomes, results);
-    return results as (CreatedJob | DuetimeError)[];
+    return results as (Written | DuetimeError)[];
   }
 
   /**
@@ -236,7 +243,7 @@ export class JobsService {
     ctx: RequestContext,
     writes: Write[],
     outcomes: JobCreateOutcome[],
-    results: (CreatedJob | DuetimeError | null)[],
+    results: (Written | DuetimeError | null)[],
   ): Promise<void> {
     if (!this.o.spikes) return;
     const created = writes.filter((_, i) => outcomes[i]?.status === "created");
@@ -489,6 +496,13 @@ interface Write {
  * thrown (throwFirst: a single create), or thrown for the whole batch
  * before anything is written (atomic: the refusal naming every invalid job).
  */
+/** A job the call wrote or found by its Idempotency-Key, as stored; the callers answer its wire form. */
+interface Written {
+  record: JobRecord;
+  created: boolean;
+  warnings?: DueWarning[];
+}
+
 interface WriteHow {
   throwFirst?: boolean;
   atomic?: (errors: [index: number, error: DuetimeError][]) => DuetimeError;
