@@ -491,11 +491,6 @@ interface Write {
   blob: PlannedBlob | null;
 }
 
-/**
- * How a create treats an invalid job: answered as an error item (default),
- * thrown (throwFirst: a single create), or thrown for the whole batch
- * before anything is written (atomic: the refusal naming every invalid job).
- */
 /** A job the call wrote or found by its Idempotency-Key, as stored; the callers answer its wire form. */
 interface Written {
   record: JobRecord;
@@ -503,6 +498,11 @@ interface Written {
   warnings?: DueWarning[];
 }
 
+/**
+ * How a create treats an invalid job: answered as an error item (default),
+ * thrown (throwFirst: a single create), or thrown for the whole batch
+ * before anything is written (atomic: the refusal naming every invalid job).
+ */
 interface WriteHow {
   throwFirst?: boolean;
   atomic?: (errors: [index: number, error: DuetimeError][]) => DuetimeError;
