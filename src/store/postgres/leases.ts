@@ -112,7 +112,7 @@ RETURNING e.id, e.tenant_id, e.job_id, e.name, e.attempt, e.attempt_base, e.leas
  * flips, on a grown table never analysed, to a nested loop that walks the
  * arrays per row (117-188 ms per lease of 500; bench/lease-plan.ts). Then its rate is charged, and its lane marked throttled or not.
  */
-const LEASE_TENANT = `
+export const LEASE_TENANT = `
 WITH RECURSIVE ${EPOCH_NOW},
 ${levels("$2", "$7")},
 gate AS MATERIALIZED (SELECT g.rate, ${byRate("g", "$3::int")} AS by_rate, ${allowance("g", "$7", "$3::int")} AS n FROM t, ${limitsOf("$7")} g),
