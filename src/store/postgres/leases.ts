@@ -74,6 +74,14 @@ const NEW_EPOCH = `INSERT INTO lease_epoch (token)
   VALUES ((extract(epoch FROM clock_timestamp()) * 1000)::bigint * 100 + floor(random() * 100)::bigint) ON CONFLICT DO NOTHING`;
 
 /**
+ * The lease's time and token, as the one row `t`. LIMIT 1 tells the planner
+ * it is one row (the table holds at most one): a table never analysed is
+ * estimated at thousands, and the grant then materialised every picked row
+ * on disk once per supposed row of `t` (25 ms of a lease of 500).
+ */
+const EPOCH_NOW = `t AS (SELECT ${nowOr("$1")} AS now, token AS epoch FROM lease_epoch LIMIT 1)`;
+
+/**
  * The grant of a lease: the picked rows RUNNING as a new attempt, under the
  * lease token t.epoch (the lease epoch); `picked`
  * names (job_id, scheduled_for) pairs. Each records the wait its tenant's
@@ -104,8 +112,8 @@ RETURNING e.id, e.tenant_id, e.job_id, e.name, e.attempt, e.attempt_base, e.leas
  * flips, on a grown table never analysed, to a nested loop that walks the
  * arrays per row (117-188 ms per lease of 500; bench/lease-plan.ts). Then its rate is charged, and its lane marked throttled or not.
  */
-const LEASE_TENANT = `
-WITH RECURSIVE t AS (SELECT ${nowOr("$1")} AS now, token AS epoch FROM lease_epoch),
+export const LEASE_TENANT = `
+WITH RECURSIVE ${EPOCH_NOW},
 ${levels("$2", "$7")},
 gate AS MATERIALIZED (SELECT g.rate, ${byRate("g", "$3::int")} AS by_rate, ${allowance("g", "$7", "$3::int")} AS n FROM t, ${limitsOf("$7")} g),
 offered AS MATERIALIZED (
@@ -177,7 +185,7 @@ WHERE l.pool = $2 AND l.idle_until IS NOT NULL AND (l.idle_until <= t.now OR l.t
  * while a lease claims at most twice the rows it grants.
  */
 export const LEASE_ACROSS_TENANTS = `
-WITH RECURSIVE t AS (SELECT ${nowOr("$1")} AS now, token AS epoch FROM lease_epoch),
+WITH RECURSIVE ${EPOCH_NOW},
 chosen AS MATERIALIZED (
   SELECT l.tenant_id, l.vtime, coalesce(g.weight, 1)::float8 AS weight, g.rate, g.tat, ${byRate("g", "$3::int")} AS by_rate,
     ${allowance("g", "l.tenant_id", "$3::int")} AS allowed
