@@ -79,6 +79,7 @@ describe("the gRPC Work stream's store calls", () => {
   });
 
   const startWorker = (pool: string, options: { concurrency: number; prefetch: number }) => {
+    let started = 0;
     // ackDelayMs long: the worker waits for its running handlers to finish, not for a timer (no timing in the counts).
     const worker = new Worker({
       url: `grpc://${t.server.grpcAddress}`,
@@ -89,17 +90,25 @@ describe("the gRPC Work stream's store calls", () => {
       logger: null,
       ackDelayMs: 60_000,
       ...options,
-      handler: async () => ({ ok: true }),
+      // Handlers that end a few ms apart, so that a worker granting credit as slots free would ask for less than its room.
+      handler: async () => {
+        await new Promise((resolve) => setTimeout(resolve, 1 + (started++ % 5)));
+        return { ok: true };
+      },
     });
     workers.push(worker);
     void worker.run();
   };
 
-  const drained = (pool: string) =>
-    waitFor(async () => {
-      const stats = await admin.poolStats(pool);
-      return stats.queued + stats.running === 0;
-    }, `pool ${pool} drained`);
+  const drained = (pool: string, timeoutMs?: number) =>
+    waitFor(
+      async () => {
+        const stats = await admin.poolStats(pool);
+        return stats.queued + stats.running === 0;
+      },
+      `pool ${pool} drained`,
+      timeoutMs,
+    );
 
   test("a herd: every ack rides on a lease, and each lease fills the worker's whole room", async () => {
     const jobs = 1200;
@@ -121,7 +130,8 @@ describe("the gRPC Work stream's store calls", () => {
     for (let i = 0; i < 10; i++) {
       await admin.createJob(queueJob("trickle", { retry: { maxAttempts: 1 } }));
       // The server is long-polling with the credit left; the credit after the completion ends that poll.
-      await drained("trickle");
+      // Were it not ended, the ack would wait out the server's 20 s poll: it is not waited for that long.
+      await drained("trickle", 15_000);
     }
     const trickle = calls.get("trickle")!;
     assert.equal(trickle.separateAcks, 0, "no acknowledgement was written on its own");
