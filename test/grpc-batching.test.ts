@@ -78,7 +78,7 @@ describe("the gRPC Work stream's store calls", () => {
     await t.close();
   });
 
-  const startWorker = (pool: string, options: { concurrency: number; prefetch: number }) => {
+  const startWorker = (pool: string, options: { concurrency: number; prefetch: number; ackDelayMs?: number }) => {
     let started = 0;
     // ackDelayMs long: the worker waits for its running handlers to finish, not for a timer (no timing in the counts).
     const worker = new Worker({
@@ -126,7 +126,8 @@ describe("the gRPC Work stream's store calls", () => {
   });
 
   test("one job at a time: the credit that follows each completion carries its ack into the next lease", async () => {
-    startWorker("trickle", { concurrency: 4, prefetch: 0 });
+    // The server holds credit for the rest of the room: the worker's next credit waits out ackDelayMs.
+    startWorker("trickle", { concurrency: 4, prefetch: 0, ackDelayMs: 20 });
     for (let i = 0; i < 10; i++) {
       await admin.createJob(queueJob("trickle", { retry: { maxAttempts: 1 } }));
       // The server is long-polling with the credit left; the credit after the completion ends that poll.

@@ -210,10 +210,11 @@ export class WorkStream {
   }
 
   /**
-   * Leases while there is credit: each lease asks for at most what is left,
-   * and waits for work up to LEASE_WAIT_SECONDS. Acknowledgements in hand
-   * ride on it, as on an HTTP lease call (one store transaction for both);
-   * it then does not wait, so their answers are not held by a long poll.
+   * Leases while there is credit: each lease asks for all that is left, and
+   * waits for work up to LEASE_WAIT_SECONDS (a new credit ends the wait).
+   * Acknowledgements in hand ride on it, as on an HTTP lease call (one store
+   * transaction for both); it then does not wait, so their answers are not
+   * held by a long poll.
    */
   private async leaseLoop(): Promise<void> {
     try {

@@ -22,8 +22,10 @@
 //
 // With transport "grpc" the lease calls give way to one Work stream
 // (grpc-work.ts): the worker grants the stream credit for its room (free
-// slots plus prefetch) and the server pushes executions as they become
-// ready; acks and heartbeats go on the same stream. Slots, prefetch,
+// slots plus prefetch), when and as much as the loop above would lease, and
+// the server pushes executions as they become ready; the acks ride on the
+// credit (the server writes them with the lease it starts), heartbeats go on
+// the same stream. Slots, prefetch,
 // handlers, heartbeats and the drain are the same. A stream that ends (the
 // server stopping, a broken connection) is opened again after a backoff;
 // what was leased through it runs on and is acknowledged on the next one.
@@ -407,6 +409,12 @@ export class Worker {
         if (this.running.size > 0) {
           await this.waitFor(() => over() || this.running.size === 0 || this.acks.size >= this.maxAckBatch, this.ackDelayMs);
         }
+        // While the server holds credit for half the room it keeps pushing:
+        // more credit, and the acks, wait out ackDelayMs and go together.
+        // Credit after each completion made the server end its long poll and
+        // lease again as often (store calls that slowed a steady stream).
+        const plenty = () => stream.outstanding >= Math.ceil(this.room() / 2);
+        if (plenty()) await this.waitFor(() => over() || !plenty() || this.acks.size >= this.maxAckBatch, this.ackDelayMs);
         if (over()) break;
         if (want() > 0) this.grant(stream, want());
         // No room to ask for (prefetch shrank): the acks go on their own.
