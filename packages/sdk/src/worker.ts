@@ -22,10 +22,11 @@
 //
 // With transport "grpc" the lease calls give way to one Work stream
 // (grpc-work.ts): the worker grants the stream credit for its room (free
-// slots plus prefetch), when and as much as the loop above would lease, and
-// the server pushes executions as they become ready; the acks ride on the
-// credit (the server writes them with the lease it starts), heartbeats go on
-// the same stream. Slots, prefetch,
+// slots plus prefetch) as the loop above leases: once running handlers
+// finished (or after ackDelayMs), or, while the server still holds credit
+// for half the room, after ackDelayMs; the server pushes executions as they
+// become ready. The acks ride on the credit (the server writes them with the
+// lease it starts); heartbeats go on the same stream. Slots, prefetch,
 // handlers, heartbeats and the drain are the same. A stream that ends (the
 // server stopping, a broken connection) is opened again after a backoff;
 // what was leased through it runs on and is acknowledged on the next one.
