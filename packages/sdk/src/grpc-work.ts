@@ -21,6 +21,7 @@ import {
   type HeartbeatResponse,
   type LeasedExecution,
 } from "./api.js";
+import type { PendingAcks } from "./acks.js";
 import { DuetimeApiError } from "./errors.js";
 
 export interface WorkStreamOptions {
@@ -122,7 +123,22 @@ function ackItem(a: Json): AckItem {
   };
 }
 
+/** The response header by which a server says that it reads WorkCredit.acks. */
+const CREDIT_ACKS_HEADER = "duetime-credit-acks";
+
 const keyOf = (executionId: unknown, attempt: unknown) => `${String(executionId)}#${String(attempt)}`;
+
+/** Acks as a WorkAcks message. */
+function workAcks(acks: PendingAcks): Json {
+  const out: Json = {};
+  if (acks.complete.length > 0)
+    out.complete = acks.complete.map((item) => ({
+      ...fenceOf(item),
+      ...(item.result === undefined ? {} : { resultJson: JSON.stringify(item.result) }),
+    }));
+  if (acks.fail.length > 0) out.fail = acks.fail.map((item) => ({ ...fenceOf(item), error: attemptError(item.error) }));
+  return out;
+}
 
 /** One open Work stream. Made by WorkStream.open; ended by the server, by close(), or by a broken connection. */
 export class WorkStream {
@@ -132,6 +148,8 @@ export class WorkStream {
   readonly ended: Promise<DuetimeApiError | undefined>;
   /** True once the server has sent anything: the stream got past its start. */
   heard = false;
+  /** The server writes a WorkCredit's acks with the lease it starts (it says so in its response headers); an older one ignores them. */
+  private creditTakesAcks = false;
   private readonly acks = new Map<string, Waiter<AckItem>[]>();
   private readonly beats = new Map<string, Waiter<HeartbeatResponse>[]>();
   private over = false;
@@ -142,6 +160,9 @@ export class WorkStream {
     private readonly options: WorkStreamOptions,
   ) {
     this.ended = new Promise((resolve) => {
+      call.on("metadata", (metadata: Grpc.Metadata) => {
+        this.creditTakesAcks = metadata.get(CREDIT_ACKS_HEADER)[0] === "1";
+      });
       call.on("data", (message: Json) => this.receive(message));
       // An error status comes as 'error' (and then 'status'); OK as 'status' alone.
       call.on("error", () => {});
@@ -171,10 +192,25 @@ export class WorkStream {
     return stream;
   }
 
-  /** Lets the server push n more executions. */
-  grant(n: number): void {
+  /**
+   * Lets the server push n more executions; the acks go in the same message,
+   * and the server writes them with the lease this credit starts (one store
+   * transaction, as an HTTP lease call's). Resolves to their answers, in
+   * order; rejects when the stream ends first.
+   */
+  grant(n: number, acks: PendingAcks = { complete: [], fail: [] }): Promise<AckItem[]> {
     this.outstanding += n;
+    const items = [...acks.complete, ...acks.fail];
+    if (items.length === 0) {
+      this.send({ credit: { executions: n } });
+      return Promise.resolve([]);
+    }
+    const keys = items.map((item) => keyOf(item.executionId, item.attempt));
+    if (this.creditTakesAcks) return Promise.all(this.ask(this.acks, keys, { credit: { executions: n, acks: workAcks(acks) } }));
+    // Just ahead of the credit instead: such a server's next lease carries them when they arrive in time.
+    const answers = Promise.all(this.ask(this.acks, keys, { acks: workAcks(acks) }));
     this.send({ credit: { executions: n } });
+    return answers;
   }
 
   heartbeat(executionId: string, request: HeartbeatRequest): Promise<HeartbeatResponse> {
@@ -186,17 +222,12 @@ export class WorkStream {
 
   /** Up to 1000 completions in one WorkAcks; resolves to their answers, in order. */
   completeMany(items: CompleteItem[]): Promise<AckItem[]> {
-    const complete = items.map((item) => ({
-      ...fenceOf(item),
-      ...(item.result === undefined ? {} : { resultJson: JSON.stringify(item.result) }),
-    }));
-    return this.acknowledge(items, { acks: { complete } });
+    return this.acknowledge(items, { acks: workAcks({ complete: items, fail: [] }) });
   }
 
   /** Up to 1000 failures in one WorkAcks; resolves to their answers, in order. */
   failMany(items: FailItem[]): Promise<AckItem[]> {
-    const fail = items.map((item) => ({ ...fenceOf(item), error: attemptError(item.error) }));
-    return this.acknowledge(items, { acks: { fail } });
+    return this.acknowledge(items, { acks: workAcks({ complete: [], fail: items }) });
   }
 
   /** Half-closes the stream (nothing more to send) and waits for the server to end it. */

@@ -22,8 +22,11 @@
 //
 // With transport "grpc" the lease calls give way to one Work stream
 // (grpc-work.ts): the worker grants the stream credit for its room (free
-// slots plus prefetch) and the server pushes executions as they become
-// ready; acks and heartbeats go on the same stream. Slots, prefetch,
+// slots plus prefetch) as the loop above leases: once running handlers
+// finished (or after ackDelayMs), or, while the server still holds credit
+// for half the room, after ackDelayMs; the server pushes executions as they
+// become ready. The acks ride on the credit (the server writes them with the
+// lease it starts); heartbeats go on the same stream. Slots, prefetch,
 // handlers, heartbeats and the drain are the same. A stream that ends (the
 // server stopping, a broken connection) is opened again after a backoff;
 // what was leased through it runs on and is acknowledged on the next one.
@@ -379,6 +382,8 @@ export class Worker {
    */
   private async streamLoop(): Promise<void> {
     let failures = 0;
+    // Acks ride on credit, as on HTTP's lease calls.
+    this.acks.hold();
     while (this.current === "running") {
       const stream = await WorkStream.open({
         ...this.streamAt!,
@@ -396,19 +401,25 @@ export class Worker {
       });
       const want = () => this.room() - stream.outstanding;
       const over = () => this.current !== "running" || ended !== null;
-      // Credit goes in batches, as HTTP/2 updates a flow-control window: at
-      // once when half the room is free or the worker would otherwise idle,
-      // else after ackDelayMs. A grant per freed slot made the server lease
-      // one execution per store call.
-      const enough = () => want() >= Math.ceil(this.room() / 2) || (stream.outstanding === 0 && this.buffer.length === 0 && this.running.size === 0);
       while (!over()) {
-        await this.waitFor(() => over() || want() > 0);
-        if (!enough()) await this.waitFor(() => over() || enough(), this.ackDelayMs);
-        if (want() > 0 && !over()) {
-          // The acks go first, so the server's next lease carries them (one store transaction, as over HTTP).
-          void this.acks.flush();
-          stream.grant(want());
+        await this.waitFor(() => over() || want() > 0 || this.acks.size > 0);
+        // As the lease loop asks: while handlers run, up to ackDelayMs for
+        // them to finish (or a full batch of acks), so that one credit asks
+        // for the whole room and carries their acks. Credit for each freed
+        // slot made the server lease a few executions per store call.
+        if (this.running.size > 0) {
+          await this.waitFor(() => over() || this.running.size === 0 || this.acks.size >= this.maxAckBatch, this.ackDelayMs);
         }
+        // While the server holds credit for half the room it keeps pushing:
+        // more credit, and the acks, wait out ackDelayMs and go together.
+        // Credit after each completion made the server end its long poll and
+        // lease again as often (store calls that slowed a steady stream).
+        const plenty = () => stream.outstanding >= Math.ceil(this.room() / 2);
+        if (plenty()) await this.waitFor(() => over() || !plenty() || this.acks.size >= this.maxAckBatch, this.ackDelayMs);
+        if (over()) break;
+        if (want() > 0) this.grant(stream, want());
+        // No room to ask for (prefetch shrank): the acks go on their own.
+        else if (this.acks.size > 0) void this.acks.flush();
       }
       if (ended === null) return; // shutting down: main() closes the stream after the drain
       if (stream.heard) failures = 0;
@@ -418,6 +429,22 @@ export class Worker {
       this.emit({ type: "error", during: "lease", error: ended, retryInMs });
       await pause(retryInMs, this.stopping.signal, this.clock);
     }
+  }
+
+  /** Grants n credit on the stream with the acks in hand; those the server could not write (5xx, or the stream ended) go again. */
+  private grant(stream: WorkStream, n: number): void {
+    const acks = this.acks.take();
+    stream.grant(n, acks).then(
+      (answers) => {
+        const failed = new Set(answers.filter((a) => a.status >= 500).map((a) => keyOf(a)));
+        if (failed.size > 0) {
+          const again = (item: { executionId: string; attempt: number }) => failed.has(keyOf(item));
+          this.acks.restore({ complete: acks.complete.filter(again), fail: acks.fail.filter(again) });
+        }
+        if (answers.length > 0) this.onAckAnswers("lease", acks, answers);
+      },
+      () => this.acks.restore(acks),
+    );
   }
 
   /** Leased attempts, from a lease call or the stream: run now or held as prefetch. */
