@@ -31,9 +31,14 @@ export const CONTENDERS: Record<string, () => Contender> = {
   "graphile-worker": () => new GraphileWorker(),
 };
 
-/** The `duetime serve` contenders, which `--baseline DIR` also runs from another build as `<name>@baseline`. */
+/**
+ * The `duetime serve` contenders, which `--baseline DIR` also runs from
+ * another build as `<name>@baseline` (the server only: the SDK workers run in
+ * this process, from this work tree).
+ */
 const FROM_A_BUILD: Record<string, (o: Baseline) => Contender> = {
   "duetime-server": duetimeServer,
+  "duetime-grpc": duetimeGrpc,
   "duetime-server-redis": duetimeServerRedis,
   "duetime-pg-1": duetimePg1,
   "duetime-pg-redis": duetimePgRedis,
