@@ -21,7 +21,7 @@ import { parseArgs } from "node:util";
 import type { BatchCreateItem } from "@duetime/sdk/contract";
 import { DEFAULT_CONTEXT } from "../src/engine/service.js";
 import { openStore } from "../src/store/factory.js";
-import { CREATE_BATCH, benchService } from "./one-offs.js";
+import { CREATE_BATCH, benchService, oneOffBatch } from "./one-offs.js";
 import { cpuMs } from "./procstat.js";
 import { serveProcess } from "./serve-process.js";
 
@@ -46,15 +46,7 @@ interface Measured {
 }
 
 /** One batch of one-offs due in an hour, numbered from `first`. */
-function batch(first: number): BatchCreateItem[] {
-  const runAt = new Date(Date.now() + 3_600_000).toISOString();
-  return Array.from({ length: CREATE_BATCH }, (_, k) => ({
-    name: "bench",
-    target: { type: "queue", pool: "bench" },
-    payload: { seq: first + k },
-    schedule: { runAt },
-  }));
-}
+const batch = (first: number): BatchCreateItem[] => oneOffBatch("bench", first, CREATE_BATCH, new Date(Date.now() + 3_600_000).toISOString());
 
 /** Runs `create(first)` for every batch of JOBS, after one batch of warm-up; CPU of this process and `others`. */
 async function timed(create: (first: number) => Promise<void>, others: number[]): Promise<Measured> {

@@ -24,17 +24,20 @@ export function benchService(store: Store, nodeId: string): Service {
   return createService({ store, clock: systemClock, events, executor, scheduler, nodeId, storeHealth: { ready: async () => true } });
 }
 
+/** `count` one-off queue jobs of `pool` due at `runAt`, their payloads {seq} numbered from `first`: one call's batch. */
+export function oneOffBatch(pool: string, first: number, count: number, runAt: string): BatchCreateItem[] {
+  return Array.from({ length: count }, (_, k) => ({
+    name: "bench",
+    target: { type: "queue", pool },
+    payload: { seq: first + k },
+    schedule: { runAt },
+  }));
+}
+
 /** `jobs` one-off queue jobs of `pool` due now ({seq} payloads), CREATE_BATCH a call, as tenant "default" (a server without keys). */
 export async function createOneOffs(service: Service, pool: string, jobs: number): Promise<void> {
   for (let i = 0; i < jobs; i += CREATE_BATCH) {
-    const runAt = new Date().toISOString();
-    const items: BatchCreateItem[] = Array.from({ length: Math.min(CREATE_BATCH, jobs - i) }, (_, k) => ({
-      name: "bench",
-      target: { type: "queue", pool },
-      payload: { seq: i + k },
-      schedule: { runAt },
-    }));
-    const results = await service.createJobs(DEFAULT_CONTEXT, items);
+    const results = await service.createJobs(DEFAULT_CONTEXT, oneOffBatch(pool, i, Math.min(CREATE_BATCH, jobs - i), new Date().toISOString()));
     const failed = results.find((r) => "error" in r);
     if (failed) throw new Error(`createJobs: ${JSON.stringify(failed)}`);
   }

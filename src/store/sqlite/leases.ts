@@ -91,24 +91,22 @@ export function lease(q: Query, p: LeaseParams, now: number, incarnation: number
   return toLeasedRows(rows, p.pool, parse);
 }
 
-/** A granted row's ready_counts bucket: tenant, priority and the hour of its ready_at (as the triggers of migration 10 compute it). */
-const bucketOf = (r: Row) => `${r.tenant_id as string}\u0000${r.priority as number}\u0000${Math.floor((r.ready_at as number) / COUNT_HOUR_MS)}`;
-
 /**
- * The granted rows leave ready_counts: one UPDATE per bucket, not a trigger
- * per row (migration 19 leaves READY → RUNNING to this).
+ * The granted rows leave ready_counts: one UPDATE per bucket (tenant,
+ * priority, the hour of ready_at, as the triggers of migration 10 compute
+ * it), not a trigger per row (migration 19 leaves READY → RUNNING to this).
  */
 function leaveReadyCounts(q: Query, pool: string, granted: readonly Row[]): void {
-  const buckets = new Map<string, number>();
+  const buckets = new Map<string, { tenant: string; priority: number; hour: number; n: number }>();
   for (const r of granted) {
-    const bucket = bucketOf(r);
-    buckets.set(bucket, (buckets.get(bucket) ?? 0) + 1);
+    const [tenant, priority, hour] = [r.tenant_id as string, r.priority as number, Math.floor((r.ready_at as number) / COUNT_HOUR_MS)];
+    const key = `${tenant}\u0000${priority}\u0000${hour}`;
+    const bucket = buckets.get(key);
+    if (bucket) bucket.n++;
+    else buckets.set(key, { tenant, priority, hour, n: 1 });
   }
   const leave = q("UPDATE ready_counts SET n = n - @n WHERE tenant_id = @tenant AND pool = @pool AND priority = @priority AND hour = @hour");
-  for (const [bucket, n] of buckets) {
-    const [tenant, priority, hour] = bucket.split("\u0000");
-    leave.run({ tenant, pool, priority: Number(priority), hour: Number(hour), n });
-  }
+  for (const bucket of buckets.values()) leave.run({ ...bucket, pool });
 }
 
 /** Up to max READY executions of one tenant's pool due by now, highest priority first, then earliest; `skip` are passed over. */
